@@ -1,0 +1,34 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "seance",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "seance", targets: ["seance"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
+    ],
+    targets: [
+        // libedit through a system library target; shim.h wraps its variadic calls.
+        .systemLibrary(name: "CEditLine", pkgConfig: "libedit", providers: [.apt(["libedit-dev"])]),
+        // stb_image from Debian's libstb-dev, compiled once in this target.
+        .target(name: "CStbImage"),
+        .target(name: "Terminal"),
+        .target(name: "Storage", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "Shell", dependencies: ["CEditLine", "Terminal", "Storage"]),
+        .target(name: "Zombies", dependencies: ["Shell", "Terminal", "Storage"]),
+        .target(name: "App", dependencies: ["Shell", "Terminal", "Storage", "Zombies"]),
+        .executableTarget(name: "seance", dependencies: [
+            "App",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        .testTarget(name: "TerminalTests", dependencies: ["Terminal"]),
+        .testTarget(name: "ShellTests", dependencies: ["Shell", "Terminal", "Storage"]),
+        .testTarget(name: "StorageTests", dependencies: ["Storage"]),
+        .testTarget(name: "ZombiesTests", dependencies: ["Zombies", "Terminal"]),
+        .testTarget(name: "EndToEndTests", dependencies: []),
+    ]
+)

@@ -1,0 +1,109 @@
+import Glibc
+import Shell
+import Storage
+import Terminal
+
+/// What the command line asked for; the executable fills it in from its flags.
+public struct LaunchOptions: Sendable {
+    public var dataDirectory: String?
+    public var seed: UInt64?
+    public var color: ColorMode = .auto
+    public var ascii = false
+    /// `-c`: run these commands, then exit.
+    public var commands: String?
+    public var bail = false
+    public var echo = false
+    public var scriptPath: String?
+
+    public init() {}
+}
+
+/// How a run ended, decided here and turned into an exit status only by the executable.
+public enum Outcome: Equatable, Sendable {
+    case success
+    /// At least one command failed (batch).
+    case commandFailed
+    /// seance could not start: bad script path, unusable data directory, …
+    case startFailed(String)
+
+    public var exitStatus: Int32 {
+        switch self {
+        case .success: return 0
+        case .commandFailed, .startFailed: return 1
+        }
+    }
+}
+
+/// Builds the shell with every mode and runs it.
+public enum App {
+    public static let version = "0.1.0"
+
+    /// The environment variables seance reads, and nothing else.
+    static func environment() -> [String: String] {
+        var result: [String: String] = [:]
+        for key in ["TERM", "NO_COLOR", "COLORTERM", "HOME", "XDG_DATA_HOME", "COLUMNS"] {
+            if let value = getenv(key) { result[key] = String(cString: value) }
+        }
+        return result
+    }
+
+    /// Runs seance; a start-up failure is reported on stderr as `seance: message`.
+    public static func run(_ options: LaunchOptions) -> Outcome {
+        let outcome = runShell(options)
+        if case .startFailed(let message) = outcome {
+            let text = Array("seance: \(message)\n".utf8)
+            _ = text.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+        }
+        return outcome
+    }
+
+    private static func runShell(_ options: LaunchOptions) -> Outcome {
+        let environment = environment()
+        let interactive = options.commands == nil && options.scriptPath == nil && TerminalSize.isTTY(0)
+
+        // Batch output is plain unless colour is forced; interactive output follows the policy.
+        let colorOn = options.color.enablesColor(isTTY: interactive && TerminalSize.isTTY(1), environment: environment)
+        let capabilities = Capabilities(color: ColorDepth.detect(colorEnabled: colorOn, environment: environment),
+                                        ascii: options.ascii, interactive: interactive)
+        let console = Console(capabilities: capabilities, columns: TerminalSize.columns(environment: environment))
+        let dataDirectory = DataDirectory(path: options.dataDirectory ?? DataDirectory.defaultPath(environment: environment))
+        let session = Session(dataDirectory: dataDirectory,
+                              random: options.seed.map { SeededRandom(seed: $0) } ?? SeededRandom())
+        let shell = Shell(console: console, session: session)
+        registerModes(in: shell)
+
+        let reader: LineReader
+        if let commands = options.commands {
+            reader = BatchLineReader(text: commands)
+        } else if let path = options.scriptPath {
+            let fd = open(path, O_RDONLY)
+            guard fd >= 0 else { return .startFailed("cannot read \(path): \(String(cString: strerror(errno)))") }
+            reader = BatchLineReader(fd: fd)
+        } else if interactive {
+            var historyPath: String? = dataDirectory.historyPath
+            do { try dataDirectory.create() } catch {
+                console.error("seance: \(error) (history will not be kept)")
+                historyPath = nil
+            }
+            guard let editLine = EditLineReader(console: console, historyPath: historyPath) else {
+                return .startFailed("cannot initialise line editing on this terminal")
+            }
+            editLine.complete = { [unowned shell] text in shell.completion(for: text) }
+            reader = editLine
+            console.print(console.styler.bold("seance \(version)") + " — type 'help' for commands, Tab to complete, Ctrl-D to leave.")
+        } else {
+            reader = BatchLineReader(fd: 0)
+        }
+        if !interactive { restoreDefaultSIGPIPE() }
+
+        let succeeded = shell.run(reader, options: Shell.RunOptions(bail: options.bail, echo: options.echo))
+        return succeeded || interactive ? .success : .commandFailed
+    }
+
+    static func registerModes(in shell: Shell) {
+        shell.register(Mode.unavailable("zombies", summary: "the dark-room game: find the SOS, avoid the zombies"))
+        shell.register(Mode.unavailable("visions", summary: "Will's visions and his rescuers"))
+        shell.register(Mode.unavailable("chat", summary: "talk to people nearby (and the dead)"))
+        shell.register(Mode.unavailable("store", summary: "Holy candles and Saint's medallions"))
+    }
+}

@@ -1,0 +1,154 @@
+/// A suggestion for Tab: the text to insert and a one-line description.
+public struct Candidate: Equatable, Sendable {
+    public var text: String
+    public var description: String
+
+    public init(_ text: String, _ description: String = "") {
+        self.text = text
+        self.description = description
+    }
+}
+
+/// What an argument holds, which decides how Tab completes it.
+public enum ArgumentKind {
+    case text
+    case integer
+    /// One of a fixed set of words, each with a description.
+    case choice([Candidate])
+    /// A file system path.
+    case path
+    /// The name of a command in the current mode (for `help`).
+    case command
+    /// Names that change at run time: peers, rescuers, …
+    case dynamic(() -> [Candidate])
+}
+
+/// One argument of a command: positional, or an option written `--name VALUE`.
+public struct ArgumentSpec {
+    public var name: String
+    public var kind: ArgumentKind
+    public var isOptional: Bool
+    /// Takes every remaining word (joined with spaces).
+    public var isRest: Bool
+    /// Non-nil for an option: its flag, such as `--image`.
+    public var flag: String?
+    public var help: String
+
+    public static func positional(_ name: String, _ kind: ArgumentKind = .text, optional: Bool = false,
+                                  rest: Bool = false, help: String = "") -> ArgumentSpec {
+        ArgumentSpec(name: name, kind: kind, isOptional: optional, isRest: rest, flag: nil, help: help)
+    }
+
+    public static func option(_ flag: String, _ name: String, _ kind: ArgumentKind = .text,
+                              optional: Bool = true, help: String = "") -> ArgumentSpec {
+        ArgumentSpec(name: name, kind: kind, isOptional: optional, isRest: false, flag: flag, help: help)
+    }
+
+    var usage: String {
+        let shown = flag.map { "\($0) \(name)" } ?? (isRest ? "\(name)..." : name)
+        return isOptional ? "[\(shown)]" : shown
+    }
+}
+
+/// The arguments of one invocation, checked against the command's specs.
+public struct Arguments {
+    public let words: [String]
+    private var values: [String: String]
+
+    init(words: [String], values: [String: String]) {
+        self.words = words
+        self.values = values
+    }
+
+    /// The value of the argument or option named `name`, if given.
+    public subscript(_ name: String) -> String? { values[name] }
+
+    /// The value of `name` as an integer; an error names the argument when it is not one.
+    public func integer(_ name: String) throws(ShellError) -> Int? {
+        guard let text = values[name] else { return nil }
+        guard let value = Int(text) else { throw .badArgument("\(name) must be a whole number, not '\(text)'") }
+        return value
+    }
+
+    /// Checks `words` against `specs`: options anywhere, positionals in order.
+    static func parse(_ words: [String], specs: [ArgumentSpec], usage: String) throws(ShellError) -> Arguments {
+        var values: [String: String] = [:]
+        var positionals: [String] = []
+        var index = 0
+        while index < words.count {
+            let word = words[index]
+            if word.hasPrefix("--"), word.count > 2 {
+                guard let spec = specs.first(where: { $0.flag == word }) else {
+                    throw .badArgument("unknown option '\(word)'\n\(usage)")
+                }
+                guard index + 1 < words.count else { throw .badArgument("\(word) needs a value\n\(usage)") }
+                values[spec.name] = words[index + 1]
+                index += 2
+                continue
+            }
+            positionals.append(word)
+            index += 1
+        }
+        var remaining = positionals[...]
+        for spec in specs where spec.flag == nil {
+            if spec.isRest {
+                if !remaining.isEmpty { values[spec.name] = remaining.joined(separator: " ") }
+                remaining = []
+            } else if let value = remaining.popFirst() {
+                values[spec.name] = value
+            }
+        }
+        if let extra = remaining.first { throw .badArgument("unexpected argument '\(extra)'\n\(usage)") }
+        for spec in specs where !spec.isOptional && values[spec.name] == nil {
+            throw .badArgument("missing \(spec.flag ?? spec.name)\n\(usage)")
+        }
+        return Arguments(words: words, values: values)
+    }
+}
+
+/// Where a command can be run.
+public enum CommandScope: Hashable, Sendable {
+    /// Everywhere.
+    case global
+    /// In one mode (or from anywhere with the mode's name as a prefix).
+    case mode(String)
+}
+
+/// A command of the shell: everything `help`, completion and dispatch need to know.
+public struct Command {
+    public var name: String
+    public var aliases: [String]
+    public var scope: CommandScope
+    public var arguments: [ArgumentSpec]
+    public var summary: String
+    /// Longer help shown by `help NAME`, after the usage line.
+    public var details: String
+    public var run: (Invocation) throws -> Void
+
+    public init(_ name: String, aliases: [String] = [], scope: CommandScope, arguments: [ArgumentSpec] = [],
+                summary: String, details: String = "", run: @escaping (Invocation) throws -> Void) {
+        self.name = name
+        self.aliases = aliases
+        self.scope = scope
+        self.arguments = arguments
+        self.summary = summary
+        self.details = details
+        self.run = run
+    }
+
+    public var usage: String {
+        (["usage: " + name] + arguments.map(\.usage)).joined(separator: " ")
+    }
+}
+
+/// One run of a command: its checked arguments and the shell it runs in.
+public struct Invocation {
+    public let shell: Shell
+    public let arguments: Arguments
+    /// The name the user typed (possibly an alias).
+    public let name: String
+    /// The mode the command runs in: the current one, or the one named as a prefix.
+    public let mode: String?
+
+    public var console: Console { shell.console }
+}

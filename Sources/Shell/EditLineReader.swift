@@ -1,0 +1,361 @@
+import CEditLine
+import Glibc
+import Terminal
+
+/// Line editing at a terminal with libedit: emacs bindings, `~/.editrc`, persistent history,
+/// Ctrl-R search, Tab completion with descriptions, and asynchronous lines printed above the
+/// prompt without disturbing what is being typed.
+///
+/// libedit calls back into Swift through C function pointers; each callback finds this object
+/// through `EL_CLIENTDATA`. Everything runs on the thread that calls `readLine`.
+public final class EditLineReader: LineReader {
+    private let editLine: OpaquePointer
+    private let history: OpaquePointer
+    private let historyPath: String?
+    private let console: Console
+    /// Completes the text before the cursor; set by whoever owns the shell.
+    public var complete: (String) -> Completion = { _ in Completion(replacedScalarCount: 0, candidates: [], quotes: true) }
+
+    private var prompt: UnsafeMutablePointer<CChar>?
+    private var keyCommands: [SpecialKey: String] = [:]
+    /// While a form field is asked: its completions, which see the whole field as one word.
+    private var fieldCompletions: ((String) -> [Candidate])?
+    private var utf8Pending: [UInt8] = []
+    private var interrupted = false
+    private var lineFromKey: String?
+
+    public var isInteractive: Bool { true }
+
+    /// - Parameter historyPath: where history is loaded from and saved to; nil keeps none.
+    public init?(console: Console, historyPath: String?, historySize: Int32 = 1000) {
+        configureUTF8Locale()
+        // Streams of libedit's own: Swift 6 forbids touching the C globals stdin/stdout/stderr.
+        guard let input = fdopen(0, "r"), let output = fdopen(1, "w"), let errors = fdopen(2, "w"),
+              let editLine = el_init("seance", input, output, errors), let history = history_init() else { return nil }
+        self.editLine = editLine
+        self.history = history
+        self.historyPath = historyPath
+        self.console = console
+
+        seance_history_setsize(history, historySize)
+        seance_history_setunique(history, 1)  // Consecutive duplicates are dropped.
+        if let historyPath { seance_history_load(history, historyPath) }
+
+        seance_el_set_clientdata(editLine, Unmanaged.passUnretained(self).toOpaque())
+        seance_el_set_editor(editLine, "emacs")
+        seance_el_set_history(editLine, history)
+        seance_el_set_prompt(editLine, { el in EditLineReader.owner(el)?.prompt }, 1)
+        seance_el_set_getc(editLine, { el, character in EditLineReader.owner(el)?.readCharacter(into: character!) ?? 0 })
+        seance_el_addfn(editLine, "seance-complete", "complete the word before the cursor") { el, _ in
+            EditLineReader.owner(el)?.completeWord() ?? UInt8(CC_ERROR)
+        }
+        seance_el_bind(editLine, "^I", "seance-complete")
+        seance_el_bind(editLine, "^R", "em-inc-search-prev")
+        for key in SpecialKey.allCases {
+            seance_el_addfn(editLine, key.functionName, "run the mode's command for this key", key.callback)
+        }
+        // The user's ~/.editrc (or $EDITRC) comes last so it can override any of the above.
+        el_source(editLine, nil)
+
+        console.columns = TerminalSize.columns()
+        console.printAbovePrompt = { [unowned self] lines in self.printAbovePrompt(lines) }
+        Signals.install(wakeFD: console.inbox.wakeFDs.write)
+    }
+
+    deinit {
+        console.printAbovePrompt = nil
+        el_end(editLine)
+        history_end(history)
+        prompt?.deallocate()
+    }
+
+    private static func owner(_ el: OpaquePointer?) -> EditLineReader? {
+        guard let el, let data = seance_el_get_clientdata(el) else { return nil }
+        return Unmanaged<EditLineReader>.fromOpaque(data).takeUnretainedValue()
+    }
+
+    // MARK: Reading lines
+
+    public func readLine(prompt label: String) -> LineInput {
+        let styled = console.styler.enabled
+            ? "\u{1}" + Style.bold.escape + "\u{1}" + label + "\u{1}" + Style.reset + "\u{1}> "
+            : label + "> "
+        return read(prompt: styled)
+    }
+
+    private func read(prompt text: String) -> LineInput {
+        setPrompt(text)
+        console.flush()
+        interrupted = false
+        Signals.interrupt.store(false, ordering: .relaxed)
+        var count: Int32 = 0
+        guard let raw = el_gets(editLine, &count) else {
+            if interrupted {
+                // Ctrl-C: leave the abandoned text on screen, as shells do, and start afresh.
+                console.write("^C\n")
+                console.flush()
+                el_reset(editLine)
+                return .interrupted
+            }
+            console.write("\n")
+            return .end
+        }
+        var line = String(cString: raw)
+        if line.hasSuffix("\n") { line.removeLast() }
+        return .line(line)
+    }
+
+    public func remember(_ line: String) {
+        if let fromKey = lineFromKey, fromKey == line {
+            lineFromKey = nil
+            return  // Keys pressed in a mode are not history.
+        }
+        lineFromKey = nil
+        seance_history_enter(history, line)
+        if let historyPath { seance_history_save(history, historyPath) }
+    }
+
+    public func ask(_ question: String, secret: Bool, completions: ((String) -> [Candidate])?) -> String? {
+        if secret { return readSecret(question) }
+        fieldCompletions = completions
+        defer { fieldCompletions = nil }
+        let keys = keyCommands
+        setKeyCommands([:])
+        defer { setKeyCommands(keys) }
+        // Answers stay out of history: el_gets alone does not record anything.
+        guard case .line(let answer) = read(prompt: question + " ") else { return nil }
+        return answer
+    }
+
+    /// Reads a line with echo off (passwords), restoring the terminal whatever happens.
+    private func readSecret(_ question: String) -> String? {
+        console.write(question + " ")
+        console.flush()
+        var saved = termios()
+        let haveTerminal = tcgetattr(0, &saved) == 0
+        if haveTerminal {
+            var quiet = saved
+            quiet.c_lflag &= ~tcflag_t(ECHO)
+            tcsetattr(0, TCSAFLUSH, &quiet)
+        }
+        defer {
+            if haveTerminal { tcsetattr(0, TCSAFLUSH, &saved) }
+            console.write("\n")
+            console.flush()
+        }
+        var bytes: [UInt8] = []
+        var byte: UInt8 = 0
+        while true {
+            let n = Glibc.read(0, &byte, 1)
+            if n < 0 && errno == EINTR {
+                if Signals.interrupt.exchange(false, ordering: .relaxed) { return nil }
+                continue
+            }
+            if n <= 0 { return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self) }
+            if byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\r") { break }
+            bytes.append(byte)
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private func setPrompt(_ text: String) {
+        prompt?.deallocate()
+        let utf8 = Array(text.utf8CString)
+        let storage = UnsafeMutablePointer<CChar>.allocate(capacity: utf8.count)
+        storage.initialize(from: utf8, count: utf8.count)
+        prompt = storage
+    }
+
+    /// libedit's character source: waits on stdin and the wake-up pipe together, so signals and
+    /// asynchronous lines are handled while the user is typing.
+    private func readCharacter(into character: UnsafeMutablePointer<wchar_t>) -> Int32 {
+        while true {
+            if Signals.interrupt.exchange(false, ordering: .relaxed) {
+                interrupted = true
+                utf8Pending.removeAll()
+                errno = EINTR
+                return -1
+            }
+            if Signals.resize.exchange(false, ordering: .relaxed) {
+                el_resize(editLine)
+                console.columns = TerminalSize.columns()
+            }
+            console.printPending()
+            var fds = [pollfd(fd: 0, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: console.inbox.wakeFDs.read, events: Int16(POLLIN), revents: 0)]
+            if poll(&fds, 2, -1) < 0 {
+                if errno == EINTR { continue }
+                return -1
+            }
+            if fds[1].revents != 0 { continue }
+            guard fds[0].revents != 0 else { continue }
+            var byte: UInt8 = 0
+            let n = Glibc.read(0, &byte, 1)
+            if n < 0 { if errno == EINTR || errno == EAGAIN { continue } else { return -1 } }
+            if n == 0 { return 0 }
+            utf8Pending.append(byte)
+            switch Self.decodeUTF8(utf8Pending) {
+            case .incomplete:
+                continue
+            case .scalar(let value):
+                utf8Pending.removeAll()
+                character.pointee = wchar_t(bitPattern: value)
+                return 1
+            case .invalid:
+                utf8Pending.removeAll()
+                character.pointee = 0xFFFD
+                return 1
+            }
+        }
+    }
+
+    enum Decoded: Equatable { case incomplete, scalar(UInt32), invalid }
+
+    /// Decodes one UTF-8 scalar from the bytes read so far.
+    static func decodeUTF8(_ bytes: [UInt8]) -> Decoded {
+        guard let lead = bytes.first else { return .incomplete }
+        let length: Int
+        switch lead {
+        case 0x00...0x7F: return .scalar(UInt32(lead))
+        case 0xC2...0xDF: length = 2
+        case 0xE0...0xEF: length = 3
+        case 0xF0...0xF4: length = 4
+        default: return .invalid
+        }
+        for byte in bytes.dropFirst() where byte & 0xC0 != 0x80 { return .invalid }
+        guard bytes.count == length else { return bytes.count < length ? .incomplete : .invalid }
+        var decoder = UTF8()
+        var iterator = bytes.makeIterator()
+        if case .scalarValue(let scalar) = decoder.decode(&iterator) { return .scalar(scalar.value) }
+        return .invalid
+    }
+
+    // MARK: Asynchronous output
+
+    /// Moves to the start of the edit area, clears it, prints `lines`, and lets libedit redraw the
+    /// prompt and the half-typed line below them, cursor where it was.
+    private func printAbovePrompt(_ lines: [String]) {
+        let columns = max(1, console.columns)
+        let promptWidth = (prompt.map { String(cString: $0) } ?? "").strippingPromptMarkers.displayWidth
+        let rowsAbove = (promptWidth + textBeforeCursor().displayWidth) / columns
+        var text = rowsAbove > 0 ? "\u{1B}[\(rowsAbove)A" : ""
+        text += "\r\u{1B}[J" + lines.joined(separator: "\n") + "\n"
+        console.write(text)
+        console.flush()
+        seance_el_refresh(editLine)
+    }
+
+    private func textBeforeCursor() -> String {
+        guard let info = el_line(editLine)?.pointee, let start = info.buffer, let cursor = info.cursor else { return "" }
+        let count = cursor - start
+        return start.withMemoryRebound(to: UInt8.self, capacity: count) {
+            String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self)
+        }
+    }
+
+    private func lineIsEmpty() -> Bool {
+        guard let info = el_line(editLine)?.pointee else { return true }
+        return info.buffer == info.lastchar
+    }
+
+    // MARK: Completion
+
+    private func completeWord() -> UInt8 {
+        let before = textBeforeCursor()
+        let completion: Completion
+        let current: String
+        if let fieldCompletions {
+            let lowered = before.lowercased()
+            completion = Completion(replacedScalarCount: before.unicodeScalars.count,
+                                    candidates: fieldCompletions(before).filter { $0.text.lowercased().hasPrefix(lowered) },
+                                    quotes: false)
+            current = before
+        } else {
+            completion = complete(before)
+            current = Tokenizer.partialCommand(before).current
+        }
+        if completion.candidates.isEmpty { return UInt8(CC_REFRESH_BEEP) }
+        if let insertion = completion.insertion(current: current) {
+            el_deletestr(editLine, Int32(completion.replacedScalarCount))
+            el_insertstr(editLine, insertion)
+            return UInt8(CC_REFRESH)
+        }
+        console.write("\n" + completion.listing(columns: console.columns) + "\n")
+        console.flush()
+        return UInt8(CC_REDISPLAY)
+    }
+
+    // MARK: Keys that run commands
+
+    public func setKeyCommands(_ commands: [SpecialKey: String]) {
+        keyCommands = commands
+        for key in SpecialKey.allCases {
+            let function = commands[key] == nil ? key.editingFunction : key.functionName
+            for sequence in key.sequences { seance_el_bind(editLine, sequence, function) }
+        }
+    }
+
+    fileprivate func keyPressed(_ key: SpecialKey) -> UInt8 {
+        guard let command = keyCommands[key] else { return UInt8(CC_ERROR) }
+        guard lineIsEmpty() else {
+            // Half-typed text: left and right still move the cursor; up and down do nothing.
+            switch key {
+            case .left: return el_cursor(editLine, -1) >= 0 ? UInt8(CC_CURSOR) : UInt8(CC_ERROR)
+            case .right: return el_cursor(editLine, 1) >= 0 ? UInt8(CC_CURSOR) : UInt8(CC_ERROR)
+            case .up, .down: return UInt8(CC_REFRESH_BEEP)
+            }
+        }
+        // Typed for the user, Enter included, so the screen shows what ran.
+        lineFromKey = command
+        el_push(editLine, command + "\n")
+        return UInt8(CC_NORM)
+    }
+}
+
+extension SpecialKey {
+    var functionName: String { "seance-key-\(self)" }
+
+    /// The escape sequences terminals send, in normal and application cursor mode.
+    var sequences: [String] {
+        let letter: String
+        switch self {
+        case .up: letter = "A"
+        case .down: letter = "B"
+        case .right: letter = "C"
+        case .left: letter = "D"
+        }
+        return ["\u{1B}[" + letter, "\u{1B}O" + letter]
+    }
+
+    /// What the key does when no mode claims it.
+    var editingFunction: String {
+        switch self {
+        case .up: return "ed-prev-history"
+        case .down: return "ed-next-history"
+        case .right: return "ed-next-char"
+        case .left: return "ed-prev-char"
+        }
+    }
+
+    var callback: seance_command_fn {
+        switch self {
+        case .up: return { el, _ in keyCallback(el, .up) }
+        case .down: return { el, _ in keyCallback(el, .down) }
+        case .left: return { el, _ in keyCallback(el, .left) }
+        case .right: return { el, _ in keyCallback(el, .right) }
+        }
+    }
+}
+
+private func keyCallback(_ el: OpaquePointer?, _ key: SpecialKey) -> UInt8 {
+    guard let el, let data = seance_el_get_clientdata(el) else { return UInt8(CC_ERROR) }
+    return Unmanaged<EditLineReader>.fromOpaque(data).takeUnretainedValue().keyPressed(key)
+}
+
+extension String {
+    /// The prompt as displayed: without the \u{1}-delimited escape sequences libedit skips.
+    fileprivate var strippingPromptMarkers: String {
+        split(separator: "\u{1}", omittingEmptySubsequences: false).enumerated()
+            .filter { $0.offset % 2 == 0 }.map(\.element).joined()
+    }
+}

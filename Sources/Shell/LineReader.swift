@@ -1,0 +1,87 @@
+import Glibc
+
+/// What reading a line produced.
+public enum LineInput: Equatable {
+    case line(String)
+    /// Ctrl-C: the line was abandoned.
+    case interrupted
+    /// End of input (Ctrl-D on an empty line, or the end of a pipe or script).
+    case end
+}
+
+/// Where command lines come from: libedit at a terminal, or plain lines from a pipe or script.
+public protocol LineReader: AnyObject {
+    /// True when a person is typing: prompts, history and forms apply.
+    var isInteractive: Bool { get }
+    func readLine(prompt: String) -> LineInput
+    /// Records a line that was run, for history.
+    func remember(_ line: String)
+    /// Keys that run a command at once in the current mode; empty restores ordinary editing.
+    func setKeyCommands(_ commands: [SpecialKey: String])
+    /// Asks one field of a form. `secret` turns echo off. Nil when the user gave up (Ctrl-C/Ctrl-D).
+    func ask(_ question: String, secret: Bool, completions: ((String) -> [Candidate])?) -> String?
+}
+
+/// Plain lines from a file descriptor or from given text: pipes, scripts and `-c`.
+/// Never prompts, never records history, and never asks anything.
+public final class BatchLineReader: LineReader {
+    private enum Source {
+        case fd(Int32)
+        case text
+    }
+
+    private let source: Source
+    private var buffer: [UInt8] = []
+    private var start = 0
+    private var atEnd = false
+
+    /// Reads lines from `fd` as they arrive.
+    public init(fd: Int32) {
+        source = .fd(fd)
+    }
+
+    /// Reads the lines of `text` (a script, or the commands of `-c`).
+    public init(text: String) {
+        source = .text
+        buffer = Array(text.utf8)
+        atEnd = true
+    }
+
+    public var isInteractive: Bool { false }
+
+    public func readLine(prompt: String) -> LineInput {
+        while true {
+            if let newline = buffer[start...].firstIndex(of: UInt8(ascii: "\n")) {
+                var end = newline
+                if end > start, buffer[end - 1] == UInt8(ascii: "\r") { end -= 1 }
+                let line = String(decoding: buffer[start..<end], as: UTF8.self)
+                start = newline + 1
+                return .line(line)
+            }
+            if atEnd {
+                guard start < buffer.count else { return .end }
+                let line = String(decoding: buffer[start...], as: UTF8.self)
+                start = buffer.count
+                return .line(line)
+            }
+            fill()
+        }
+    }
+
+    private func fill() {
+        guard case .fd(let fd) = source else { atEnd = true; return }
+        if start > 0 {
+            buffer.removeFirst(start)
+            start = 0
+        }
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        if n < 0 && errno == EINTR { return }
+        if n <= 0 { atEnd = true; return }
+        buffer.append(contentsOf: chunk[0..<n])
+    }
+
+    public func remember(_ line: String) {}
+    public func setKeyCommands(_ commands: [SpecialKey: String]) {}
+    public func ask(_ question: String, secret: Bool, completions: ((String) -> [Candidate])?) -> String? { nil }
+}

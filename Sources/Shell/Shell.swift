@@ -1,0 +1,178 @@
+import Terminal
+
+/// The REPL engine: reads lines, splits them into commands, dispatches them through the
+/// registry in the current mode, and reports errors the way batch users expect.
+public final class Shell {
+    public let console: Console
+    public let session: Session
+    public private(set) var registry: CommandRegistry
+    /// The mode the user is in; nil at the top level.
+    public private(set) var currentMode: String?
+    /// The reader of the running loop: forms use it to ask for fields.
+    public private(set) var reader: LineReader?
+    public var isInteractive: Bool { reader?.isInteractive ?? false }
+
+    private var quitRequested = false
+
+    public init(console: Console, session: Session) {
+        self.console = console
+        self.session = session
+        self.registry = CommandRegistry()
+        registerBuiltins()
+    }
+
+    public var styler: Styler { console.styler }
+    public var capabilities: Capabilities { console.capabilities }
+
+    public func register(_ command: Command) { registry.add(command) }
+    public func register(_ mode: Mode) { registry.add(mode) }
+
+    // MARK: Running
+
+    /// Options of a run that change how lines are handled.
+    public struct RunOptions: Sendable {
+        /// Stop at the first failing command.
+        public var bail = false
+        /// Print each line before running it.
+        public var echo = false
+        public init(bail: Bool = false, echo: Bool = false) {
+            self.bail = bail
+            self.echo = echo
+        }
+    }
+
+    /// Runs lines from `reader` until it ends or `quit`. Returns true when every command succeeded.
+    @discardableResult
+    public func run(_ reader: LineReader, options: RunOptions = RunOptions()) -> Bool {
+        self.reader = reader
+        defer { self.reader = nil; console.flush() }
+        reader.setKeyCommands(currentMode.flatMap { registry.mode(named: $0)?.keyCommands } ?? [:])
+        var allSucceeded = true
+        var lineNumber = 0
+        quitRequested = false
+        while !quitRequested {
+            console.printPending()
+            if reader.isInteractive { console.flush() }
+            let input = reader.readLine(prompt: promptLabel)
+            switch input {
+            case .end:
+                return allSucceeded
+            case .interrupted:
+                continue
+            case .line(let line):
+                lineNumber += 1
+                if options.echo { console.print(promptLabel + "> " + line) }
+                if !line.allSatisfy(\.isWhitespace) { reader.remember(line) }
+                if let failure = execute(line) {
+                    allSucceeded = false
+                    report(failure, lineNumber: lineNumber)
+                    if options.bail { return false }
+                }
+            }
+        }
+        return allSucceeded
+    }
+
+    /// The prompt without its `> `: the mode and its page, or `seance`.
+    public var promptLabel: String {
+        guard let currentMode, let mode = registry.mode(named: currentMode) else { return "seance" }
+        return mode.prompt()
+    }
+
+    /// Runs one line; returns the error of the first failing command, if any.
+    /// The commands of a line after a failing one are not run.
+    public func execute(_ line: String) -> Error? {
+        if line.allSatisfy(\.isWhitespace) {
+            guard let currentMode, let emptyLine = registry.mode(named: currentMode)?.emptyLine else { return nil }
+            do { try emptyLine(self) } catch { return error }
+            return nil
+        }
+        let commands: [[String]]
+        do { commands = try Tokenizer.commands(in: line) } catch { return ShellError.syntax(error.description) }
+        for words in commands {
+            do { try dispatch(words, mode: currentMode) } catch { return error }
+            if quitRequested { break }
+        }
+        return nil
+    }
+
+    /// Prints an error: `line N: message` in batch, `error: message` at a terminal.
+    public func report(_ error: Error, lineNumber: Int) {
+        let message = String(describing: error)
+        if isInteractive {
+            console.error(styler.error("error:") + " " + message)
+        } else {
+            console.error("line \(lineNumber): " + message)
+        }
+    }
+
+    private func dispatch(_ words: [String], mode: String?) throws {
+        guard let name = words.first else { return }
+        if let target = registry.mode(named: name) {
+            guard target.isAvailable else { throw ShellError.modeUnavailable(name) }
+            if words.count == 1 { return try enter(target) }
+            // Prefix form: run the rest as a command of that mode, without entering it.
+            return try dispatch(Array(words.dropFirst()), mode: name)
+        }
+        guard let command = registry.command(named: name, inMode: mode) else {
+            if let owner = registry.modesOwning(name).first { throw ShellError.wrongMode(command: name, mode: owner) }
+            throw ShellError.unknownCommand(name, suggestion: registry.suggestion(for: name, inMode: mode))
+        }
+        let usage = command.usage
+        let arguments = try Arguments.parse(Array(words.dropFirst()), specs: command.arguments, usage: usage)
+        try command.run(Invocation(shell: self, arguments: arguments, name: name, mode: mode))
+    }
+
+    /// Leaves the current mode (if another) and enters `mode`, showing its view.
+    public func enter(_ mode: Mode) throws {
+        if let currentMode, currentMode != mode.name { leaveMode() }
+        currentMode = mode.name
+        reader?.setKeyCommands(mode.keyCommands)
+        try mode.enter(self)
+    }
+
+    /// Back to the top level.
+    public func leaveMode() {
+        guard let currentMode, let mode = registry.mode(named: currentMode) else { return }
+        mode.leave(self)
+        self.currentMode = nil
+        reader?.setKeyCommands([:])
+    }
+
+    /// Asks one field of a form at the terminal. In batch there is nobody to ask: the field is
+    /// missing, which is an error, never a wait.
+    public func ask(_ question: String, field: String, secret: Bool = false,
+                    completions: ((String) -> [Candidate])? = nil) throws -> String {
+        guard let reader, reader.isInteractive else { throw ShellError.missingField(field) }
+        guard let answer = reader.ask(question, secret: secret, completions: completions) else {
+            throw ShellError.interrupted
+        }
+        return answer
+    }
+
+    // MARK: Built-in commands
+
+    private func registerBuiltins() {
+        register(Command("help", aliases: ["?"], scope: .global,
+                         arguments: [.positional("command", .command, optional: true, help: "a command or mode name")],
+                         summary: "list the commands of this mode, or explain one") { invocation in
+            let shell = invocation.shell
+            if let name = invocation.arguments["command"] {
+                shell.console.print(try shell.registry.helpText(for: name, inMode: invocation.mode, styler: shell.styler))
+            } else {
+                shell.console.print(shell.registry.helpText(inMode: invocation.mode, styler: shell.styler))
+            }
+        })
+        register(Command("back", scope: .global, summary: "leave the current mode") { invocation in
+            invocation.shell.leaveMode()
+        })
+        register(Command("quit", aliases: ["exit"], scope: .global, summary: "leave seance") { invocation in
+            invocation.shell.quitRequested = true
+        })
+        register(Command("echo", scope: .global,
+                         arguments: [.positional("text", optional: true, rest: true)],
+                         summary: "print the arguments, separated by spaces") { invocation in
+            invocation.console.print(invocation.arguments["text"] ?? "")
+        })
+    }
+}

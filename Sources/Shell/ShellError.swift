@@ -1,0 +1,38 @@
+/// What can go wrong while reading and dispatching a command.
+public enum ShellError: Error, Equatable, CustomStringConvertible {
+    case syntax(String)
+    case unknownCommand(String, suggestion: String?)
+    /// A command of another mode typed where it does not apply.
+    case wrongMode(command: String, mode: String)
+    case badArgument(String)
+    case modeUnavailable(String)
+    /// An interactive form was asked for a field in batch mode.
+    case missingField(String)
+    case interrupted
+
+    public var description: String {
+        switch self {
+        case .syntax(let message):
+            return message
+        case .unknownCommand(let name, let suggestion):
+            let hint = suggestion.map { " (did you mean '\($0)'?)" } ?? " (type 'help' for the list)"
+            return "unknown command '\(name)'\(hint)"
+        case .wrongMode(let command, let mode):
+            return "'\(command)' is a \(mode) command: type '\(mode) \(command)', or enter '\(mode)' first"
+        case .badArgument(let message):
+            return message
+        case .modeUnavailable(let mode):
+            return "\(mode) mode is not available yet"
+        case .missingField(let field):
+            return "missing \(field) (batch input cannot be asked for; give it as an argument)"
+        case .interrupted:
+            return "interrupted"
+        }
+    }
+}
+
+/// Errors whose message is meant for the user as it stands.
+public struct UserError: Error, CustomStringConvertible, Equatable {
+    public let description: String
+    public init(_ message: String) { description = message }
+}

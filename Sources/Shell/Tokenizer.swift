@@ -1,0 +1,145 @@
+/// Splits command lines into words the way a Unix shell does, minus expansion.
+///
+/// - Single quotes keep everything literally until the next single quote.
+/// - Double quotes keep spaces and `;`; inside them a backslash escapes `"` and `\`.
+/// - Outside quotes a backslash escapes the next character.
+/// - `;` outside quotes ends a command; `#` at the start of a word starts a comment.
+public enum Tokenizer {
+    public enum Failure: Error, Equatable, CustomStringConvertible {
+        case unterminatedQuote(Character)
+        case danglingBackslash
+
+        public var description: String {
+            switch self {
+            case .unterminatedQuote(let quote): return "unterminated \(quote) quote"
+            case .danglingBackslash: return "a backslash at the end of the line escapes nothing"
+            }
+        }
+    }
+
+    /// The commands of one line, each as its words. Empty commands are left out.
+    public static func commands(in line: String) throws(Failure) -> [[String]] {
+        let scan = scan(line)
+        if let failure = scan.failure { throw failure }
+        return scan.commands.filter { !$0.isEmpty }
+    }
+
+    /// The words of the last command before the cursor, for completion: unterminated quotes are
+    /// allowed, and the last word is the one being typed (empty when the text ends in a space).
+    public static func partialCommand(_ textBeforeCursor: String) -> PartialCommand {
+        let scan = scan(textBeforeCursor)
+        var words = scan.commands.last ?? []
+        let current: String
+        let rawLength: Int
+        if scan.inWord {
+            current = words.removeLast()
+            rawLength = scan.currentWordRawScalars
+        } else {
+            current = ""
+            rawLength = 0
+        }
+        return PartialCommand(words: words, current: current, currentRawScalarCount: rawLength,
+                              openQuote: scan.openQuote)
+    }
+
+    public struct PartialCommand: Equatable, Sendable {
+        /// The complete words before the one being typed.
+        public var words: [String]
+        /// The word being typed, unquoted.
+        public var current: String
+        /// How many Unicode scalars of the raw text the word being typed spans (with its quotes).
+        public var currentRawScalarCount: Int
+        /// The quote left open in the word being typed, if any.
+        public var openQuote: Character?
+    }
+
+    /// Quotes `word` so the tokenizer reads it back unchanged.
+    public static func quote(_ word: String) -> String {
+        if word.isEmpty { return "''" }
+        let special: Set<Character> = [" ", "\t", "\"", "'", "\\", ";", "#"]
+        guard word.contains(where: { special.contains($0) }) else { return word }
+        if !word.contains("'") { return "'" + word + "'" }
+        var result = "\""
+        for character in word {
+            if character == "\"" || character == "\\" { result.append("\\") }
+            result.append(character)
+        }
+        return result + "\""
+    }
+
+    private struct Scan {
+        var commands: [[String]] = [[]]
+        var failure: Failure?
+        var inWord = false
+        var openQuote: Character?
+        var currentWordRawScalars = 0
+    }
+
+    private static func scan(_ line: String) -> Scan {
+        var scan = Scan()
+        var word = ""
+        var iterator = line.makeIterator()
+
+        func endWord() {
+            if scan.inWord {
+                scan.commands[scan.commands.count - 1].append(word)
+                word = ""
+                scan.inWord = false
+                scan.currentWordRawScalars = 0
+            }
+        }
+        func startWord() {
+            if !scan.inWord { scan.inWord = true; scan.currentWordRawScalars = 0 }
+        }
+        func consumed(_ c: Character) { scan.currentWordRawScalars += c.unicodeScalars.count }
+
+        while let c = iterator.next() {
+            switch c {
+            case " ", "\t", "\n", "\r":
+                endWord()
+            case ";":
+                endWord()
+                scan.commands.append([])
+            case "#" where !scan.inWord:
+                // A comment runs to the end of the line.
+                return finish(&scan, word: &word)
+            case "\\":
+                startWord(); consumed(c)
+                guard let next = iterator.next() else {
+                    scan.failure = .danglingBackslash
+                    return finish(&scan, word: &word)
+                }
+                consumed(next)
+                word.append(next)
+            case "'", "\"":
+                startWord(); consumed(c)
+                scan.openQuote = c
+                while let q = iterator.next() {
+                    consumed(q)
+                    if q == c { scan.openQuote = nil; break }
+                    if c == "\"", q == "\\" {
+                        guard let escaped = iterator.next() else { break }
+                        consumed(escaped)
+                        if escaped != "\"" && escaped != "\\" { word.append("\\") }
+                        word.append(escaped)
+                        continue
+                    }
+                    word.append(q)
+                }
+                if let open = scan.openQuote {
+                    scan.failure = .unterminatedQuote(open)
+                    return finish(&scan, word: &word)
+                }
+            default:
+                startWord(); consumed(c)
+                word.append(c)
+            }
+        }
+        return finish(&scan, word: &word)
+    }
+
+    private static func finish(_ scan: inout Scan, word: inout String) -> Scan {
+        if scan.inWord { scan.commands[scan.commands.count - 1].append(word) }
+        return scan
+    }
+}

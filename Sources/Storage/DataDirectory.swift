@@ -1,0 +1,40 @@
+import Glibc
+
+/// The directory that holds the database and the history file.
+public struct DataDirectory: Sendable, Equatable {
+    public let path: String
+
+    public init(path: String) { self.path = path }
+
+    /// `$XDG_DATA_HOME/seance`, else `~/.local/share/seance`.
+    public static func defaultPath(environment: [String: String]) -> String {
+        if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") { return xdg + "/seance" }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "."
+        return home + "/.local/share/seance"
+    }
+
+    public var databasePath: String { path + "/seance.sqlite" }
+    public var historyPath: String { path + "/history" }
+
+    /// Creates the directory (and missing parents) private to the user, mode 0700.
+    public func create() throws(StorageError) {
+        var partial = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            partial += "/" + component
+            var info = stat()
+            if stat(partial, &info) == 0 {
+                if (info.st_mode & S_IFMT) != S_IFDIR { throw .notADirectory(path: partial) }
+                continue
+            }
+            // Only the final directory is ours; parents get the usual 0755 like `mkdir -p`.
+            let mode: mode_t = partial.count == pathLengthWithRoot ? 0o700 : 0o755
+            if mkdir(partial, mode) != 0 && errno != EEXIST {
+                throw .cannotCreateDirectory(path: path, reason: String(cString: strerror(errno)))
+            }
+        }
+    }
+
+    private var pathLengthWithRoot: Int {
+        (path.hasPrefix("/") ? "" : ".").count + path.split(separator: "/").reduce(0) { $0 + 1 + $1.count }
+    }
+}

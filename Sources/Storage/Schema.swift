@@ -1,0 +1,46 @@
+import GRDB
+
+/// Every version of the schema, in order. A migration, once released, never changes:
+/// a new version adds a new migration at the end.
+public enum Schema {
+    static let migrator: DatabaseMigrator = {
+        var migrator = DatabaseMigrator()
+        for (name, migrate) in migrations { migrator.registerMigration(name, migrate: migrate) }
+        return migrator
+    }()
+
+    static let migrationNames = Set(migrations.map(\.0))
+
+    private static let migrations: [(String, @Sendable (Database) throws -> Void)] = [
+        ("v1-settings", { db in
+            // Small named values: the chosen zombies variant, and the like.
+            try db.create(table: "setting") { t in
+                t.primaryKey("key", .text)
+                t.column("value", .text).notNull()
+            }
+        }),
+        ("v2-zombies", { db in
+            // One row: wins and losses survive restarts; a round in progress does not need to.
+            try db.create(table: "zombiesScore") { t in
+                t.primaryKey("id", .integer).check { $0 == 1 }
+                t.column("wins", .integer).notNull().defaults(to: 0)
+                t.column("losses", .integer).notNull().defaults(to: 0)
+            }
+            try db.execute(sql: "INSERT INTO zombiesScore (id) VALUES (1)")
+        }),
+    ]
+}
+
+extension SeanceDatabase {
+    /// A named value from the `setting` table.
+    public func setting(_ key: String) throws(StorageError) -> String? {
+        try read { db in try String.fetchOne(db, sql: "SELECT value FROM setting WHERE key = ?", arguments: [key]) }
+    }
+
+    public func setSetting(_ key: String, _ value: String) throws(StorageError) {
+        try write { db in
+            try db.execute(sql: "INSERT INTO setting (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                           arguments: [key, value])
+        }
+    }
+}

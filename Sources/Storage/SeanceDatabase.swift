@@ -1,0 +1,84 @@
+import GRDB
+import Glibc
+
+/// The one SQLite database of a data directory: WAL mode, versioned migrations, and checks that
+/// refuse (never overwrite) a file that is not ours or was written by a newer seance.
+public final class SeanceDatabase: Sendable {
+    /// `PRAGMA application_id` of seance databases ("SEAN").
+    static let applicationID: Int32 = 0x5345_414E
+
+    public let path: String
+    public let writer: DatabasePool
+
+    /// Opens (creating if needed) the database at `path` and brings its schema up to date.
+    /// - Parameter busyTimeout: how long to wait for another process's lock, in seconds.
+    public init(path: String, busyTimeout: Double = 5) throws(StorageError) {
+        self.path = path
+        try Self.checkExistingFile(at: path)
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(busyTimeout)
+        configuration.foreignKeysEnabled = true
+        do {
+            writer = try DatabasePool(path: path, configuration: configuration)
+            try writer.write { db in
+                let id = try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0
+                let hasTables = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM sqlite_master)") ?? false
+                let hasMigrations = try db.tableExists("grdb_migrations")
+                let isOurs = id == Self.applicationID || (id == 0 && (!hasTables || hasMigrations))
+                if !isOurs {
+                    throw StorageError.foreignDatabase(path: path)
+                }
+                let unknown = try Set(Schema.migrator.appliedIdentifiers(db)).subtracting(Schema.migrationNames)
+                if !unknown.isEmpty {
+                    throw StorageError.newerSchema(path: path, unknownMigrations: unknown.sorted())
+                }
+                if id == 0 { try db.execute(sql: "PRAGMA application_id = \(Self.applicationID)") }
+            }
+            try Schema.migrator.migrate(writer)
+        } catch let error as StorageError {
+            throw error
+        } catch {
+            throw Self.describe(error, path: path)
+        }
+    }
+
+    /// Runs `body` in a write transaction, translating SQLite errors into `StorageError`.
+    public func write<T>(_ body: (Database) throws -> T) throws(StorageError) -> T {
+        do { return try writer.write(body) } catch { throw Self.describe(error, path: path) }
+    }
+
+    /// Runs `body` with a read-only connection.
+    public func read<T>(_ body: (Database) throws -> T) throws(StorageError) -> T {
+        do { return try writer.read(body) } catch { throw Self.describe(error, path: path) }
+    }
+
+    /// Checks what we can before SQLite touches the file: readable, writable, and an SQLite header.
+    private static func checkExistingFile(at path: String) throws(StorageError) {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return }  // Not there yet: it will be created.
+        if (info.st_mode & S_IFMT) != S_IFREG { throw .unreadable(path: path, reason: "not a regular file") }
+        if access(path, R_OK | W_OK) != 0 {
+            throw .unreadable(path: path, reason: String(cString: strerror(errno)))
+        }
+        guard info.st_size > 0 else { return }  // An empty file is a valid empty database.
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { throw .unreadable(path: path, reason: String(cString: strerror(errno))) }
+        defer { close(fd) }
+        var header = [UInt8](repeating: 0, count: 16)
+        let n = Glibc.read(fd, &header, 16)
+        if n != 16 || header != Array("SQLite format 3\0".utf8) { throw .notADatabase(path: path) }
+    }
+
+    static func describe(_ error: Error, path: String) -> StorageError {
+        if let error = error as? StorageError { return error }
+        guard let error = error as? DatabaseError else { return .sqlite(path: path, message: "\(error)") }
+        switch error.resultCode {
+        case .SQLITE_BUSY, .SQLITE_LOCKED: return .locked(path: path)
+        case .SQLITE_NOTADB: return .notADatabase(path: path)
+        case .SQLITE_CORRUPT: return .corrupt(path: path)
+        case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_READONLY, .SQLITE_AUTH:
+            return .unreadable(path: path, reason: error.message ?? "permission denied")
+        default: return .sqlite(path: path, message: error.message ?? "\(error)")
+        }
+    }
+}

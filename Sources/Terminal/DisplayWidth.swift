@@ -1,0 +1,85 @@
+/// Terminal column widths of text, so grids, lists and bubbles line up.
+///
+/// Width is decided per grapheme cluster (Swift's `Character`), which keeps a ZWJ sequence
+/// such as 🚶‍♂️ or a flag as one two-column glyph, and honours variation selectors: U+FE0F
+/// asks for emoji presentation (two columns), U+FE0E for text presentation (one column).
+extension Character {
+    public var displayWidth: Int {
+        let scalars = unicodeScalars
+        guard let first = scalars.first else { return 0 }
+        if scalars.count == 1 { return DisplayWidth.scalarWidth(first) }
+        if scalars.contains("\u{FE0E}") { return 1 }
+        if scalars.contains("\u{FE0F}") || scalars.contains("\u{200D}") { return 2 }
+        // Regional indicator pairs (flags) and emoji with skin-tone modifiers.
+        if first.properties.isEmoji && scalars.contains(where: { $0.properties.isEmojiModifier || DisplayWidth.isRegionalIndicator($0) }) {
+            return 2
+        }
+        // A base followed by combining marks takes the base's width.
+        return DisplayWidth.scalarWidth(first)
+    }
+}
+
+extension StringProtocol {
+    /// The number of terminal columns this text occupies. ANSI escapes are not skipped:
+    /// measure text before styling it.
+    public var displayWidth: Int {
+        var width = 0
+        for character in self { width += character.displayWidth }
+        return width
+    }
+}
+
+public enum DisplayWidth {
+    static func isRegionalIndicator(_ scalar: Unicode.Scalar) -> Bool {
+        (0x1F1E6...0x1F1FF).contains(scalar.value)
+    }
+
+    /// Width of one scalar standing alone: 0 for controls and combining marks, 2 for East Asian
+    /// wide characters and default-emoji-presentation symbols, otherwise 1.
+    public static func scalarWidth(_ scalar: Unicode.Scalar) -> Int {
+        let value = scalar.value
+        if value < 0x20 || (0x7F..<0xA0).contains(value) { return 0 }
+        if value < 0x300 { return 1 }  // Fast path: Latin and most punctuation.
+        switch scalar.properties.generalCategory {
+        case .nonspacingMark, .enclosingMark, .format: return 0
+        default: break
+        }
+        if value == 0x200B || (0x1160...0x11FF).contains(value) { return 0 }
+        if scalar.properties.isEmojiPresentation { return 2 }
+        return isEastAsianWide(value) ? 2 : 1
+    }
+
+    /// East Asian Wide and Fullwidth ranges (Unicode 15, abridged to the blocks that matter).
+    private static func isEastAsianWide(_ v: UInt32) -> Bool {
+        switch v {
+        case 0x1100...0x115F, 0x231A...0x231B, 0x2329...0x232A, 0x2E80...0x303E, 0x3041...0x33FF,
+             0x3400...0x4DBF, 0x4E00...0x9FFF, 0xA000...0xA4CF, 0xA960...0xA97F, 0xAC00...0xD7A3,
+             0xF900...0xFAFF, 0xFE10...0xFE19, 0xFE30...0xFE6F, 0xFF00...0xFF60, 0xFFE0...0xFFE6,
+             0x1F300...0x1F64F, 0x1F900...0x1F9FF, 0x1FA70...0x1FAFF, 0x20000...0x2FFFD, 0x30000...0x3FFFD:
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// Pads `text` with spaces on the right to `width` columns (never truncates).
+    public static func pad(_ text: String, to width: Int) -> String {
+        let missing = width - text.strippingANSI.displayWidth
+        return missing > 0 ? text + String(repeating: " ", count: missing) : text
+    }
+
+    /// Cuts `text` to at most `width` columns, ending with `…` when something was cut.
+    public static func truncate(_ text: String, to width: Int) -> String {
+        guard text.displayWidth > width else { return text }
+        guard width > 0 else { return "" }
+        var result = ""
+        var used = 0
+        for character in text {
+            let w = character.displayWidth
+            if used + w > width - 1 { break }
+            result.append(character)
+            used += w
+        }
+        return result + "…"
+    }
+}

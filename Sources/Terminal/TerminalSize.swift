@@ -1,0 +1,17 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+public enum TerminalSize {
+    /// Columns of the terminal on `fd`, or `COLUMNS`, or 80.
+    public static func columns(fd: Int32 = 1, environment: [String: String] = [:]) -> Int {
+        var size = winsize()
+        if ioctl(fd, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
+        if let text = environment["COLUMNS"], let value = Int(text), value > 0 { return value }
+        return 80
+    }
+
+    public static func isTTY(_ fd: Int32) -> Bool { isatty(fd) == 1 }
+}

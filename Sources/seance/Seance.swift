@@ -1,0 +1,56 @@
+import App
+import ArgumentParser
+import Terminal
+
+/// The executable: flags in, exit status out. Everything else lives in the libraries.
+@main
+struct Seance: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "seance",
+        abstract: "A line-mode shell to chat with people nearby (and the dead), play Zombies and keep Will's visions.",
+        discussion: """
+            With no script and no -c, seance reads commands from standard input: interactively at \
+            a terminal, or as a batch from a pipe. In a batch, errors go to stderr as 'line N: message' \
+            and the exit status is 1 if any command failed.
+            """,
+        version: App.version)
+
+    @Option(name: .customLong("data-dir"), help: ArgumentHelp("Where the database and history live.", valueName: "dir"))
+    var dataDirectory: String?
+
+    @Option(help: ArgumentHelp("Make every random choice reproducible.", valueName: "n"))
+    var seed: UInt64?
+
+    @Option(help: ArgumentHelp("Colour output: auto, always or never.", valueName: "when"))
+    var color: ColorMode = .auto
+
+    @Flag(help: "Plain ASCII drawing: no emoji, no box drawing.")
+    var ascii = false
+
+    @Option(name: .customShort("c"), help: ArgumentHelp("Run these commands (separated by ';'), then exit.", valueName: "commands"))
+    var commands: String?
+
+    @Flag(help: "Stop at the first command that fails.")
+    var bail = false
+
+    @Flag(help: "Print each command before running it.")
+    var echo = false
+
+    @Argument(help: ArgumentHelp("A file of commands to run.", valueName: "script"))
+    var script: String?
+
+    func run() throws {
+        var options = LaunchOptions()
+        options.dataDirectory = dataDirectory
+        options.seed = seed
+        options.color = color
+        options.ascii = ascii
+        options.commands = commands
+        options.bail = bail
+        options.echo = echo
+        options.scriptPath = script
+        throw ExitCode(App.run(options).exitStatus)
+    }
+}
+
+extension ColorMode: ExpressibleByArgument {}

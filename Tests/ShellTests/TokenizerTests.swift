@@ -1,0 +1,67 @@
+import Testing
+@testable import Shell
+
+@Suite struct TokenizerTests {
+    @Test func plainWords() throws {
+        #expect(try Tokenizer.commands(in: "open  Jim\tHopper ") == [["open", "Jim", "Hopper"]])
+        #expect(try Tokenizer.commands(in: "   ") == [])
+    }
+
+    @Test func quotes() throws {
+        #expect(try Tokenizer.commands(in: #"open "Jim Hopper""#) == [["open", "Jim Hopper"]])
+        #expect(try Tokenizer.commands(in: "open 'Jim \"Chief\" Hopper'") == [["open", "Jim \"Chief\" Hopper"]])
+        #expect(try Tokenizer.commands(in: #"say "a \"b\" c\\ \n""#) == [["say", #"a "b" c\ \n"#]])
+        #expect(try Tokenizer.commands(in: #"a"b c"'d'"#) == [["ab cd"]])
+        #expect(try Tokenizer.commands(in: "x ''") == [["x", ""]])
+    }
+
+    @Test func backslashes() throws {
+        #expect(try Tokenizer.commands(in: #"open Jim\ Hopper"#) == [["open", "Jim Hopper"]])
+        #expect(try Tokenizer.commands(in: #"a\;b"#) == [["a;b"]])
+        #expect(throws: Tokenizer.Failure.danglingBackslash) { try Tokenizer.commands(in: #"a\"#) }
+    }
+
+    @Test func semicolonsSeparateCommands() throws {
+        #expect(try Tokenizer.commands(in: "zombies; up;;left ; back") == [["zombies"], ["up"], ["left"], ["back"]])
+        #expect(try Tokenizer.commands(in: "echo 'a;b'") == [["echo", "a;b"]])
+    }
+
+    @Test func comments() throws {
+        #expect(try Tokenizer.commands(in: "# all of it") == [])
+        #expect(try Tokenizer.commands(in: "up # and a note") == [["up"]])
+        #expect(try Tokenizer.commands(in: "echo a#b") == [["echo", "a#b"]])
+    }
+
+    @Test func unterminatedQuotes() {
+        #expect(throws: Tokenizer.Failure.unterminatedQuote("\"")) { try Tokenizer.commands(in: #"open "Jim"#) }
+        #expect(throws: Tokenizer.Failure.unterminatedQuote("'")) { try Tokenizer.commands(in: "open 'Jim") }
+    }
+
+    @Test func partialCommandForCompletion() {
+        var partial = Tokenizer.partialCommand("visions open Ji")
+        #expect(partial.words == ["visions", "open"])
+        #expect(partial.current == "Ji")
+        #expect(partial.currentRawScalarCount == 2)
+
+        partial = Tokenizer.partialCommand("open \"Jim H")
+        #expect(partial.words == ["open"])
+        #expect(partial.current == "Jim H")
+        #expect(partial.currentRawScalarCount == 6)
+        #expect(partial.openQuote == "\"")
+
+        partial = Tokenizer.partialCommand("up; he")
+        #expect(partial.words == [])
+        #expect(partial.current == "he")
+
+        partial = Tokenizer.partialCommand("help ")
+        #expect(partial.words == ["help"])
+        #expect(partial.current == "")
+        #expect(partial.currentRawScalarCount == 0)
+    }
+
+    @Test func quoteRoundTrips() throws {
+        for word in ["plain", "Jim Hopper", "it's", "a\"b", "semi;colon", "", "back\\slash", "#tag"] {
+            #expect(try Tokenizer.commands(in: "x " + Tokenizer.quote(word)) == [["x", word]])
+        }
+    }
+}

@@ -1,0 +1,58 @@
+import Testing
+import Terminal
+
+@Suite struct DisplayWidthTests {
+    @Test(arguments: [
+        ("a", 1), ("é", 1), ("e\u{301}", 1), ("漢", 2), ("🧟", 2), ("🆘", 2),
+        ("⬜️", 2), ("⬛️", 2), ("❤️", 2), ("🚶‍♂️", 2), ("🔦", 2), ("🚧", 2),
+        ("👍🏽", 2), ("🇫🇷", 2), ("☺︎", 1), ("\u{200B}", 0), ("\t", 0),
+    ])
+    func characterWidths(text: String, width: Int) {
+        #expect(text.displayWidth == width, "\(text.unicodeScalars.map { String($0.value, radix: 16) })")
+    }
+
+    @Test func rowsOfEmojiLineUp() {
+        let a = "🆘⬛️⬛️⬛️⬛️"
+        let b = "⬛️⬛️⬜️🚶‍♂️⬜️"
+        #expect(a.displayWidth == 10)
+        #expect(b.displayWidth == a.displayWidth)
+    }
+
+    @Test func padAndTruncate() {
+        #expect(DisplayWidth.pad("🧟x", to: 5) == "🧟x  ")
+        #expect(DisplayWidth.pad("toolong", to: 3) == "toolong")
+        #expect(DisplayWidth.truncate("abcdef", to: 4) == "abc…")
+        #expect(DisplayWidth.truncate("🧟🧟🧟", to: 4) == "🧟…")
+        #expect(DisplayWidth.truncate("abc", to: 3) == "abc")
+    }
+
+    @Test func stripsEscapes() {
+        let styled = Styler(enabled: true).apply(.red + .bold, "hi") + " there"
+        #expect(styled != "hi there")
+        #expect(styled.strippingANSI == "hi there")
+        #expect(Styler(enabled: false).apply(.red, "hi") == "hi")
+    }
+}
+
+@Suite struct ColorPolicyTests {
+    @Test func autoNeedsATerminal() {
+        let env = ["TERM": "xterm-256color"]
+        #expect(ColorMode.auto.enablesColor(isTTY: true, environment: env))
+        #expect(!ColorMode.auto.enablesColor(isTTY: false, environment: env))
+        #expect(!ColorMode.auto.enablesColor(isTTY: true, environment: ["TERM": "dumb"]))
+        #expect(!ColorMode.auto.enablesColor(isTTY: true, environment: [:]))
+        #expect(!ColorMode.auto.enablesColor(isTTY: true, environment: ["TERM": "xterm", "NO_COLOR": "1"]))
+        #expect(ColorMode.auto.enablesColor(isTTY: true, environment: ["TERM": "xterm", "NO_COLOR": ""]))
+    }
+
+    @Test func explicitChoicesWin() {
+        #expect(ColorMode.always.enablesColor(isTTY: false, environment: ["NO_COLOR": "1"]))
+        #expect(!ColorMode.never.enablesColor(isTTY: true, environment: ["TERM": "xterm"]))
+    }
+
+    @Test func depth() {
+        #expect(ColorDepth.detect(colorEnabled: true, environment: ["COLORTERM": "truecolor"]) == .trueColor)
+        #expect(ColorDepth.detect(colorEnabled: true, environment: [:]) == .ansi256)
+        #expect(ColorDepth.detect(colorEnabled: false, environment: ["COLORTERM": "truecolor"]) == .none)
+    }
+}
