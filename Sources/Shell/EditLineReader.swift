@@ -111,7 +111,9 @@ public final class EditLineReader: LineReader {
             return  // Keys pressed in a mode are not history.
         }
         lineFromKey = nil
-        seance_history_enter(history, line)
+        var entry = Substring(line)
+        while entry.last?.isWhitespace == true { entry.removeLast() }
+        seance_history_enter(history, String(entry))
         if let historyPath { seance_history_save(history, historyPath) }
     }
 

@@ -1,3 +1,4 @@
+import Dispatch
 import Terminal
 
 /// The REPL engine: reads lines, splits them into commands, dispatches them through the
@@ -168,6 +169,20 @@ public final class Shell {
         })
         register(Command("quit", aliases: ["exit"], scope: .global, summary: "leave seance") { invocation in
             invocation.shell.quitRequested = true
+        })
+        register(Command("remind", scope: .global,
+                         arguments: [.positional("seconds", help: "how long to wait (decimals allowed)"),
+                                     .positional("message", rest: true, help: "what to print")],
+                         summary: "print a message above the prompt after some seconds",
+                         details: "The reminder is printed while you type, without disturbing the line being edited.\n"
+                            + "Reminders still pending when seance exits are dropped.") { invocation in
+            let text = invocation.arguments["seconds"]!
+            guard let seconds = Double(text), seconds >= 0, seconds <= 86_400 else {
+                throw ShellError.badArgument("seconds must be a number from 0 to 86400, not '\(text)'")
+            }
+            let line = invocation.shell.styler.bold("reminder:") + " " + invocation.arguments["message"]!
+            let inbox = invocation.console.inbox
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { inbox.post(line) }
         })
         register(Command("echo", scope: .global,
                          arguments: [.positional("text", optional: true, rest: true)],

@@ -1,0 +1,48 @@
+# seance — `make run` builds and starts the shell; `make test` runs the whole suite.
+# Both install the Debian packages they need first, only when missing.
+
+SWIFT        ?= swift
+RELEASE_FLAGS = -c release --static-swift-stdlib
+BUILD_PACKAGES = libedit-dev libsqlite3-dev libstb-dev pkg-config
+# What the tests use besides the build: namespaces and routes, packet loss, a terminal, a reference.
+TEST_PACKAGES  = iproute2 nftables tmux sqlite3 util-linux python3
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all setup setup-test build release run test bench clean
+
+all: build
+
+# Installs the packages in $(1) that dpkg does not know yet.
+define install_missing
+	@missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+endef
+
+setup:
+	$(call install_missing,$(BUILD_PACKAGES))
+
+setup-test: setup
+	$(call install_missing,$(TEST_PACKAGES))
+
+build: setup
+	$(SWIFT) build
+
+release: setup
+	$(SWIFT) build $(RELEASE_FLAGS)
+
+run: release
+	./.build/release/seance $(ARGS)
+
+# The build runs outside the namespace; the tests run inside one that has only loopback.
+test: setup-test
+	$(SWIFT) build --build-tests
+	scripts/in-netns $(SWIFT) test --skip-build $(TEST_ARGS)
+
+bench: setup-test release
+	scripts/in-netns python3 bench/bench.py --binary .build/release/seance
+
+clean:
+	rm -rf .build

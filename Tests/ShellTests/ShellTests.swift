@@ -1,0 +1,257 @@
+import Glibc
+import Storage
+import Testing
+@testable import Shell
+
+/// A shell with a capturing console, a throwaway data directory and two small modes.
+func makeShell(interactive: Bool = false) -> (Shell, Recorder) {
+    let console = Console.capturing()
+    let session = Session(dataDirectory: DataDirectory(path: "/nonexistent/seance-test"), random: SeededRandom(seed: 1))
+    let shell = Shell(console: console, session: session)
+    let recorder = Recorder()
+    shell.register(Mode(name: "zombies", summary: "a game", prompt: { "zombies" },
+                        enter: { _ in recorder.events.append("enter zombies") },
+                        leave: { _ in recorder.events.append("leave zombies") },
+                        emptyLine: { _ in recorder.events.append("empty line") },
+                        keyCommands: [.up: "up"]))
+    shell.register(Mode.unavailable("chat", summary: "not yet"))
+    shell.register(Command("up", aliases: ["k"], scope: .mode("zombies"), summary: "move up") { invocation in
+        recorder.events.append("up in \(invocation.mode ?? "top")")
+    })
+    shell.register(Command("add", scope: .mode("zombies"),
+                           arguments: [.positional("name", .dynamic({ [Candidate("Jim Hopper", "chief"), Candidate("Joyce")] })),
+                                       .option("--image", "path", .path, optional: false, help: "an image")],
+                           summary: "add something") { invocation in
+        recorder.events.append("add \(invocation.arguments["name"]!) \(invocation.arguments["path"]!)")
+    })
+    shell.register(Command("fail", scope: .global, summary: "always fails") { _ in throw UserError("it failed") })
+    return (shell, recorder)
+}
+
+final class Recorder { var events: [String] = [] }
+
+@Suite struct DispatchTests {
+    @Test func modesAreEnteredAndLeft() {
+        let (shell, recorder) = makeShell()
+        #expect(shell.promptLabel == "seance")
+        #expect(shell.execute("zombies") == nil)
+        #expect(shell.currentMode == "zombies")
+        #expect(shell.promptLabel == "zombies")
+        #expect(shell.execute("up; k") == nil)
+        #expect(shell.execute("back") == nil)
+        #expect(shell.currentMode == nil)
+        #expect(recorder.events == ["enter zombies", "up in zombies", "up in zombies", "leave zombies"])
+    }
+
+    @Test func prefixFormRunsWithoutEntering() {
+        let (shell, recorder) = makeShell()
+        #expect(shell.execute("zombies up") == nil)
+        #expect(shell.currentMode == nil)
+        #expect(recorder.events == ["up in zombies"])
+    }
+
+    @Test func commandOfAnotherModeSaysWhere() {
+        let (shell, _) = makeShell()
+        let error = shell.execute("up") as? ShellError
+        #expect(error == .wrongMode(command: "up", mode: "zombies"))
+        #expect(error?.description.contains("zombies up") == true)
+    }
+
+    @Test func unknownCommandSuggestsNearest() {
+        let (shell, _) = makeShell()
+        #expect(shell.execute("hlep") as? ShellError == .unknownCommand("hlep", suggestion: "help"))
+        #expect(shell.execute("zombeis") as? ShellError == .unknownCommand("zombeis", suggestion: "zombies"))
+        #expect(shell.execute("xyzzy") as? ShellError == .unknownCommand("xyzzy", suggestion: nil))
+    }
+
+    @Test func unavailableModeSaysSo() {
+        let (shell, _) = makeShell()
+        #expect(shell.execute("chat") as? ShellError == .modeUnavailable("chat"))
+        #expect(shell.currentMode == nil)
+    }
+
+    @Test func emptyLineGoesToTheMode() {
+        let (shell, recorder) = makeShell()
+        #expect(shell.execute("   ") == nil)
+        #expect(recorder.events.isEmpty)
+        _ = shell.execute("zombies")
+        #expect(shell.execute("") == nil)
+        #expect(recorder.events.last == "empty line")
+    }
+
+    @Test func aFailureStopsTheRestOfTheLine() {
+        let (shell, recorder) = makeShell()
+        #expect(shell.execute("zombies up; fail; zombies up") as? UserError == UserError("it failed"))
+        #expect(recorder.events == ["up in zombies"])
+    }
+
+    @Test func argumentsAreChecked() {
+        let (shell, recorder) = makeShell()
+        _ = shell.execute("zombies")
+        #expect(shell.execute("add 'Jim Hopper' --image /tmp/x.png") == nil)
+        #expect(recorder.events.last == "add Jim Hopper /tmp/x.png")
+        let missing = shell.execute("add Joyce") as? ShellError
+        #expect(missing?.description.hasPrefix("missing --image") == true)
+        let extra = shell.execute("up now") as? ShellError
+        #expect(extra?.description.hasPrefix("unexpected argument 'now'") == true)
+        let unknown = shell.execute("add Joyce --imgae x") as? ShellError
+        #expect(unknown?.description.hasPrefix("unknown option '--imgae'") == true)
+    }
+
+    @Test func syntaxErrorsAreReported() {
+        let (shell, _) = makeShell()
+        #expect(shell.execute("echo \"open") as? ShellError == .syntax("unterminated \" quote"))
+    }
+
+    @Test func batchAsksNothing() {
+        let (shell, _) = makeShell()
+        #expect(throws: ShellError.missingField("rescuer name")) {
+            try shell.ask("Who?", field: "rescuer name")
+        }
+    }
+
+    @Test func runReportsLineNumbersAndStatus() {
+        let (shell, _) = makeShell()
+        let ok = shell.run(BatchLineReader(text: "echo one\n\nnope\necho two\n"))
+        #expect(!ok)
+        #expect(shell.console.takeCaptured() == "one\nline 3: unknown command 'nope' (type 'help' for the list)\ntwo\n")
+    }
+
+    @Test func bailStopsAtTheFirstFailure() {
+        let (shell, _) = makeShell()
+        let ok = shell.run(BatchLineReader(text: "echo one\nnope\necho two"), options: .init(bail: true))
+        #expect(!ok)
+        #expect(!shell.console.takeCaptured().contains("two"))
+    }
+
+    @Test func echoShowsEachLine() {
+        let (shell, _) = makeShell()
+        #expect(shell.run(BatchLineReader(text: "zombies\nup\nquit\necho never"), options: .init(echo: true)))
+        #expect(shell.console.takeCaptured() == "seance> zombies\nzombies> up\nzombies> quit\n")
+    }
+}
+
+@Suite struct HelpTests {
+    @Test func helpListsOnlyWhatAppliesHere() {
+        let (shell, _) = makeShell()
+        _ = shell.execute("help")
+        let top = shell.console.takeCaptured()
+        #expect(top.contains("help (?)"))
+        #expect(!top.contains("move up"))
+        #expect(top.contains("chat") && top.contains("not available yet"))
+
+        _ = shell.execute("zombies")
+        _ = shell.execute("help")
+        let inMode = shell.console.takeCaptured()
+        #expect(inMode.contains("Commands in zombies mode:"))
+        #expect(inMode.contains("up (k)"))
+        #expect(inMode.contains("Everywhere:"))
+    }
+
+    @Test func helpForOneCommand() {
+        let (shell, _) = makeShell()
+        #expect(shell.execute("zombies help add") == nil)
+        let text = shell.console.takeCaptured()
+        #expect(text.contains("usage: add name --image path"))
+        #expect(text.contains("--image"))
+        #expect(shell.execute("help up") as? ShellError == .wrongMode(command: "up", mode: "zombies"))
+    }
+}
+
+@Suite struct CompletionTests {
+    func texts(_ shell: Shell, _ line: String) -> [String] { shell.completion(for: line).candidates.map(\.text) }
+
+    @Test func commandsAndModesAtTheStart() {
+        let (shell, _) = makeShell()
+        #expect(texts(shell, "he") == ["help"])
+        #expect(texts(shell, "") .contains("zombies"))
+        #expect(!texts(shell, "").contains("up"))
+        #expect(texts(shell, "zombies ") .contains("up"))
+        #expect(texts(shell, "zombies u") == ["up"])
+    }
+
+    @Test func modeCommandsInsideTheMode() {
+        let (shell, _) = makeShell()
+        _ = shell.execute("zombies")
+        #expect(texts(shell, "u") == ["up"])
+        #expect(texts(shell, "echo x; u") == ["up"])
+    }
+
+    @Test func argumentsByKind() {
+        let (shell, _) = makeShell()
+        _ = shell.execute("zombies")
+        #expect(texts(shell, "add j") == ["Jim Hopper", "Joyce"])
+        #expect(texts(shell, "add \"Jim") == ["Jim Hopper"])
+        #expect(texts(shell, "add Joyce --") == ["--image"])
+        #expect(texts(shell, "help a") == ["add"])
+        #expect(shell.completion(for: "add Joyce --image /").candidates.contains(Candidate("/tmp/", "directory")))
+    }
+
+    @Test func insertionQuotesAndPrefixes() {
+        let (shell, _) = makeShell()
+        _ = shell.execute("zombies")
+        let single = shell.completion(for: "add Jim")
+        #expect(single.replacedScalarCount == 3)
+        #expect(single.insertion(current: "Jim") == "'Jim Hopper' ")
+        let several = shell.completion(for: "add J")
+        #expect(several.insertion(current: "J") == nil)  // "Jim Hopper" and "Joyce" share only "J".
+        let listing = several.listing(columns: 80)
+        #expect(listing.contains("Jim Hopper  chief"))
+        let prefix = Completion(replacedScalarCount: 1, candidates: [Candidate("stats"), Candidate("status")], quotes: true)
+        #expect(prefix.insertion(current: "s") == "stat")
+    }
+
+    @Test func pathsListDirectoriesWithASlash() throws {
+        let root = "/tmp/seance-completion-\(UInt32.random(in: 0...UInt32.max))"
+        try DataDirectory(path: root + "/dir one").create()
+        defer { _ = system("rm -rf '\(root)'") }
+        let fd = creat(root + "/file.png", 0o644)
+        close(fd)
+        #expect(PathCompletion.candidates(for: root + "/").map(\.text) == [root + "/dir one/", root + "/file.png"])
+        #expect(PathCompletion.candidates(for: root + "/f").map(\.text) == [root + "/file.png"])
+        let completion = Completion(replacedScalarCount: 0, candidates: [Candidate(root + "/dir one/")], quotes: true)
+        #expect(completion.insertion(current: "") == "'" + root + "/dir one/")
+    }
+}
+
+@Suite struct EditDistanceTests {
+    @Test func distances() {
+        #expect(EditDistance.distance("help", "help") == 0)
+        #expect(EditDistance.distance("hlep", "help") == 1)
+        #expect(EditDistance.distance("hep", "help") == 1)
+        #expect(EditDistance.distance("", "abc") == 3)
+        #expect(EditDistance.distance("kitten", "sitting") == 3)
+    }
+
+    @Test func nearestNeedsToBeNear() {
+        #expect(EditDistance.nearest(to: "varient", in: ["variant", "visions"]) == "variant")
+        #expect(EditDistance.nearest(to: "q", in: ["quit", "up"]) == nil || EditDistance.nearest(to: "q", in: ["quit", "up"]) == "up")
+        #expect(EditDistance.nearest(to: "zzzzzz", in: ["help"]) == nil)
+    }
+}
+
+@Suite struct ReaderTests {
+    @Test func batchReaderSplitsLines() {
+        let reader = BatchLineReader(text: "one\r\ntwo\n\nthree")
+        #expect(reader.readLine(prompt: "") == .line("one"))
+        #expect(reader.readLine(prompt: "") == .line("two"))
+        #expect(reader.readLine(prompt: "") == .line(""))
+        #expect(reader.readLine(prompt: "") == .line("three"))
+        #expect(reader.readLine(prompt: "") == .end)
+    }
+
+    @Test func utf8Decoding() {
+        #expect(EditLineReader.decodeUTF8([0x41]) == .scalar(0x41))
+        #expect(EditLineReader.decodeUTF8([0xF0, 0x9F]) == .incomplete)
+        #expect(EditLineReader.decodeUTF8([0xF0, 0x9F, 0xA7, 0x9F]) == .scalar(0x1F9DF))
+        #expect(EditLineReader.decodeUTF8([0xC3, 0x41]) == .invalid)
+        #expect(EditLineReader.decodeUTF8([0xFF]) == .invalid)
+    }
+
+    @Test func seededRandomIsReproducible() {
+        var a = SeededRandom(seed: 42), b = SeededRandom(seed: 42), c = SeededRandom(seed: 43)
+        let first = (0..<5).map { _ in a.next() }
+        #expect(first == (0..<5).map { _ in b.next() })
+        #expect(first != (0..<5).map { _ in c.next() })
+    }
+}

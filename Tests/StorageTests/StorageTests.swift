@@ -1,0 +1,140 @@
+import GRDB
+import Glibc
+import Testing
+@testable import Storage
+
+/// A fresh directory under /tmp for one test, removed afterwards.
+final class TemporaryDirectory {
+    let path: String
+    init() {
+        var template = Array("/tmp/seance-test-XXXXXX".utf8CString)
+        path = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+    }
+    deinit { _ = system("rm -rf '\(path)'") }
+
+    func write(_ name: String, _ bytes: [UInt8]) {
+        let fd = open(path + "/" + name, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        _ = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+    }
+
+    func read(_ name: String) -> [UInt8] {
+        let fd = open(path + "/" + name, O_RDONLY)
+        defer { close(fd) }
+        var result: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while case let n = Glibc.read(fd, &chunk, chunk.count), n > 0 { result += chunk[0..<n] }
+        return result
+    }
+}
+
+@Suite struct DataDirectoryTests {
+    @Test func createsPrivateDirectoriesWithParents() throws {
+        let tmp = TemporaryDirectory()
+        let dir = DataDirectory(path: tmp.path + "/a/b/seance")
+        try dir.create()
+        var info = stat()
+        #expect(stat(dir.path, &info) == 0)
+        #expect(info.st_mode & 0o777 == 0o700)
+        #expect(stat(tmp.path + "/a", &info) == 0 && info.st_mode & 0o777 == 0o755)
+        try dir.create()  // Twice is fine.
+    }
+
+    @Test func refusesAFileInTheWay() {
+        let tmp = TemporaryDirectory()
+        tmp.write("file", [1])
+        #expect(throws: StorageError.notADirectory(path: tmp.path + "/file")) {
+            try DataDirectory(path: tmp.path + "/file/seance").create()
+        }
+    }
+
+    @Test func defaultPathFollowsXDG() {
+        #expect(DataDirectory.defaultPath(environment: ["XDG_DATA_HOME": "/x", "HOME": "/h"]) == "/x/seance")
+        #expect(DataDirectory.defaultPath(environment: ["XDG_DATA_HOME": "relative", "HOME": "/h"]) == "/h/.local/share/seance")
+        #expect(DataDirectory.defaultPath(environment: ["HOME": "/h"]) == "/h/.local/share/seance")
+    }
+}
+
+@Suite struct DatabaseTests {
+    @Test func createsMigratesAndReopens() throws {
+        let tmp = TemporaryDirectory()
+        let path = tmp.path + "/seance.sqlite"
+        do {
+            let db = try SeanceDatabase(path: path)
+            try db.setSetting("variant", "blocker")
+            let mode = try db.read { try String.fetchOne($0, sql: "PRAGMA journal_mode") }
+            #expect(mode == "wal")
+        }
+        let again = try SeanceDatabase(path: path)
+        #expect(try again.setting("variant") == "blocker")
+        let applied = try again.read { try Schema.migrator.appliedIdentifiers($0) }
+        #expect(Set(applied) == Schema.migrationNames)
+    }
+
+    @Test func refusesANewerSchemaAndLeavesItAlone() throws {
+        let tmp = TemporaryDirectory()
+        let path = tmp.path + "/seance.sqlite"
+        _ = try SeanceDatabase(path: path)
+        let queue = try DatabaseQueue(path: path)
+        try queue.write { db in
+            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v99-future')")
+            try db.execute(sql: "CREATE TABLE future (x)")
+        }
+        try queue.close()
+        #expect(throws: StorageError.newerSchema(path: path, unknownMigrations: ["v99-future"])) {
+            try SeanceDatabase(path: path)
+        }
+        let check = try DatabaseQueue(path: path)
+        #expect(try check.read { try $0.tableExists("future") })
+    }
+
+    @Test func refusesAFileThatIsNotADatabase() throws {
+        let tmp = TemporaryDirectory()
+        let junk = Array("this is my diary, not a database\n".utf8) + [UInt8](repeating: 7, count: 100)
+        tmp.write("seance.sqlite", junk)
+        let path = tmp.path + "/seance.sqlite"
+        #expect(throws: StorageError.notADatabase(path: path)) { try SeanceDatabase(path: path) }
+        #expect(tmp.read("seance.sqlite") == junk)
+        #expect(StorageError.notADatabase(path: path).description.contains(path))
+    }
+
+    @Test func refusesAnotherProgramsDatabase() throws {
+        let tmp = TemporaryDirectory()
+        let path = tmp.path + "/seance.sqlite"
+        let other = try DatabaseQueue(path: path)
+        try other.write { try $0.execute(sql: "CREATE TABLE accounts (id); INSERT INTO accounts VALUES (1)") }
+        try other.close()
+        #expect(throws: StorageError.foreignDatabase(path: path)) { try SeanceDatabase(path: path) }
+        let check = try DatabaseQueue(path: path)
+        #expect(try check.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM accounts") } == 1)
+        #expect(try check.read { try $0.tableExists("setting") } == false)
+    }
+
+    @Test func reportsALockedDatabase() throws {
+        let tmp = TemporaryDirectory()
+        let path = tmp.path + "/seance.sqlite"
+        _ = try SeanceDatabase(path: path)
+        // Another connection holds an exclusive lock, as a crashed or busy process would.
+        var configuration = Configuration()
+        configuration.prepareDatabase { try $0.execute(sql: "PRAGMA locking_mode = EXCLUSIVE") }
+        let holder = try DatabaseQueue(path: path, configuration: configuration)
+        try holder.write { try $0.execute(sql: "INSERT INTO setting VALUES ('k', 'v')") }
+        #expect(throws: StorageError.locked(path: path)) { try SeanceDatabase(path: path, busyTimeout: 0.05) }
+        try holder.close()
+        _ = try SeanceDatabase(path: path)
+    }
+
+    @Test func refusesSomethingThatIsNotAFile() throws {
+        let tmp = TemporaryDirectory()
+        let path = tmp.path + "/seance.sqlite"
+        mkdir(path, 0o700)
+        #expect(throws: StorageError.unreadable(path: path, reason: "not a regular file")) { try SeanceDatabase(path: path) }
+    }
+
+    @Test func truncatedHeaderIsNotADatabase() throws {
+        let tmp = TemporaryDirectory()
+        tmp.write("seance.sqlite", Array("SQLite fo".utf8))
+        let path = tmp.path + "/seance.sqlite"
+        #expect(throws: StorageError.notADatabase(path: path)) { try SeanceDatabase(path: path) }
+    }
+}
