@@ -23,6 +23,12 @@ enum Signals {
         action.sa_flags = SA_RESTART
         sigaction(SIGINT, &action, nil)
         sigaction(SIGWINCH, &action, nil)
+        // A parent may have left them blocked (the mask survives exec): Ctrl-C must work anyway.
+        var unblock = sigset_t()
+        sigemptyset(&unblock)
+        sigaddset(&unblock, SIGINT)
+        sigaddset(&unblock, SIGWINCH)
+        pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
     }
 }
 

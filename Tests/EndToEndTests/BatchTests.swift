@@ -1,0 +1,104 @@
+import Foundation
+import Testing
+
+@Suite struct BatchTests {
+    let scratch = Scratch()
+
+    func run(_ stdin: String, _ arguments: [String] = [], environment: [String: String] = [:]) throws -> RunResult {
+        try runSeance(["--data-dir", scratch.dataDir] + arguments, stdin: stdin, environment: environment, scratch: scratch)
+    }
+
+    @Test func pipedCommandsRunWithoutPromptOrBanner() throws {
+        let result = try run("echo hello\necho 'two words'\n")
+        #expect(result.stdout == "hello\ntwo words\n")
+        #expect(result.stderr == "")
+        #expect(result.status == 0)
+    }
+
+    @Test func errorsNameTheLineAndSetTheStatus() throws {
+        let result = try run("echo one\nhlep\necho three\necho \"open\n")
+        #expect(result.stdout == "one\nthree\n")
+        #expect(result.stderr == "line 2: unknown command 'hlep' (did you mean 'help'?)\nline 4: unterminated \" quote\n")
+        #expect(result.status == 1)
+    }
+
+    @Test func bailStopsAtTheFirstFailure() throws {
+        let result = try run("echo one\nnope\necho three\n", ["--bail"])
+        #expect(result.stdout == "one\n")
+        #expect(result.stderr.hasPrefix("line 2: "))
+        #expect(result.status == 1)
+    }
+
+    @Test func commandsFromDashC() throws {
+        let ok = try run("", ["-c", "echo a; echo b;echo 'c;d'"])
+        #expect(ok.stdout == "a\nb\nc;d\n")
+        #expect(ok.status == 0)
+        let failing = try run("echo from stdin is ignored", ["-c", "echo a; nope; echo b"])
+        #expect(failing.stdout == "a\n")
+        #expect(failing.stderr == "line 1: unknown command 'nope' (type 'help' for the list)\n")
+        #expect(failing.status == 1)
+    }
+
+    @Test func scriptFile() throws {
+        let script = scratch.write("script.seance", "#!/usr/bin/env seance\n# a comment\necho from script # trailing\nquit\necho not reached\n")
+        let result = try run("", [script])
+        #expect(result.stdout == "from script\n")
+        #expect(result.status == 0)
+        let missing = try run("", [scratch.path + "/nope.seance"])
+        #expect(missing.status == 1)
+        #expect(missing.stderr.hasPrefix("seance: cannot read \(scratch.path)/nope.seance: No such file"))
+    }
+
+    @Test func echoFlagShowsCommands() throws {
+        let result = try run("echo x\n", ["--echo"])
+        #expect(result.stdout == "seance> echo x\nx\n")
+    }
+
+    @Test func emptyInputExitsAtOnce() throws {
+        let result = try run("")
+        #expect(result.stdout == "" && result.stderr == "" && result.status == 0)
+    }
+
+    @Test func colourOnlyWhenAskedInBatch() throws {
+        let plain = try run("help\n")
+        #expect(!plain.stdout.contains("\u{1B}["))
+        let forced = try run("help\n", ["--color", "always"])
+        #expect(forced.stdout.contains("\u{1B}[1m"))
+        let never = try run("help\n", ["--color", "never"])
+        #expect(!never.stdout.contains("\u{1B}["))
+        let bad = try run("", ["--color", "sometimes"])
+        #expect(bad.status != 0)
+        #expect(bad.stderr.contains("sometimes"))
+    }
+
+    @Test func helpListsEveryFlag() throws {
+        let result = try run("", ["--help"])
+        for flag in ["--data-dir", "--seed", "--color", "--ascii", "-c", "--bail", "--echo", "--version", "<script>"] {
+            #expect(result.stdout.contains(flag), "missing \(flag)")
+        }
+        #expect(try run("", ["--version"]).stdout.hasPrefix("0."))
+    }
+
+    @Test func closedPipeEndsQuietly() throws {
+        let commands = Array(repeating: "help", count: 3000).joined(separator: "; ")
+        let output = try sh("'\(seanceBinary)' --data-dir '\(scratch.dataDir)' -c '\(commands)' 2>'\(scratch.path)/err' | head -1")
+        #expect(output == "Commands:\n")
+        #expect(try String(contentsOfFile: scratch.path + "/err", encoding: .utf8) == "")
+    }
+
+    @Test func longBatchesStayInOrder() throws {
+        let input = (1...20_000).map { "echo \($0)" }.joined(separator: "\n")
+        let result = try run(input)
+        let lines = result.stdout.split(separator: "\n")
+        #expect(lines.count == 20_000)
+        #expect(lines.first == "1" && lines.last == "20000")
+    }
+
+    @Test func remindInBatchDoesNotWait() throws {
+        let result = try run("remind 3600 much later\necho done\n")
+        #expect(result.stdout == "done\n")
+        #expect(result.status == 0)
+        let bad = try run("remind soon x\n")
+        #expect(bad.stderr == "line 1: seconds must be a number from 0 to 86400, not 'soon'\n")
+    }
+}

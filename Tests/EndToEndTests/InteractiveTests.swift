@@ -1,0 +1,99 @@
+import Foundation
+import Testing
+
+/// seance at a real (pseudo) terminal, driven through tmux.
+@Suite(.serialized) struct InteractiveTests {
+    let scratch = Scratch()
+
+    @Test func tabCompletesAUniqueCommand() throws {
+        let term = try TerminalSession(scratch: scratch)
+        try term.type("ec")
+        try term.press("Tab")
+        try term.waitFor { $0.hasSuffix("seance> echo") }
+        try term.type("done")
+        try term.press("Enter")
+        try term.waitFor { $0.contains("\ndone\nseance>") }
+    }
+
+    @Test func tabListsCandidatesWithDescriptions() throws {
+        let term = try TerminalSession(scratch: scratch)
+        try term.press("Tab")
+        let screen = try term.waitFor { $0.contains("remind") }
+        #expect(screen.contains("echo     print the arguments"))
+        #expect(screen.contains("help     list the commands of this mode"))
+        try term.waitFor { $0.hasSuffix("seance>") }
+    }
+
+    @Test func ctrlCAbandonsTheLine() throws {
+        let term = try TerminalSession(scratch: scratch)
+        try term.type("echo abandoned")
+        try term.waitFor { $0.hasSuffix("echo abandoned") }
+        try term.press("C-c")
+        try term.waitFor { $0.hasSuffix("echo abandoned^C\nseance>") }
+        try term.type("echo fresh")
+        try term.press("Enter")
+        let screen = try term.waitFor { $0.contains("\nfresh\n") }
+        #expect(!screen.contains("abandonedecho"))
+    }
+
+    @Test func ctrlDLeavesWithStatusZero() throws {
+        let term = try TerminalSession(scratch: scratch)
+        try term.press("C-d")
+        try term.waitFor { $0.contains("EXIT=0") }
+    }
+
+    @Test func historyIsRecalledAndKept() throws {
+        do {
+            let term = try TerminalSession(scratch: scratch)
+            for line in ["echo first", "echo second", "echo second"] {
+                try term.type(line)
+                try term.press("Enter")
+            }
+            try term.press("Up")
+            try term.waitFor { $0.hasSuffix("seance> echo second") }
+            try term.press("Up")
+            // The repeated line was stored once, so one more step reaches the first.
+            try term.waitFor { $0.hasSuffix("seance> echo first") }
+            try term.press("C-u")
+            try term.type("quit")
+            try term.press("Enter")
+            try term.waitFor { $0.contains("EXIT=0") }
+        }
+        let history = try String(contentsOfFile: scratch.dataDir + "/history", encoding: .utf8)
+        #expect(history.contains("echo\\040first"))
+        let again = try TerminalSession(scratch: scratch)
+        try again.press("Up")
+        try again.waitFor { $0.hasSuffix("seance> quit") }
+        try again.press("C-u", "C-r")
+        try again.type("fir")
+        try again.waitFor { $0.contains("echo first") }
+    }
+
+    @Test func asyncLinesPrintAboveTheLineBeingTyped() throws {
+        let term = try TerminalSession(scratch: scratch)
+        try term.type("remind 0.3 the bell tolls")
+        try term.press("Enter")
+        try term.type("echo half")
+        let screen = try term.waitFor { $0.contains("reminder: the bell tolls") }
+        let lines = screen.split(separator: "\n").map(String.init)
+        let reminder = try #require(lines.firstIndex { $0.contains("reminder: the bell tolls") })
+        #expect(lines[reminder - 1] == "seance> remind 0.3 the bell tolls")
+        try term.waitFor { $0.hasSuffix("reminder: the bell tolls\nseance> echo half") }
+        try term.type(" typed")
+        try term.press("Enter")
+        try term.waitFor { $0.hasSuffix("seance> echo half typed\nhalf typed\nseance>") }
+    }
+
+    @Test func asyncLinesKeepAWrappedLineIntact() throws {
+        let term = try TerminalSession(scratch: scratch, width: 40)
+        try term.type("remind 0.3 ping")
+        try term.press("Enter")
+        let long = "echo " + String(repeating: "x", count: 45)
+        try term.type(long)
+        try term.waitFor { $0.contains("reminder: ping") }
+        try term.type("y")
+        try term.press("Enter")
+        let screen = try term.waitFor { $0.contains(String(repeating: "x", count: 45) + "y\nseance>") }
+        #expect(screen.components(separatedBy: "reminder: ping").count == 2)
+    }
+}

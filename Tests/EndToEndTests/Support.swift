@@ -1,0 +1,181 @@
+import Foundation
+import Testing
+
+/// The root of the package, found from this file's path.
+let packageRoot: String = {
+    var url = URL(fileURLWithPath: #filePath)
+    for _ in 0..<3 { url.deleteLastPathComponent() }
+    return url.path
+}()
+
+/// The built `seance`: `SEANCE_BIN`, else the debug build `make test` made.
+let seanceBinary: String = ProcessInfo.processInfo.environment["SEANCE_BIN"] ?? packageRoot + "/.build/debug/seance"
+
+/// A fresh directory for one test, removed afterwards.
+final class Scratch {
+    let path: String
+    init() {
+        path = NSTemporaryDirectory() + "seance-e2e-" + UUID().uuidString.prefix(8)
+        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+
+    var dataDir: String { path + "/data" }
+
+    @discardableResult
+    func write(_ name: String, _ text: String) -> String {
+        let file = path + "/" + name
+        _ = FileManager.default.createFile(atPath: file, contents: Data(text.utf8))
+        return file
+    }
+}
+
+struct RunResult {
+    var stdout: String
+    var stderr: String
+    var status: Int32
+}
+
+/// Runs `seance` with `arguments`, `stdin` as its standard input, and waits for it.
+/// Output goes to files, not pipes, so a large output never blocks the child.
+func runSeance(_ arguments: [String], stdin: String = "", environment: [String: String] = [:],
+               scratch: Scratch) throws -> RunResult {
+    let id = UUID().uuidString.prefix(8)
+    let input = scratch.write("stdin-\(id)", stdin)
+    let outPath = scratch.path + "/stdout-\(id)", errPath = scratch.path + "/stderr-\(id)"
+    _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+    _ = FileManager.default.createFile(atPath: errPath, contents: nil)
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: seanceBinary)
+    process.arguments = arguments
+    var env = ["HOME": scratch.path, "PATH": "/usr/bin:/bin", "TERM": "xterm-256color"]
+    env.merge(environment) { $1 }
+    process.environment = env
+    process.standardInput = FileHandle(forReadingAtPath: input)
+    process.standardOutput = FileHandle(forWritingAtPath: outPath)
+    process.standardError = FileHandle(forWritingAtPath: errPath)
+    try process.run()
+    process.waitUntilExit()
+    return RunResult(stdout: try String(contentsOfFile: outPath, encoding: .utf8),
+                     stderr: try String(contentsOfFile: errPath, encoding: .utf8),
+                     status: process.terminationStatus)
+}
+
+/// Runs a shell pipeline and returns its standard output.
+func sh(_ command: String) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/sh")
+    process.arguments = ["-c", command]
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return String(decoding: data, as: UTF8.self)
+}
+
+/// `seance` in a pseudo-terminal: a private tmux server, keys in, screen out.
+final class TerminalSession {
+    let socket = "seance-test-" + UUID().uuidString.prefix(8)
+    let scratch: Scratch
+
+    /// Starts seance in a `width` x `height` terminal. When it exits, the pane shows `EXIT=status`.
+    init(arguments: [String] = [], scratch: Scratch, width: Int = 100, height: Int = 30) throws {
+        self.scratch = scratch
+        let args = (["--data-dir", scratch.dataDir] + arguments).map { "'\($0)'" }.joined(separator: " ")
+        let command = "env HOME='\(scratch.path)' TERM=xterm-256color LANG=C.UTF-8 \(seanceBinary) \(args); echo EXIT=$?; sleep 60"
+        try tmux(["new-session", "-d", "-x", "\(width)", "-y", "\(height)", command])
+        try waitFor { $0.contains("seance>") }
+    }
+
+    deinit { _ = try? tmux(["kill-server"]) }
+
+    /// Runs a tmux client and returns what it printed.
+    @discardableResult
+    func tmux(_ arguments: [String]) throws -> String {
+        try spawn(["/usr/bin/tmux", "-L", socket, "-f", "/dev/null"] + arguments)
+    }
+
+    /// Types `text` literally.
+    func type(_ text: String) throws { try tmux(["send-keys", "-l", text]) }
+    /// Presses named keys: Enter, Tab, C-c, C-d, Up, …
+    func press(_ keys: String...) throws { try tmux(["send-keys"] + keys) }
+
+    /// The visible screen, trailing blank lines dropped.
+    func screen() throws -> String {
+        let text = try tmux(["capture-pane", "-p", "-J"])
+        return text.split(separator: "\n", omittingEmptySubsequences: false)
+            .map { String($0).replacingOccurrences(of: "\\s+$", with: "", options: .regularExpression) }
+            .reversed().drop { $0.isEmpty }.reversed().joined(separator: "\n")
+    }
+
+    /// The last line on screen (where the prompt is).
+    func lastLine() throws -> String { try screen().split(separator: "\n").last.map(String.init) ?? "" }
+
+    /// Polls the screen until `condition` holds; fails the test after `timeout` seconds.
+    @discardableResult
+    func waitFor(timeout: Double = 10, sourceLocation: SourceLocation = #_sourceLocation,
+                 _ condition: (String) -> Bool) throws -> String {
+        let deadline = Date().addingTimeInterval(timeout)
+        var text = ""
+        while Date() < deadline {
+            text = try screen()
+            if condition(text) { return text }
+            usleep(20_000)
+        }
+        Issue.record("screen never matched; it shows:\n\(text)", sourceLocation: sourceLocation)
+        return text
+    }
+}
+
+struct SpawnError: Error { let code: Int32 }
+
+/// Runs `argv` and returns its standard output. Unlike Foundation's `Process`, the child gets no
+/// descriptor but 0, 1 and 2: the tmux server it may start as a daemon must not hold anything
+/// of ours open, or waiting for the client would never end.
+@discardableResult
+func spawn(_ argv: [String]) throws -> String {
+    var fds: [Int32] = [-1, -1]
+    guard pipe(&fds) == 0 else { throw SpawnError(code: errno) }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+    posix_spawn_file_actions_addclose(&actions, fds[0])
+    posix_spawn_file_actions_addclose(&actions, fds[1])
+    // Close everything else the test process has open (glibc's closefrom action is not exposed).
+    let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+    for fd in open.compactMap({ Int32($0) }) where fd > 2 && !fds.contains(fd) {
+        if fcntl(fd, F_GETFD) >= 0 { posix_spawn_file_actions_addclose(&actions, fd) }
+    }
+    var cArgs = argv.map { strdup($0) } + [nil]
+    defer { cArgs.forEach { free($0) } }
+    // Test threads run with signals blocked; the child starts with none blocked, all default.
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var noSignals = sigset_t(), allSignals = sigset_t()
+    sigemptyset(&noSignals)
+    sigfillset(&allSignals)
+    posix_spawnattr_setsigmask(&attributes, &noSignals)
+    posix_spawnattr_setsigdefault(&attributes, &allSignals)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+    var pid: pid_t = 0
+    let code = posix_spawn(&pid, argv[0], &actions, &attributes, &cArgs, environ)
+    close(fds[1])
+    guard code == 0 else { close(fds[0]); throw SpawnError(code: code) }
+    var output: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let n = read(fds[0], &buffer, buffer.count)
+        if n < 0 && errno == EINTR { continue }
+        if n <= 0 { break }
+        output += buffer[0..<n]
+    }
+    close(fds[0])
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    return String(decoding: output, as: UTF8.self)
+}
