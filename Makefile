@@ -5,7 +5,7 @@ SWIFT        ?= swift
 RELEASE_FLAGS = -c release --static-swift-stdlib
 BUILD_PACKAGES = libedit-dev libsqlite3-dev libstb-dev pkg-config
 # What the tests use besides the build: namespaces and routes, packet loss, a terminal, a reference.
-TEST_PACKAGES  = iproute2 nftables tmux sqlite3 util-linux python3
+TEST_PACKAGES  = iproute2 nftables tmux sqlite3 util-linux python3 time
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all setup setup-test build release run test bench clean

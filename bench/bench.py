@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""seance benchmarks: every figure is printed next to a reference measured in the same run.
+
+Run through `make bench`, which builds the release binary and runs this inside a private
+network namespace. Nothing here asserts: the targets are printed beside the figures.
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def run_measured(argv, stdin_path=None, env=None):
+    """Runs argv to completion; returns (seconds, peak RSS in KiB). Output is discarded.
+
+    Peak memory comes from GNU time, a small C program: a child forked from Python would carry
+    the interpreter's own resident memory into its ru_maxrss.
+    """
+    with tempfile.NamedTemporaryFile("r") as report:
+        stdin = open(stdin_path, "rb") if stdin_path else subprocess.DEVNULL
+        start = time.perf_counter()
+        status = subprocess.call(["/usr/bin/time", "-o", report.name, "-f", "%M"] + argv, stdin=stdin,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        elapsed = time.perf_counter() - start
+        if stdin_path:
+            stdin.close()
+        if status != 0:
+            sys.exit(f"benchmark command failed: {' '.join(argv)}")
+        return elapsed, int(report.read().split()[-1])
+
+
+def median_time(argv, runs, env=None):
+    """Median and worst wall time of `runs` runs, exec to exit (no wrapper in between)."""
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.call(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), max(times)
+
+
+def section(title):
+    print(f"\n== {title}")
+
+
+def startup(binary, work, env, runs):
+    section(f"start-up: exec to exit, median of {runs} runs")
+    data = os.path.join(work, "data")
+    # An existing database, as a returning user has.
+    subprocess.run([binary, "--data-dir", data, "-c", "zombies stats"], env=env, check=False,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.makedirs(data, mode=0o700, exist_ok=True)
+    db = os.path.join(data, "seance.sqlite")
+    if not os.path.exists(db):
+        subprocess.run(["sqlite3", db, "create table t(x);"], check=True)
+    seance, _ = median_time([binary, "--data-dir", data, "-c", "quit"], runs, env)
+    sqlite, _ = median_time(["sqlite3", db, ".quit"], runs, env)
+    _, seance_rss = run_measured([binary, "--data-dir", data, "-c", "quit"], env=env)
+    _, sqlite_rss = run_measured(["sqlite3", db, ".quit"], env=env)
+    print(f"seance -c quit      {seance * 1000:8.2f} ms   peak {seance_rss / 1024:6.1f} MiB")
+    print(f"sqlite3 DB .quit    {sqlite * 1000:8.2f} ms   peak {sqlite_rss / 1024:6.1f} MiB   (reference)")
+    print(f"ratio               {seance / sqlite:8.2f} x   (target: at most 3x)")
+
+
+def throughput(binary, work, env, count):
+    section(f"batch throughput: {count:,} commands piped in")
+    commands = os.path.join(work, "commands.txt")
+    with open(commands, "w") as f:
+        f.write("echo x\n" * count)
+    selects = os.path.join(work, "selects.sql")
+    with open(selects, "w") as f:
+        f.write("select 1;\n" * count)
+    data = os.path.join(work, "data")
+    seance_time, seance_rss = run_measured([binary, "--data-dir", data], commands, env)
+    sqlite_time, sqlite_rss = run_measured(["sqlite3", ":memory:"], selects, env)
+    seance_rate, sqlite_rate = count / seance_time, count / sqlite_time
+    print(f"seance              {seance_rate:12,.0f} commands/s   peak {seance_rss / 1024:6.1f} MiB")
+    print(f"sqlite3 select 1;   {sqlite_rate:12,.0f} commands/s   peak {sqlite_rss / 1024:6.1f} MiB   (reference)")
+    print(f"ratio               {seance_rate / sqlite_rate:12.2f} x   (target: at least 50,000 commands/s)")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--commands", type=int, default=100_000)
+    args = parser.parse_args()
+    binary = os.path.abspath(args.binary)
+    env = dict(os.environ, NO_COLOR="1")
+    with tempfile.TemporaryDirectory(prefix="seance-bench-") as work:
+        env["HOME"] = work
+        print(f"seance benchmarks — {binary}")
+        startup(binary, work, env, args.runs)
+        throughput(binary, work, env, args.commands)
+
+
+if __name__ == "__main__":
+    main()
