@@ -29,6 +29,6 @@ let package = Package(
         .testTarget(name: "ShellTests", dependencies: ["Shell", "Terminal", "Storage"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "ZombiesTests", dependencies: ["Zombies", "Terminal"]),
-        .testTarget(name: "EndToEndTests", dependencies: []),
+        .testTarget(name: "EndToEndTests", dependencies: [], exclude: ["Fixtures"]),
     ]
 )

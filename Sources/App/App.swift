@@ -2,6 +2,7 @@ import Glibc
 import Shell
 import Storage
 import Terminal
+import Zombies
 
 /// What the command line asked for; the executable fills it in from its flags.
 public struct LaunchOptions: Sendable {
@@ -101,7 +102,7 @@ public enum App {
     }
 
     static func registerModes(in shell: Shell) {
-        shell.register(Mode.unavailable("zombies", summary: "the dark-room game: find the SOS, avoid the zombies"))
+        ZombiesMode().register(in: shell)
         shell.register(Mode.unavailable("visions", summary: "Will's visions and his rescuers"))
         shell.register(Mode.unavailable("chat", summary: "talk to people nearby (and the dead)"))
         shell.register(Mode.unavailable("store", summary: "Holy candles and Saint's medallions"))

@@ -44,3 +44,20 @@ extension SeanceDatabase {
         }
     }
 }
+
+extension SeanceDatabase {
+    public func zombiesScore() throws(StorageError) -> (wins: Int, losses: Int) {
+        try read { db in
+            let row = try Row.fetchOne(db, sql: "SELECT wins, losses FROM zombiesScore WHERE id = 1")
+            return (row?["wins"] ?? 0, row?["losses"] ?? 0)
+        }
+    }
+
+    public func setZombiesScore(wins: Int, losses: Int) throws(StorageError) {
+        try write { db in
+            try db.execute(sql: "INSERT INTO zombiesScore (id, wins, losses) VALUES (1, ?, ?) "
+                           + "ON CONFLICT(id) DO UPDATE SET wins = excluded.wins, losses = excluded.losses",
+                           arguments: [wins, losses])
+        }
+    }
+}

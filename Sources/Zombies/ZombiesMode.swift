@@ -1,1 +1,142 @@
 import Shell
+import Storage
+import Terminal
+
+/// The zombies mode: the game, kept for the session, with its score and variant in the database.
+public final class ZombiesMode {
+    private var game: Game?
+
+    public init() {}
+
+    /// Registers the mode and its commands.
+    public func register(in shell: Shell) {
+        shell.register(Mode(
+            name: "zombies", summary: "the dark-room game: find the SOS, avoid the zombies",
+            enter: { shell in try self.show(shell) },
+            emptyLine: { shell in try self.dismissIfOver(shell) },
+            keyCommands: [.up: "up", .down: "down", .left: "left", .right: "right"]))
+
+        for (direction, alias) in [(Direction.up, "k"), (.down, "j"), (.left, "h"), (.right, "l")] {
+            command(shell, direction.rawValue, aliases: [alias], summary: "move \(direction.rawValue)") { shell, _ in
+                try self.move(direction, shell)
+            }
+        }
+        command(shell, "look", summary: "draw the room again") { shell, _ in
+            if try !self.dismissIfOver(shell) { try self.show(shell) }
+        }
+        command(shell, "new", summary: "start a new game with full lives (the score stays)") { shell, _ in
+            var game = try self.loadGame(shell)
+            game.newGame(using: &shell.session.random)
+            self.game = game
+            try self.show(shell)
+        }
+        command(shell, "stats", summary: "wins, losses, lives and variant") { shell, _ in
+            try self.dismissIfOver(shell, draw: false)
+            shell.console.print(ZombiesView(ascii: shell.capabilities.ascii, styler: shell.styler).stats(try self.loadGame(shell)))
+        }
+        let variants = Variant.allCases.map { Candidate($0.rawValue, $0.summary) }
+        command(shell, "variant", arguments: [.positional("name", .choice(variants), optional: true,
+                                                          help: "classic, blocker or flashlight")],
+                summary: "show or choose the variant (choosing starts a new game)") { shell, arguments in
+            try self.chooseVariant(arguments["name"], shell)
+        }
+    }
+
+    private func command(_ shell: Shell, _ name: String, aliases: [String] = [], arguments: [ArgumentSpec] = [],
+                         summary: String, run: @escaping (Shell, Arguments) throws -> Void) {
+        shell.register(Command(name, aliases: aliases, scope: .mode("zombies"), arguments: arguments,
+                               summary: summary) { invocation in
+            try run(invocation.shell, invocation.arguments)
+        })
+    }
+
+    // MARK: Actions
+
+    private func move(_ direction: Direction, _ shell: Shell) throws {
+        // A move while the message covers the room only dismisses it, like a tap would.
+        if try dismissIfOver(shell) { return }
+        var game = try loadGame(shell)
+        let result = game.move(direction)
+        self.game = game
+        switch result {
+        case .refused(let obstacle):
+            throw UserError("you cannot go \(direction.rawValue): there is \(obstacle.rawValue)")
+        case .moved:
+            try show(shell)
+        case .roundOver:
+            try saveScore(game, shell)
+            try show(shell)
+        }
+    }
+
+    /// Dismisses the end-of-round message, if one is showing, and starts the next round.
+    /// Returns whether there was one.
+    @discardableResult
+    private func dismissIfOver(_ shell: Shell, draw: Bool = true) throws -> Bool {
+        guard var game = self.game, game.outcome != nil else { return false }
+        game.dismiss(using: &shell.session.random)
+        self.game = game
+        if draw { try show(shell) }
+        return true
+    }
+
+    private func chooseVariant(_ name: String?, _ shell: Shell) throws {
+        var game = try loadGame(shell)
+        guard let name else {
+            for variant in Variant.allCases {
+                let mark = variant == game.variant ? "*" : " "
+                shell.console.print("\(mark) \(variant.rawValue.padding(12))\(variant.summary)")
+            }
+            return
+        }
+        guard let variant = Variant(rawValue: name.lowercased()) else {
+            throw UserError("unknown variant '\(name)': choose classic, blocker or flashlight")
+        }
+        try shell.session.openDatabase().setSetting(Self.variantKey, variant.rawValue)
+        game.newGame(variant, using: &shell.session.random)
+        self.game = game
+        try show(shell)
+    }
+
+    /// Draws the room, or the end-of-round message. At a terminal the screen is cleared first
+    /// so the room stays in place; a batch gets the room and the message as plain lines.
+    private func show(_ shell: Shell) throws {
+        let game = try loadGame(shell)
+        let view = ZombiesView(ascii: shell.capabilities.ascii, styler: shell.styler)
+        let console = shell.console
+        if shell.capabilities.interactive {
+            console.write("\u{1B}[H\u{1B}[2J")
+            if let outcome = game.outcome {
+                console.print(view.coveringMessage(outcome))
+                console.print(view.stats(game))
+            } else {
+                console.print(view.render(game))
+            }
+            return
+        }
+        console.print(view.render(game))
+        if let outcome = game.outcome { console.print(view.message(outcome)) }
+    }
+
+    // MARK: Storage
+
+    static let variantKey = "zombies.variant"
+
+    private func loadGame(_ shell: Shell) throws -> Game {
+        if let game { return game }
+        let database = try shell.session.openDatabase()
+        let score = try database.zombiesScore()
+        let variant = try database.setting(Self.variantKey).flatMap(Variant.init(rawValue:)) ?? .classic
+        let game = Game(variant: variant, wins: score.wins, losses: score.losses, using: &shell.session.random)
+        self.game = game
+        return game
+    }
+
+    private func saveScore(_ game: Game, _ shell: Shell) throws {
+        try shell.session.openDatabase().setZombiesScore(wins: game.wins, losses: game.losses)
+    }
+}
+
+extension String {
+    fileprivate func padding(_ width: Int) -> String { DisplayWidth.pad(self, to: width) }
+}

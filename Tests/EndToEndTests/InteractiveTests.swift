@@ -96,4 +96,25 @@ import Testing
         let screen = try term.waitFor { $0.contains(String(repeating: "x", count: 45) + "y\nseance>") }
         #expect(screen.components(separatedBy: "reminder: ping").count == 2)
     }
+
+    @Test func arrowKeysMoveAtOnceInZombiesAndEnterDismisses() throws {
+        let term = try TerminalSession(arguments: ["--seed", "7", "--ascii"], scratch: scratch)
+        try term.type("zombies")
+        try term.press("Enter")
+        try term.waitFor { $0.contains("# # # . @") }
+        try term.press("Up")  // No Enter: the key itself moves.
+        try term.waitFor { $0.contains("# # # . @\n# # # # .") }
+        // Seed 7: up, up, left, left, up, left, up reaches the SOS.
+        for key in ["Up", "Left", "Left", "Up", "Left", "Up"] { try term.press(key) }
+        try term.waitFor { $0.contains("You won!") && $0.contains("wins: 1") }
+        try term.press("Enter")
+        try term.waitFor { $0.contains("W: 1  L: 0") && $0.contains("# # # . @") }
+        try term.press("Down")
+        try term.waitFor { $0.contains("you cannot go down: there is a wall") }
+        // Outside the mode the arrows edit and recall history again.
+        try term.type("back")
+        try term.press("Enter")
+        try term.press("Up")
+        try term.waitFor { $0.hasSuffix("seance> back") }
+    }
 }

@@ -1,0 +1,96 @@
+/// How a round ended.
+public enum Outcome: Equatable, Sendable {
+    /// The player reached the SOS.
+    case won
+    /// A zombie found the player, who has lives left.
+    case caught
+    /// A zombie found the player on his last life.
+    case lost
+}
+
+/// The whole game: the room of the current round, lives, the score and the variant.
+/// Rounds follow the seed: a win or a lost game starts a new game with full lives; a catch
+/// with lives left re-draws the room and keeps the lives.
+public struct Game: Equatable, Sendable {
+    public static let startingLives = 3
+
+    public private(set) var variant: Variant
+    public private(set) var room: Room
+    public private(set) var lives: Int
+    public private(set) var wins: Int
+    public private(set) var losses: Int
+    /// The end of the round, while its message covers the room.
+    public private(set) var outcome: Outcome?
+
+    public init(variant: Variant, wins: Int = 0, losses: Int = 0, room: Room) {
+        self.variant = variant
+        self.room = room
+        self.lives = Game.startingLives
+        self.wins = wins
+        self.losses = losses
+    }
+
+    public init(variant: Variant, wins: Int = 0, losses: Int = 0, using rng: inout some RandomNumberGenerator) {
+        self.init(variant: variant, wins: wins, losses: losses, room: Room.random(variant, using: &rng))
+    }
+
+    /// The same game in another room: for tests that need a given layout mid-game.
+    init(replacingRoomOf game: Game, with room: Room) {
+        self = game
+        self.room = room
+    }
+
+    public enum MoveResult: Equatable, Sendable {
+        case moved
+        case refused(Room.Obstacle)
+        case roundOver(Outcome)
+    }
+
+    /// Moves the player one square. A refused move changes nothing.
+    public mutating func move(_ direction: Direction) -> MoveResult {
+        precondition(outcome == nil, "dismiss the end-of-round message first")
+        if let obstacle = room.obstacle(direction) { return .refused(obstacle) }
+        let wasLit = room.isLit
+        room.player = room.player.moved(direction)
+        if wasLit {
+            room.zombies = room.zombies.map { room.chaseStep(from: $0) }
+        }
+        if let flashlight = room.flashlight, room.isVisible(flashlight) { room.isLit = true }
+        // Found by a zombie beats reaching the SOS in the same move.
+        if room.zombies.contains(where: { $0.isNeighbour(of: room.player) }) {
+            lives -= 1
+            if lives == 0 {
+                losses += 1
+                return end(.lost)
+            }
+            return end(.caught)
+        }
+        if room.player.isNeighbour(of: Room.sos) {
+            wins += 1
+            return end(.won)
+        }
+        return .moved
+    }
+
+    private mutating func end(_ outcome: Outcome) -> MoveResult {
+        self.outcome = outcome
+        return .roundOver(outcome)
+    }
+
+    /// Dismisses the end-of-round message and starts what follows: a new game after a win or a
+    /// loss, a new room with the same lives after a catch.
+    public mutating func dismiss(using rng: inout some RandomNumberGenerator) {
+        guard let outcome else { return }
+        self.outcome = nil
+        if outcome != .caught { lives = Game.startingLives }
+        room = Room.random(variant, using: &rng)
+    }
+
+    /// A new game: full lives, a new room; the score stays.
+    public mutating func newGame(_ variant: Variant? = nil, using rng: inout some RandomNumberGenerator) {
+        if let variant { self.variant = variant }
+        outcome = nil
+        lives = Game.startingLives
+        room = Room.random(self.variant, using: &rng)
+    }
+}

@@ -1,0 +1,164 @@
+/// A square of the room, row 0 at the top, column 0 at the left.
+public struct Position: Hashable, Sendable, CustomStringConvertible {
+    public var row: Int
+    public var column: Int
+
+    public init(_ row: Int, _ column: Int) {
+        self.row = row
+        self.column = column
+    }
+
+    public func moved(_ direction: Direction) -> Position {
+        Position(row + direction.delta.row, column + direction.delta.column)
+    }
+
+    /// The four squares up, down, left and right (some may be outside the room).
+    public var neighbours: [Position] { Direction.allCases.map { moved($0) } }
+
+    public func isNeighbour(of other: Position) -> Bool {
+        abs(row - other.row) + abs(column - other.column) == 1
+    }
+
+    public var description: String { "(\(row),\(column))" }
+}
+
+public enum Direction: String, CaseIterable, Sendable {
+    case up, down, left, right
+
+    var delta: (row: Int, column: Int) {
+        switch self {
+        case .up: return (-1, 0)
+        case .down: return (1, 0)
+        case .left: return (0, -1)
+        case .right: return (0, 1)
+        }
+    }
+}
+
+public enum Variant: String, CaseIterable, Sendable {
+    /// Two zombies.
+    case classic
+    /// One zombie and a block the player cannot walk through.
+    case blocker
+    /// One zombie and a flashlight that lights the room and wakes the zombie.
+    case flashlight
+
+    var zombieCount: Int { self == .classic ? 2 : 1 }
+
+    public var summary: String {
+        switch self {
+        case .classic: return "two zombies hidden in the dark"
+        case .blocker: return "one zombie and a block in the way"
+        case .flashlight: return "one zombie and a flashlight: it lights the room, and the zombie hunts you"
+        }
+    }
+}
+
+/// One layout of the dark room: where everything is, and what the player has seen.
+public struct Room: Equatable, Sendable {
+    public static let size = 5
+    /// The SOS signpost shines in the top-left corner.
+    public static let sos = Position(0, 0)
+    /// The player starts in the opposite corner.
+    public static let start = Position(size - 1, size - 1)
+
+    public var player: Position
+    public var zombies: [Position]
+    public var block: Position?
+    public var flashlight: Position?
+    /// True once the flashlight has been seen: everything is visible and the zombie hunts.
+    public var isLit: Bool
+
+    public init(player: Position = Room.start, zombies: [Position], block: Position? = nil,
+                flashlight: Position? = nil, isLit: Bool = false) {
+        self.player = player
+        self.zombies = zombies
+        self.block = block
+        self.flashlight = flashlight
+        self.isLit = isLit
+    }
+
+    public static func contains(_ position: Position) -> Bool {
+        (0..<size).contains(position.row) && (0..<size).contains(position.column)
+    }
+
+    /// Whether the player can see `position`: his own square and the four next to it, the SOS
+    /// (it shines), or anything once the room is lit.
+    public func isVisible(_ position: Position) -> Bool {
+        isLit || position == player || position == Room.sos || position.isNeighbour(of: player)
+    }
+
+    /// Why a move is refused, or nil when it is allowed.
+    public func obstacle(_ direction: Direction) -> Obstacle? {
+        let target = player.moved(direction)
+        if !Room.contains(target) { return .wall }
+        if target == block { return .block }
+        return nil
+    }
+
+    public enum Obstacle: String, Sendable {
+        case wall = "a wall"
+        case block = "a block"
+    }
+
+    // MARK: Placement
+
+    /// Squares where nothing may be placed: the start, the SOS, and the squares next to them.
+    static let reserved: Set<Position> = {
+        var squares: Set<Position> = [start, sos]
+        for corner in [start, sos] { squares.formUnion(corner.neighbours.filter(contains)) }
+        return squares
+    }()
+
+    static let placeable: [Position] = (0..<size).flatMap { r in (0..<size).map { Position(r, $0) } }
+        .filter { !reserved.contains($0) }
+
+    /// A random layout for `variant`, drawn again until the round can be won.
+    public static func random(_ variant: Variant, using rng: inout some RandomNumberGenerator) -> Room {
+        while true {
+            var squares = placeable
+            squares.shuffle(using: &rng)
+            let zombies = Array(squares.prefix(variant.zombieCount))
+            var rest = squares.dropFirst(variant.zombieCount)
+            let block = variant == .blocker ? rest.popFirst() : nil
+            let flashlight = variant == .flashlight ? rest.popFirst() : nil
+            let room = Room(zombies: zombies, block: block, flashlight: flashlight)
+            if room.isSolvable { return room }
+        }
+    }
+
+    /// True when a path of moves leads from the player to a square next to the SOS without ever
+    /// standing next to a zombie (where it would be found) or walking into the block.
+    public var isSolvable: Bool {
+        func safe(_ p: Position) -> Bool {
+            Room.contains(p) && p != block && !zombies.contains(p) && !zombies.contains { $0.isNeighbour(of: p) }
+        }
+        guard safe(player) else { return false }
+        var seen: Set<Position> = [player]
+        var frontier = [player]
+        while let square = frontier.popLast() {
+            if square.isNeighbour(of: Room.sos) { return true }
+            for next in square.neighbours where safe(next) && next != Room.sos && seen.insert(next).inserted {
+                frontier.append(next)
+            }
+        }
+        return false
+    }
+
+    // MARK: The chase
+
+    /// One step of a hunting zombie toward the player: along the axis where the distance is
+    /// larger (vertical on a tie); when that square is the block or the SOS, along the other
+    /// axis if that also closes in; otherwise it waits.
+    public func chaseStep(from zombie: Position) -> Position {
+        let dRow = player.row - zombie.row, dColumn = player.column - zombie.column
+        let vertical = dRow == 0 ? nil : Position(zombie.row + dRow.signum(), zombie.column)
+        let horizontal = dColumn == 0 ? nil : Position(zombie.row, zombie.column + dColumn.signum())
+        let preferred = abs(dRow) >= abs(dColumn) ? [vertical, horizontal] : [horizontal, vertical]
+        for case let step? in preferred where step != block && step != Room.sos && step != player
+            && !zombies.contains(step) {
+            return step
+        }
+        return zombie
+    }
+}

@@ -1,0 +1,90 @@
+import Terminal
+
+/// Draws the game as text: the room, lives and score, the control row, and the end-of-round
+/// message. Every cell of a rendering has the same display width, so the grid lines up.
+public struct ZombiesView: Sendable {
+    public let ascii: Bool
+    public let styler: Styler
+
+    public init(ascii: Bool, styler: Styler) {
+        self.ascii = ascii
+        self.styler = styler
+    }
+
+    struct Glyphs {
+        let floor, dark, player, zombie, sos, block, flashlight, life: String
+        let separator: String
+    }
+
+    var glyphs: Glyphs {
+        ascii
+            ? Glyphs(floor: ".", dark: "#", player: "@", zombie: "Z", sos: "S", block: "X", flashlight: "F",
+                     life: "<3", separator: " ")
+            : Glyphs(floor: "⬜️", dark: "⬛️", player: "🚶‍♂️", zombie: "🧟", sos: "🆘", block: "🚧", flashlight: "🔦",
+                     life: "❤️", separator: "")
+    }
+
+    /// The glyph of one square as the player sees it.
+    func cell(_ position: Position, in room: Room) -> String {
+        let g = glyphs
+        if position == room.player { return g.player }
+        if position == Room.sos { return g.sos }
+        guard room.isVisible(position) else { return g.dark }
+        if room.zombies.contains(position) { return g.zombie }
+        if position == room.block { return g.block }
+        if position == room.flashlight { return g.flashlight }
+        return g.floor
+    }
+
+    /// The room, then lives and score, then the arrows (refused ones greyed out, or `-`).
+    public func render(_ game: Game) -> String {
+        var lines = (0..<Room.size).map { row in
+            (0..<Room.size).map { cell(Position(row, $0), in: game.room) }.joined(separator: glyphs.separator)
+        }
+        let hearts = Array(repeating: glyphs.life, count: game.lives).joined(separator: ascii ? " " : "")
+        lines.append((hearts.isEmpty ? "" : hearts + "  ") + "W: \(game.wins)  L: \(game.losses)")
+        lines.append(controls(game))
+        return lines.joined(separator: "\n")
+    }
+
+    func controls(_ game: Game) -> String {
+        let order: [(Direction, String, String)] = [(.left, "←", "<"), (.up, "↑", "^"), (.down, "↓", "v"), (.right, "→", ">")]
+        return order.map { direction, arrow, asciiArrow in
+            let symbol = ascii ? asciiArrow : arrow
+            guard game.outcome == nil, game.room.obstacle(direction) == nil else {
+                return styler.enabled && !ascii ? styler.dim(symbol) : "-"
+            }
+            return styler.bold(symbol)
+        }.joined(separator: "  ")
+    }
+
+    /// The end-of-round message on one line.
+    public func message(_ outcome: Outcome) -> String {
+        switch outcome {
+        case .won: return ascii ? "You won!" : "You won! 🥳"
+        case .caught: return ascii ? "Try again!" : "Try again! 🤞"
+        case .lost: return ascii ? "You lost!" : "You lost! ☠️"
+        }
+    }
+
+    /// The message drawn large in a frame as wide as the room, for a terminal.
+    public func coveringMessage(_ outcome: Outcome) -> String {
+        let text = styler.bold(message(outcome))
+        let hint = "Enter: next round"
+        let width = max(22, hint.count + 4)
+        let (h, v, tl, tr, bl, br) = ascii ? ("-", "|", "+", "+", "+", "+") : ("─", "│", "╭", "╮", "╰", "╯")
+        func centred(_ s: String) -> String {
+            let w = s.strippingANSI.displayWidth
+            let left = (width - w) / 2
+            return v + String(repeating: " ", count: left) + s + String(repeating: " ", count: width - w - left) + v
+        }
+        let blank = centred("")
+        return ([tl + String(repeating: h, count: width) + tr, blank, centred(text), blank, centred(styler.dim(hint)),
+                 bl + String(repeating: h, count: width) + br]).joined(separator: "\n")
+    }
+
+    /// `stats`: the score, lives and variant.
+    public func stats(_ game: Game) -> String {
+        "wins: \(game.wins)  losses: \(game.losses)  lives: \(game.lives)  variant: \(game.variant.rawValue)"
+    }
+}
