@@ -16,11 +16,12 @@ let package = Package(
         .systemLibrary(name: "CEditLine", pkgConfig: "libedit", providers: [.apt(["libedit-dev"])]),
         // stb_image from Debian's libstb-dev, compiled once in this target.
         .target(name: "CStbImage"),
-        .target(name: "Terminal"),
+        .target(name: "Terminal", dependencies: ["CStbImage"]),
         .target(name: "Storage", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
         .target(name: "Shell", dependencies: ["CEditLine", "Terminal", "Storage"]),
         .target(name: "Zombies", dependencies: ["Shell", "Terminal", "Storage"]),
-        .target(name: "App", dependencies: ["Shell", "Terminal", "Storage", "Zombies"]),
+        .target(name: "Visions", dependencies: ["Shell", "Terminal", "Storage", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "App", dependencies: ["Shell", "Terminal", "Storage", "Zombies", "Visions"]),
         .executableTarget(name: "seance", dependencies: [
             "App",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -29,6 +30,7 @@ let package = Package(
         .testTarget(name: "ShellTests", dependencies: ["Shell", "Terminal", "Storage"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "ZombiesTests", dependencies: ["Zombies", "Terminal"]),
+        .testTarget(name: "VisionsTests", dependencies: ["Visions", "Storage", "Terminal", "Shell"]),
         .testTarget(name: "EndToEndTests", dependencies: [], exclude: ["Fixtures"]),
     ]
 )

@@ -2,6 +2,7 @@ import Glibc
 import Shell
 import Storage
 import Terminal
+import Visions
 import Zombies
 
 /// What the command line asked for; the executable fills it in from its flags.
@@ -103,7 +104,7 @@ public enum App {
 
     static func registerModes(in shell: Shell) {
         ZombiesMode().register(in: shell)
-        shell.register(Mode.unavailable("visions", summary: "Will's visions and his rescuers"))
+        VisionsMode().register(in: shell)
         shell.register(Mode.unavailable("chat", summary: "talk to people nearby (and the dead)"))
         shell.register(Mode.unavailable("store", summary: "Holy candles and Saint's medallions"))
     }

@@ -1,3 +1,4 @@
+import Glibc
 import Storage
 
 /// What every command may use besides the terminal: the data directory, the database (opened
@@ -5,11 +6,20 @@ import Storage
 public final class Session {
     public let dataDirectory: DataDirectory
     public var random: SeededRandom
+    /// Seconds since 1970; tests replace it.
+    public var clock: () -> Double
     private var database: SeanceDatabase?
 
-    public init(dataDirectory: DataDirectory, random: SeededRandom) {
+    public init(dataDirectory: DataDirectory, random: SeededRandom, clock: @escaping () -> Double = Session.systemTime) {
         self.dataDirectory = dataDirectory
         self.random = random
+        self.clock = clock
+    }
+
+    public static func systemTime() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
     }
 
     /// The database, opened and migrated on first use.

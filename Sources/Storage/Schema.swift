@@ -28,16 +28,41 @@ public enum Schema {
             }
             try db.execute(sql: "INSERT INTO zombiesScore (id) VALUES (1)")
         }),
+        ("v3-visions", { db in
+            try db.create(table: "rescuer") { t in
+                t.autoIncrementedPrimaryKey("id")
+                t.column("name", .text).notNull().unique().collate(.nocase)
+                t.column("description", .text).notNull().defaults(to: "")
+                t.column("portrait", .blob)
+                t.column("rescues", .integer).notNull().defaults(to: 0).check { $0 >= 0 }
+            }
+            // The image bytes as given, plus a small RGBA thumbnail so lists never decode images.
+            try db.create(table: "vision") { t in
+                t.autoIncrementedPrimaryKey("id")
+                t.belongsTo("rescuer", onDelete: .restrict).notNull()
+                t.column("image", .blob).notNull()
+                t.column("thumbnail", .blob).notNull()
+                t.column("thumbnailWidth", .integer).notNull()
+                t.column("thumbnailHeight", .integer).notNull()
+                t.column("rescued", .boolean).notNull().defaults(to: false)
+                t.column("createdAt", .double).notNull()
+                t.column("rescuedAt", .double)
+            }
+            for (name, description) in SeedRescuers.all {
+                try db.execute(sql: "INSERT INTO rescuer (name, description, portrait) VALUES (?, ?, ?)",
+                               arguments: [name, description, SeedRescuers.portrait(name)])
+            }
+        }),
     ]
 }
 
 extension SeanceDatabase {
     /// A named value from the `setting` table.
-    public func setting(_ key: String) throws(StorageError) -> String? {
+    public func setting(_ key: String) throws -> String? {
         try read { db in try String.fetchOne(db, sql: "SELECT value FROM setting WHERE key = ?", arguments: [key]) }
     }
 
-    public func setSetting(_ key: String, _ value: String) throws(StorageError) {
+    public func setSetting(_ key: String, _ value: String) throws {
         try write { db in
             try db.execute(sql: "INSERT INTO setting (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                            arguments: [key, value])
@@ -46,14 +71,14 @@ extension SeanceDatabase {
 }
 
 extension SeanceDatabase {
-    public func zombiesScore() throws(StorageError) -> (wins: Int, losses: Int) {
+    public func zombiesScore() throws -> (wins: Int, losses: Int) {
         try read { db in
             let row = try Row.fetchOne(db, sql: "SELECT wins, losses FROM zombiesScore WHERE id = 1")
             return (row?["wins"] ?? 0, row?["losses"] ?? 0)
         }
     }
 
-    public func setZombiesScore(wins: Int, losses: Int) throws(StorageError) {
+    public func setZombiesScore(wins: Int, losses: Int) throws {
         try write { db in
             try db.execute(sql: "INSERT INTO zombiesScore (id, wins, losses) VALUES (1, ?, ?) "
                            + "ON CONFLICT(id) DO UPDATE SET wins = excluded.wins, losses = excluded.losses",

@@ -42,14 +42,15 @@ public final class SeanceDatabase: Sendable {
         }
     }
 
-    /// Runs `body` in a write transaction, translating SQLite errors into `StorageError`.
-    public func write<T>(_ body: (Database) throws -> T) throws(StorageError) -> T {
-        do { return try writer.write(body) } catch { throw Self.describe(error, path: path) }
+    /// Runs `body` in a write transaction. SQLite's errors become `StorageError`s naming the
+    /// file; errors of the caller's own pass through unchanged (and roll the transaction back).
+    public func write<T>(_ body: (Database) throws -> T) throws -> T {
+        do { return try writer.write(body) } catch let error as DatabaseError { throw Self.describe(error, path: path) }
     }
 
-    /// Runs `body` with a read-only connection.
-    public func read<T>(_ body: (Database) throws -> T) throws(StorageError) -> T {
-        do { return try writer.read(body) } catch { throw Self.describe(error, path: path) }
+    /// Runs `body` with a read-only connection; errors as for `write`.
+    public func read<T>(_ body: (Database) throws -> T) throws -> T {
+        do { return try writer.read(body) } catch let error as DatabaseError { throw Self.describe(error, path: path) }
     }
 
     /// Checks what we can before SQLite touches the file: readable, writable, and an SQLite header.

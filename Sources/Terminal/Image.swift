@@ -1,0 +1,107 @@
+import CStbImage
+import Glibc
+
+/// An image decoded to 8-bit RGBA, row by row from the top.
+public struct RGBAImage: Equatable, Sendable {
+    public let width: Int
+    public let height: Int
+    public let pixels: [UInt8]
+
+    public init(width: Int, height: Int, pixels: [UInt8]) {
+        precondition(pixels.count == width * height * 4)
+        self.width = width
+        self.height = height
+        self.pixels = pixels
+    }
+
+    public struct Pixel: Equatable, Sendable {
+        public var r, g, b, a: UInt8
+        public init(_ r: UInt8, _ g: UInt8, _ b: UInt8, _ a: UInt8 = 255) {
+            self.r = r; self.g = g; self.b = b; self.a = a
+        }
+    }
+
+    public subscript(x: Int, y: Int) -> Pixel {
+        let i = (y * width + x) * 4
+        return Pixel(pixels[i], pixels[i + 1], pixels[i + 2], pixels[i + 3])
+    }
+}
+
+public enum ImageError: Error, Equatable, CustomStringConvertible {
+    case unreadable(path: String, reason: String)
+    case notAnImage(reason: String)
+    case tooLarge(width: Int, height: Int)
+
+    /// The largest image accepted, in pixels: 50 megapixels.
+    public static let maximumPixels = 50_000_000
+
+    public var description: String {
+        switch self {
+        case .unreadable(let path, let reason): return "cannot read \(path): \(reason)"
+        case .notAnImage(let reason): return "not a PNG, JPEG, GIF or BMP image (\(reason))"
+        case .tooLarge(let width, let height):
+            return "the image is \(width)x\(height), over the limit of 50 megapixels"
+        }
+    }
+}
+
+/// PNG, JPEG, GIF (first frame) and BMP through stb_image.
+public enum ImageDecoder {
+    /// Decodes `bytes`, refusing anything that is not a whole image of an accepted format or is
+    /// over 50 megapixels (checked from the header, before any pixel is decoded).
+    public static func decode(_ bytes: [UInt8]) throws(ImageError) -> RGBAImage {
+        guard !bytes.isEmpty else { throw .notAnImage(reason: "the file is empty") }
+        guard bytes.count < Int(Int32.max) else { throw .notAnImage(reason: "the file is too large") }
+        var width: Int32 = 0, height: Int32 = 0, channels: Int32 = 0
+        let known = bytes.withUnsafeBufferPointer {
+            stbi_info_from_memory($0.baseAddress, Int32($0.count), &width, &height, &channels)
+        }
+        guard known == 1 else { throw .notAnImage(reason: failureReason()) }
+        guard Int(width) * Int(height) <= ImageError.maximumPixels else {
+            throw .tooLarge(width: Int(width), height: Int(height))
+        }
+        let decoded = bytes.withUnsafeBufferPointer {
+            stbi_load_from_memory($0.baseAddress, Int32($0.count), &width, &height, &channels, 4)
+        }
+        guard let decoded else { throw .notAnImage(reason: failureReason()) }
+        defer { stbi_image_free(decoded) }
+        let count = Int(width) * Int(height) * 4
+        return RGBAImage(width: Int(width), height: Int(height),
+                         pixels: Array(UnsafeBufferPointer(start: decoded, count: count)))
+    }
+
+    private static func failureReason() -> String {
+        guard let reason = stbi_failure_reason() else { return "unknown format" }
+        let text = String(cString: reason)
+        // stb's reasons are terse; the common ones read better spelled out.
+        switch text {
+        case "unknown image type": return "unknown format"
+        case "bad png sig", "not BMP", "not GIF", "no SOI": return "unknown format"
+        case "outofdata", "bad huffman code", "bad zlib header", "EOF", "premature end of data": return "truncated or damaged"
+        default: return text
+        }
+    }
+
+    /// Reads a whole file.
+    public static func readFile(_ path: String) throws(ImageError) -> [UInt8] {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { throw .unreadable(path: path, reason: String(cString: strerror(errno))) }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw .unreadable(path: path, reason: String(cString: strerror(errno))) }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { throw .unreadable(path: path, reason: "not a regular file") }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(Int(info.st_size))
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = read(fd, &chunk, chunk.count)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw .unreadable(path: path, reason: String(cString: strerror(errno)))
+            }
+            if n == 0 { break }
+            bytes += chunk[0..<n]
+        }
+        return bytes
+    }
+}

@@ -1,0 +1,175 @@
+import Foundation
+import GRDB
+import Storage
+import Terminal
+
+public struct Rescuer: Equatable, Sendable {
+    public var id: Int64
+    public var name: String
+    public var description: String
+    public var portrait: [UInt8]?
+    public var rescues: Int
+}
+
+/// A vision as the list shows it: no image bytes, just the thumbnail.
+public struct VisionSummary: Equatable, Sendable {
+    public var id: Int64
+    public var rescuerName: String
+    public var rescued: Bool
+    public var thumbnail: RGBAImage
+}
+
+public struct Vision: Equatable, Sendable {
+    public var id: Int64
+    public var rescuerName: String
+    public var image: [UInt8]
+    public var rescued: Bool
+    public var createdAt: Double
+    public var rescuedAt: Double?
+}
+
+public enum VisionsError: Error, Equatable, CustomStringConvertible {
+    case emptyName
+    case nameTooLong
+    case noSuchVision(Int64)
+    case noSuchRescuer(String)
+    case rescuerHasVisions(String, Int)
+    case nothingOpen
+
+    public var description: String {
+        switch self {
+        case .emptyName: return "the rescuer's name cannot be empty"
+        case .nameTooLong: return "the rescuer's name is too long (at most 40 characters)"
+        case .noSuchVision(let id): return "there is no vision #\(id)"
+        case .noSuchRescuer(let name): return "there is no rescuer named '\(name)'"
+        case .rescuerHasVisions(let name, let count): return "\(name) is assigned to \(count) vision(s)"
+        case .nothingOpen: return "open a vision first: open N"
+        }
+    }
+}
+
+/// What `save NAME` did.
+public enum SaveOutcome: Equatable, Sendable {
+    case rescued(by: String)
+    case wrongRescuer(expected: String)
+    case alreadyRescued(by: String)
+}
+
+/// Visions and rescuers in the database. Every change that touches both is one transaction.
+public struct VisionStore: Sendable {
+    public let database: SeanceDatabase
+    /// Thumbnails are this many pixels wide: four rows of eight cells in a list.
+    public static let thumbnailWidth = 8
+
+    public init(database: SeanceDatabase) { self.database = database }
+
+    /// A name as stored: trimmed, not empty, not absurdly long, no control characters.
+    public static func normalise(_ name: String) throws(VisionsError) -> String {
+        let trimmed = name.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !trimmed.isEmpty else { throw .emptyName }
+        guard trimmed.count <= 40 else { throw .nameTooLong }
+        return String(trimmed.unicodeScalars.filter { $0.properties.generalCategory != .control }.map(Character.init))
+    }
+
+    public func rescuers() throws -> [Rescuer] {
+        try database.read { db in try Row.fetchAll(db, sql: "SELECT * FROM rescuer ORDER BY name COLLATE NOCASE").map(Self.rescuer) }
+    }
+
+    public func rescuer(named name: String) throws -> Rescuer? {
+        try database.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM rescuer WHERE name = ? COLLATE NOCASE", arguments: [name]).map(Self.rescuer)
+        }
+    }
+
+    private static func rescuer(_ row: Row) -> Rescuer {
+        Rescuer(id: row["id"], name: row["name"], description: row["description"],
+                portrait: (row["portrait"] as Data?).map { [UInt8]($0) }, rescues: row["rescues"])
+    }
+
+    /// Stores a vision assigned to `rescuerName`, creating the rescuer if new. The image must
+    /// already be decoded (it is refused before anything is written if it cannot be).
+    @discardableResult
+    public func addVision(rescuerName: String, imageBytes: [UInt8], image: RGBAImage, now: Double) throws -> Int64 {
+        let name = try Self.normalise(rescuerName)
+        let thumbnailHeight = max(2, min(16, Int((Double(image.height) * Double(Self.thumbnailWidth) / Double(image.width)).rounded())))
+        let thumbnail = image.scaled(width: Self.thumbnailWidth, height: thumbnailHeight)
+        return try database.write { db in
+            let existing = try Int64.fetchOne(db, sql: "SELECT id FROM rescuer WHERE name = ? COLLATE NOCASE", arguments: [name])
+            let rescuerID: Int64
+            if let existing {
+                rescuerID = existing
+            } else {
+                try db.execute(sql: "INSERT INTO rescuer (name) VALUES (?)", arguments: [name])
+                rescuerID = db.lastInsertedRowID
+            }
+            try db.execute(sql: """
+                INSERT INTO vision (rescuerId, image, thumbnail, thumbnailWidth, thumbnailHeight, createdAt)
+                VALUES (?, ?, ?, ?, ?, ?)
+                """, arguments: [rescuerID, Data(imageBytes), Data(thumbnail.pixels), thumbnail.width, thumbnail.height, now])
+            return db.lastInsertedRowID
+        }
+    }
+
+    public func visionCount() throws -> Int {
+        try database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM vision") ?? 0 }
+    }
+
+    /// One page of the list, oldest first, reading thumbnails only.
+    public func visions(offset: Int, limit: Int) throws -> [VisionSummary] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT vision.id, rescuer.name, vision.rescued, vision.thumbnail, vision.thumbnailWidth, vision.thumbnailHeight
+                FROM vision JOIN rescuer ON rescuer.id = vision.rescuerId
+                ORDER BY vision.id LIMIT ? OFFSET ?
+                """, arguments: [limit, offset]).map { row in
+                VisionSummary(id: row[0], rescuerName: row[1], rescued: row[2],
+                              thumbnail: RGBAImage(width: row[4], height: row[5], pixels: [UInt8](row[3] as Data)))
+            }
+        }
+    }
+
+    public func vision(_ id: Int64) throws -> Vision {
+        let found = try database.read { db in
+            try Row.fetchOne(db, sql: """
+                SELECT vision.*, rescuer.name AS rescuerName FROM vision JOIN rescuer ON rescuer.id = vision.rescuerId
+                WHERE vision.id = ?
+                """, arguments: [id]).map { row in
+                Vision(id: row["id"], rescuerName: row["rescuerName"], image: [UInt8](row["image"] as Data),
+                       rescued: row["rescued"], createdAt: row["createdAt"], rescuedAt: row["rescuedAt"])
+            }
+        }
+        guard let found else { throw VisionsError.noSuchVision(id) }
+        return found
+    }
+
+    /// Marks vision `id` rescued if `name` (trimmed, any case) is its rescuer, and counts the
+    /// rescue, in one transaction.
+    public func save(_ id: Int64, name: String, now: Double) throws -> SaveOutcome {
+        let given = name.trimmingCharacters(in: .whitespacesAndNewlines)
+        return try database.write { db in
+            guard let row = try Row.fetchOne(db, sql: """
+                SELECT vision.rescued, rescuer.id, rescuer.name FROM vision JOIN rescuer ON rescuer.id = vision.rescuerId
+                WHERE vision.id = ?
+                """, arguments: [id]) else { throw VisionsError.noSuchVision(id) }
+            let rescued: Bool = row[0], rescuerID: Int64 = row[1], rescuerName: String = row[2]
+            if rescued { return .alreadyRescued(by: rescuerName) }
+            guard given.caseInsensitiveCompare(rescuerName) == .orderedSame else { return .wrongRescuer(expected: rescuerName) }
+            try db.execute(sql: "UPDATE vision SET rescued = 1, rescuedAt = ? WHERE id = ?", arguments: [now, id])
+            try db.execute(sql: "UPDATE rescuer SET rescues = rescues + 1 WHERE id = ?", arguments: [rescuerID])
+            return .rescued(by: rescuerName)
+        }
+    }
+
+    /// Deletes vision `id`; a rescued one takes its rescue off the rescuer's count.
+    public func delete(_ id: Int64) throws {
+        try database.write { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT rescued, rescuerId FROM vision WHERE id = ?", arguments: [id]) else {
+                throw VisionsError.noSuchVision(id)
+            }
+            if row["rescued"] as Bool {
+                try db.execute(sql: "UPDATE rescuer SET rescues = rescues - 1 WHERE id = ?", arguments: [row["rescuerId"] as Int64])
+            }
+            try db.execute(sql: "DELETE FROM vision WHERE id = ?", arguments: [id])
+        }
+    }
+}

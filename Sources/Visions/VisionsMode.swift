@@ -1,0 +1,183 @@
+import Glibc
+import Shell
+import Storage
+import Terminal
+
+/// The visions mode: two pages (the visions and the rescuers), like a page view controller.
+public final class VisionsMode {
+    enum Page: Int {
+        case visions = 1, rescuers = 2
+    }
+
+    private var page = Page.visions
+    private var listPage = 1
+    /// The vision `save` applies to: the one opened last.
+    private var openVision: Int64?
+    static let pageSize = 10
+
+    public init() {}
+
+    public func register(in shell: Shell) {
+        shell.register(Mode(
+            name: "visions", summary: "Will's visions and his rescuers",
+            prompt: { self.page == .visions ? "visions" : "visions/rescuers" },
+            enter: { shell in try self.showList(shell) }))
+
+        command(shell, "next", summary: "the next page (visions → rescuers)") { shell, _ in try self.turn(to: .rescuers, shell) }
+        command(shell, "prev", summary: "the previous page (rescuers → visions)") { shell, _ in try self.turn(to: .visions, shell) }
+        command(shell, "page", arguments: [.positional("number", .choice([Candidate("1", "visions"), Candidate("2", "rescuers")]))],
+                summary: "go to page 1 (visions) or 2 (rescuers)") { shell, arguments in
+            guard let number = try arguments.integer("number"), let page = Page(rawValue: number) else {
+                throw UserError("there are two pages: 1 (visions) and 2 (rescuers)")
+            }
+            try self.turn(to: page, shell)
+        }
+        command(shell, "list", arguments: [.positional("page", .integer, optional: true, help: "which page of the list")],
+                summary: "show the list of this page") { shell, arguments in
+            if let number = try arguments.integer("page") {
+                guard number >= 1 else { throw UserError("list pages start at 1") }
+                self.listPage = number
+            }
+            try self.showList(shell)
+        }
+        let names = ArgumentKind.dynamic { [unowned shell] in
+            (try? VisionStore(database: shell.session.openDatabase()).rescuers().map { Candidate($0.name, "rescues: \($0.rescues)") }) ?? []
+        }
+        command(shell, "add", arguments: [.positional("name", names, optional: true, help: "who is assigned to save Will"),
+                                          .option("--image", "path", .path, help: "a PNG, JPEG, GIF or BMP file")],
+                summary: "add a vision (asks for the rescuer and the image)",
+                details: "At a terminal, missing fields are asked for, with Tab completion.\n"
+                    + "In a batch, give both: add NAME --image PATH. A new name creates a rescuer.") { shell, arguments in
+            try self.add(name: arguments["name"], path: arguments["path"], shell)
+        }
+        command(shell, "open", arguments: [.positional("what", names, help: "a vision number, or a rescuer's name")],
+                summary: "show vision N, or rescuer NAME") { shell, arguments in
+            try self.open(arguments["what"]!, shell)
+        }
+        command(shell, "save", arguments: [.positional("name", names, optional: true, rest: true, help: "who is rescuing Will")],
+                summary: "rescue the open vision: name its rescuer") { shell, arguments in
+            try self.save(arguments["name"], shell)
+        }
+        command(shell, "delete", arguments: [.positional("number", .integer, help: "the vision's number")],
+                summary: "delete vision N (asks first at a terminal)") { shell, arguments in
+            try self.delete(try arguments.integer("number")!, shell)
+        }
+    }
+
+    private func command(_ shell: Shell, _ name: String, arguments: [ArgumentSpec] = [], summary: String,
+                         details: String = "", run: @escaping (Shell, Arguments) throws -> Void) {
+        shell.register(Command(name, scope: .mode("visions"), arguments: arguments, summary: summary, details: details) { invocation in
+            try run(invocation.shell, invocation.arguments)
+        })
+    }
+
+    private func store(_ shell: Shell) throws -> VisionStore { VisionStore(database: try shell.session.openDatabase()) }
+
+    private func view(_ shell: Shell) -> VisionsView {
+        VisionsView(capabilities: shell.capabilities, columns: shell.console.columns)
+    }
+
+    // MARK: Pages
+
+    private func turn(to page: Page, _ shell: Shell) throws {
+        if page != self.page { listPage = 1 }
+        self.page = page
+        try showList(shell)
+    }
+
+    private func showList(_ shell: Shell) throws {
+        let store = try store(shell)
+        switch page {
+        case .visions:
+            let total = try store.visionCount()
+            let pageCount = max(1, (total + Self.pageSize - 1) / Self.pageSize)
+            listPage = min(listPage, pageCount)
+            let visions = try store.visions(offset: (listPage - 1) * Self.pageSize, limit: Self.pageSize)
+            shell.console.print(view(shell).visionList(visions, total: total, page: listPage, pageCount: pageCount))
+        case .rescuers:
+            shell.console.print(view(shell).rescuerList(try store.rescuers()))
+        }
+    }
+
+    // MARK: Records
+
+    private func add(name given: String?, path given2: String?, _ shell: Shell) throws {
+        let store = try store(shell)
+        let known = (try? store.rescuers().map { Candidate($0.name) }) ?? []
+        let name = try VisionStore.normalise(given ?? shell.ask("Rescuer:", field: "rescuer name", completions: { _ in known }))
+        if try store.rescuer(named: name) == nil && shell.isInteractive {
+            let answer = try shell.ask("No rescuer is called \(name) yet. Create one? [y/N]", field: "confirmation")
+            guard answer.lowercased().hasPrefix("y") else { throw UserError("nothing added") }
+        }
+        let path = try given2 ?? shell.ask("Image file:", field: "--image PATH",
+                                           completions: { PathCompletion.candidates(for: $0) })
+        let expanded = path.hasPrefix("~/") ? (getenv("HOME").map { String(cString: $0) } ?? "") + path.dropFirst() : path
+        let bytes = try ImageDecoder.readFile(expanded)
+        let image: RGBAImage
+        do { image = try ImageDecoder.decode(bytes) } catch { throw UserError("\(path): \(error)") }
+        let id = try store.addVision(rescuerName: name, imageBytes: bytes, image: image, now: shell.session.clock())
+        shell.console.print("added vision #\(id), assigned to \(try store.rescuer(named: name)?.name ?? name)")
+    }
+
+    private func open(_ what: String, _ shell: Shell) throws {
+        let store = try store(shell)
+        if let number = Int64(what.hasPrefix("#") ? String(what.dropFirst()) : what) {
+            let vision = try store.vision(number)
+            openVision = vision.id
+            shell.console.print(view(shell).vision(vision))
+            return
+        }
+        guard let rescuer = try store.rescuer(named: what.trimmingCharacters(in: .whitespaces)) else {
+            throw VisionsError.noSuchRescuer(what)
+        }
+        shell.console.print(view(shell).rescuer(rescuer))
+    }
+
+    private func save(_ given: String?, _ shell: Shell) throws {
+        guard let id = openVision else { throw VisionsError.nothingOpen }
+        let store = try store(shell)
+        let vision = try store.vision(id)
+        if vision.rescued { throw UserError("vision #\(id) is already rescued, by \(vision.rescuerName)") }
+        let names = (try? store.rescuers().map { Candidate($0.name) }) ?? []
+        let name = try given ?? shell.ask("Who is rescuing Will?", field: "NAME", completions: { _ in names })
+        switch try store.save(id, name: name, now: shell.session.clock()) {
+        case .alreadyRescued(let by):
+            throw UserError("vision #\(id) is already rescued, by \(by)")
+        case .wrongRescuer(let expected):
+            throw UserError("Will can only be saved by \(expected)")
+        case .rescued(let by):
+            if shell.capabilities.interactive { animateStamp(try store.vision(id), shell) }
+            shell.console.print("\(by) rescued Will! (vision #\(id))")
+        }
+    }
+
+    /// The "RESCUED" stamp blinks over the image a few times, then stays.
+    private func animateStamp(_ vision: Vision, _ shell: Shell) {
+        let view = view(shell)
+        let plain = view.vision(vision, stamped: false)
+        let stamped = view.vision(vision, stamped: true)
+        let height = plain.split(separator: "\n", omittingEmptySubsequences: false).count
+        let console = shell.console
+        console.print(stamped)
+        for frame in 0..<4 {
+            console.flush()
+            usleep(140_000)
+            console.write("\u{1B}[\(height)A\r\u{1B}[J")
+            console.print(frame % 2 == 0 ? plain : stamped)
+        }
+        console.flush()
+    }
+
+    private func delete(_ number: Int, _ shell: Shell) throws {
+        let store = try store(shell)
+        let id = Int64(number)
+        let vision = try store.vision(id)
+        if shell.isInteractive {
+            let answer = try shell.ask("Delete vision #\(id) (\(vision.rescuerName))? [y/N]", field: "confirmation")
+            guard answer.lowercased().hasPrefix("y") else { throw UserError("nothing deleted") }
+        }
+        try store.delete(id)
+        if openVision == id { openVision = nil }
+        shell.console.print("deleted vision #\(id)")
+    }
+}

@@ -1,0 +1,114 @@
+import Terminal
+
+/// Turns visions and rescuers into text. One view serves every vision, one every rescuer.
+public struct VisionsView: Sendable {
+    public let capabilities: Capabilities
+    public let columns: Int
+
+    public init(capabilities: Capabilities, columns: Int) {
+        self.capabilities = capabilities
+        self.columns = columns
+    }
+
+    var styler: Styler { Styler(capabilities) }
+    var renderer: ImageRenderer { ImageRenderer(capabilities) }
+
+    /// Thumbnail rows beside text rows, for one list entry.
+    func entry(_ thumbnail: [String], _ text: [String]) -> [String] {
+        let width = VisionStore.thumbnailWidth
+        return (0..<max(thumbnail.count, text.count)).map { i in
+            let left = i < thumbnail.count ? thumbnail[i] : String(repeating: " ", count: width)
+            return i < text.count ? left + "  " + text[i] : left
+        }
+    }
+
+    func state(_ rescued: Bool) -> String {
+        rescued ? styler.apply(.green, "Rescued") : styler.apply(.red + .bold, "Save Me")
+    }
+
+    public func visionList(_ visions: [VisionSummary], total: Int, page: Int, pageCount: Int) -> String {
+        var lines = [styler.bold("Visions") + " — \(total) in all" + (pageCount > 1 ? ", page \(page) of \(pageCount)" : "")]
+        if visions.isEmpty {
+            lines.append(total == 0 ? "No visions yet. Add one: add NAME --image PATH" : "No visions on this page.")
+        }
+        for vision in visions {
+            let thumbnail = renderer.render(vision.thumbnail, columns: VisionStore.thumbnailWidth)
+            lines += entry(thumbnail, [styler.bold("#\(vision.id)") + "  " + vision.rescuerName, state(vision.rescued)])
+        }
+        if pageCount > 1 && page < pageCount { lines.append("… 'list \(page + 1)' shows more") }
+        return lines.joined(separator: "\n")
+    }
+
+    public func rescuerList(_ rescuers: [Rescuer]) -> String {
+        var lines = [styler.bold("Rescuers") + " — \(rescuers.count) in all"]
+        for rescuer in rescuers {
+            let portrait = thumbnail(rescuer.portrait)
+            lines += entry(portrait, [styler.bold(rescuer.name), "rescues: \(rescuer.rescues)"])
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    func thumbnail(_ bytes: [UInt8]?) -> [String] {
+        guard let bytes, let image = try? ImageDecoder.decode(bytes) else {
+            return [String(repeating: capabilities.ascii ? "?" : "░", count: VisionStore.thumbnailWidth)]
+        }
+        return renderer.render(image, columns: VisionStore.thumbnailWidth)
+    }
+
+    /// How wide a large image is drawn: most of the terminal, at most 64 columns.
+    var largeWidth: Int { max(8, min(64, columns - 2)) }
+
+    public func vision(_ vision: Vision, stamped: Bool = false) -> String {
+        var lines: [String]
+        do {
+            let image = try ImageDecoder.decode(vision.image)
+            var cells = renderer.cells(image, columns: largeWidth)
+            if stamped { stamp(&cells) }
+            lines = cells.map(ImageRenderer.line)
+        } catch {
+            lines = ["(the stored image cannot be shown: \(error))"]
+        }
+        lines.append("")
+        lines.append(styler.bold("Vision #\(vision.id)") + "  rescuer: " + vision.rescuerName + "  " + state(vision.rescued))
+        lines.append(vision.rescued ? styler.dim("[ Rescued ]") + "  (saved already)" : styler.bold("[ Save Me ]") + "  save NAME")
+        return lines.joined(separator: "\n")
+    }
+
+    /// Writes "RESCUED" across the middle of the image, as a red stamp.
+    func stamp(_ cells: inout [[ImageRenderer.Cell]]) {
+        guard !cells.isEmpty else { return }
+        let word = Array(" RESCUED ")
+        let row = cells.count / 2
+        let width = cells[row].count
+        guard width >= word.count else { return }
+        let start = (width - word.count) / 2
+        let codes = capabilities.colorEnabled ? "1;97;41" : ""
+        for (i, letter) in word.enumerated() { cells[row][start + i] = ImageRenderer.Cell(codes: codes, glyph: letter) }
+    }
+
+    public func rescuer(_ rescuer: Rescuer) -> String {
+        var lines: [String] = []
+        if let bytes = rescuer.portrait, let image = try? ImageDecoder.decode(bytes) {
+            lines += renderer.render(image, columns: min(32, largeWidth))
+            lines.append("")
+        }
+        lines.append(styler.bold(rescuer.name) + "  rescues: \(rescuer.rescues)")
+        if !rescuer.description.isEmpty { lines += wrap(rescuer.description, width: min(72, max(20, columns - 2))) }
+        return lines.joined(separator: "\n")
+    }
+
+    /// Words laid into lines of at most `width` columns.
+    func wrap(_ text: String, width: Int) -> [String] {
+        var lines: [String] = []
+        var current = ""
+        for word in text.split(separator: " ") {
+            if !current.isEmpty && current.displayWidth + 1 + word.displayWidth > width {
+                lines.append(current)
+                current = ""
+            }
+            current += (current.isEmpty ? "" : " ") + word
+        }
+        if !current.isEmpty { lines.append(current) }
+        return lines
+    }
+}

@@ -1,0 +1,92 @@
+import Testing
+@testable import Terminal
+
+/// A 24-bit BMP written by hand (rows from the top), so the tests need no image encoder.
+func makeBMP(width: Int, height: Int, _ pixel: (Int, Int) -> (UInt8, UInt8, UInt8)) -> [UInt8] {
+    let rowSize = (width * 3 + 3) / 4 * 4
+    func le32(_ v: Int) -> [UInt8] { (0..<4).map { UInt8(v >> ($0 * 8) & 0xFF) } }
+    func le16(_ v: Int) -> [UInt8] { (0..<2).map { UInt8(v >> ($0 * 8) & 0xFF) } }
+    var bytes: [UInt8] = Array("BM".utf8) + le32(54 + rowSize * height) + le32(0) + le32(54)
+    bytes += le32(40) + le32(width) + le32(height) + le16(1) + le16(24) + le32(0) + le32(rowSize * height)
+    bytes += le32(2835) + le32(2835) + le32(0) + le32(0)
+    for y in (0..<height).reversed() {
+        var row: [UInt8] = []
+        for x in 0..<width { let (r, g, b) = pixel(x, y); row += [b, g, r] }
+        bytes += row + [UInt8](repeating: 0, count: rowSize - row.count)
+    }
+    return bytes
+}
+
+@Suite struct ImageDecoderTests {
+    let quad = makeBMP(width: 2, height: 2) { x, y in [(255, 0, 0), (0, 255, 0), (0, 0, 255), (10, 20, 30)][y * 2 + x] }
+
+    @Test func decodesKnownPixels() throws {
+        let image = try ImageDecoder.decode(quad)
+        #expect(image.width == 2 && image.height == 2)
+        #expect(image[0, 0] == .init(255, 0, 0))
+        #expect(image[1, 0] == .init(0, 255, 0))
+        #expect(image[0, 1] == .init(0, 0, 255))
+        #expect(image[1, 1] == .init(10, 20, 30))
+    }
+
+    @Test func refusesWhatIsNotAnImage() {
+        #expect(throws: ImageError.notAnImage(reason: "the file is empty")) { try ImageDecoder.decode([]) }
+        #expect(throws: ImageError.notAnImage(reason: "unknown format")) { try ImageDecoder.decode(Array("just text".utf8)) }
+        #expect(throws: ImageError.self) { try ImageDecoder.decode(Array(quad.prefix(40))) }
+    }
+
+    @Test func refusesMoreThanFiftyMegapixels() {
+        // A BMP header claiming 10000x6000 pixels: refused before any pixel is decoded.
+        var header = makeBMP(width: 1, height: 1) { _, _ in (0, 0, 0) }
+        header.replaceSubrange(18..<22, with: [0x10, 0x27, 0, 0])  // width 10000
+        header.replaceSubrange(22..<26, with: [0x70, 0x17, 0, 0])  // height 6000
+        #expect(throws: ImageError.tooLarge(width: 10_000, height: 6_000)) { try ImageDecoder.decode(header) }
+    }
+
+    @Test func readsFilesAndNamesMissingOnes() {
+        #expect(throws: ImageError.unreadable(path: "/nonexistent.png", reason: "No such file or directory")) {
+            try ImageDecoder.readFile("/nonexistent.png")
+        }
+        #expect(throws: ImageError.unreadable(path: "/tmp", reason: "not a regular file")) { try ImageDecoder.readFile("/tmp") }
+    }
+}
+
+@Suite struct ImageRendererTests {
+    let quad = RGBAImage(width: 2, height: 2, pixels: [255, 0, 0, 255, 0, 255, 0, 255, 0, 0, 255, 255, 10, 20, 30, 255])
+
+    @Test func trueColourHalfBlocksCarryExactPixels() {
+        let lines = ImageRenderer(depth: .trueColor, ascii: false).render(quad, columns: 2)
+        #expect(lines == ["\u{1B}[0;38;2;255;0;0;48;2;0;0;255m▀\u{1B}[0;38;2;0;255;0;48;2;10;20;30m▀\u{1B}[0m"])
+    }
+
+    @Test func twoFiftySixColoursUseThePalette() {
+        let lines = ImageRenderer(depth: .ansi256, ascii: false).render(quad, columns: 2)
+        #expect(lines == ["\u{1B}[0;38;5;196;48;5;21m▀\u{1B}[0;38;5;46;48;5;233m▀\u{1B}[0m"])
+        #expect(ImageRenderer.xterm256(.init(128, 128, 128)) == 244)
+    }
+
+    @Test func plainTextUsesALuminanceRamp() {
+        let black = RGBAImage(width: 1, height: 2, pixels: [0, 0, 0, 255, 0, 0, 0, 255])
+        let white = RGBAImage(width: 1, height: 2, pixels: [255, 255, 255, 255, 255, 255, 255, 255])
+        let plain = ImageRenderer(depth: .none, ascii: true)
+        #expect(plain.render(black, columns: 1) == [" "])
+        #expect(plain.render(white, columns: 1) == ["@"])
+    }
+
+    @Test func scalesToTheWidthKeepingTheAspect() {
+        let wide = RGBAImage(width: 100, height: 50, pixels: [UInt8](repeating: 200, count: 100 * 50 * 4))
+        let lines = ImageRenderer(depth: .none, ascii: true).render(wide, columns: 20)
+        #expect(lines.count == 5)  // 20x10 pixels, two a cell.
+        #expect(lines.allSatisfy { $0.count == 20 })
+        // Never wider than the image: a 4-pixel image at 80 columns stays 4 wide.
+        let small = RGBAImage(width: 4, height: 4, pixels: [UInt8](repeating: 255, count: 64))
+        #expect(ImageRenderer(depth: .none, ascii: true).render(small, columns: 80).map(\.count) == [4, 4])
+    }
+
+    @Test func shrinkingAveragesAndTransparencyIsBlack() {
+        let halfRed = RGBAImage(width: 2, height: 1, pixels: [255, 0, 0, 255, 0, 0, 0, 255])
+        #expect(halfRed.scaled(width: 1, height: 1)[0, 0] == .init(127, 0, 0))
+        let clear = RGBAImage(width: 1, height: 1, pixels: [255, 255, 255, 0])
+        #expect(clear.scaled(width: 1, height: 1)[0, 0] == .init(0, 0, 0))
+    }
+}

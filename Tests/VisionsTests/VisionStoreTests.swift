@@ -1,0 +1,153 @@
+import GRDB
+import Glibc
+import Storage
+import Terminal
+import Testing
+@testable import Visions
+
+/// A 24-bit BMP of `pixels` (rows from the top), written by hand so tests need no encoder.
+func bmp(width: Int, height: Int, _ pixel: (Int, Int) -> (UInt8, UInt8, UInt8)) -> [UInt8] {
+    let rowSize = (width * 3 + 3) / 4 * 4
+    let size = 54 + rowSize * height
+    func le32(_ v: Int) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 24 & 0xFF)] }
+    func le16(_ v: Int) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF)] }
+    var bytes: [UInt8] = Array("BM".utf8) + le32(size) + le32(0) + le32(54)
+    bytes += le32(40) + le32(width) + le32(height) + le16(1) + le16(24) + le32(0) + le32(rowSize * height)
+    bytes += le32(2835) + le32(2835) + le32(0) + le32(0)
+    for y in (0..<height).reversed() {  // BMP rows go bottom-up.
+        var row: [UInt8] = []
+        for x in 0..<width {
+            let (r, g, b) = pixel(x, y)
+            row += [b, g, r]
+        }
+        bytes += row + [UInt8](repeating: 0, count: rowSize - row.count)
+    }
+    return bytes
+}
+
+func temporaryDatabase() throws -> (SeanceDatabase, String) {
+    var template = Array("/tmp/seance-visions-XXXXXX".utf8CString)
+    let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+    return (try SeanceDatabase(path: dir + "/seance.sqlite"), dir)
+}
+
+@Suite struct VisionStoreTests {
+    let image = RGBAImage(width: 2, height: 2, pixels: [255, 0, 0, 255, 0, 255, 0, 255, 0, 0, 255, 255, 255, 255, 255, 255])
+    let bytes = bmp(width: 2, height: 2) { x, y in [(255, 0, 0), (0, 255, 0), (0, 0, 255), (255, 255, 255)][y * 2 + x] }
+
+    @Test func seededWithTheMainCharacters() throws {
+        let (db, dir) = try temporaryDatabase()
+        defer { _ = system("rm -rf \(dir)") }
+        let rescuers = try VisionStore(database: db).rescuers()
+        #expect(rescuers.map(\.name) == ["Dustin", "Eleven", "Hopper", "Jonathan", "Joyce", "Lucas", "Max", "Mike", "Nancy", "Steve"])
+        for rescuer in rescuers {
+            #expect(rescuer.rescues == 0)
+            #expect(rescuer.description.split(separator: ".").count >= 2)
+            let portrait = try ImageDecoder.decode(try #require(rescuer.portrait))
+            #expect(portrait.width == 16 && portrait.height == 16)
+        }
+    }
+
+    @Test func namesAreUniqueWhateverTheCase() throws {
+        let (db, dir) = try temporaryDatabase()
+        defer { _ = system("rm -rf \(dir)") }
+        let store = VisionStore(database: db)
+        try store.addVision(rescuerName: "  mike ", imageBytes: bytes, image: image, now: 1)
+        try store.addVision(rescuerName: "Jim Hopper", imageBytes: bytes, image: image, now: 2)
+        try store.addVision(rescuerName: "JIM HOPPER", imageBytes: bytes, image: image, now: 3)
+        let names = try store.rescuers().map(\.name)
+        #expect(names.filter { $0.lowercased() == "mike" } == ["Mike"])
+        #expect(names.filter { $0.lowercased() == "jim hopper" } == ["Jim Hopper"])
+        #expect(try store.visions(offset: 0, limit: 10).map(\.rescuerName) == ["Mike", "Jim Hopper", "Jim Hopper"])
+        #expect(throws: VisionsError.emptyName) { try store.addVision(rescuerName: " \t ", imageBytes: bytes, image: image, now: 4) }
+        #expect(try store.visionCount() == 3)
+    }
+
+    @Test func savingCountsOnceAndOnlyForTheRightName() throws {
+        let (db, dir) = try temporaryDatabase()
+        defer { _ = system("rm -rf \(dir)") }
+        let store = VisionStore(database: db)
+        let id = try store.addVision(rescuerName: "Eleven", imageBytes: bytes, image: image, now: 1)
+        #expect(try store.save(id, name: "Mike", now: 2) == .wrongRescuer(expected: "Eleven"))
+        #expect(try store.rescuer(named: "Mike")?.rescues == 0)
+        #expect(try store.save(id, name: "  eLEVEN ", now: 3) == .rescued(by: "Eleven"))
+        #expect(try store.save(id, name: "Eleven", now: 4) == .alreadyRescued(by: "Eleven"))
+        #expect(try store.rescuer(named: "eleven")?.rescues == 1)
+        let vision = try store.vision(id)
+        #expect(vision.rescued && vision.rescuedAt == 3 && vision.image == bytes)
+        #expect(throws: VisionsError.noSuchVision(99)) { try store.save(99, name: "Eleven", now: 5) }
+    }
+
+    @Test func deletingKeepsTheCountsConsistent() throws {
+        let (db, dir) = try temporaryDatabase()
+        defer { _ = system("rm -rf \(dir)") }
+        let store = VisionStore(database: db)
+        let a = try store.addVision(rescuerName: "Max", imageBytes: bytes, image: image, now: 1)
+        let b = try store.addVision(rescuerName: "Max", imageBytes: bytes, image: image, now: 1)
+        _ = try store.save(a, name: "Max", now: 2)
+        _ = try store.save(b, name: "Max", now: 2)
+        try store.delete(a)
+        #expect(try store.rescuer(named: "Max")?.rescues == 1)
+        let c = try store.addVision(rescuerName: "Max", imageBytes: bytes, image: image, now: 3)
+        try store.delete(c)  // Not rescued: the count stays.
+        #expect(try store.rescuer(named: "Max")?.rescues == 1)
+        #expect(throws: VisionsError.noSuchVision(a)) { try store.delete(a) }
+        #expect(try store.visionCount() == 1)
+    }
+
+    @Test func aFailedSaveChangesNothing() throws {
+        let (db, dir) = try temporaryDatabase()
+        defer { _ = system("rm -rf \(dir)") }
+        let store = VisionStore(database: db)
+        let id = try store.addVision(rescuerName: "Nancy", imageBytes: bytes, image: image, now: 1)
+        // A trigger makes the second statement of the transaction fail after the first ran.
+        try db.write { try $0.execute(sql: "CREATE TRIGGER fail BEFORE UPDATE OF rescues ON rescuer BEGIN SELECT RAISE(ABORT, 'boom'); END") }
+        #expect(throws: (any Error).self) { try store.save(id, name: "Nancy", now: 2) }
+        #expect(try store.vision(id).rescued == false)
+    }
+
+    @Test func imagesLiveInTheDatabase() throws {
+        let (db, dir) = try temporaryDatabase()
+        defer { _ = system("rm -rf \(dir)") }
+        let id = try VisionStore(database: db).addVision(rescuerName: "Joyce", imageBytes: bytes, image: image, now: 1)
+        let reopened = try SeanceDatabase(path: db.path)
+        #expect(try VisionStore(database: reopened).vision(id).image == bytes)
+    }
+
+    @Test func pagesReadOnlyTheirRows() throws {
+        let (db, dir) = try temporaryDatabase()
+        defer { _ = system("rm -rf \(dir)") }
+        let store = VisionStore(database: db)
+        for i in 0..<25 { try store.addVision(rescuerName: i % 2 == 0 ? "Lucas" : "Steve", imageBytes: bytes, image: image, now: Double(i)) }
+        #expect(try store.visions(offset: 20, limit: 10).map(\.id) == [21, 22, 23, 24, 25])
+        let first = try store.visions(offset: 0, limit: 10)
+        #expect(first.count == 10 && first[0].thumbnail.width == VisionStore.thumbnailWidth)
+    }
+}
+
+@Suite struct MigrationTests {
+    @Test func anOlderDatabaseIsUpgradedKeepingItsData() throws {
+        var template = Array("/tmp/seance-migrate-XXXXXX".utf8CString)
+        let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+        defer { _ = system("rm -rf \(dir)") }
+        let path = dir + "/seance.sqlite"
+        // A database as the first release left it: settings and zombies only.
+        let old = try DatabaseQueue(path: path)
+        try old.write { db in
+            try db.execute(sql: """
+                PRAGMA application_id = \(0x5345_414E);
+                CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
+                INSERT INTO grdb_migrations VALUES ('v1-settings'), ('v2-zombies');
+                CREATE TABLE setting (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                INSERT INTO setting VALUES ('zombies.variant', 'blocker');
+                CREATE TABLE zombiesScore (id INTEGER PRIMARY KEY CHECK (id = 1), wins INTEGER NOT NULL DEFAULT 0, losses INTEGER NOT NULL DEFAULT 0);
+                INSERT INTO zombiesScore VALUES (1, 5, 2);
+                """)
+        }
+        try old.close()
+        let db = try SeanceDatabase(path: path)
+        #expect(try db.setting("zombies.variant") == "blocker")
+        #expect(try db.zombiesScore() == (5, 2))
+        #expect(try VisionStore(database: db).rescuers().count == 10)
+    }
+}
