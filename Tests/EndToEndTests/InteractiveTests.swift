@@ -117,4 +117,40 @@ import Testing
         try term.press("Up")
         try term.waitFor { $0.hasSuffix("seance> back") }
     }
+
+    @Test func visionsFormAsksWithCompletionAndSaveAsks() throws {
+        let term = try TerminalSession(arguments: ["--ascii"], scratch: scratch)
+        try term.type("visions")
+        try term.press("Enter")
+        try term.waitFor { $0.contains("No visions yet") }
+        try term.type("add")
+        try term.press("Enter")
+        try term.waitFor { $0.hasSuffix("Rescuer:") }
+        try term.type("Dus")
+        try term.press("Tab")
+        try term.waitFor { $0.hasSuffix("Rescuer: Dustin") }
+        try term.press("Enter")
+        try term.waitFor { $0.hasSuffix("Image file:") }
+        try term.type(packageRoot + "/assets/portraits/dus")
+        try term.press("Tab")
+        try term.waitFor { $0.hasSuffix("/assets/portraits/dustin.png") }
+        try term.press("Enter")
+        try term.waitFor { $0.contains("added vision #1, assigned to Dustin") }
+        try term.type("open 1")
+        try term.press("Enter")
+        try term.type("save")
+        try term.press("Enter")
+        try term.waitFor { $0.hasSuffix("Who is rescuing Will?") }
+        try term.type("dustin")
+        try term.press("Enter")
+        let screen = try term.waitFor { $0.contains("Dustin rescued Will! (vision #1)") }
+        #expect(screen.contains(" RESCUED "))  // The stamp stays over the image.
+        // A new name asks before creating a rescuer; "no" adds nothing.
+        try term.type("add Vecna --image " + packageRoot + "/assets/portraits/max.png")
+        try term.press("Enter")
+        try term.waitFor { $0.hasSuffix("No rescuer is called Vecna yet. Create one? [y/N]") }
+        try term.type("n")
+        try term.press("Enter")
+        try term.waitFor { $0.contains("error: nothing added") }
+    }
 }

@@ -5,25 +5,12 @@ import Terminal
 import Testing
 @testable import Visions
 
-/// A 24-bit BMP of `pixels` (rows from the top), written by hand so tests need no encoder.
-func bmp(width: Int, height: Int, _ pixel: (Int, Int) -> (UInt8, UInt8, UInt8)) -> [UInt8] {
-    let rowSize = (width * 3 + 3) / 4 * 4
-    let size = 54 + rowSize * height
-    func le32(_ v: Int) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 24 & 0xFF)] }
-    func le16(_ v: Int) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF)] }
-    var bytes: [UInt8] = Array("BM".utf8) + le32(size) + le32(0) + le32(54)
-    bytes += le32(40) + le32(width) + le32(height) + le16(1) + le16(24) + le32(0) + le32(rowSize * height)
-    bytes += le32(2835) + le32(2835) + le32(0) + le32(0)
-    for y in (0..<height).reversed() {  // BMP rows go bottom-up.
-        var row: [UInt8] = []
-        for x in 0..<width {
-            let (r, g, b) = pixel(x, y)
-            row += [b, g, r]
-        }
-        bytes += row + [UInt8](repeating: 0, count: rowSize - row.count)
-    }
-    return bytes
-}
+/// A committed portrait: a real PNG file, 16x16.
+let portraitPath: String = {
+    var parts = #filePath.split(separator: "/", omittingEmptySubsequences: false)
+    parts.removeLast(3)
+    return parts.joined(separator: "/") + "/assets/portraits/mike.png"
+}()
 
 func temporaryDatabase() throws -> (SeanceDatabase, String) {
     var template = Array("/tmp/seance-visions-XXXXXX".utf8CString)
@@ -32,8 +19,8 @@ func temporaryDatabase() throws -> (SeanceDatabase, String) {
 }
 
 @Suite struct VisionStoreTests {
-    let image = RGBAImage(width: 2, height: 2, pixels: [255, 0, 0, 255, 0, 255, 0, 255, 0, 0, 255, 255, 255, 255, 255, 255])
-    let bytes = bmp(width: 2, height: 2) { x, y in [(255, 0, 0), (0, 255, 0), (0, 0, 255), (255, 255, 255)][y * 2 + x] }
+    let bytes = try! ImageDecoder.readFile(portraitPath)
+    var image: RGBAImage { try! ImageDecoder.decode(bytes) }
 
     @Test func seededWithTheMainCharacters() throws {
         let (db, dir) = try temporaryDatabase()
