@@ -82,6 +82,42 @@ def throughput(binary, work, env, count):
     print(f"ratio               {seance_rate / sqlite_rate:12.2f} x   (target: at least 50,000 commands/s)")
 
 
+def fill_visions(binary, data, env, count, image):
+    """A database with `count` visions: one added through seance, the rest copied in SQL."""
+    subprocess.run([binary, "--data-dir", data, "-c", f"visions add Max --image {image}"], env=env, check=True,
+                   stdout=subprocess.DEVNULL)
+    db = os.path.join(data, "seance.sqlite")
+    sql = f"""
+        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {count - 1})
+        INSERT INTO vision (rescuerId, image, thumbnail, thumbnailWidth, thumbnailHeight, rescued, createdAt)
+        SELECT rescuerId, image, thumbnail, thumbnailWidth, thumbnailHeight, i % 3 = 0, createdAt + i FROM vision, n;
+    """
+    subprocess.run(["sqlite3", db, sql], check=True)
+    return db
+
+
+def visions_page(binary, work, env, runs):
+    section(f"visions: first page of the list, median of {runs} runs (exec to exit)")
+    image = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "assets", "portraits", "max.png")
+    query = ("SELECT vision.id, rescuer.name, vision.rescued, vision.thumbnail FROM vision "
+             "JOIN rescuer ON rescuer.id = vision.rescuerId ORDER BY vision.id LIMIT 10 OFFSET 0;")
+    results = {}
+    for count in (100, 10_000):
+        data = os.path.join(work, f"visions-{count}")
+        db = fill_visions(binary, data, env, count, image)
+        seance, worst = median_time([binary, "--data-dir", data, "-c", "visions"], runs, env)
+        sqlite, _ = median_time(["sqlite3", db, query], runs, env)
+        _, rss = run_measured([binary, "--data-dir", data, "-c", "visions"], env=env)
+        results[count] = (seance, sqlite, rss)
+    seance, sqlite, rss = results[10_000]
+    print(f"seance: visions      {seance * 1000:8.2f} ms   (worst {worst * 1000:.2f} ms)   peak {rss / 1024:6.1f} MiB")
+    print(f"sqlite3: same page   {sqlite * 1000:8.2f} ms   (reference)")
+    print(f"ratio                {seance / sqlite:8.2f} x   (target: the page in under 20 ms)")
+    small_rss = results[100][2]
+    print(f"peak memory, 100 vs 10,000 visions: {small_rss / 1024:.1f} MiB vs {rss / 1024:.1f} MiB"
+          "   (target: no growth with the number of visions)")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--binary", required=True)
@@ -95,6 +131,7 @@ def main():
         print(f"seance benchmarks — {binary}")
         startup(binary, work, env, args.runs)
         throughput(binary, work, env, args.commands)
+        visions_page(binary, work, env, max(20, args.runs // 4))
 
 
 if __name__ == "__main__":
