@@ -101,15 +101,15 @@ public final class VisionsMode {
 
     // MARK: Records
 
-    private func add(name given: String?, path given2: String?, _ shell: Shell) throws {
+    private func add(name givenName: String?, path givenPath: String?, _ shell: Shell) throws {
         let store = try store(shell)
         let known = (try? store.rescuers().map { Candidate($0.name) }) ?? []
-        let name = try VisionStore.normalise(given ?? shell.ask("Rescuer:", field: "rescuer name", completions: { _ in known }))
+        let name = try VisionStore.normalise(givenName ?? shell.ask("Rescuer:", field: "rescuer name", completions: { _ in known }))
         if try store.rescuer(named: name) == nil && shell.isInteractive {
             let answer = try shell.ask("No rescuer is called \(name) yet. Create one? [y/N]", field: "confirmation")
             guard answer.lowercased().hasPrefix("y") else { throw UserError("nothing added") }
         }
-        let path = try given2 ?? shell.ask("Image file:", field: "--image PATH",
+        let path = try givenPath ?? shell.ask("Image file:", field: "--image PATH",
                                            completions: { PathCompletion.candidates(for: $0) })
         let expanded = path.hasPrefix("~/") ? (getenv("HOME").map { String(cString: $0) } ?? "") + path.dropFirst() : path
         let bytes = try ImageDecoder.readFile(expanded)
