@@ -21,7 +21,8 @@ let package = Package(
         .target(name: "Shell", dependencies: ["CEditLine", "Terminal", "Storage"]),
         .target(name: "Zombies", dependencies: ["Shell", "Terminal", "Storage"]),
         .target(name: "Visions", dependencies: ["Shell", "Terminal", "Storage", .product(name: "GRDB", package: "GRDB.swift")]),
-        .target(name: "App", dependencies: ["Shell", "Terminal", "Storage", "Zombies", "Visions"]),
+        .target(name: "Chat", dependencies: ["Shell", "Terminal"]),
+        .target(name: "App", dependencies: ["Shell", "Terminal", "Storage", "Zombies", "Visions", "Chat"]),
         .executableTarget(name: "seance", dependencies: [
             "App",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -30,6 +31,7 @@ let package = Package(
         .testTarget(name: "ShellTests", dependencies: ["Shell", "Terminal", "Storage"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "ZombiesTests", dependencies: ["Zombies", "Terminal"]),
+        .testTarget(name: "ChatTests", dependencies: ["Chat"]),
         .testTarget(name: "VisionsTests", dependencies: ["Visions", "Storage", "Terminal", "Shell"]),
         .testTarget(name: "EndToEndTests", dependencies: [], exclude: ["Fixtures"]),
     ]

@@ -1,3 +1,4 @@
+import Chat
 import Glibc
 import Shell
 import Storage
@@ -16,6 +17,8 @@ public struct LaunchOptions: Sendable {
     public var bail = false
     public var echo = false
     public var scriptPath: String?
+    /// `--battery PCT`: pretend the battery is at this level.
+    public var battery: Int?
 
     public init() {}
 }
@@ -73,6 +76,7 @@ public enum App {
                               random: options.seed.map { SeededRandom(seed: $0) } ?? SeededRandom())
         let shell = Shell(console: console, session: session)
         registerModes(in: shell)
+        Battery(override: options.battery).register(in: shell)
 
         let reader: LineReader
         if let commands = options.commands {

@@ -36,8 +36,17 @@ struct Seance: ParsableCommand {
     @Flag(help: "Print each command before running it.")
     var echo = false
 
+    @Option(help: ArgumentHelp("Pretend the battery is at this level (0-100).", valueName: "pct"))
+    var battery: Int?
+
     @Argument(help: ArgumentHelp("A file of commands to run.", valueName: "script"))
     var script: String?
+
+    func validate() throws {
+        if let battery, !(0...100).contains(battery) {
+            throw ValidationError("--battery takes a percentage from 0 to 100, not \(battery)")
+        }
+    }
 
     func run() throws {
         var options = LaunchOptions()
@@ -49,6 +58,7 @@ struct Seance: ParsableCommand {
         options.bail = bail
         options.echo = echo
         options.scriptPath = script
+        options.battery = battery
         throw ExitCode(App.run(options).exitStatus)
     }
 }

@@ -102,3 +102,31 @@ import Testing
         #expect(bad.stderr == "line 1: seconds must be a number from 0 to 86400, not 'soon'\n")
     }
 }
+
+@Suite struct BatteryEndToEndTests {
+    let scratch = Scratch()
+
+    @Test func pretendLevelsAndPlanes() throws {
+        let result = try runSeance(["--data-dir", scratch.dataDir, "--battery", "8"],
+                                   stdin: "battery\nbattery 40%\nbattery 101\nbattery soon\n", scratch: scratch)
+        #expect(result.stdout == """
+            battery: 8 % (set by you; 'battery auto' reads the real one)  plane: Undead
+            battery: 40 % (set by you; 'battery auto' reads the real one)  plane: Dying
+
+            """)
+        #expect(result.stderr == """
+            line 3: the battery level must be from 0 to 100, not 101
+            line 4: 'soon' is not a battery level: give a percentage from 0 to 100, or 'auto'
+
+            """)
+        let auto = try runSeance(["--data-dir", scratch.dataDir, "-c", "battery auto"], scratch: scratch)
+        #expect(auto.stdout.hasPrefix("battery: "))
+        #expect(!auto.stdout.contains("set by you"))
+    }
+
+    @Test func theFlagIsChecked() throws {
+        let result = try runSeance(["--battery", "150", "-c", "battery"], scratch: scratch)
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("--battery takes a percentage from 0 to 100, not 150"))
+    }
+}
