@@ -10,6 +10,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.0.0"),
     ],
     targets: [
         // libedit through a system library target; shim.h wraps its variadic calls.
@@ -21,7 +22,12 @@ let package = Package(
         .target(name: "Shell", dependencies: ["CEditLine", "Terminal", "Storage"]),
         .target(name: "Zombies", dependencies: ["Shell", "Terminal", "Storage"]),
         .target(name: "Visions", dependencies: ["Shell", "Terminal", "Storage", .product(name: "GRDB", package: "GRDB.swift")]),
-        .target(name: "Chat", dependencies: ["Shell", "Terminal"]),
+        .target(name: "Chat", dependencies: [
+            "Shell", "Terminal", "Storage",
+            .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "_CryptoExtras", package: "swift-crypto"),
+        ]),
         .target(name: "App", dependencies: ["Shell", "Terminal", "Storage", "Zombies", "Visions", "Chat"]),
         .executableTarget(name: "seance", dependencies: [
             "App",
@@ -31,7 +37,7 @@ let package = Package(
         .testTarget(name: "ShellTests", dependencies: ["Shell", "Terminal", "Storage"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "ZombiesTests", dependencies: ["Zombies", "Terminal"]),
-        .testTarget(name: "ChatTests", dependencies: ["Chat"]),
+        .testTarget(name: "ChatTests", dependencies: ["Chat", "Storage", "Shell"]),
         .testTarget(name: "VisionsTests", dependencies: ["Visions", "Storage", "Terminal", "Shell"]),
         .testTarget(name: "EndToEndTests", dependencies: [], exclude: ["Fixtures"]),
     ]

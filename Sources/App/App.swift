@@ -77,6 +77,7 @@ public enum App {
         let shell = Shell(console: console, session: session)
         registerModes(in: shell)
         Battery(override: options.battery).register(in: shell)
+        Profiles().register(in: shell)
 
         let reader: LineReader
         if let commands = options.commands {

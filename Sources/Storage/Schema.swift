@@ -53,6 +53,26 @@ public enum Schema {
                                arguments: [name, description, SeedRescuers.portrait(name)])
             }
         }),
+        ("v4-profiles", { db in
+            // The password is kept only as a salted scrypt hash; the private keys only sealed
+            // under a key derived from it. Failed logins are counted here so the growing delay
+            // survives a restart.
+            try db.create(table: "profile") { t in
+                t.autoIncrementedPrimaryKey("id")
+                t.column("name", .text).notNull().unique().collate(.nocase)
+                t.column("salt", .blob).notNull()
+                t.column("scryptRounds", .integer).notNull()
+                t.column("passwordHash", .blob).notNull()
+                t.column("sealedKeys", .blob).notNull()
+                t.column("signingKey", .blob).notNull()
+                t.column("agreementKey", .blob).notNull()
+                t.column("avatarEmoji", .text)
+                t.column("avatarImage", .blob)
+                t.column("gift", .boolean).notNull()
+                t.column("createdAt", .double).notNull()
+                t.column("failedLogins", .integer).notNull().defaults(to: 0)
+            }
+        }),
     ]
 }
 

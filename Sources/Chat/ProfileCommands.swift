@@ -1,0 +1,185 @@
+import Foundation
+import Glibc
+import Shell
+import Terminal
+
+/// The logged-in profile of this shell, and the commands that manage profiles.
+public final class Profiles {
+    /// The profile in use and its unlocked keys.
+    public private(set) var current: (profile: Profile, identity: Identity)?
+    /// Pauses before answering a wrong password; tests replace it.
+    var sleep: (Double) -> Void = { seconds in if seconds > 0 { usleep(useconds_t(seconds * 1_000_000)) } }
+    /// scrypt's N for new profiles.
+    let rounds: Int
+
+    public init(rounds: Int = PasswordVault.defaultRounds) { self.rounds = rounds }
+
+    func store(_ shell: Shell) throws -> ProfileStore {
+        ProfileStore(database: try shell.session.openDatabase(), rounds: rounds)
+    }
+
+    public func register(in shell: Shell) {
+        let names = ArgumentKind.dynamic { [unowned shell, unowned self] in
+            ((try? self.store(shell).profiles()) ?? []).map { Candidate($0.name, $0.handle) }
+        }
+        let actions = [Candidate("new", "create a profile (username, password, avatar)"),
+                       Candidate("list", "every profile in this data directory"),
+                       Candidate("show", "the logged-in profile, or NAME"),
+                       Candidate("avatar", "change your avatar: an emoji or an image file"),
+                       Candidate("delete", "delete a profile (asks for its password)")]
+        shell.register(Command(
+            "profile", scope: .global,
+            arguments: [.positional("action", .choice(actions), help: "new, list, show, avatar or delete"),
+                        .positional("name", names, optional: true, help: "a username (or, for avatar, the emoji or image)"),
+                        .option("--password-file", "file", .path, help: "a file whose first line is the password (for scripts)"),
+                        .option("--avatar", "avatar", .path, help: "an emoji, or an image file")],
+            summary: "create, list, show, change or delete profiles",
+            details: "In a script: profile new NAME --password-file FILE [--avatar EMOJI|PATH]") { invocation in
+            let arguments = invocation.arguments
+            let shell = invocation.shell
+            switch arguments["action"]! {
+            case "new": try self.create(arguments["name"], passwordFile: arguments["file"], avatar: arguments["avatar"], shell)
+            case "list": try self.list(shell)
+            case "show": try self.show(arguments["name"], shell)
+            case "avatar": try self.changeAvatar(arguments["name"] ?? arguments["avatar"], shell)
+            case "delete": try self.delete(arguments["name"], passwordFile: arguments["file"], shell)
+            case let other: throw UserError("unknown profile action '\(other)': new, list, show, avatar or delete")
+            }
+        })
+        shell.register(Command(
+            "login", scope: .global,
+            arguments: [.positional("name", names, help: "the username"),
+                        .option("--password-file", "file", .path, help: "a file whose first line is the password")],
+            summary: "use a profile (asks for its password)") { invocation in
+            try self.login(invocation.arguments["name"]!, passwordFile: invocation.arguments["file"], invocation.shell)
+        })
+        shell.register(Command("logout", scope: .global, summary: "stop using the current profile") { invocation in
+            guard let current = self.current else { throw ProfileError.notLoggedIn }
+            self.current = nil
+            invocation.console.print("logged out of \(current.profile.handle)")
+        })
+    }
+
+    // MARK: Actions
+
+    private func create(_ givenName: String?, passwordFile: String?, avatar givenAvatar: String?, _ shell: Shell) throws {
+        let store = try store(shell)
+        let name = try ProfileStore.validate(name: givenName ?? shell.ask("Username:", field: "NAME"))
+        if try store.profile(named: name) != nil { throw ProfileError.nameTaken(name) }
+        let password: String
+        if let passwordFile {
+            password = try Self.readPassword(passwordFile)
+        } else {
+            password = try shell.ask("Password (8 characters or more):", field: "--password-file FILE", secret: true)
+            try ProfileStore.validate(password: password)
+            guard try shell.ask("Password again:", field: "--password-file FILE", secret: true) == password else {
+                throw ProfileError.passwordsDiffer
+            }
+        }
+        try ProfileStore.validate(password: password)
+        var avatarText = givenAvatar
+        if avatarText == nil && shell.isInteractive {
+            avatarText = try shell.ask("Avatar (an emoji or an image file, Enter for none):", field: "--avatar",
+                                       completions: { PathCompletion.candidates(for: $0) })
+        }
+        let avatar = try avatarText.flatMap { $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : try Self.avatar(from: $0) }
+        let gift = shell.session.random.next() % 4 == 0
+        let created = try store.create(name: name, password: password, avatar: avatar, gift: gift, now: shell.session.clock())
+        current = created
+        shell.console.print("created \(created.0.handle) and logged in")
+    }
+
+    private func list(_ shell: Shell) throws {
+        let profiles = try store(shell).profiles()
+        guard !profiles.isEmpty else { return shell.console.print("no profiles yet: profile new") }
+        for profile in profiles {
+            let mark = profile.id == current?.profile.id ? "*" : " "
+            let avatar = profile.avatar?.glyph(ascii: shell.capabilities.ascii) ?? " "
+            shell.console.print("\(mark) \(DisplayWidth.pad(avatar, to: 2)) \(profile.handle)")
+        }
+    }
+
+    private func show(_ name: String?, _ shell: Shell) throws {
+        let profile: Profile
+        if let name {
+            guard let found = try store(shell).profile(named: name) else { throw ProfileError.noSuchProfile(name) }
+            profile = found
+        } else {
+            guard let current else { throw ProfileError.notLoggedIn }
+            profile = try store(shell).profile(named: current.profile.name) ?? current.profile
+        }
+        let console = shell.console
+        if case .image(let image) = profile.avatar {
+            for line in ImageRenderer(shell.capabilities).render(image, columns: Avatar.imageSize) { console.print(line) }
+        }
+        let avatar = profile.avatar.map { $0.glyph(ascii: shell.capabilities.ascii) + " " } ?? ""
+        console.print(avatar + shell.styler.bold(profile.handle) + (profile.id == current?.profile.id ? "  (logged in)" : ""))
+        console.print("signing key:   " + profile.signingKey.map { String(format: "%02x", $0) }.joined())
+        console.print("agreement key: " + profile.agreementKey.map { String(format: "%02x", $0) }.joined())
+        // The gift is private: only its owner, logged in, learns of it.
+        if profile.id == current?.profile.id {
+            console.print(profile.gift ? "you have the gift: spectres find you twice as often" : "you do not have the gift")
+        }
+    }
+
+    private func changeAvatar(_ text: String?, _ shell: Shell) throws {
+        guard let current else { throw ProfileError.notLoggedIn }
+        let text = try text ?? shell.ask("Avatar (an emoji or an image file):", field: "EMOJI|PATH",
+                                         completions: { PathCompletion.candidates(for: $0) })
+        let avatar = try Self.avatar(from: text)
+        try store(shell).setAvatar(avatar, of: current.profile)
+        var profile = current.profile
+        profile.avatar = avatar
+        self.current = (profile, current.identity)
+        shell.console.print("avatar of \(profile.handle) changed")
+    }
+
+    private func delete(_ givenName: String?, passwordFile: String?, _ shell: Shell) throws {
+        let store = try store(shell)
+        guard let name = givenName ?? current?.profile.name else { throw ProfileError.notLoggedIn }
+        guard let profile = try store.profile(named: name) else { throw ProfileError.noSuchProfile(name) }
+        _ = try unlock(profile, passwordFile: passwordFile, store: store, shell)
+        try store.delete(profile)
+        if current?.profile.id == profile.id { current = nil }
+        shell.console.print("deleted \(profile.handle)")
+    }
+
+    private func login(_ name: String, passwordFile: String?, _ shell: Shell) throws {
+        let store = try store(shell)
+        guard let profile = try store.profile(named: name) else { throw ProfileError.noSuchProfile(name) }
+        let identity = try unlock(profile, passwordFile: passwordFile, store: store, shell)
+        current = (profile, identity)
+        shell.console.print("logged in as \(profile.handle)")
+    }
+
+    /// Asks for (or reads) the password and unlocks the keys; a wrong password waits longer
+    /// each time before it is refused.
+    private func unlock(_ profile: Profile, passwordFile: String?, store: ProfileStore, _ shell: Shell) throws -> Identity {
+        let password = try passwordFile.map(Self.readPassword)
+            ?? shell.ask("Password for \(profile.name):", field: "--password-file FILE", secret: true)
+        do {
+            return try store.unlock(profile, password: password).0
+        } catch ProfileError.wrongPassword {
+            sleep(ProfileStore.delay(afterFailures: profile.failedLogins + 1))
+            throw ProfileError.wrongPassword
+        }
+    }
+
+    /// The first line of a password file.
+    static func readPassword(_ path: String) throws -> String {
+        let bytes = try ImageDecoder.readFile(path)
+        let text = String(decoding: bytes, as: UTF8.self)
+        let line = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+        return line.hasSuffix("\r") ? String(line.dropLast()) : line
+    }
+
+    static func avatar(from text: String) throws -> Avatar {
+        if let emoji = Avatar.emoji(from: text) { return emoji }
+        let path = text.trimmingCharacters(in: .whitespaces)
+        do {
+            return Avatar.image(from: try ImageDecoder.decode(try ImageDecoder.readFile(path)))
+        } catch {
+            throw ProfileError.badAvatar("'\(text)' is neither one emoji nor a readable image (\(error))")
+        }
+    }
+}

@@ -1,0 +1,190 @@
+import Foundation
+import GRDB
+import Storage
+import Terminal
+
+/// How a profile shows itself to others: an emoji, or a small picture.
+public enum Avatar: Equatable, Sendable {
+    case emoji(String)
+    /// A 16x16 RGBA thumbnail of the image the user gave.
+    case image(RGBAImage)
+
+    public static let imageSize = 16
+
+    /// An emoji when `text` is exactly one emoji, else nil (then it may be a path).
+    public static func emoji(from text: String) -> Avatar? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard trimmed.count == 1, let character = trimmed.first,
+              character.unicodeScalars.contains(where: { $0.properties.isEmojiPresentation || $0.value == 0xFE0F }) else { return nil }
+        return .emoji(trimmed)
+    }
+
+    /// The thumbnail of a decoded image.
+    public static func image(from image: RGBAImage) -> Avatar {
+        .image(image.scaled(width: imageSize, height: imageSize))
+    }
+
+    /// One cell of text for lists: the emoji, or a framed-picture sign.
+    public func glyph(ascii: Bool) -> String {
+        switch self {
+        case .emoji(let emoji): return ascii ? "*" : emoji
+        case .image: return ascii ? "[]" : "🖼️"
+        }
+    }
+}
+
+public struct Profile: Equatable, Sendable {
+    public var id: Int64
+    public var name: String
+    public var signingKey: Data
+    public var agreementKey: Data
+    public var avatar: Avatar?
+    public var gift: Bool
+    public var createdAt: Double
+    public var failedLogins: Int
+    var vault: PasswordVault
+
+    public var fingerprint: String { Identity.fingerprint(of: signingKey) }
+    /// `name#abcd`: equal names told apart.
+    public var handle: String { name + "#" + fingerprint }
+}
+
+public enum ProfileError: Error, Equatable, CustomStringConvertible {
+    case badName(String)
+    case nameTaken(String)
+    case passwordTooShort
+    case passwordsDiffer
+    case noSuchProfile(String)
+    case notLoggedIn
+    case wrongPassword
+    case badAvatar(String)
+
+    public var description: String {
+        switch self {
+        case .badName(let why): return "invalid username: \(why)"
+        case .nameTaken(let name): return "a profile named '\(name)' exists already"
+        case .passwordTooShort: return "the password must have at least 8 characters"
+        case .passwordsDiffer: return "the two passwords differ"
+        case .noSuchProfile(let name): return "there is no profile named '\(name)'"
+        case .notLoggedIn: return "no profile is logged in: login NAME, or profile new"
+        case .wrongPassword: return "wrong password"
+        case .badAvatar(let why): return "avatar: \(why)"
+        }
+    }
+}
+
+/// Profiles in the database.
+public struct ProfileStore: Sendable {
+    public let database: SeanceDatabase
+    /// scrypt's N for new profiles (tests lower it; each profile keeps its own).
+    public var rounds: Int
+
+    public init(database: SeanceDatabase, rounds: Int = PasswordVault.defaultRounds) {
+        self.database = database
+        self.rounds = rounds
+    }
+
+    /// A username as stored: trimmed, 1–32 characters, no control characters, no `#` (it
+    /// separates the name from the fingerprint).
+    public static func validate(name: String) throws(ProfileError) -> String {
+        let trimmed = name.trimmingCharacters(in: .whitespaces)
+        guard !trimmed.isEmpty else { throw .badName("it is empty") }
+        guard trimmed.count <= 32 else { throw .badName("it has more than 32 characters") }
+        guard !trimmed.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw .badName("it contains control characters")
+        }
+        guard !trimmed.contains("#") else { throw .badName("'#' separates a name from its fingerprint") }
+        return trimmed
+    }
+
+    public static func validate(password: String) throws(ProfileError) {
+        guard password.count >= 8 else { throw .passwordTooShort }
+    }
+
+    /// Creates a profile with new keys. The gift is drawn by the caller (seeded).
+    public func create(name: String, password: String, avatar: Avatar?, gift: Bool, now: Double) throws -> (Profile, Identity) {
+        let name = try Self.validate(name: name)
+        try Self.validate(password: password)
+        if try profile(named: name) != nil { throw ProfileError.nameTaken(name) }
+        let identity = Identity()
+        let vault = try PasswordVault.seal(identity, password: password, rounds: rounds)
+        let id = try database.write { db -> Int64 in
+            try db.execute(sql: """
+                INSERT INTO profile (name, salt, scryptRounds, passwordHash, sealedKeys, signingKey, agreementKey,
+                                     avatarEmoji, avatarImage, gift, createdAt)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [name, vault.salt, vault.rounds, vault.passwordHash, vault.sealedKeys,
+                                 identity.signingPublicKey, identity.agreementPublicKey,
+                                 Self.emojiColumn(avatar), Self.imageColumn(avatar), gift, now])
+            return db.lastInsertedRowID
+        }
+        return (try profile(id: id)!, identity)
+    }
+
+    public func profiles() throws -> [Profile] {
+        try database.read { db in try Row.fetchAll(db, sql: "SELECT * FROM profile ORDER BY name COLLATE NOCASE, id").map(Self.profile) }
+    }
+
+    public func profile(named name: String) throws -> Profile? {
+        try database.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM profile WHERE name = ? COLLATE NOCASE", arguments: [name]).map(Self.profile)
+        }
+    }
+
+    func profile(id: Int64) throws -> Profile? {
+        try database.read { db in try Row.fetchOne(db, sql: "SELECT * FROM profile WHERE id = ?", arguments: [id]).map(Self.profile) }
+    }
+
+    /// How long to wait before answering after `failures` wrong passwords in a row:
+    /// nothing for the first, then 0.5 s doubling up to 8 s.
+    public static func delay(afterFailures failures: Int) -> Double {
+        failures <= 1 ? 0 : min(8, 0.5 * Double(1 << min(failures - 2, 4)))
+    }
+
+    /// Checks `password`. A wrong one is counted (in the database, so restarting does not
+    /// reset the delay); a right one resets the count.
+    public func unlock(_ profile: Profile, password: String) throws -> (Identity, failures: Int) {
+        do {
+            let identity = try profile.vault.open(password: password)
+            try database.write { try $0.execute(sql: "UPDATE profile SET failedLogins = 0 WHERE id = ?", arguments: [profile.id]) }
+            return (identity, 0)
+        } catch PasswordVault.Failure.wrongPassword {
+            try database.write { try $0.execute(sql: "UPDATE profile SET failedLogins = failedLogins + 1 WHERE id = ?", arguments: [profile.id]) }
+            throw ProfileError.wrongPassword
+        }
+    }
+
+    public func setAvatar(_ avatar: Avatar, of profile: Profile) throws {
+        try database.write { db in
+            try db.execute(sql: "UPDATE profile SET avatarEmoji = ?, avatarImage = ? WHERE id = ?",
+                           arguments: [Self.emojiColumn(avatar), Self.imageColumn(avatar), profile.id])
+        }
+    }
+
+    public func delete(_ profile: Profile) throws {
+        try database.write { try $0.execute(sql: "DELETE FROM profile WHERE id = ?", arguments: [profile.id]) }
+    }
+
+    private static func emojiColumn(_ avatar: Avatar?) -> String? {
+        if case .emoji(let emoji) = avatar { return emoji }
+        return nil
+    }
+
+    private static func imageColumn(_ avatar: Avatar?) -> Data? {
+        if case .image(let image) = avatar { return Data(image.pixels) }
+        return nil
+    }
+
+    private static func profile(_ row: Row) -> Profile {
+        var avatar: Avatar?
+        if let emoji: String = row["avatarEmoji"] {
+            avatar = .emoji(emoji)
+        } else if let pixels: Data = row["avatarImage"], pixels.count == Avatar.imageSize * Avatar.imageSize * 4 {
+            avatar = .image(RGBAImage(width: Avatar.imageSize, height: Avatar.imageSize, pixels: [UInt8](pixels)))
+        }
+        return Profile(id: row["id"], name: row["name"], signingKey: row["signingKey"], agreementKey: row["agreementKey"],
+                       avatar: avatar, gift: row["gift"], createdAt: row["createdAt"], failedLogins: row["failedLogins"],
+                       vault: PasswordVault(salt: row["salt"], rounds: row["scryptRounds"], passwordHash: row["passwordHash"],
+                                            sealedKeys: row["sealedKeys"]))
+    }
+}

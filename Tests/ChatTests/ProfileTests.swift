@@ -1,0 +1,103 @@
+import Foundation
+import Glibc
+import Storage
+import Testing
+@testable import Chat
+
+func temporaryStore() throws -> (ProfileStore, String) {
+    var template = Array("/tmp/seance-profiles-XXXXXX".utf8CString)
+    let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+    return (ProfileStore(database: try SeanceDatabase(path: dir + "/seance.sqlite"), rounds: 1 << 10), dir)
+}
+
+@Suite struct VaultTests {
+    @Test func theRightPasswordOpensTheKeys() throws {
+        let identity = Identity()
+        let vault = try PasswordVault.seal(identity, password: "correct horse", rounds: 1 << 10)
+        let opened = try vault.open(password: "correct horse")
+        #expect(opened.signingPublicKey == identity.signingPublicKey)
+        #expect(opened.agreementPublicKey == identity.agreementPublicKey)
+        #expect(throws: PasswordVault.Failure.wrongPassword) { try vault.open(password: "correct horsE") }
+    }
+
+    @Test func nothingSecretIsStoredInTheClear() throws {
+        let identity = Identity()
+        let vault = try PasswordVault.seal(identity, password: "correct horse", rounds: 1 << 10)
+        let stored = vault.salt + vault.passwordHash + vault.sealedKeys
+        for secret in [identity.signing.rawRepresentation, identity.agreement.rawRepresentation, Data("correct horse".utf8)] {
+            #expect(stored.range(of: secret) == nil)
+        }
+        // Salted: the same password twice gives different hashes.
+        let again = try PasswordVault.seal(identity, password: "correct horse", rounds: 1 << 10)
+        #expect(again.passwordHash != vault.passwordHash)
+    }
+
+    @Test func tamperedKeysAreDamagedNotWrong() throws {
+        var vault = try PasswordVault.seal(Identity(), password: "correct horse", rounds: 1 << 10)
+        vault.sealedKeys[vault.sealedKeys.count - 1] ^= 1
+        #expect(throws: PasswordVault.Failure.damaged) { try vault.open(password: "correct horse") }
+    }
+
+    @Test func fingerprintsAreShortAndStable() {
+        let key = Data(repeating: 7, count: 32)
+        #expect(Identity.fingerprint(of: key) == Identity.fingerprint(of: key))
+        #expect(Identity.fingerprint(of: key).count == 4)
+        #expect(Identity.fingerprint(of: key) != Identity.fingerprint(of: Data(repeating: 8, count: 32)))
+    }
+}
+
+@Suite struct ProfileStoreTests {
+    @Test func usernames() throws {
+        #expect(try ProfileStore.validate(name: "  alice ") == "alice")
+        #expect(try ProfileStore.validate(name: String(repeating: "x", count: 32)).count == 32)
+        #expect(throws: ProfileError.badName("it is empty")) { try ProfileStore.validate(name: " ") }
+        #expect(throws: ProfileError.badName("it has more than 32 characters")) { try ProfileStore.validate(name: String(repeating: "x", count: 33)) }
+        #expect(throws: ProfileError.badName("it contains control characters")) { try ProfileStore.validate(name: "a\u{7}b") }
+        #expect(throws: ProfileError.self) { try ProfileStore.validate(name: "a#b") }
+        #expect(try ProfileStore.validate(name: "Ünïcode 👻") == "Ünïcode 👻")
+    }
+
+    @Test func createUniqueAndUnlock() throws {
+        let (store, dir) = try temporaryStore()
+        defer { _ = system("rm -rf \(dir)") }
+        let (alice, identity) = try store.create(name: "alice", password: "password1", avatar: .emoji("👻"), gift: true, now: 5)
+        #expect(alice.handle == "alice#" + identity.fingerprint)
+        #expect(alice.avatar == .emoji("👻") && alice.gift && alice.createdAt == 5)
+        #expect(throws: ProfileError.nameTaken("ALICE")) { try store.create(name: "ALICE", password: "password2", avatar: nil, gift: false, now: 6) }
+        #expect(throws: ProfileError.passwordTooShort) { try store.create(name: "bob", password: "1234567", avatar: nil, gift: false, now: 6) }
+        let (unlocked, _) = try store.unlock(alice, password: "password1")
+        #expect(unlocked.signingPublicKey == identity.signingPublicKey)
+    }
+
+    @Test func failuresAreCountedAndReset() throws {
+        let (store, dir) = try temporaryStore()
+        defer { _ = system("rm -rf \(dir)") }
+        let (alice, _) = try store.create(name: "alice", password: "password1", avatar: nil, gift: false, now: 0)
+        for _ in 0..<3 { #expect(throws: ProfileError.wrongPassword) { try store.unlock(alice, password: "nope nope") } }
+        #expect(try store.profile(named: "alice")?.failedLogins == 3)
+        _ = try store.unlock(alice, password: "password1")
+        #expect(try store.profile(named: "alice")?.failedLogins == 0)
+    }
+
+    @Test func theDelayGrows() {
+        #expect(ProfileStore.delay(afterFailures: 1) == 0)
+        #expect(ProfileStore.delay(afterFailures: 2) == 0.5)
+        #expect(ProfileStore.delay(afterFailures: 3) == 1)
+        #expect(ProfileStore.delay(afterFailures: 5) == 4)
+        #expect(ProfileStore.delay(afterFailures: 50) == 8)
+    }
+
+    @Test func avatars() throws {
+        #expect(Avatar.emoji(from: "👻") == .emoji("👻"))
+        #expect(Avatar.emoji(from: " 🚶‍♂️ ") == .emoji("🚶‍♂️"))
+        #expect(Avatar.emoji(from: "❤️") == .emoji("❤️"))
+        #expect(Avatar.emoji(from: "a") == nil)
+        #expect(Avatar.emoji(from: "👻👻") == nil)
+        let (store, dir) = try temporaryStore()
+        defer { _ = system("rm -rf \(dir)") }
+        let (bob, _) = try store.create(name: "bob", password: "password1", avatar: nil, gift: false, now: 0)
+        let picture = Avatar.image(from: .init(width: 2, height: 2, pixels: [UInt8](repeating: 200, count: 16)))
+        try store.setAvatar(picture, of: bob)
+        #expect(try store.profile(named: "bob")?.avatar == picture)
+    }
+}

@@ -1,0 +1,46 @@
+import Foundation
+import Testing
+
+@Suite struct ProfileEndToEndTests {
+    let scratch = Scratch()
+
+    func run(_ stdin: String) throws -> RunResult {
+        try runSeance(["--data-dir", scratch.dataDir, "--seed", "1"], stdin: stdin, scratch: scratch)
+    }
+
+    @Test func scriptsCreateLogInAndDelete() throws {
+        let good = scratch.write("good", "correct horse\nsecond line is ignored\n")
+        let bad = scratch.write("bad", "battery staple\n")
+        let first = try run("""
+            profile new alice --password-file \(good) --avatar 👻
+            profile list
+            logout
+            login alice --password-file \(bad)
+            login Alice --password-file \(good)
+            profile new bob
+            profile show bob
+            """ + "\n")
+        let handle = try #require(first.stdout.split(separator: "\n").first?.split(separator: " ").dropFirst().first)
+        #expect(handle.hasPrefix("alice#") && handle.count == 10)
+        #expect(first.stdout == """
+            created \(handle) and logged in
+            * 👻 \(handle)
+            logged out of \(handle)
+            logged in as \(handle)
+
+            """)
+        #expect(first.stderr == """
+            line 4: wrong password
+            line 6: missing --password-file FILE (batch input cannot be asked for; give it as an argument)
+            line 7: there is no profile named 'bob'
+
+            """)
+        // The password is nowhere in the database file.
+        let database = try Data(contentsOf: URL(fileURLWithPath: scratch.dataDir + "/seance.sqlite"))
+        #expect(database.range(of: Data("correct horse".utf8)) == nil)
+        let second = try run("profile show alice\nprofile delete alice --password-file \(good)\nprofile list\n")
+        #expect(second.stdout.contains("👻 \(handle)\nsigning key:"))
+        #expect(!second.stdout.contains("gift"))  // Only the logged-in owner learns about the gift.
+        #expect(second.stdout.hasSuffix("deleted \(handle)\nno profiles yet: profile new\n"))
+    }
+}
