@@ -11,6 +11,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.0.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
     ],
     targets: [
         // libedit through a system library target; shim.h wraps its variadic calls.
@@ -22,7 +23,13 @@ let package = Package(
         .target(name: "Shell", dependencies: ["CEditLine", "Terminal", "Storage"]),
         .target(name: "Zombies", dependencies: ["Shell", "Terminal", "Storage"]),
         .target(name: "Visions", dependencies: ["Shell", "Terminal", "Storage", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "Nearby", dependencies: [
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+        ]),
         .target(name: "Chat", dependencies: [
+            "Nearby",
             "Shell", "Terminal", "Storage",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Crypto", package: "swift-crypto"),
@@ -37,6 +44,7 @@ let package = Package(
         .testTarget(name: "ShellTests", dependencies: ["Shell", "Terminal", "Storage"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "ZombiesTests", dependencies: ["Zombies", "Terminal"]),
+        .testTarget(name: "NearbyTests", dependencies: ["Nearby", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "ChatTests", dependencies: ["Chat", "Storage", "Shell"]),
         .testTarget(name: "VisionsTests", dependencies: ["Visions", "Storage", "Terminal", "Shell"]),
         .testTarget(name: "EndToEndTests", dependencies: [], exclude: ["Fixtures"]),

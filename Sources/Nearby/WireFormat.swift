@@ -1,0 +1,277 @@
+import Crypto
+import Foundation
+
+/// The packets seance sends on the local network, version 1. `docs/PROTOCOL.md` is the
+/// reference; this file and that document change together.
+///
+///     offset  size  field
+///     0       4     magic "SEAN"
+///     4       1     version (1)
+///     5       1     type
+///     6       2     reserved, zero
+///     8       32    sender's Ed25519 public key
+///     40      8     timestamp, milliseconds since 1970 (big-endian)
+///     48      4     sequence number, per sender (big-endian)
+///     52      2     payload length N (big-endian)
+///     54      N     payload
+///     54+N    64    Ed25519 signature of bytes 0 ..< 54+N
+public enum Wire {
+    public static let magic: [UInt8] = Array("SEAN".utf8)
+    public static let version: UInt8 = 1
+    public static let headerSize = 54
+    public static let signatureSize = 64
+    /// No datagram is larger: it fits the smallest IPv6 MTU with room to spare.
+    public static let maximumDatagram = 1200
+}
+
+public enum PacketType: UInt8, Sendable {
+    case announce = 1
+    case goodbye = 2
+    case avatarRequest = 3
+    case avatar = 4
+}
+
+/// Why a datagram was dropped. Every case is counted; none is fatal.
+public enum DecodeError: Error, Equatable, Hashable, Sendable, CustomStringConvertible {
+    case truncated
+    case oversized
+    case badMagic
+    case unknownVersion(UInt8)
+    case unknownType(UInt8)
+    case badSignature
+    case malformedPayload(String)
+
+    public var description: String {
+        switch self {
+        case .truncated: return "truncated"
+        case .oversized: return "oversized"
+        case .badMagic: return "not a seance packet"
+        case .unknownVersion(let v): return "unknown version \(v)"
+        case .unknownType(let t): return "unknown type \(t)"
+        case .badSignature: return "bad signature"
+        case .malformedPayload(let why): return "malformed payload: \(why)"
+        }
+    }
+
+    /// A short name for counters.
+    public var counterName: String {
+        switch self {
+        case .truncated: return "truncated"
+        case .oversized: return "oversized"
+        case .badMagic: return "foreign"
+        case .unknownVersion: return "version"
+        case .unknownType: return "type"
+        case .badSignature: return "signature"
+        case .malformedPayload: return "malformed"
+        }
+    }
+}
+
+/// What an announcement says about its sender.
+public struct Announcement: Equatable, Sendable {
+    public var name: String
+    public var agreementKey: Data
+    /// Plane index: 0 Human, 1 Dying, 2 Hollow, 3 Undead, 4 Ghost.
+    public var plane: UInt8
+    public var avatar: AvatarReference
+    /// The port the sender receives direct messages on.
+    public var unicastPort: UInt16
+    /// How often the sender refreshes, in milliseconds: receivers expire it after three misses.
+    public var intervalMilliseconds: UInt32
+
+    public init(name: String, agreementKey: Data, plane: UInt8, avatar: AvatarReference, unicastPort: UInt16,
+                intervalMilliseconds: UInt32) {
+        self.name = name
+        self.agreementKey = agreementKey
+        self.plane = plane
+        self.avatar = avatar
+        self.unicastPort = unicastPort
+        self.intervalMilliseconds = intervalMilliseconds
+    }
+}
+
+public enum AvatarReference: Equatable, Sendable {
+    case none
+    case emoji(String)
+    /// SHA-256 of the 16x16 RGBA thumbnail; fetched with an avatar request.
+    case image(Data)
+}
+
+public enum Payload: Equatable, Sendable {
+    case announce(Announcement)
+    case goodbye
+    case avatarRequest(hash: Data)
+    /// A 16x16 RGBA thumbnail and its hash.
+    case avatar(hash: Data, pixels: Data)
+
+    var type: PacketType {
+        switch self {
+        case .announce: return .announce
+        case .goodbye: return .goodbye
+        case .avatarRequest: return .avatarRequest
+        case .avatar: return .avatar
+        }
+    }
+}
+
+/// A verified packet.
+public struct Packet: Equatable, Sendable {
+    public var sender: Data
+    public var timestamp: UInt64
+    public var sequence: UInt32
+    public var payload: Payload
+
+    public init(sender: Data, timestamp: UInt64, sequence: UInt32, payload: Payload) {
+        self.sender = sender
+        self.timestamp = timestamp
+        self.sequence = sequence
+        self.payload = payload
+    }
+}
+
+extension Packet {
+    /// The signed datagram.
+    public static func encode(_ payload: Payload, signer: Curve25519.Signing.PrivateKey, timestamp: UInt64,
+                              sequence: UInt32) throws -> [UInt8] {
+        let body = try payload.encoded()
+        var bytes = Wire.magic + [Wire.version, payload.type.rawValue, 0, 0]
+        bytes += signer.publicKey.rawRepresentation
+        bytes.appendBigEndian(timestamp)
+        bytes.appendBigEndian(sequence)
+        bytes.appendBigEndian(UInt16(body.count))
+        bytes += body
+        bytes += try signer.signature(for: bytes)
+        guard bytes.count <= Wire.maximumDatagram else { throw DecodeError.oversized }
+        return bytes
+    }
+
+    /// Checks and decodes a datagram: framing first, then the signature, then the payload.
+    public static func decode(_ bytes: [UInt8]) throws(DecodeError) -> Packet {
+        guard bytes.count <= Wire.maximumDatagram else { throw .oversized }
+        guard bytes.count >= 6 else { throw .truncated }
+        guard Array(bytes[0..<4]) == Wire.magic else { throw .badMagic }
+        guard bytes[4] == Wire.version else { throw .unknownVersion(bytes[4]) }
+        guard let type = PacketType(rawValue: bytes[5]) else { throw .unknownType(bytes[5]) }
+        guard bytes.count >= Wire.headerSize + Wire.signatureSize else { throw .truncated }
+        var reader = ByteReader(bytes[8..<Wire.headerSize])
+        let sender = Data(reader.take(32)!)
+        let timestamp = reader.uint64()!, sequence = reader.uint32()!, length = Int(reader.uint16()!)
+        guard bytes.count == Wire.headerSize + length + Wire.signatureSize else {
+            throw bytes.count < Wire.headerSize + length + Wire.signatureSize ? .truncated : .malformedPayload("extra bytes")
+        }
+        let signed = bytes[0..<(Wire.headerSize + length)]
+        let signature = bytes[(Wire.headerSize + length)...]
+        guard let key = try? Curve25519.Signing.PublicKey(rawRepresentation: sender),
+              key.isValidSignature(Data(signature), for: Data(signed)) else { throw .badSignature }
+        let payload = try Payload.decode(type, ByteReader(bytes[Wire.headerSize..<(Wire.headerSize + length)]))
+        return Packet(sender: sender, timestamp: timestamp, sequence: sequence, payload: payload)
+    }
+}
+
+extension Payload {
+    func encoded() throws -> [UInt8] {
+        var bytes: [UInt8] = []
+        switch self {
+        case .announce(let a):
+            let name = Array(a.name.utf8)
+            guard a.agreementKey.count == 32, (1...128).contains(name.count), a.plane <= 4 else {
+                throw DecodeError.malformedPayload("announcement fields out of range")
+            }
+            bytes += a.agreementKey
+            bytes.append(a.plane)
+            bytes.append(UInt8(name.count))
+            bytes += name
+            switch a.avatar {
+            case .none: bytes += [0, 0]
+            case .emoji(let emoji):
+                let utf8 = Array(emoji.utf8)
+                guard (1...32).contains(utf8.count) else { throw DecodeError.malformedPayload("emoji too long") }
+                bytes += [1, UInt8(utf8.count)] + utf8
+            case .image(let hash):
+                guard hash.count == 32 else { throw DecodeError.malformedPayload("avatar hash") }
+                bytes += [2, 32] + hash
+            }
+            bytes.appendBigEndian(a.unicastPort)
+            bytes.appendBigEndian(a.intervalMilliseconds)
+        case .goodbye:
+            break
+        case .avatarRequest(let hash):
+            bytes += hash
+        case .avatar(let hash, let pixels):
+            bytes += hash
+            bytes += pixels
+        }
+        return bytes
+    }
+
+    static func decode(_ type: PacketType, _ body: ByteReader) throws(DecodeError) -> Payload {
+        var reader = body
+        func need<T>(_ value: T?) throws(DecodeError) -> T {
+            guard let value else { throw .malformedPayload("too short") }
+            return value
+        }
+        let payload: Payload
+        switch type {
+        case .announce:
+            let agreementKey = Data(try need(reader.take(32)))
+            let plane = try need(reader.byte())
+            guard plane <= 4 else { throw .malformedPayload("plane \(plane)") }
+            let nameLength = Int(try need(reader.byte()))
+            guard let name = String(validating: try need(reader.take(nameLength)), as: UTF8.self), !name.isEmpty else {
+                throw .malformedPayload("name")
+            }
+            let avatarKind = try need(reader.byte()), avatarLength = Int(try need(reader.byte()))
+            let avatarBytes = try need(reader.take(avatarLength))
+            let avatar: AvatarReference
+            switch (avatarKind, avatarLength) {
+            case (0, 0): avatar = .none
+            case (1, 1...32):
+                guard let emoji = String(validating: avatarBytes, as: UTF8.self) else { throw .malformedPayload("emoji") }
+                avatar = .emoji(emoji)
+            case (2, 32): avatar = .image(Data(avatarBytes))
+            default: throw .malformedPayload("avatar")
+            }
+            let port = try need(reader.uint16()), interval = try need(reader.uint32())
+            guard interval > 0 else { throw .malformedPayload("interval") }
+            payload = .announce(Announcement(name: name, agreementKey: agreementKey, plane: plane, avatar: avatar,
+                                             unicastPort: port, intervalMilliseconds: interval))
+        case .goodbye:
+            payload = .goodbye
+        case .avatarRequest:
+            payload = .avatarRequest(hash: Data(try need(reader.take(32))))
+        case .avatar:
+            let hash = Data(try need(reader.take(32)))
+            let pixels = Data(try need(reader.take(16 * 16 * 4)))
+            guard Data(SHA256.hash(data: pixels)) == hash else { throw .malformedPayload("avatar hash mismatch") }
+            payload = .avatar(hash: hash, pixels: pixels)
+        }
+        guard reader.isAtEnd else { throw .malformedPayload("extra bytes") }
+        return payload
+    }
+}
+
+/// Reads big-endian fields from a slice, returning nil past its end.
+struct ByteReader {
+    private var bytes: ArraySlice<UInt8>
+
+    init(_ bytes: ArraySlice<UInt8>) { self.bytes = bytes }
+
+    var isAtEnd: Bool { bytes.isEmpty }
+
+    mutating func take(_ count: Int) -> ArraySlice<UInt8>? {
+        guard bytes.count >= count else { return nil }
+        defer { bytes = bytes.dropFirst(count) }
+        return bytes.prefix(count)
+    }
+
+    mutating func byte() -> UInt8? { take(1)?.first }
+    mutating func uint16() -> UInt16? { take(2).map { $0.reduce(0) { $0 << 8 | UInt16($1) } } }
+    mutating func uint32() -> UInt32? { take(4).map { $0.reduce(0) { $0 << 8 | UInt32($1) } } }
+    mutating func uint64() -> UInt64? { take(8).map { $0.reduce(0) { $0 << 8 | UInt64($1) } } }
+}
+
+extension Array where Element == UInt8 {
+    mutating func appendBigEndian<T: FixedWidthInteger>(_ value: T) {
+        for shift in stride(from: T.bitWidth - 8, through: 0, by: -8) { append(UInt8(truncatingIfNeeded: value >> shift)) }
+    }
+}
