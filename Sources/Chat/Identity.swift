@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Nearby
 import _CryptoExtras
 
 /// A profile's keys: Ed25519 to sign every packet, X25519 to agree on message keys.
@@ -18,7 +19,7 @@ public struct Identity: Sendable {
 
     /// The short, stable rendering of a signing key shown after a name: `alice#3fa2`.
     public static func fingerprint(of signingPublicKey: Data) -> String {
-        SHA256.hash(data: signingPublicKey).prefix(2).map { String(format: "%02x", $0) }.joined()
+        PeerIdentity.fingerprint(of: signingPublicKey)
     }
 }
 

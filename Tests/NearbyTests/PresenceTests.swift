@@ -1,0 +1,98 @@
+import Crypto
+import Foundation
+import Testing
+@testable import Nearby
+
+/// A generator that always gives the same middle value: jitter becomes predictable.
+struct FixedRandom: RandomNumberGenerator {
+    var value: UInt64
+    mutating func next() -> UInt64 { value }
+}
+
+@Suite struct ScheduleTests {
+    @Test func announcesAtOnceThenAfterTheGapThenEveryInterval() {
+        var rng = FixedRandom(value: UInt64.max / 2)  // Jitter of about zero.
+        var schedule = AnnounceSchedule(timing: PresenceTiming(interval: 5, jitter: 0.2, startupGap: 1), now: 100)
+        #expect(schedule.isDue(now: 100, using: &rng))
+        #expect(!schedule.isDue(now: 100.9, using: &rng))
+        #expect(schedule.isDue(now: 101, using: &rng))
+        #expect(!schedule.isDue(now: 105.9, using: &rng))
+        #expect(schedule.isDue(now: 106.01, using: &rng))
+        schedule.announceSoon(now: 107)
+        #expect(schedule.isDue(now: 107, using: &rng))
+    }
+
+    @Test func jitterStaysWithinItsBounds() {
+        var rng = SystemRandomNumberGenerator()
+        var gaps: [Double] = []
+        var schedule = AnnounceSchedule(timing: PresenceTiming(interval: 5, jitter: 0.2), now: 0)
+        var now = 0.0
+        _ = schedule.isDue(now: now, using: &rng)
+        now = schedule.nextAt
+        _ = schedule.isDue(now: now, using: &rng)
+        for _ in 0..<500 {
+            let last = now
+            now = schedule.nextAt
+            #expect(schedule.isDue(now: now, using: &rng))
+            gaps.append(now - last)
+        }
+        #expect(gaps.allSatisfy { (4.0...6.0).contains($0) })
+        #expect(Set(gaps.map { Int($0 * 10) }).count > 5)  // Really spread out.
+    }
+}
+
+@Suite struct PresenceTableTests {
+    let alice = Curve25519.Signing.PrivateKey()
+    let timing = PresenceTiming(interval: 5)
+
+    func announce(_ plane: UInt8 = 0, name: String = "alice", at timestamp: UInt64, sequence: UInt32 = 0,
+                  interval: UInt32 = 5000) -> Packet {
+        Packet(sender: alice.publicKey.rawRepresentation, timestamp: timestamp, sequence: sequence,
+               payload: .announce(Announcement(name: name, agreementKey: Data(repeating: 1, count: 32), plane: plane,
+                                               avatar: .emoji("👻"), unicastPort: 1, intervalMilliseconds: interval)))
+    }
+
+    @Test func arrivalChangeAndGoodbye() {
+        var table = PresenceTable(timing: timing)
+        guard case .arrived(let peer)? = table.receive(announce(at: 1), from: "10.0.0.2", now: 0).first else {
+            Issue.record("no arrival"); return
+        }
+        #expect(peer.handle == "alice#" + PeerIdentity.fingerprint(of: alice.publicKey.rawRepresentation))
+        #expect(table.receive(announce(at: 2), from: "10.0.0.2", now: 5).isEmpty)  // A refresh, nothing new.
+        let change = table.receive(announce(3, at: 3), from: "10.0.0.2", now: 6)
+        guard case .changed(let from, let to)? = change.first else { Issue.record("no change"); return }
+        #expect(from.announcement.plane == 0 && to.announcement.plane == 3)
+        let goodbye = Packet(sender: alice.publicKey.rawRepresentation, timestamp: 4, sequence: 0, payload: .goodbye)
+        guard case .left(_, .goodbye)? = table.receive(goodbye, from: "10.0.0.2", now: 7).first else {
+            Issue.record("no goodbye"); return
+        }
+        #expect(table.peers.isEmpty)
+    }
+
+    @Test func replaysAndReorderedPacketsAreIgnored() {
+        var table = PresenceTable(timing: timing)
+        _ = table.receive(announce(at: 10, sequence: 5), from: "h", now: 0)
+        #expect(table.receive(announce(2, at: 10, sequence: 5), from: "h", now: 1).isEmpty)  // Same packet again.
+        #expect(table.receive(announce(2, at: 9, sequence: 9), from: "h", now: 1).isEmpty)  // Older.
+        #expect(table.peers.values.first?.announcement.plane == 0)
+        let oldGoodbye = Packet(sender: alice.publicKey.rawRepresentation, timestamp: 5, sequence: 0, payload: .goodbye)
+        #expect(table.receive(oldGoodbye, from: "h", now: 2).isEmpty)
+        #expect(table.peers.count == 1)
+    }
+
+    @Test func expiryAfterThreeMissedRefreshes() {
+        var table = PresenceTable(timing: timing)
+        _ = table.receive(announce(at: 1), from: "h", now: 100)
+        #expect(table.expire(now: 100 + 15).isEmpty)    // Two missed: still here.
+        #expect(table.expire(now: 100 + 17.4).isEmpty)
+        guard case .left(_, .expired)? = table.expire(now: 100 + 17.6).first else { Issue.record("not expired"); return }
+        #expect(table.peers.isEmpty)
+    }
+
+    @Test func expiryFollowsThePeersOwnInterval() {
+        var table = PresenceTable(timing: timing)
+        _ = table.receive(announce(at: 1, interval: 200), from: "h", now: 0)  // A fast peer: 0.2 s.
+        #expect(table.expire(now: 0.6).isEmpty)
+        #expect(table.expire(now: 0.8).count == 1)
+    }
+}
