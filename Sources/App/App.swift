@@ -1,5 +1,6 @@
 import Chat
 import Glibc
+import Nearby
 import Shell
 import Storage
 import Terminal
@@ -19,6 +20,8 @@ public struct LaunchOptions: Sendable {
     public var scriptPath: String?
     /// `--battery PCT`: pretend the battery is at this level.
     public var battery: Int?
+    /// Where chat mode announces: group, port, interfaces, refresh interval.
+    public var nearby = NearbyConfiguration()
 
     public init() {}
 }
@@ -75,9 +78,11 @@ public enum App {
         let session = Session(dataDirectory: dataDirectory,
                               random: options.seed.map { SeededRandom(seed: $0) } ?? SeededRandom())
         let shell = Shell(console: console, session: session)
-        registerModes(in: shell)
-        Battery(override: options.battery).register(in: shell)
-        Profiles().register(in: shell)
+        let battery = Battery(override: options.battery)
+        let profiles = Profiles()
+        registerModes(in: shell, profiles: profiles, battery: battery, nearby: options.nearby)
+        battery.register(in: shell)
+        profiles.register(in: shell)
 
         let reader: LineReader
         if let commands = options.commands {
@@ -99,7 +104,7 @@ public enum App {
             reader = editLine
             console.print(console.styler.bold("seance \(version)") + " — type 'help' for commands, Tab to complete, Ctrl-D to leave.")
         } else {
-            reader = BatchLineReader(fd: 0)
+            reader = BatchLineReader(fd: 0, wake: console.inbox.wakeFDs.read) { console.printPending(); console.flush() }
         }
         if !interactive { restoreDefaultSIGPIPE() }
 
@@ -107,10 +112,10 @@ public enum App {
         return succeeded || interactive ? .success : .commandFailed
     }
 
-    static func registerModes(in shell: Shell) {
+    static func registerModes(in shell: Shell, profiles: Profiles, battery: Battery, nearby: NearbyConfiguration) {
         ZombiesMode().register(in: shell)
         VisionsMode().register(in: shell)
-        shell.register(Mode.unavailable("chat", summary: "talk to people nearby (and the dead)"))
+        ChatMode(profiles: profiles, battery: battery, configuration: nearby).register(in: shell)
         shell.register(Mode.unavailable("store", summary: "Holy candles and Saint's medallions"))
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 
 /// A battery reading: level in percent and whether it is charging.
 public struct BatteryReading: Equatable, Sendable {
@@ -75,25 +76,36 @@ public struct SysfsBattery: BatterySource {
     }
 }
 
-/// The battery as the shell sees it: the real reading, unless the user set a level.
-public final class Battery {
+/// The battery as the shell sees it: the real reading, unless the user set a level. Shared
+/// with the network thread, which polls it while chat mode announces the plane.
+public final class Battery: Sendable {
     private let source: BatterySource
-    public private(set) var override: Int?
+    private let overrideLevel: Mutex<Int?>
+    private let observers = Mutex<[@Sendable (BatteryReading) -> Void]>([])
 
     public init(source: BatterySource = SysfsBattery(), override: Int? = nil) {
         self.source = source
-        self.override = override
+        self.overrideLevel = Mutex(override)
     }
+
+    public var override: Int? { overrideLevel.withLock { $0 } }
 
     public var reading: BatteryReading {
         if let override { return BatteryReading(level: override, charging: false, source: .override) }
         return source.read()
     }
 
-    /// Sets a pretend level (0–100), or nil to return to the real reading.
+    /// Sets a pretend level (0–100), or nil to return to the real reading; observers hear of it.
     public func setOverride(_ level: Int?) throws(BatteryError) {
         if let level, !(0...100).contains(level) { throw .outOfRange(level) }
-        override = level
+        overrideLevel.withLock { $0 = level }
+        let current = reading
+        for observer in observers.withLock({ $0 }) { observer(current) }
+    }
+
+    /// Calls `observer` after every change made with `setOverride`.
+    public func observe(_ observer: @escaping @Sendable (BatteryReading) -> Void) {
+        observers.withLock { $0.append(observer) }
     }
 }
 

@@ -23,6 +23,8 @@ public final class EditLineReader: LineReader {
     private var utf8Pending: [UInt8] = []
     private var interrupted = false
     private var lineFromKey: String?
+    /// True inside el_gets: only then is there a prompt to print above.
+    private var isEditing = false
 
     public var isInteractive: Bool { true }
 
@@ -89,7 +91,10 @@ public final class EditLineReader: LineReader {
         interrupted = false
         Signals.interrupt.store(false, ordering: .relaxed)
         var count: Int32 = 0
-        guard let raw = el_gets(editLine, &count) else {
+        isEditing = true
+        let result = el_gets(editLine, &count)
+        isEditing = false
+        guard let raw = result else {
             if interrupted {
                 // Ctrl-C: leave the abandoned text on screen, as shells do, and start afresh.
                 console.write("^C\n")
@@ -237,6 +242,10 @@ public final class EditLineReader: LineReader {
     /// Moves to the start of the edit area, clears it, prints `lines`, and lets libedit redraw the
     /// prompt and the half-typed line below them, cursor where it was.
     private func printAbovePrompt(_ lines: [String]) {
+        guard isEditing else {
+            console.write(lines.joined(separator: "\n") + "\n")
+            return
+        }
         let columns = max(1, console.columns)
         let promptWidth = (prompt.map { String(cString: $0) } ?? "").strippingPromptMarkers.displayWidth
         let rowsAbove = (promptWidth + textBeforeCursor().displayWidth) / columns

@@ -34,10 +34,15 @@ public final class BatchLineReader: LineReader {
     private var buffer: [UInt8] = []
     private var start = 0
     private var atEnd = false
+    private let wakeFD: Int32
+    private let onWake: () -> Void
 
-    /// Reads lines from `fd` as they arrive.
-    public init(fd: Int32) {
+    /// Reads lines from `fd` as they arrive. While it waits, a byte on `wake` runs `onWake`
+    /// (which prints lines that arrived asynchronously, so a pipe sees them at once).
+    public init(fd: Int32, wake: Int32 = -1, onWake: @escaping () -> Void = {}) {
         source = .fd(fd)
+        wakeFD = wake
+        self.onWake = onWake
     }
 
     /// Reads the lines of `text` (a script, or the commands of `-c`).
@@ -45,6 +50,8 @@ public final class BatchLineReader: LineReader {
         source = .text
         buffer = Array(text.utf8)
         atEnd = true
+        wakeFD = -1
+        onWake = {}
     }
 
     public var isInteractive: Bool { false }
@@ -73,6 +80,12 @@ public final class BatchLineReader: LineReader {
         if start > 0 {
             buffer.removeFirst(start)
             start = 0
+        }
+        if wakeFD >= 0 {
+            var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
+            guard poll(&fds, 2, -1) >= 0 else { return }  // EINTR: try again.
+            if fds[1].revents != 0 { onWake() }
+            if fds[0].revents == 0 { return }
         }
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }

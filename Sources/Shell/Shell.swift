@@ -1,4 +1,5 @@
 import Dispatch
+import Glibc
 import Terminal
 
 /// The REPL engine: reads lines, splits them into commands, dispatches them through the
@@ -46,7 +47,12 @@ public final class Shell {
     @discardableResult
     public func run(_ reader: LineReader, options: RunOptions = RunOptions()) -> Bool {
         self.reader = reader
-        defer { self.reader = nil; console.flush() }
+        defer {
+            leaveMode()  // A mode may have goodbyes to say.
+            self.reader = nil
+            console.printPending()
+            console.flush()
+        }
         reader.setKeyCommands(currentMode.flatMap { registry.mode(named: $0)?.keyCommands } ?? [:])
         var allSucceeded = true
         var lineNumber = 0
@@ -151,6 +157,22 @@ public final class Shell {
         return answer
     }
 
+    /// Waits `seconds`, printing asynchronous lines as they come.
+    public func pause(_ seconds: Double) {
+        var timespec = Glibc.timespec()
+        clock_gettime(CLOCK_MONOTONIC, &timespec)
+        let deadline = Double(timespec.tv_sec) + Double(timespec.tv_nsec) / 1e9 + seconds
+        while true {
+            clock_gettime(CLOCK_MONOTONIC, &timespec)
+            let left = deadline - (Double(timespec.tv_sec) + Double(timespec.tv_nsec) / 1e9)
+            if left <= 0 { break }
+            var fds = [pollfd(fd: console.inbox.wakeFDs.read, events: Int16(POLLIN), revents: 0)]
+            _ = poll(&fds, 1, Int32(min(left * 1000, 1000).rounded(.up)))
+            console.printPending()
+            console.flush()
+        }
+    }
+
     // MARK: Built-in commands
 
     private func registerBuiltins() {
@@ -183,6 +205,15 @@ public final class Shell {
             let line = invocation.shell.styler.bold("reminder:") + " " + invocation.arguments["message"]!
             let inbox = invocation.console.inbox
             DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { inbox.post(line) }
+        })
+        register(Command("sleep", scope: .global,
+                         arguments: [.positional("seconds", help: "how long (decimals allowed, at most 3600)")],
+                         summary: "wait, printing whatever arrives meanwhile (for scripts)") { invocation in
+            let text = invocation.arguments["seconds"]!
+            guard let seconds = Double(text), seconds >= 0, seconds <= 3_600 else {
+                throw ShellError.badArgument("seconds must be a number from 0 to 3600, not '\(text)'")
+            }
+            invocation.shell.pause(seconds)
         })
         register(Command("echo", scope: .global,
                          arguments: [.positional("text", optional: true, rest: true)],

@@ -73,6 +73,14 @@ public enum Schema {
                 t.column("failedLogins", .integer).notNull().defaults(to: 0)
             }
         }),
+        ("v5-known-peers", { db in
+            // Every key seen nearby with its name: a known name with a new key is flagged.
+            try db.create(table: "knownPeer") { t in
+                t.primaryKey("signingKey", .blob)
+                t.column("name", .text).notNull().collate(.nocase).indexed()
+                t.column("firstSeen", .double).notNull()
+            }
+        }),
     ]
 }
 

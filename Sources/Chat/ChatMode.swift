@@ -1,0 +1,224 @@
+import Crypto
+import Foundation
+import GRDB
+import Nearby
+import Shell
+import Storage
+import Synchronization
+import Terminal
+
+extension Plane {
+    /// The index used on the wire: 0 Human … 4 Ghost.
+    var wireValue: UInt8 { UInt8(Plane.allCases.firstIndex(of: self)!) }
+
+    init?(wireValue: UInt8) {
+        guard Int(wireValue) < Plane.allCases.count else { return nil }
+        self = Plane.allCases[Int(wireValue)]
+    }
+}
+
+/// What the network side needs to know of this shell, shared across threads: the plane (for
+/// filtering and announcing) and the running service.
+final class PlaneLink: Sendable {
+    let plane = Mutex(Plane.human)
+    let service = Mutex<NearbyService?>(nil)
+    /// Told of our own change of plane, to say who came into or went out of sight.
+    let onOwnChange = Mutex<(@Sendable (_ from: Plane, _ to: Plane, _ peers: [Peer]) -> Void)?>(nil)
+
+    func planeChanged(to plane: Plane) {
+        let old = self.plane.withLock { current in
+            defer { current = plane }
+            return current
+        }
+        guard old != plane, let service = service.withLock({ $0 }) else { return }
+        service.setPlane(plane.wireValue)
+        onOwnChange.withLock { $0 }?(old, plane, service.peers())
+    }
+
+    /// Reads the battery every `seconds` while the service runs.
+    func poll(_ battery: Battery, every seconds: Double) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [weak self] in
+            guard let self, self.service.withLock({ $0 }) != nil else { return }
+            self.planeChanged(to: battery.reading.plane)
+            self.poll(battery, every: seconds)
+        }
+    }
+}
+
+/// Chat mode, part 1: while in it, this profile is announced on the local network and every
+/// peer the planes let you see is listed, with arrivals, departures and plane changes shown live.
+public final class ChatMode {
+    private let profiles: Profiles
+    private let battery: Battery
+    private let configuration: NearbyConfiguration
+    private let link = PlaneLink()
+    private var service: NearbyService? { link.service.withLock { $0 } }
+    static let batteryPollSeconds = 30.0
+
+    public init(profiles: Profiles, battery: Battery, configuration: NearbyConfiguration) {
+        self.profiles = profiles
+        self.battery = battery
+        self.configuration = configuration
+    }
+
+    public func register(in shell: Shell) {
+        shell.register(Mode(
+            name: "chat", summary: "find people nearby (and the dead) on the local network",
+            prompt: { "chat:" + (self.profiles.current?.profile.name ?? "?") },
+            enter: { shell in try self.enter(shell) },
+            leave: { _ in self.leave() }))
+        shell.register(Command("nearby", aliases: ["who"], scope: .mode("chat"),
+                               arguments: [.positional("what", .choice([Candidate("stats", "packets sent, received and dropped")]),
+                                                       optional: true)],
+                               summary: "the people nearby you can see") { invocation in
+            if invocation.arguments["what"] == "stats" { return try self.printStatistics(invocation.shell) }
+            try self.list(invocation.shell)
+        })
+        let link = self.link
+        battery.observe { reading in link.planeChanged(to: reading.plane) }
+    }
+
+    // MARK: Entering and leaving
+
+    private func enter(_ shell: Shell) throws {
+        guard let (profile, identity) = profiles.current else { throw ProfileError.notLoggedIn }
+        if service != nil { return try list(shell) }
+        let plane = battery.reading.plane
+        link.plane.withLock { $0 = plane }
+        let database = try shell.session.openDatabase()
+        var avatar = AvatarReference.none
+        var pixels: Data?
+        switch profile.avatar {
+        case .emoji(let emoji)?: avatar = .emoji(emoji)
+        case .image(let image)?:
+            pixels = Data(image.pixels)
+            avatar = .image(Data(SHA256Digest.of(pixels!)))
+        case nil: break
+        }
+        let announcement = Announcement(name: profile.name, agreementKey: identity.agreementPublicKey, plane: plane.wireValue,
+                                        avatar: avatar, unicastPort: 0, intervalMilliseconds: 0)
+        let inbox = shell.console.inbox
+        let styler = shell.styler
+        let ascii = shell.capabilities.ascii
+        let link = self.link
+        let service = NearbyService(configuration: configuration, signer: identity.signing, announcement: announcement,
+                                    ownAvatarPixels: pixels) { event in
+            for line in ChatMode.liveLines(for: event, myPlane: link.plane.withLock { $0 }, database: database,
+                                           styler: styler, ascii: ascii) {
+                inbox.post(line)
+            }
+        }
+        try service.start()
+        link.service.withLock { $0 = service }
+        link.onOwnChange.withLock {
+            $0 = { old, new, peers in
+                for line in ChatMode.sightLines(from: old, to: new, peers: peers, styler: styler, ascii: ascii) { inbox.post(line) }
+            }
+        }
+        // The battery is read again every 30 s; a change of plane is announced at once.
+        link.poll(battery, every: Self.batteryPollSeconds)
+        shell.console.print("announcing \(profile.handle) as \(plane.name) on \(configuration.group):\(configuration.port)")
+        try list(shell)
+    }
+
+    private func leave() {
+        let running = link.service.withLock { service in
+            defer { service = nil }
+            return service
+        }
+        running?.stop()
+    }
+
+    // MARK: Views
+
+    private func list(_ shell: Shell) throws {
+        guard let service else { throw UserError("enter chat mode first: chat") }
+        let mine = link.plane.withLock { $0 }
+        let now = Date().timeIntervalSince1970
+        let visible = service.peers().filter { Plane(wireValue: $0.announcement.plane).map(mine.canReach) ?? false }
+        guard !visible.isEmpty else { return shell.console.print("nobody you can see is nearby") }
+        for peer in visible {
+            let plane = Plane(wireValue: peer.announcement.plane)?.name ?? "?"
+            let age = max(0, Int(now - peer.lastSeen))
+            let avatar = Self.glyph(peer.announcement.avatar, ascii: shell.capabilities.ascii)
+            shell.console.print("\(DisplayWidth.pad(avatar, to: 2)) \(DisplayWidth.pad(peer.handle, to: 24)) "
+                                + "\(DisplayWidth.pad(plane, to: 7)) seen \(age)s ago")
+        }
+    }
+
+    private func printStatistics(_ shell: Shell) throws {
+        guard let service else { throw UserError("enter chat mode first: chat") }
+        let stats = service.statistics
+        let dropped = stats.dropped.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        shell.console.print("sent \(stats.sent) packets (\(stats.sentBytes) bytes), received \(stats.received), "
+                            + "dropped \(stats.dropped.values.reduce(0, +))" + (dropped.isEmpty ? "" : " (\(dropped))"))
+    }
+
+    static func glyph(_ avatar: AvatarReference, ascii: Bool) -> String {
+        switch avatar {
+        case .none: return ascii ? "-" : "👤"
+        case .emoji(let emoji): return ascii ? "*" : emoji
+        case .image: return ascii ? "[]" : "🖼️"
+        }
+    }
+
+    /// What to print above the prompt for one presence event: only about peers the table lets
+    /// this plane see, plus a warning when a known name comes with a new key.
+    static func liveLines(for event: PresenceEvent, myPlane: Plane, database: SeanceDatabase,
+                          styler: Styler, ascii: Bool) -> [String] {
+        func visible(_ peer: Peer) -> Bool { Plane(wireValue: peer.announcement.plane).map(myPlane.canReach) ?? false }
+        func describe(_ peer: Peer) -> String {
+            glyph(peer.announcement.avatar, ascii: ascii) + " " + styler.bold(peer.handle)
+                + " (" + (Plane(wireValue: peer.announcement.plane)?.name ?? "?") + ")"
+        }
+        switch event {
+        case .arrived(let peer):
+            var lines: [String] = []
+            if let previous = remember(peer, in: database) {
+                lines.append(styler.apply(.yellow + .bold, "!") + " \(peer.handle) uses the name of \(previous) with a new key: "
+                             + "possibly an impersonation")
+            }
+            if visible(peer) { lines.append(styler.apply(.green, "+") + " " + describe(peer) + " is nearby") }
+            return lines
+        case .changed(let old, let new):
+            switch (visible(old), visible(new)) {
+            case (true, true): return [styler.apply(.cyan, "~") + " " + describe(new) + " changed"]
+            case (false, true): return [styler.apply(.green, "+") + " " + describe(new) + " is nearby"]
+            case (true, false): return [styler.apply(.red, "-") + " \(old.handle) passed beyond your sight"]
+            case (false, false): return []
+            }
+        case .left(let peer, let reason):
+            guard visible(peer) else { return [] }
+            return [styler.apply(.red, "-") + " \(peer.handle) " + (reason == .goodbye ? "left" : "is out of range")]
+        }
+    }
+
+    /// Who comes into or goes out of sight when our own plane changes.
+    static func sightLines(from old: Plane, to new: Plane, peers: [Peer], styler: Styler, ascii: Bool) -> [String] {
+        peers.compactMap { peer in
+            guard let plane = Plane(wireValue: peer.announcement.plane) else { return nil }
+            switch (old.canReach(plane), new.canReach(plane)) {
+            case (false, true):
+                return styler.apply(.green, "+") + " " + glyph(peer.announcement.avatar, ascii: ascii) + " "
+                    + styler.bold(peer.handle) + " (\(plane.name)) is nearby"
+            case (true, false): return styler.apply(.red, "-") + " \(peer.handle) passed beyond your sight"
+            default: return nil
+            }
+        }
+    }
+
+    /// Records the key under its name; returns the handle of an earlier key with the same name.
+    static func remember(_ peer: Peer, in database: SeanceDatabase) -> String? {
+        try? database.write { db -> String? in
+            let earlier = try Data.fetchOne(db, sql: "SELECT signingKey FROM knownPeer WHERE name = ? AND signingKey != ? ORDER BY firstSeen LIMIT 1",
+                                            arguments: [peer.name, peer.signingKey])
+            try db.execute(sql: "INSERT OR IGNORE INTO knownPeer (signingKey, name, firstSeen) VALUES (?, ?, ?)",
+                           arguments: [peer.signingKey, peer.name, peer.lastSeen])
+            return earlier.map { peer.name + "#" + PeerIdentity.fingerprint(of: $0) }
+        } ?? nil
+    }
+}
+
+enum SHA256Digest {
+    static func of(_ data: Data) -> [UInt8] { Array(Crypto.SHA256.hash(data: data)) }
+}

@@ -1,0 +1,272 @@
+import Crypto
+import Glibc
+import Foundation
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// Where and how presence is sent.
+public struct NearbyConfiguration: Sendable {
+    public var group: String
+    public var port: Int
+    /// Interface names to use; nil means every interface that is up and can multicast.
+    public var interfaces: [String]?
+    public var timing: PresenceTiming
+
+    public static let defaultGroup = "239.255.77.77"
+    public static let defaultPort = 47_777
+
+    public init(group: String = defaultGroup, port: Int = defaultPort, interfaces: [String]? = nil,
+                timing: PresenceTiming = PresenceTiming()) {
+        self.group = group
+        self.port = port
+        self.interfaces = interfaces
+        self.timing = timing
+    }
+}
+
+public enum NearbyError: Error, CustomStringConvertible {
+    case noInterface([String]?)
+    case socket(String)
+
+    public var description: String {
+        switch self {
+        case .noInterface(let names?): return "no usable multicast interface among: \(names.joined(separator: ", "))"
+        case .noInterface(nil): return "no network interface is up and able to multicast"
+        case .socket(let why): return "cannot open the nearby socket: \(why)"
+        }
+    }
+}
+
+/// Counts of what came and went, for `nearby --stats` and the benchmarks.
+public struct NearbyStatistics: Sendable, Equatable {
+    public var sent = 0
+    public var sentBytes = 0
+    public var received = 0
+    public var dropped: [String: Int] = [:]
+}
+
+/// Presence on the local network: announces this profile over UDP multicast (TTL 1), keeps the
+/// table of peers, says goodbye on stop, and trades image avatars by unicast on request.
+/// All network work runs on one event loop; the shell reads snapshots.
+public final class NearbyService: Sendable {
+    private struct State {
+        var table: PresenceTable
+        var schedule: AnnounceSchedule
+        var announcement: Announcement
+        var sequence: UInt32 = 0
+        var multicast: Channel?
+        var unicast: Channel?
+        var devices: [NIONetworkDevice] = []
+        var statistics = NearbyStatistics()
+        var avatars: [Data: Data] = [:]
+        var requested: Set<Data> = []
+        var random = SystemRandomNumberGenerator()
+        var repeater: RepeatedTask?
+    }
+
+    public let configuration: NearbyConfiguration
+    private let signer: Curve25519.Signing.PrivateKey
+    private let ownAvatar: Data?
+    private let clock: @Sendable () -> Double
+    private let onEvent: @Sendable (PresenceEvent) -> Void
+    private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    private let state: Mutex<State>
+
+    /// - Parameters:
+    ///   - ownAvatarPixels: the 16x16 RGBA avatar to hand out when asked, if it is an image.
+    ///   - onEvent: called on the event loop for every arrival, change and departure.
+    public init(configuration: NearbyConfiguration, signer: Curve25519.Signing.PrivateKey, announcement: Announcement,
+                ownAvatarPixels: Data? = nil, clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
+                onEvent: @escaping @Sendable (PresenceEvent) -> Void) {
+        self.configuration = configuration
+        self.signer = signer
+        self.ownAvatar = ownAvatarPixels
+        self.clock = clock
+        self.onEvent = onEvent
+        var first = announcement
+        first.intervalMilliseconds = UInt32(configuration.timing.interval * 1000)
+        state = Mutex(State(table: PresenceTable(timing: configuration.timing),
+                            schedule: AnnounceSchedule(timing: configuration.timing, now: clock()),
+                            announcement: first))
+    }
+
+    /// Opens the sockets, joins the group on each interface and starts announcing.
+    public func start() throws {
+        let devices = try Self.devices(named: configuration.interfaces)
+        guard !devices.isEmpty else { throw NearbyError.noInterface(configuration.interfaces) }
+        let groupAddress = try SocketAddress(ipAddress: configuration.group, port: configuration.port)
+        do {
+            let multicast = try DatagramBootstrap(group: group)
+                .channelOption(.socketOption(.so_reuseaddr), value: 1)
+                .channelOption(ChannelOptions.socketOption(NIOBSDSocket.Option(rawValue: SO_REUSEPORT)), value: 1)
+                .channelInitializer { channel in channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(Receiver(service: self))
+                } }
+                .bind(host: "0.0.0.0", port: configuration.port).wait()
+            try multicast.setOption(ChannelOptions.ipOption(.ip_multicast_ttl), value: 1).wait()
+            try multicast.setOption(ChannelOptions.ipOption(.ip_multicast_loop), value: 1).wait()
+            guard let joinable = multicast as? MulticastChannel else { throw NearbyError.socket("multicast unsupported") }
+            for device in devices { try joinable.joinGroup(groupAddress, device: device).wait() }
+            let unicast = try DatagramBootstrap(group: group)
+                .channelInitializer { channel in channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(Receiver(service: self))
+                } }
+                .bind(host: "0.0.0.0", port: 0).wait()
+            let port = UInt16(unicast.localAddress?.port ?? 0)
+            state.withLock {
+                $0.multicast = multicast
+                $0.unicast = unicast
+                $0.devices = devices
+                $0.announcement.unicastPort = port
+            }
+        } catch let error as NearbyError {
+            throw error
+        } catch {
+            throw NearbyError.socket("\(error)")
+        }
+        let loop = group.next()
+        let task = loop.scheduleRepeatedTask(initialDelay: .zero, delay: .milliseconds(50)) { _ in self.tick() }
+        state.withLock { $0.repeater = task }
+    }
+
+    /// Says goodbye and closes everything. Safe to call twice.
+    public func stop() {
+        let (multicast, unicast, repeater) = state.withLock { ($0.multicast, $0.unicast, $0.repeater) }
+        guard multicast != nil || unicast != nil else { return }
+        repeater?.cancel()
+        if let multicast { try? multicast.eventLoop.submit { self.send(.goodbye) }.wait() }
+        try? multicast?.close().wait()
+        try? unicast?.close().wait()
+        state.withLock { $0.multicast = nil; $0.unicast = nil }
+        try? group.syncShutdownGracefully()
+    }
+
+    /// The peers heard from, newest state.
+    public func peers() -> [Peer] {
+        state.withLock { Array($0.table.peers.values) }.sorted { ($0.name.lowercased(), $0.fingerprint) < ($1.name.lowercased(), $1.fingerprint) }
+    }
+
+    public var statistics: NearbyStatistics { state.withLock { $0.statistics } }
+
+    /// The avatar thumbnail of `hash`, once fetched.
+    public func avatarPixels(_ hash: Data) -> Data? { state.withLock { $0.avatars[hash] } }
+
+    /// A new plane is announced at once.
+    public func setPlane(_ plane: UInt8) {
+        let now = clock()
+        state.withLock {
+            guard $0.announcement.plane != plane else { return }
+            $0.announcement.plane = plane
+            $0.schedule.announceSoon(now: now)
+        }
+    }
+
+    // MARK: On the event loop
+
+    private func tick() {
+        let now = clock()
+        let (due, events) = state.withLock { state -> (Bool, [PresenceEvent]) in
+            (state.schedule.isDue(now: now, using: &state.random), state.table.expire(now: now))
+        }
+        if due { send(.announce(state.withLock { $0.announcement })) }
+        events.forEach(onEvent)
+    }
+
+    /// Sends to the group on every interface (or once, unicast, to `target`).
+    private func send(_ payload: Payload, to target: SocketAddress? = nil) {
+        let timestamp = UInt64(clock() * 1000)
+        let (sequence, multicast, unicast, devices) = state.withLock { state in
+            state.sequence &+= 1
+            return (state.sequence, state.multicast, state.unicast, state.devices)
+        }
+        guard let bytes = try? Packet.encode(payload, signer: signer, timestamp: timestamp, sequence: sequence),
+              let multicast, let groupAddress = try? SocketAddress(ipAddress: configuration.group, port: configuration.port) else { return }
+        if let target, let unicast {
+            write(bytes, to: target, on: unicast)
+            return
+        }
+        for device in devices {
+            if case .v4(let address)? = device.address {
+                // The kernel reads the first four bytes as the interface's in_addr.
+                let interfaceAddress = Int(address.address.sin_addr.s_addr)
+                _ = multicast.setOption(ChannelOptions.ipOption(.ip_multicast_if), value: interfaceAddress)
+            }
+            write(bytes, to: groupAddress, on: multicast)
+        }
+    }
+
+    private func write(_ bytes: [UInt8], to address: SocketAddress, on channel: Channel) {
+        let buffer = channel.allocator.buffer(bytes: bytes)
+        channel.writeAndFlush(AddressedEnvelope(remoteAddress: address, data: buffer), promise: nil)
+        state.withLock { $0.statistics.sent += 1; $0.statistics.sentBytes += bytes.count }
+    }
+
+    fileprivate func receive(_ bytes: [UInt8], from address: SocketAddress) {
+        let packet: Packet
+        do {
+            packet = try Packet.decode(bytes)
+        } catch {
+            state.withLock { $0.statistics.dropped[error.counterName, default: 0] += 1 }
+            return
+        }
+        guard packet.sender != signer.publicKey.rawRepresentation else { return }  // Our own, looped back.
+        let now = clock()
+        let host = address.ipAddress ?? "?"
+        switch packet.payload {
+        case .avatarRequest(let hash):
+            if let ownAvatar, Data(SHA256.hash(data: ownAvatar)) == hash { send(.avatar(hash: hash, pixels: ownAvatar), to: address) }
+        case .avatar(let hash, let pixels):
+            state.withLock { state in
+                if state.requested.contains(hash) { state.avatars[hash] = pixels }
+            }
+        case .announce, .goodbye:
+            let events = state.withLock { state -> [PresenceEvent] in
+                state.statistics.received += 1
+                return state.table.receive(packet, from: host, now: now)
+            }
+            for event in events {
+                if case .arrived(let peer) = event { fetchAvatar(of: peer) }
+                if case .changed(_, let peer) = event { fetchAvatar(of: peer) }
+                onEvent(event)
+            }
+        }
+    }
+
+    /// Asks a peer for its image avatar, once per hash.
+    private func fetchAvatar(of peer: Peer) {
+        guard case .image(let hash) = peer.announcement.avatar else { return }
+        let ask = state.withLock { state -> Bool in
+            guard state.avatars[hash] == nil, !state.requested.contains(hash) else { return false }
+            state.requested.insert(hash)
+            return true
+        }
+        if ask, let address = try? SocketAddress(ipAddress: peer.host, port: Int(peer.announcement.unicastPort)) {
+            send(.avatarRequest(hash: hash), to: address)
+        }
+    }
+
+    /// Up, multicast-capable IPv4 interfaces, optionally only those named.
+    static func devices(named names: [String]?) throws -> [NIONetworkDevice] {
+        let all = try System.enumerateDevices().filter { device in
+            guard case .v4? = device.address else { return false }
+            return device.multicastSupported
+        }
+        guard let names else { return all }
+        return all.filter { names.contains($0.name) }
+    }
+}
+
+private final class Receiver: ChannelInboundHandler {
+    typealias InboundIn = AddressedEnvelope<ByteBuffer>
+    let service: NearbyService
+
+    init(service: NearbyService) { self.service = service }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let envelope = unwrapInboundIn(data)
+        var buffer = envelope.data
+        let bytes = buffer.readBytes(length: buffer.readableBytes) ?? []
+        service.receive(bytes, from: envelope.remoteAddress)
+    }
+}
