@@ -1,0 +1,129 @@
+import Foundation
+import Glibc
+import Testing
+
+/// Hosts for tests that cross a network: network namespaces joined by veth pairs to one bridge,
+/// all made inside the test's own private namespace (`make test` runs the suite in one), so
+/// nothing can reach a real interface. Addresses come from 198.18.0.0/15, the range set aside
+/// for network tests.
+final class TestNetwork {
+    let id = String(UUID().uuidString.prefix(6)).lowercased()
+    let count: Int
+    let scratch = Scratch()
+    var bridge: String { "sbr\(id)" }
+
+    func namespace(_ host: Int) -> String { "seance-\(id)-\(host)" }
+
+    init(hosts count: Int) throws {
+        self.count = count
+        var script = """
+            set -e
+            ip link add \(bridge) type bridge
+            ip link set \(bridge) type bridge mcast_snooping 0
+            ip link set \(bridge) up
+
+            """
+        for host in 1...count {
+            let ns = namespace(host), veth = "sv\(id)\(host)"
+            script += """
+                ip netns add \(ns)
+                ip link add \(veth) type veth peer name e0 netns \(ns)
+                ip link set \(veth) master \(bridge) up
+                ip -n \(ns) addr add 198.18.0.\(host)/24 dev e0
+                ip -n \(ns) link set e0 up
+                ip -n \(ns) link set lo up
+                ip -n \(ns) route add 224.0.0.0/4 dev e0
+
+                """
+        }
+        let result = try shell(script)
+        guard result.status == 0 else { throw SetupError(output: result.output) }
+    }
+
+    deinit {
+        var script = "nft delete table bridge seance\(id) 2>/dev/null; ip link del \(bridge) 2>/dev/null\n"
+        for host in 1...count { script += "ip netns del \(namespace(host)) 2>/dev/null\n" }
+        _ = try? shell(script)
+    }
+
+    struct SetupError: Error, CustomStringConvertible {
+        let output: String
+        var description: String { "could not build the test network: \(output)" }
+    }
+
+    /// Drops `percent` % of the frames this network's bridge forwards, at random (nft numgen),
+    /// matching its own ports only so tests running beside it are not touched.
+    func dropFrames(percent: Int) throws {
+        let result = try shell("""
+            nft add table bridge seance\(id)
+            nft add chain bridge seance\(id) forward '{ type filter hook forward priority 0; }'
+            nft add rule bridge seance\(id) forward iifname '"sv\(id)*"' numgen random mod 100 '<' \(percent) counter drop
+            """)
+        guard result.status == 0 else { throw SetupError(output: result.output) }
+    }
+
+    /// How many frames the loss rule has dropped so far.
+    func droppedFrames() throws -> Int {
+        let listing = try shell("nft list chain bridge seance\(id) forward").output
+        guard let range = listing.range(of: #"packets (\d+)"#, options: .regularExpression) else { return 0 }
+        return Int(listing[range].split(separator: " ")[1]) ?? 0
+    }
+
+    /// A seance batch run on `host`; its output is read when it has ended.
+    final class Run {
+        let process = Process()
+        let outputPath: String
+        init(outputPath: String) { self.outputPath = outputPath }
+
+        func wait() -> String {
+            process.waitUntilExit()
+            return (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        }
+
+        func kill() { Glibc.kill(process.processIdentifier, SIGKILL) }
+    }
+
+    /// Creates profile `name` on `host` (in its own data directory) and returns the directory.
+    func makeProfile(_ name: String, host: Int, tag: String = "") throws -> String {
+        let data = scratch.path + "/host\(host)\(tag)"
+        let password = scratch.write("password", "correct horse\n")
+        let result = try runSeance(["--data-dir", data, "-c", "profile new \(name) --password-file \(password)"], scratch: scratch)
+        guard result.status == 0 else { throw SetupError(output: result.stderr) }
+        return data
+    }
+
+    /// Starts seance on `host` with `lines` as its script, logged in as `name`.
+    func start(host: Int, data: String, name: String, arguments: [String] = [], lines: [String]) throws -> Run {
+        let script = scratch.write("script-\(host)-\(UUID().uuidString.prefix(4))",
+                                   (["login \(name) --password-file \(scratch.path)/password"] + lines).joined(separator: "\n") + "\n")
+        let run = Run(outputPath: scratch.path + "/out-\(host)-\(UUID().uuidString.prefix(4))")
+        _ = FileManager.default.createFile(atPath: run.outputPath, contents: nil)
+        run.process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        run.process.arguments = ["netns", "exec", namespace(host), seanceBinary, "--data-dir", data,
+                                 "--announce-interval", "0.2", "--interface", "e0"] + arguments + [script]
+        run.process.environment = ["HOME": scratch.path, "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"]
+        let output = FileHandle(forWritingAtPath: run.outputPath)
+        run.process.standardOutput = output
+        run.process.standardError = output
+        run.process.standardInput = FileHandle.nullDevice
+        try run.process.run()
+        return run
+    }
+
+    private func shell(_ script: String) throws -> (status: Int32, output: String) {
+        let path = scratch.write("net-\(UUID().uuidString.prefix(6)).sh", script)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = [path]
+        let outputPath = path + ".out"
+        _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
+        process.standardOutput = FileHandle(forWritingAtPath: outputPath)
+        process.standardError = FileHandle(forWritingAtPath: outputPath)
+        try process.run()
+        process.waitUntilExit()
+        return (process.terminationStatus, (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "")
+    }
+}
+
+/// True when the suite runs in a namespace of its own, where making test hosts is safe.
+var inPrivateNetwork: Bool { ProcessInfo.processInfo.environment["SEANCE_IN_NETNS"] == "1" }
