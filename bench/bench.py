@@ -6,6 +6,7 @@ network namespace. Nothing here asserts: the targets are printed beside the figu
 """
 import argparse
 import os
+import select
 import statistics
 import subprocess
 import sys
@@ -118,6 +119,119 @@ def visions_page(binary, work, env, runs):
           "   (target: no growth with the number of visions)")
 
 
+def make_profile(binary, data, name, password_file, env):
+    subprocess.run([binary, "--data-dir", data, "-c", f"profile new {name} --password-file {password_file}"],
+                   env=env, check=True, stdout=subprocess.DEVNULL)
+
+
+def start_chat(binary, data, name, password_file, env, seconds):
+    """A shell in chat mode for `seconds`, its output on a pipe (live lines arrive there)."""
+    script = f"login {name} --password-file {password_file}\nchat\nsleep {seconds}\nnearby stats\n"
+    proc = subprocess.Popen([binary, "--data-dir", data], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=env, text=True, bufsize=1)
+    proc.stdin.write(script)
+    proc.stdin.close()
+    return proc
+
+
+def wait_for_line(proc, needle, timeout):
+    """The perf_counter() time at which a line containing `needle` appeared on proc's stdout,
+    or None after `timeout` seconds."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < timeout:
+        if select.select([proc.stdout], [], [], 0.05)[0]:
+            line = proc.stdout.readline()
+            if not line:
+                return None
+            if needle in line:
+                return time.perf_counter()
+    return None
+
+
+def count_lines(proc, needle, quiet):
+    """How many lines containing `needle` proc prints before it is quiet for `quiet` seconds."""
+    count = 0
+    while select.select([proc.stdout], [], [], quiet)[0]:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        count += needle in line
+    return count
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def nearby(binary, work, env, runs, peers, watch_seconds):
+    section(f"nearby: discovery over {runs} runs, traffic, one shell among {peers} peers")
+    password = os.path.join(work, "password")
+    with open(password, "w") as f:
+        f.write("correct horse\n")
+    observer_dir, peer_dir = os.path.join(work, "observer"), os.path.join(work, "peer")
+    make_profile(binary, observer_dir, "watcher", password, env)
+    make_profile(binary, peer_dir, "visitor", password, env)
+    observer = start_chat(binary, observer_dir, "watcher", password, env, 3600)
+    wait_for_line(observer, "announcing", 10)
+
+    # Discovery: from starting a peer's process to the observer listing it.
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        peer = start_chat(binary, peer_dir, "visitor", password, env, 0.3)
+        seen = wait_for_line(observer, "visitor#", 10)
+        peer.wait()
+        wait_for_line(observer, "visitor#", 5)  # Its goodbye.
+        if seen is not None:
+            times.append(seen - start)
+    login_ref, _ = median_time([binary, "--data-dir", peer_dir, "-c", f"login visitor --password-file {password}"], 10, env)
+    print(f"discovery, exec to listed  median {statistics.median(times) * 1000:7.1f} ms   worst {max(times) * 1000:7.1f} ms"
+          f"   ({len(times)} of {runs} seen; target: under 1.5 s median)")
+    print(f"reference: exec + login    median {login_ref * 1000:7.1f} ms   (the part that is start-up, not network)")
+
+    # Traffic: one peer at the default interval, counted by its own statistics.
+    peer = start_chat(binary, peer_dir, "visitor", password, env, watch_seconds)
+    out = peer.stdout.read()
+    peer.wait()
+    sent = [line for line in out.splitlines() if line.startswith("sent ")]
+    if sent:
+        packets, size = int(sent[-1].split()[1]), int(sent[-1].split("(")[1].split()[0])
+        print(f"presence traffic per peer  {size * 60 / watch_seconds:7.0f} bytes/min "
+              f"({packets * 60 / watch_seconds:.1f} packets/min at the default 5 s interval, per interface)")
+
+    # Load: the observer's CPU alone (the reference), then among `peers` announcing shells.
+    before = cpu_seconds(observer.pid)
+    time.sleep(watch_seconds / 3)
+    alone = (cpu_seconds(observer.pid) - before) / (watch_seconds / 3)
+    crowd = []
+    for i in range(peers):
+        data = os.path.join(work, f"crowd{i}")
+        make_profile(binary, data, f"p{i}", password, env)
+        crowd.append(start_chat(binary, data, f"p{i}", password, env, watch_seconds + 10))
+    arrived = count_lines(observer, "is nearby", 3)
+    before = cpu_seconds(observer.pid)
+    time.sleep(watch_seconds)
+    busy = cpu_seconds(observer.pid) - before
+    rss = rss_mib(observer.pid)
+    print(f"peers the observer listed  {arrived} of {peers}")
+    print(f"observer among {peers} peers  {busy / watch_seconds * 100:7.2f} % of a core over {watch_seconds} s"
+          f"   RSS {rss:5.1f} MiB   (target: under 1 % of a core)")
+    print(f"observer alone             {alone * 100:7.2f} % of a core   (reference)")
+    for proc in crowd:
+        proc.kill()
+    observer.kill()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--binary", required=True)
@@ -132,6 +246,7 @@ def main():
         startup(binary, work, env, args.runs)
         throughput(binary, work, env, args.commands)
         visions_page(binary, work, env, max(20, args.runs // 4))
+        nearby(binary, work, env, runs=20, peers=50, watch_seconds=30)
 
 
 if __name__ == "__main__":
