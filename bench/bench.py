@@ -6,6 +6,7 @@ network namespace. Nothing here asserts: the targets are printed beside the figu
 """
 import argparse
 import os
+import re
 import select
 import statistics
 import subprocess
@@ -148,14 +149,14 @@ def wait_for_line(proc, needle, timeout):
     return None
 
 
-def count_lines(proc, needle, quiet):
-    """How many lines containing `needle` proc prints before it is quiet for `quiet` seconds."""
+def count_lines(proc, pattern, quiet):
+    """How many lines matching `pattern` proc prints before it is quiet for `quiet` seconds."""
     count = 0
     while select.select([proc.stdout], [], [], quiet)[0]:
         line = proc.stdout.readline()
         if not line:
             break
-        count += needle in line
+        count += re.search(pattern, line) is not None
     return count
 
 
@@ -218,7 +219,7 @@ def nearby(binary, work, env, runs, peers, watch_seconds):
         data = os.path.join(work, f"crowd{i}")
         make_profile(binary, data, f"p{i}", password, env)
         crowd.append(start_chat(binary, data, f"p{i}", password, env, watch_seconds + 10))
-    arrived = count_lines(observer, "is nearby", 3)
+    arrived = count_lines(observer, r" p\d+#.* is nearby", 3)
     before = cpu_seconds(observer.pid)
     time.sleep(watch_seconds)
     busy = cpu_seconds(observer.pid) - before
