@@ -140,7 +140,7 @@ public final class ChatMode {
         for peer in visible {
             let plane = Plane(wireValue: peer.announcement.plane)?.name ?? "?"
             let age = max(0, Int(now - peer.lastSeen))
-            let avatar = Self.glyph(peer.announcement.avatar, ascii: shell.capabilities.ascii)
+            let avatar = avatarCell(peer, service: service, capabilities: shell.capabilities)
             shell.console.print("\(DisplayWidth.pad(avatar, to: 2)) \(DisplayWidth.pad(peer.handle, to: 24)) "
                                 + "\(DisplayWidth.pad(plane, to: 7)) seen \(age)s ago")
         }
@@ -152,6 +152,16 @@ public final class ChatMode {
         let dropped = stats.dropped.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
         shell.console.print("sent \(stats.sent) packets (\(stats.sentBytes) bytes), received \(stats.received), "
                             + "dropped \(stats.dropped.values.reduce(0, +))" + (dropped.isEmpty ? "" : " (\(dropped))"))
+    }
+
+    /// A peer's avatar in two columns: its picture (once fetched) as a colour swatch, else a glyph.
+    func avatarCell(_ peer: Peer, service: NearbyService, capabilities: Capabilities) -> String {
+        guard case .image(let hash) = peer.announcement.avatar, capabilities.colorEnabled, !capabilities.ascii,
+              let pixels = service.avatarPixels(hash) else {
+            return Self.glyph(peer.announcement.avatar, ascii: capabilities.ascii)
+        }
+        let image = RGBAImage(width: Avatar.imageSize, height: Avatar.imageSize, pixels: [UInt8](pixels))
+        return ImageRenderer(capabilities).render(image.scaled(width: 2, height: 2), columns: 2).first ?? ""
     }
 
     static func glyph(_ avatar: AvatarReference, ascii: Bool) -> String {

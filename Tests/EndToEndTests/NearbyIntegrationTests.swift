@@ -85,4 +85,22 @@ struct NearbyIntegrationTests {
         let out = runW.wait()
         #expect(out.contains("uses the name of ann#") && out.contains("possibly an impersonation"), "\(out)")
     }
+
+    @Test func imageAvatarsAreFetchedFromThePeer() throws {
+        let net = try TestNetwork(hosts: 2)
+        let password = net.scratch.write("password", "correct horse\n")
+        let pictured = net.scratch.path + "/host1"
+        let created = try runSeance(["--data-dir", pictured, "-c", "profile new ann --password-file \(password) "
+                                     + "--avatar \(packageRoot)/assets/portraits/max.png"], scratch: net.scratch)
+        #expect(created.status == 0, "\(created.stderr)")
+        let viewer = try net.makeProfile("ben", host: 2)
+        let runA = try net.start(host: 1, data: pictured, name: "ann", lines: ["chat", "sleep 2.5"])
+        let runB = try net.start(host: 2, data: viewer, name: "ben", arguments: ["--color", "always"],
+                                 lines: ["chat", "sleep 1.5", "nearby"])
+        let out = runB.wait()
+        _ = runA.wait()
+        let row = try #require(out.split(separator: "\n").last { $0.contains("ann#") && $0.contains("seen") }, "\(out)")
+        // The picture arrived: the row starts with coloured half blocks, not the placeholder glyph.
+        #expect(row.hasPrefix("\u{1B}[0;38;") && row.contains("▀"), "\(row)")
+    }
 }
