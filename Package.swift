@@ -37,7 +37,7 @@ let package = Package(
         ]),
         .target(name: "App", dependencies: ["Shell", "Terminal", "Storage", "Zombies", "Visions", "Chat", "Nearby"]),
         .executableTarget(name: "seance", dependencies: [
-            "App", "Nearby",
+            "App",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .testTarget(name: "TerminalTests", dependencies: ["Terminal"]),
@@ -45,6 +45,7 @@ let package = Package(
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "ZombiesTests", dependencies: ["Zombies", "Terminal"]),
         .testTarget(name: "NearbyTests", dependencies: ["Nearby", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(name: "AppTests", dependencies: ["App", "Nearby", "Storage"]),
         .testTarget(name: "ChatTests", dependencies: ["Chat", "Storage", "Shell"]),
         .testTarget(name: "VisionsTests", dependencies: ["Visions", "Storage", "Terminal", "Shell"]),
         .testTarget(name: "EndToEndTests", dependencies: [], exclude: ["Fixtures"]),

@@ -20,8 +20,8 @@ public struct LaunchOptions: Sendable {
     public var scriptPath: String?
     /// `--battery PCT`: pretend the battery is at this level.
     public var battery: Int?
-    /// Where chat mode announces: group, port, interfaces, refresh interval.
-    public var nearby = NearbyConfiguration()
+    /// Where chat mode announces, as given by flags; `seance.conf` fills in the rest.
+    public var nearby = NearbySettings()
 
     public init() {}
 }
@@ -78,9 +78,18 @@ public enum App {
         let session = Session(dataDirectory: dataDirectory,
                               random: options.seed.map { SeededRandom(seed: $0) } ?? SeededRandom())
         let shell = Shell(console: console, session: session)
+        let nearby: NearbyConfiguration
+        do {
+            let configPath = ConfigFile.path(in: dataDirectory)
+            let file = (try? ImageDecoder.readFile(configPath)).map { String(decoding: $0, as: UTF8.self) }
+            nearby = try ConfigFile.resolve(flags: options.nearby,
+                                            file: try file.map { try ConfigFile.parse($0, path: configPath) } ?? NearbySettings())
+        } catch {
+            return .startFailed(String(describing: error))
+        }
         let battery = Battery(override: options.battery)
         let profiles = Profiles()
-        registerModes(in: shell, profiles: profiles, battery: battery, nearby: options.nearby)
+        registerModes(in: shell, profiles: profiles, battery: battery, nearby: nearby)
         battery.register(in: shell)
         profiles.register(in: shell)
 

@@ -1,6 +1,5 @@
 import App
 import ArgumentParser
-import Nearby
 import Terminal
 
 /// The executable: flags in, exit status out. Everything else lives in the libraries.
@@ -40,30 +39,22 @@ struct Seance: ParsableCommand {
     @Option(help: ArgumentHelp("Pretend the battery is at this level (0-100).", valueName: "pct"))
     var battery: Int?
 
-    @Option(help: ArgumentHelp("Multicast group chat mode announces on.", valueName: "address"))
-    var group: String = NearbyConfiguration.defaultGroup
+    @Option(help: ArgumentHelp("Multicast group chat mode announces on (default 239.255.77.77).", valueName: "address"))
+    var group: String?
 
-    @Option(help: ArgumentHelp("UDP port of the multicast group.", valueName: "port"))
-    var port: Int = NearbyConfiguration.defaultPort
+    @Option(help: ArgumentHelp("UDP port of the multicast group (default 47777).", valueName: "port"))
+    var port: Int?
 
     @Option(name: .customLong("interface"), help: ArgumentHelp("Announce on this interface only (repeatable; default: every up, multicast-capable one).", valueName: "name"))
     var interfaces: [String] = []
 
-    @Option(name: .customLong("announce-interval"), help: ArgumentHelp("Seconds between presence refreshes.", valueName: "seconds"))
-    var announceInterval: Double = 5
+    @Option(name: .customLong("announce-interval"), help: ArgumentHelp("Seconds between presence refreshes (default 5).", valueName: "seconds"))
+    var announceInterval: Double?
 
     @Argument(help: ArgumentHelp("A file of commands to run.", valueName: "script"))
     var script: String?
 
     func validate() throws {
-        guard (1...65_535).contains(port) else { throw ValidationError("--port takes a port from 1 to 65535") }
-        guard announceInterval >= 0.05 && announceInterval <= 3_600 else {
-            throw ValidationError("--announce-interval takes seconds from 0.05 to 3600")
-        }
-        let octets = group.split(separator: ".").compactMap { UInt8($0) }
-        guard octets.count == 4, (224...239).contains(octets[0]) else {
-            throw ValidationError("--group takes an IPv4 multicast address (224.0.0.0 to 239.255.255.255)")
-        }
         if let battery, !(0...100).contains(battery) {
             throw ValidationError("--battery takes a percentage from 0 to 100, not \(battery)")
         }
@@ -80,9 +71,8 @@ struct Seance: ParsableCommand {
         options.echo = echo
         options.scriptPath = script
         options.battery = battery
-        options.nearby = NearbyConfiguration(group: group, port: port, interfaces: interfaces.isEmpty ? nil : interfaces,
-                                             timing: PresenceTiming(interval: announceInterval,
-                                                                    startupGap: min(1, announceInterval)))
+        options.nearby = NearbySettings(group: group, port: port, interfaces: interfaces.isEmpty ? nil : interfaces,
+                                        announceInterval: announceInterval)
         throw ExitCode(App.run(options).exitStatus)
     }
 }
