@@ -153,4 +153,27 @@ import Testing
         try term.press("Enter")
         try term.waitFor { $0.contains("error: nothing added") }
     }
+
+    @Test func profileNewAsksWithoutEchoingThePassword() throws {
+        let term = try TerminalSession(scratch: scratch)
+        try term.type("profile new")
+        try term.press("Enter")
+        try term.waitFor { $0.hasSuffix("Username:") }
+        try term.type("alice")
+        try term.press("Enter")
+        try term.waitFor { $0.hasSuffix("Password (8 characters or more):") }
+        try term.type("s3cret-words")
+        try term.press("Enter")
+        try term.waitFor { $0.hasSuffix("Password again:") }
+        try term.type("s3cret-words")
+        try term.press("Enter")
+        try term.waitFor { $0.hasSuffix("Avatar (an emoji or an image file, Enter for none):") }
+        try term.type("👻")
+        try term.press("Enter")
+        let screen = try term.waitFor { $0.contains("created alice#") && $0.contains("and logged in") }
+        #expect(!screen.contains("s3cret"))
+        // Not in history either.
+        try term.press("Up")
+        try term.waitFor { $0.hasSuffix("seance> profile new") }
+    }
 }
