@@ -81,9 +81,13 @@ public enum App {
         let nearby: NearbyConfiguration
         do {
             let configPath = ConfigFile.path(in: dataDirectory)
-            let file = (try? ImageDecoder.readFile(configPath)).map { String(decoding: $0, as: UTF8.self) }
-            nearby = try ConfigFile.resolve(flags: options.nearby,
-                                            file: try file.map { try ConfigFile.parse($0, path: configPath) } ?? NearbySettings())
+            var file = NearbySettings()
+            do {
+                file = try ConfigFile.parse(try FileContents.text(configPath), path: configPath)
+            } catch let failure as FileContents.Failure where failure.isMissing {
+                // No config file: the defaults and the flags.
+            }
+            nearby = try ConfigFile.resolve(flags: options.nearby, file: file)
         } catch {
             return .startFailed(String(describing: error))
         }

@@ -92,7 +92,7 @@ public final class ChatMode {
         case .emoji(let emoji)?: avatar = .emoji(emoji)
         case .image(let image)?:
             pixels = Data(image.pixels)
-            avatar = .image(Data(SHA256Digest.of(pixels!)))
+            avatar = .image(Data(SHA256.hash(data: Data(image.pixels))))
         case nil: break
         }
         let announcement = Announcement(name: profile.name, agreementKey: identity.agreementPublicKey, plane: plane.wireValue,
@@ -227,8 +227,4 @@ public final class ChatMode {
             return earlier.map { peer.name + "#" + PeerIdentity.fingerprint(of: $0) }
         } ?? nil
     }
-}
-
-enum SHA256Digest {
-    static func of(_ data: Data) -> [UInt8] { Array(Crypto.SHA256.hash(data: data)) }
 }

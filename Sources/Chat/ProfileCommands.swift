@@ -167,8 +167,7 @@ public final class Profiles {
 
     /// The first line of a password file.
     static func readPassword(_ path: String) throws -> String {
-        let bytes = try ImageDecoder.readFile(path)
-        let text = String(decoding: bytes, as: UTF8.self)
+        let text = try FileContents.text(path)
         let line = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
         return line.hasSuffix("\r") ? String(line.dropLast()) : line
     }

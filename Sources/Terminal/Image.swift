@@ -82,26 +82,8 @@ public enum ImageDecoder {
         }
     }
 
-    /// Reads a whole file.
+    /// Reads an image file's bytes.
     public static func readFile(_ path: String) throws(ImageError) -> [UInt8] {
-        let fd = open(path, O_RDONLY)
-        guard fd >= 0 else { throw .unreadable(path: path, reason: String(cString: strerror(errno))) }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { throw .unreadable(path: path, reason: String(cString: strerror(errno))) }
-        guard (info.st_mode & S_IFMT) == S_IFREG else { throw .unreadable(path: path, reason: "not a regular file") }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(Int(info.st_size))
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let n = read(fd, &chunk, chunk.count)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw .unreadable(path: path, reason: String(cString: strerror(errno)))
-            }
-            if n == 0 { break }
-            bytes += chunk[0..<n]
-        }
-        return bytes
+        do { return try FileContents.read(path) } catch { throw .unreadable(path: error.path, reason: error.reason) }
     }
 }
