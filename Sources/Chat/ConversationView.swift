@@ -1,0 +1,147 @@
+import Foundation
+import Terminal
+
+/// A message as a conversation shows it.
+public struct ChatMessage: Equatable, Sendable {
+    public enum State: String, Sendable {
+        case sending, sent, delivered, read
+        /// An incoming message.
+        case received
+    }
+
+    /// The local number `tap N` takes.
+    public var number: Int64
+    public var outgoing: Bool
+    public var text: String
+    /// When the sender sent it (seconds since 1970).
+    public var sentAt: Double
+    /// When it arrived here (incoming), or was acknowledged (outgoing).
+    public var receivedAt: Double?
+    public var state: State
+
+    public init(number: Int64, outgoing: Bool, text: String, sentAt: Double, receivedAt: Double? = nil, state: State) {
+        self.number = number
+        self.outgoing = outgoing
+        self.text = text
+        self.sentAt = sentAt
+        self.receivedAt = receivedAt
+        self.state = state
+    }
+}
+
+/// Draws a page of a conversation like a messaging app: your bubbles on the right, theirs on
+/// the left, a `{day} {time}` header before a message more than an hour after the previous one,
+/// no gap between one sender's messages less than 20 s apart, a blank line otherwise.
+public struct ConversationView: Sendable {
+    public let capabilities: Capabilities
+    public let columns: Int
+    public let calendar: Calendar
+
+    public static let sectionGap: Double = 3_600
+    public static let groupGap: Double = 20
+
+    public init(capabilities: Capabilities, columns: Int, calendar: Calendar = .current) {
+        self.capabilities = capabilities
+        self.columns = columns
+        self.calendar = calendar
+    }
+
+    var styler: Styler { Styler(capabilities) }
+
+    /// Bubbles take about 70 % of the width.
+    var bubbleWidth: Int { max(12, columns * 7 / 10) }
+
+    public func render(_ messages: [ChatMessage], previous: ChatMessage? = nil, now: Double) -> [String] {
+        var lines: [String] = []
+        var last = previous
+        for message in messages {
+            if last == nil || message.sentAt - last!.sentAt > Self.sectionGap {
+                if !lines.isEmpty { lines.append("") }
+                lines.append(centred(styler.dim(sectionTitle(message.sentAt, now: now))))
+            } else if !(last!.outgoing == message.outgoing && message.sentAt - last!.sentAt <= Self.groupGap) {
+                lines.append("")
+            }
+            lines += bubble(message)
+            last = message
+        }
+        return lines
+    }
+
+    /// "Today 14:05", "Yesterday 09:12", "Monday 18:40" within the week, else "20 Nov 2026 08:00".
+    public func sectionTitle(_ time: Double, now: Double) -> String {
+        let date = Date(timeIntervalSince1970: time), today = Date(timeIntervalSince1970: now)
+        let clock = String(format: "%02d:%02d", calendar.component(.hour, from: date), calendar.component(.minute, from: date))
+        let days = calendar.dateComponents([.day], from: calendar.startOfDay(for: date), to: calendar.startOfDay(for: today)).day ?? 0
+        switch days {
+        case 0: return "Today " + clock
+        case 1: return "Yesterday " + clock
+        case 2...6:
+            return calendar.weekdaySymbols[calendar.component(.weekday, from: date) - 1] + " " + clock
+        default:
+            let month = calendar.shortMonthSymbols[calendar.component(.month, from: date) - 1]
+            return "\(calendar.component(.day, from: date)) \(month) \(calendar.component(.year, from: date)) " + clock
+        }
+    }
+
+    /// One message as a framed bubble, placed right (yours) or left (theirs), with its number
+    /// and, for yours, its delivery state.
+    public func bubble(_ message: ChatMessage) -> [String] {
+        let inner = max(4, bubbleWidth - 4)
+        let body = Self.wrap(message.text, width: inner)
+        let width = body.map(\.displayWidth).max() ?? 0
+        let style: Style = message.outgoing ? .cyan : .yellow
+        var rows: [String]
+        if capabilities.ascii {
+            rows = body.map { "( " + DisplayWidth.pad($0, to: width) + " )" }
+        } else {
+            rows = ["╭" + String(repeating: "─", count: width + 2) + "╮"]
+            rows += body.map { "│ " + DisplayWidth.pad($0, to: width) + " │" }
+            rows.append("╰" + String(repeating: "─", count: width + 2) + "╯")
+        }
+        rows = rows.map { styler.apply(style, $0) }
+        let label = styler.dim("#\(message.number)")
+        if message.outgoing {
+            let state = styler.dim(message.state.rawValue)
+            let placed = rows.map { String(repeating: " ", count: max(0, columns - $0.strippingANSI.displayWidth)) + $0 }
+            let status = "#\(message.number) \(message.state.rawValue)"
+            return placed + [String(repeating: " ", count: max(0, columns - status.displayWidth)) + label + " " + state]
+        }
+        return rows + [label]
+    }
+
+    func centred(_ text: String) -> String {
+        String(repeating: " ", count: max(0, (columns - text.strippingANSI.displayWidth) / 2)) + text
+    }
+
+    /// Words into lines of at most `width` columns; a word longer than a line is broken.
+    public static func wrap(_ text: String, width: Int) -> [String] {
+        var lines: [String] = []
+        for paragraph in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            var current = ""
+            for word in paragraph.split(separator: " ", omittingEmptySubsequences: true) {
+                var word = String(word)
+                while word.displayWidth > width {
+                    if !current.isEmpty { lines.append(current); current = "" }
+                    var head = "", used = 0
+                    for character in word {
+                        if used + character.displayWidth > width { break }
+                        head.append(character)
+                        used += character.displayWidth
+                    }
+                    lines.append(head)
+                    word = String(word.dropFirst(head.count))
+                }
+                if current.isEmpty {
+                    current = word
+                } else if current.displayWidth + 1 + word.displayWidth <= width {
+                    current += " " + word
+                } else {
+                    lines.append(current)
+                    current = word
+                }
+            }
+            lines.append(current)
+        }
+        return lines
+    }
+}
