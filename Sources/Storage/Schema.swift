@@ -81,6 +81,41 @@ public enum Schema {
                 t.column("firstSeen", .double).notNull()
             }
         }),
+        ("v6-conversations", { db in
+            // One conversation per (my key, their key). Sequence numbers count fragments in each
+            // direction: `sentSequence` is the last one given out, `deliveredSequence` the last
+            // one received in order, `acknowledgedSequence` the last one the peer confirmed.
+            try db.create(table: "conversation") { t in
+                t.autoIncrementedPrimaryKey("id")
+                t.column("myKey", .blob).notNull()
+                t.column("peerKey", .blob).notNull()
+                t.column("peerName", .text).notNull()
+                t.column("peerAgreementKey", .blob).notNull()
+                t.column("sentSequence", .integer).notNull().defaults(to: 0)
+                t.column("acknowledgedSequence", .integer).notNull().defaults(to: 0)
+                t.column("deliveredSequence", .integer).notNull().defaults(to: 0)
+                t.column("lastActivity", .double).notNull()
+                t.uniqueKey(["myKey", "peerKey"])
+            }
+            // Outgoing messages span fragments firstSequence...lastSequence; state is sending,
+            // sent, delivered or read. Incoming ones are received or read.
+            try db.create(table: "message") { t in
+                t.autoIncrementedPrimaryKey("id")
+                t.belongsTo("conversation", onDelete: .cascade).notNull()
+                t.column("outgoing", .boolean).notNull()
+                t.column("text", .text).notNull()
+                t.column("firstSequence", .integer).notNull()
+                t.column("lastSequence", .integer).notNull()
+                t.column("sentAt", .double).notNull()
+                t.column("receivedAt", .double)
+                t.column("state", .text).notNull()
+                t.uniqueKey(["conversationId", "outgoing", "lastSequence"])
+            }
+            // Pages walk this index backwards from a message id: the cost does not depend on how
+            // many messages there are.
+            try db.create(index: "message_page", on: "message", columns: ["conversationId", "id"])
+            try db.execute(sql: "CREATE INDEX message_outbox ON message(conversationId, firstSequence) WHERE state IN ('sending', 'sent')")
+        }),
     ]
 }
 

@@ -1,0 +1,219 @@
+import Foundation
+import GRDB
+import Storage
+
+/// A conversation with one peer, as stored.
+public struct Conversation: Equatable, Sendable {
+    public var id: Int64
+    public var myKey: Data
+    public var peerKey: Data
+    public var peerName: String
+    public var peerAgreementKey: Data
+    public var sentSequence: UInt32
+    public var acknowledgedSequence: UInt32
+    public var deliveredSequence: UInt32
+    public var lastActivity: Double
+}
+
+/// An outgoing message still waiting for its acknowledgement.
+public struct PendingMessage: Equatable, Sendable {
+    public var number: Int64
+    public var text: String
+    public var firstSequence: UInt32
+    public var lastSequence: UInt32
+    public var sentAt: Double
+}
+
+/// A line of `chats`.
+public struct ConversationSummary: Equatable, Sendable {
+    public var conversation: Conversation
+    public var lastText: String?
+    public var lastTime: Double?
+    public var unread: Int
+}
+
+/// Conversations and messages in the database. Every message is written before it is shown or
+/// acknowledged, so killing the shell loses nothing that was sent or confirmed.
+public struct MessageStore: Sendable {
+    public let database: SeanceDatabase
+    public static let pageSize = 20
+
+    public init(database: SeanceDatabase) { self.database = database }
+
+    /// The conversation between `myKey` and `peerKey`, created on first use; the peer's name and
+    /// agreement key are kept up to date.
+    public func conversation(myKey: Data, peerKey: Data, peerName: String, peerAgreementKey: Data, now: Double) throws -> Conversation {
+        try database.write { db in
+            try db.execute(sql: """
+                INSERT INTO conversation (myKey, peerKey, peerName, peerAgreementKey, lastActivity) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT(myKey, peerKey) DO UPDATE SET peerName = excluded.peerName, peerAgreementKey = excluded.peerAgreementKey
+                """, arguments: [myKey, peerKey, peerName, peerAgreementKey, now])
+            return try Self.fetch(db, sql: "SELECT * FROM conversation WHERE myKey = ? AND peerKey = ?", [myKey, peerKey])!
+        }
+    }
+
+    public func conversation(id: Int64) throws -> Conversation? {
+        try database.read { db in try Self.fetch(db, sql: "SELECT * FROM conversation WHERE id = ?", [id]) }
+    }
+
+    public func conversations(myKey: Data) throws -> [ConversationSummary] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT conversation.*,
+                       (SELECT text FROM message WHERE conversationId = conversation.id ORDER BY id DESC LIMIT 1) AS lastText,
+                       (SELECT sentAt FROM message WHERE conversationId = conversation.id ORDER BY id DESC LIMIT 1) AS lastTime,
+                       (SELECT count(*) FROM message WHERE conversationId = conversation.id AND state = 'received') AS unread
+                FROM conversation WHERE myKey = ? ORDER BY lastActivity DESC
+                """, arguments: [myKey]).map { row in
+                ConversationSummary(conversation: Self.conversation(row), lastText: row["lastText"], lastTime: row["lastTime"],
+                                    unread: row["unread"])
+            }
+        }
+    }
+
+    /// Stores an outgoing message of `fragments` fragments, giving it the next sequence numbers.
+    public func queueOutgoing(_ text: String, fragments: Int, in conversation: Int64, now: Double) throws -> PendingMessage {
+        try database.write { db in
+            let last = try UInt32.fetchOne(db, sql: "SELECT sentSequence FROM conversation WHERE id = ?", arguments: [conversation]) ?? 0
+            let first = last + 1, end = last + UInt32(fragments)
+            try db.execute(sql: "UPDATE conversation SET sentSequence = ?, lastActivity = ? WHERE id = ?", arguments: [end, now, conversation])
+            try db.execute(sql: """
+                INSERT INTO message (conversationId, outgoing, text, firstSequence, lastSequence, sentAt, state)
+                VALUES (?, 1, ?, ?, ?, ?, 'sending')
+                """, arguments: [conversation, text, first, end, now])
+            return PendingMessage(number: db.lastInsertedRowID, text: text, firstSequence: first, lastSequence: end, sentAt: now)
+        }
+    }
+
+    /// Outgoing messages not yet acknowledged, oldest first: the outbox.
+    public func outbox(_ conversation: Int64) throws -> [PendingMessage] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT id, text, firstSequence, lastSequence, sentAt FROM message
+                WHERE conversationId = ? AND state IN ('sending', 'sent') ORDER BY firstSequence
+                """, arguments: [conversation]).map {
+                PendingMessage(number: $0[0], text: $0[1], firstSequence: $0[2], lastSequence: $0[3], sentAt: $0[4])
+            }
+        }
+    }
+
+    /// Conversations with something in the outbox.
+    public func conversationsWithOutbox(myKey: Data) throws -> [Conversation] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT * FROM conversation WHERE myKey = ? AND EXISTS
+                (SELECT 1 FROM message WHERE conversationId = conversation.id AND state IN ('sending', 'sent'))
+                """, arguments: [myKey]).map(Self.conversation)
+        }
+    }
+
+    /// The messages went out at least once: `sending` becomes `sent` (they stay in the outbox
+    /// until acknowledged).
+    public func markSent(_ numbers: [Int64]) throws {
+        guard !numbers.isEmpty else { return }
+        try database.write { db in
+            try db.execute(sql: "UPDATE message SET state = 'sent' WHERE state = 'sending' AND id IN (\(numbers.map(String.init).joined(separator: ",")))")
+        }
+    }
+
+    /// The peer confirmed every fragment up to `sequence`: those messages are delivered.
+    /// Returns the numbers of the messages this changed.
+    @discardableResult
+    public func acknowledge(_ conversation: Int64, upTo sequence: UInt32, now: Double) throws -> [Int64] {
+        try database.write { db in
+            let changed = try Int64.fetchAll(db, sql: """
+                SELECT id FROM message WHERE conversationId = ? AND outgoing = 1 AND state IN ('sending', 'sent') AND lastSequence <= ?
+                """, arguments: [conversation, sequence])
+            try db.execute(sql: """
+                UPDATE message SET state = 'delivered', receivedAt = ?
+                WHERE conversationId = ? AND outgoing = 1 AND state IN ('sending', 'sent') AND lastSequence <= ?
+                """, arguments: [now, conversation, sequence])
+            try db.execute(sql: "UPDATE conversation SET acknowledgedSequence = max(acknowledgedSequence, ?) WHERE id = ?",
+                           arguments: [sequence, conversation])
+            return changed
+        }
+    }
+
+    /// The peer has shown every message up to `sequence`.
+    @discardableResult
+    public func markRead(_ conversation: Int64, upTo sequence: UInt32) throws -> [Int64] {
+        try database.write { db in
+            let changed = try Int64.fetchAll(db, sql: """
+                SELECT id FROM message WHERE conversationId = ? AND outgoing = 1 AND state != 'read' AND lastSequence <= ?
+                """, arguments: [conversation, sequence])
+            try db.execute(sql: """
+                UPDATE message SET state = 'read' WHERE conversationId = ? AND outgoing = 1 AND state != 'read' AND lastSequence <= ?
+                """, arguments: [conversation, sequence])
+            return changed
+        }
+    }
+
+    /// Stores a complete incoming message that arrived in order, and advances the delivered
+    /// sequence, in one transaction. Returns its number.
+    public func receive(_ text: String, in conversation: Int64, firstSequence: UInt32, lastSequence: UInt32,
+                        sentAt: Double, now: Double) throws -> Int64 {
+        try database.write { db in
+            try db.execute(sql: """
+                INSERT INTO message (conversationId, outgoing, text, firstSequence, lastSequence, sentAt, receivedAt, state)
+                VALUES (?, 0, ?, ?, ?, ?, ?, 'received')
+                """, arguments: [conversation, text, firstSequence, lastSequence, sentAt, now])
+            let number = db.lastInsertedRowID
+            try db.execute(sql: "UPDATE conversation SET deliveredSequence = ?, lastActivity = ? WHERE id = ?",
+                           arguments: [lastSequence, now, conversation])
+            return number
+        }
+    }
+
+    /// Incoming messages up to `number` have been shown. Returns the highest sequence now read,
+    /// for the read receipt, or nil when nothing changed.
+    public func markShown(_ conversation: Int64, upTo number: Int64) throws -> UInt32? {
+        try database.write { db in
+            let sequence = try UInt32.fetchOne(db, sql: """
+                SELECT max(lastSequence) FROM message WHERE conversationId = ? AND outgoing = 0 AND state = 'received' AND id <= ?
+                """, arguments: [conversation, number])
+            guard let sequence else { return nil }
+            try db.execute(sql: "UPDATE message SET state = 'read' WHERE conversationId = ? AND outgoing = 0 AND state = 'received' AND id <= ?",
+                           arguments: [conversation, number])
+            return sequence
+        }
+    }
+
+    /// The page of messages before message `before` (nil: the newest page), oldest first.
+    public func page(_ conversation: Int64, before: Int64? = nil, limit: Int = pageSize) throws -> [ChatMessage] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT id, outgoing, text, sentAt, receivedAt, state FROM message
+                WHERE conversationId = ? AND id < ? ORDER BY id DESC LIMIT ?
+                """, arguments: [conversation, before ?? Int64.max, limit]).reversed().map { row in
+                ChatMessage(number: row[0], outgoing: row[1], text: row[2], sentAt: row[3], receivedAt: row[4],
+                            state: ChatMessage.State(rawValue: row[5]) ?? .received)
+            }
+        }
+    }
+
+    /// The message just before `number` in the same conversation (for section headers).
+    public func message(before number: Int64, in conversation: Int64) throws -> ChatMessage? {
+        try page(conversation, before: number, limit: 1).first
+    }
+
+    public func message(_ number: Int64) throws -> (ChatMessage, conversation: Int64)? {
+        try database.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM message WHERE id = ?", arguments: [number]).map { row in
+                (ChatMessage(number: row["id"], outgoing: row["outgoing"], text: row["text"], sentAt: row["sentAt"],
+                             receivedAt: row["receivedAt"], state: ChatMessage.State(rawValue: row["state"]) ?? .received),
+                 row["conversationId"])
+            }
+        }
+    }
+
+    private static func fetch(_ db: Database, sql: String, _ arguments: StatementArguments) throws -> Conversation? {
+        try Row.fetchOne(db, sql: sql, arguments: arguments).map(conversation)
+    }
+
+    private static func conversation(_ row: Row) -> Conversation {
+        Conversation(id: row["id"], myKey: row["myKey"], peerKey: row["peerKey"], peerName: row["peerName"],
+                     peerAgreementKey: row["peerAgreementKey"], sentSequence: row["sentSequence"],
+                     acknowledgedSequence: row["acknowledgedSequence"], deliveredSequence: row["deliveredSequence"],
+                     lastActivity: row["lastActivity"])
+    }
+}

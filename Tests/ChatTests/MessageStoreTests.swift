@@ -1,0 +1,80 @@
+import Foundation
+import Glibc
+import GRDB
+import Storage
+import Testing
+@testable import Chat
+
+@Suite struct MessageStoreTests {
+    func makeStore() throws -> (MessageStore, Conversation, String) {
+        var template = Array("/tmp/seance-messages-XXXXXX".utf8CString)
+        let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+        let store = MessageStore(database: try SeanceDatabase(path: dir + "/seance.sqlite"))
+        let conversation = try store.conversation(myKey: Data([1]), peerKey: Data([2]), peerName: "bob",
+                                                  peerAgreementKey: Data(repeating: 3, count: 32), now: 0)
+        return (store, conversation, dir)
+    }
+
+    @Test func outgoingGetSequencesAndLeaveTheOutboxWhenAcknowledged() throws {
+        let (store, conversation, dir) = try makeStore()
+        defer { _ = system("rm -rf \(dir)") }
+        let a = try store.queueOutgoing("one", fragments: 1, in: conversation.id, now: 1)
+        let b = try store.queueOutgoing(String(repeating: "x", count: 2000), fragments: 3, in: conversation.id, now: 2)
+        let c = try store.queueOutgoing("three", fragments: 1, in: conversation.id, now: 3)
+        #expect((a.firstSequence, a.lastSequence, b.firstSequence, b.lastSequence, c.firstSequence) == (1, 1, 2, 4, 5))
+        try store.markSent([a.number, b.number])
+        #expect(try store.outbox(conversation.id).map(\.number) == [a.number, b.number, c.number])
+        // Fragment 3 of b is confirmed but not fragment 4: b is still pending.
+        #expect(try store.acknowledge(conversation.id, upTo: 3, now: 10) == [a.number])
+        #expect(try store.outbox(conversation.id).map(\.number) == [b.number, c.number])
+        #expect(try store.acknowledge(conversation.id, upTo: 5, now: 11) == [b.number, c.number])
+        #expect(try store.outbox(conversation.id).isEmpty)
+        #expect(try store.page(conversation.id).map(\.state) == [.delivered, .delivered, .delivered])
+        #expect(try store.markRead(conversation.id, upTo: 4) == [a.number, b.number])
+        #expect(try store.page(conversation.id).map(\.state) == [.read, .read, .delivered])
+    }
+
+    @Test func incomingAdvanceTheDeliveredSequenceAndCountAsUnread() throws {
+        let (store, conversation, dir) = try makeStore()
+        defer { _ = system("rm -rf \(dir)") }
+        let n = try store.receive("hello", in: conversation.id, firstSequence: 1, lastSequence: 2, sentAt: 5, now: 6)
+        #expect(try store.conversation(id: conversation.id)?.deliveredSequence == 2)
+        #expect(try store.conversations(myKey: Data([1])).first?.unread == 1)
+        #expect(try store.markShown(conversation.id, upTo: n) == 2)
+        #expect(try store.conversations(myKey: Data([1])).first?.unread == 0)
+        #expect(try store.markShown(conversation.id, upTo: n) == nil)
+        let (message, inConversation) = try #require(try store.message(n))
+        #expect(message.sentAt == 5 && message.receivedAt == 6 && inConversation == conversation.id)
+    }
+
+    @Test func pagesGoBackwardsOldestFirst() throws {
+        let (store, conversation, dir) = try makeStore()
+        defer { _ = system("rm -rf \(dir)") }
+        for i in 1...45 { _ = try store.queueOutgoing("m\(i)", fragments: 1, in: conversation.id, now: Double(i)) }
+        let newest = try store.page(conversation.id)
+        #expect(newest.map(\.text) == (26...45).map { "m\($0)" })
+        let older = try store.page(conversation.id, before: newest.first!.number)
+        #expect(older.map(\.text) == (6...25).map { "m\($0)" })
+        #expect(try store.page(conversation.id, before: older.first!.number).map(\.text) == (1...5).map { "m\($0)" })
+    }
+
+    @Test func pagingUsesTheIndex() throws {
+        let (store, conversation, dir) = try makeStore()
+        defer { _ = system("rm -rf \(dir)") }
+        let plan = try store.database.read { db in
+            try Row.fetchAll(db, sql: """
+                EXPLAIN QUERY PLAN SELECT id FROM message WHERE conversationId = ? AND id < ? ORDER BY id DESC LIMIT 20
+                """, arguments: [conversation.id, Int64.max]).map { $0["detail"] as String }.joined()
+        }
+        #expect(plan.contains("INDEX message_page"), "\(plan)")
+        #expect(!plan.contains("TEMP B-TREE"), "\(plan)")
+    }
+
+    @Test func theConversationKeepsThePeersLatestName() throws {
+        let (store, conversation, dir) = try makeStore()
+        defer { _ = system("rm -rf \(dir)") }
+        let again = try store.conversation(myKey: Data([1]), peerKey: Data([2]), peerName: "robert",
+                                           peerAgreementKey: Data(repeating: 3, count: 32), now: 9)
+        #expect(again.id == conversation.id && again.peerName == "robert")
+    }
+}
