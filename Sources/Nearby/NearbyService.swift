@@ -220,6 +220,8 @@ public final class NearbyService: Sendable {
             state.withLock { state in
                 if state.requested.contains(hash) { state.avatars[hash] = pixels }
             }
+        case .message, .ack, .read:
+            break  // Conversations: handled by the delivery layer (part 2).
         case .announce, .goodbye:
             let events = state.withLock { state -> [PresenceEvent] in
                 state.statistics.received += 1

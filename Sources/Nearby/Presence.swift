@@ -109,7 +109,7 @@ public struct PresenceTable: Sendable {
             guard let known else { return [] }
             peers[packet.sender] = nil
             return [.left(known, .goodbye)]
-        case .avatarRequest, .avatar:
+        case .avatarRequest, .avatar, .message, .ack, .read:
             return []
         }
     }

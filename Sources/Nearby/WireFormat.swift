@@ -29,6 +29,9 @@ public enum PacketType: UInt8, Sendable {
     case goodbye = 2
     case avatarRequest = 3
     case avatar = 4
+    case message = 5
+    case ack = 6
+    case read = 7
 }
 
 /// Why a datagram was dropped. Every case is counted; none is fatal.
@@ -103,6 +106,12 @@ public enum Payload: Equatable, Sendable {
     case avatarRequest(hash: Data)
     /// A 16x16 RGBA thumbnail and its hash.
     case avatar(hash: Data, pixels: Data)
+    /// One fragment of a direct message, sealed for `recipient` (see `MessageCrypto`).
+    case message(recipient: Data, sealed: Data)
+    /// Every fragment up to `sequence` arrived, in order.
+    case ack(recipient: Data, sequence: UInt32)
+    /// Every message up to fragment `sequence` has been shown.
+    case read(recipient: Data, sequence: UInt32)
 
     var type: PacketType {
         switch self {
@@ -110,6 +119,9 @@ public enum Payload: Equatable, Sendable {
         case .goodbye: return .goodbye
         case .avatarRequest: return .avatarRequest
         case .avatar: return .avatar
+        case .message: return .message
+        case .ack: return .ack
+        case .read: return .read
         }
     }
 }
@@ -200,6 +212,16 @@ extension Payload {
         case .avatar(let hash, let pixels):
             bytes += hash
             bytes += pixels
+        case .message(let recipient, let sealed):
+            guard recipient.count == 32, sealed.count >= MessageCrypto.overhead else {
+                throw DecodeError.malformedPayload("message fields")
+            }
+            bytes += recipient
+            bytes += sealed
+        case .ack(let recipient, let sequence), .read(let recipient, let sequence):
+            guard recipient.count == 32 else { throw DecodeError.malformedPayload("recipient") }
+            bytes += recipient
+            bytes.appendBigEndian(sequence)
         }
         return bytes
     }
@@ -244,6 +266,15 @@ extension Payload {
             let pixels = Data(try need(reader.take(16 * 16 * 4)))
             guard Data(SHA256.hash(data: pixels)) == hash else { throw .malformedPayload("avatar hash mismatch") }
             payload = .avatar(hash: hash, pixels: pixels)
+        case .message:
+            let recipient = Data(try need(reader.take(32)))
+            let sealed = Data(reader.take(reader.remaining) ?? [])
+            guard sealed.count >= MessageCrypto.overhead else { throw .malformedPayload("sealed message too short") }
+            payload = .message(recipient: recipient, sealed: sealed)
+        case .ack:
+            payload = .ack(recipient: Data(try need(reader.take(32))), sequence: try need(reader.uint32()))
+        case .read:
+            payload = .read(recipient: Data(try need(reader.take(32))), sequence: try need(reader.uint32()))
         }
         guard reader.isAtEnd else { throw .malformedPayload("extra bytes") }
         return payload
@@ -257,6 +288,7 @@ struct ByteReader {
     init(_ bytes: ArraySlice<UInt8>) { self.bytes = bytes }
 
     var isAtEnd: Bool { bytes.isEmpty }
+    var remaining: Int { bytes.count }
 
     mutating func take(_ count: Int) -> ArraySlice<UInt8>? {
         guard bytes.count >= count else { return nil }

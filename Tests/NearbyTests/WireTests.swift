@@ -92,3 +92,57 @@ import Testing
         }
     }
 }
+
+@Suite struct MessageCryptoTests {
+    let alice = (sign: Curve25519.Signing.PrivateKey(), agree: Curve25519.KeyAgreement.PrivateKey())
+    let bob = (sign: Curve25519.Signing.PrivateKey(), agree: Curve25519.KeyAgreement.PrivateKey())
+
+    var aliceKey: SymmetricKey {
+        try! MessageCrypto.key(mine: alice.agree, theirs: bob.agree.publicKey.rawRepresentation,
+                               mySigningKey: alice.sign.publicKey.rawRepresentation, theirSigningKey: bob.sign.publicKey.rawRepresentation)
+    }
+    var bobKey: SymmetricKey {
+        try! MessageCrypto.key(mine: bob.agree, theirs: alice.agree.publicKey.rawRepresentation,
+                               mySigningKey: bob.sign.publicKey.rawRepresentation, theirSigningKey: alice.sign.publicKey.rawRepresentation)
+    }
+
+    @Test func bothSidesDeriveTheSameKeyAndOnlyTheRecipientOpens() throws {
+        let a = alice.sign.publicKey.rawRepresentation, b = bob.sign.publicKey.rawRepresentation
+        let fragment = Fragment(sequence: 7, isLast: true, sentAt: 123, text: Data("hello 👻".utf8))
+        let sealed = try MessageCrypto.seal(fragment, key: aliceKey, sender: a, recipient: b)
+        #expect(sealed.range(of: Data("hello".utf8)) == nil)  // Not in the clear.
+        #expect(try MessageCrypto.open(sealed, key: bobKey, sender: a, recipient: b) == fragment)
+        let eve = Curve25519.KeyAgreement.PrivateKey()
+        let eveKey = try MessageCrypto.key(mine: eve, theirs: alice.agree.publicKey.rawRepresentation,
+                                           mySigningKey: Data(repeating: 1, count: 32), theirSigningKey: a)
+        #expect(throws: MessageCrypto.OpenError.cannotDecrypt) { try MessageCrypto.open(sealed, key: eveKey, sender: a, recipient: b) }
+        // Replayed into another conversation (other recipient in the associated data): refused.
+        #expect(throws: MessageCrypto.OpenError.cannotDecrypt) { try MessageCrypto.open(sealed, key: bobKey, sender: a, recipient: a) }
+        var corrupted = sealed
+        corrupted[20] ^= 1
+        #expect(throws: MessageCrypto.OpenError.cannotDecrypt) { try MessageCrypto.open(corrupted, key: bobKey, sender: a, recipient: b) }
+    }
+
+    @Test func messagePacketsRoundTrip() throws {
+        let sealed = try MessageCrypto.seal(Fragment(sequence: 1, isLast: true, sentAt: 1, text: Data(repeating: 65, count: 900)),
+                                            key: aliceKey, sender: alice.sign.publicKey.rawRepresentation,
+                                            recipient: bob.sign.publicKey.rawRepresentation)
+        let recipient = bob.sign.publicKey.rawRepresentation
+        for payload in [Payload.message(recipient: recipient, sealed: sealed), .ack(recipient: recipient, sequence: 42),
+                        .read(recipient: recipient, sequence: 9)] {
+            let bytes = try Packet.encode(payload, signer: alice.sign, timestamp: 5, sequence: 1)
+            #expect(bytes.count <= Wire.maximumDatagram)
+            #expect(try Packet.decode(bytes).payload == payload)
+        }
+    }
+
+    @Test func splittingKeepsCharactersWhole() {
+        let text = String(repeating: "a👻", count: 400)  // 5 bytes a pair: 2,000 bytes.
+        let pieces = MessageCrypto.split(text, limit: 900)
+        #expect(pieces.allSatisfy { $0.count <= 900 })
+        #expect(pieces.count == 3)
+        #expect(String(decoding: pieces.reduce(Data(), +), as: UTF8.self) == text)
+        #expect(pieces.allSatisfy { String(data: $0, encoding: .utf8) != nil })
+        #expect(MessageCrypto.split("") == [Data()])
+    }
+}
