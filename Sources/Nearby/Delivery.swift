@@ -1,0 +1,118 @@
+import Foundation
+
+/// The sending side of one conversation: fragments waiting for their acknowledgement, sent in a
+/// window and sent again with a growing delay until the peer confirms them.
+public struct OutgoingQueue: Sendable {
+    public struct Entry: Equatable, Sendable {
+        public var fragment: Fragment
+        /// The local number of the message the fragment belongs to.
+        public var message: Int64
+        var attempts = 0
+        var nextAt: Double = 0
+    }
+
+    /// At most this many fragments are in flight at once.
+    public static let window = 64
+    /// First retransmission after this long; then doubling, up to `maximumBackoff`.
+    public static let initialBackoff = 0.25
+    public static let maximumBackoff = 4.0
+
+    public private(set) var entries: [Entry] = []
+
+    public init() {}
+
+    public var isEmpty: Bool { entries.isEmpty }
+
+    /// Adds fragments (in sequence order); fragments already queued are ignored.
+    public mutating func enqueue(_ fragments: [Fragment], message: Int64, now: Double) {
+        let known = Set(entries.map(\.fragment.sequence))
+        for fragment in fragments where !known.contains(fragment.sequence) {
+            entries.append(Entry(fragment: fragment, message: message, nextAt: now))
+        }
+        entries.sort { $0.fragment.sequence < $1.fragment.sequence }
+    }
+
+    /// The fragments to (re)send now: those in the window whose time has come. Each gets its
+    /// next deadline. Returns also the messages sent for the first time.
+    public mutating func due(now: Double) -> (fragments: [Fragment], firstSent: Set<Int64>) {
+        var fragments: [Fragment] = []
+        var first: Set<Int64> = []
+        for index in entries.indices.prefix(Self.window) where entries[index].nextAt <= now {
+            if entries[index].attempts == 0 { first.insert(entries[index].message) }
+            entries[index].attempts += 1
+            let backoff = min(Self.maximumBackoff, Self.initialBackoff * Double(1 << min(entries[index].attempts - 1, 8)))
+            entries[index].nextAt = now + backoff
+            fragments.append(entries[index].fragment)
+        }
+        return (fragments, first)
+    }
+
+    /// The peer has every fragment up to `sequence`: they leave the queue.
+    public mutating func acknowledge(upTo sequence: UInt32) {
+        entries.removeAll { $0.fragment.sequence <= sequence }
+    }
+
+    /// The peer is back in range: everything is due at once, with the backoff started afresh.
+    public mutating func restart(now: Double) {
+        for index in entries.indices {
+            entries[index].nextAt = now
+            entries[index].attempts = min(entries[index].attempts, 1)
+        }
+    }
+}
+
+/// A message put back together from its fragments, in order.
+public struct AssembledMessage: Equatable, Sendable {
+    public var text: String
+    public var firstSequence: UInt32
+    public var lastSequence: UInt32
+    /// Milliseconds since 1970, as the sender wrote it.
+    public var sentAt: UInt64
+}
+
+/// The receiving side of one conversation: fragments may come twice, late or out of order;
+/// whole messages come out once each, in order. The acknowledgement is cumulative and covers
+/// only whole messages, so a crash loses nothing the sender believes delivered.
+public struct IncomingAssembler: Sendable {
+    /// The last fragment of the last whole message handed out.
+    public private(set) var delivered: UInt32
+    private var buffered: [UInt32: Fragment] = [:]
+    /// Out-of-order fragments kept at most: beyond this window they are dropped (and resent).
+    public static let bufferLimit = 1_024
+
+    public init(delivered: UInt32) { self.delivered = delivered }
+
+    public enum Outcome: Equatable, Sendable {
+        /// Already had it: acknowledge again (the first acknowledgement may have been lost).
+        case duplicate
+        /// Kept, waiting for earlier fragments or the rest of its message.
+        case buffered
+        /// Too far ahead of what has arrived.
+        case outOfWindow
+        /// These messages are now complete, in order.
+        case messages([AssembledMessage])
+    }
+
+    public mutating func receive(_ fragment: Fragment) -> Outcome {
+        if fragment.sequence <= delivered { return .duplicate }
+        if fragment.sequence > delivered &+ UInt32(Self.bufferLimit) { return .outOfWindow }
+        buffered[fragment.sequence] = fragment
+        var messages: [AssembledMessage] = []
+        // Walk forward from the next expected fragment while messages can be completed.
+        while true {
+            var sequence = delivered + 1
+            var parts: [Fragment] = []
+            while let part = buffered[sequence] {
+                parts.append(part)
+                if part.isLast { break }
+                sequence += 1
+            }
+            guard let last = parts.last, last.isLast else { break }
+            for part in parts { buffered[part.sequence] = nil }
+            messages.append(AssembledMessage(text: String(decoding: parts.reduce(Data()) { $0 + $1.text }, as: UTF8.self),
+                                             firstSequence: parts[0].sequence, lastSequence: last.sequence, sentAt: parts[0].sentAt))
+            delivered = last.sequence
+        }
+        return messages.isEmpty ? .buffered : .messages(messages)
+    }
+}

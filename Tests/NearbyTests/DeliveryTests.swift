@@ -1,0 +1,102 @@
+import Foundation
+import Testing
+@testable import Nearby
+
+@Suite struct OutgoingQueueTests {
+    func fragments(_ range: ClosedRange<UInt32>) -> [Fragment] {
+        range.map { Fragment(sequence: $0, isLast: true, sentAt: 0, text: Data("m\($0)".utf8)) }
+    }
+
+    @Test func sendsAtOnceThenBacksOff() {
+        var queue = OutgoingQueue()
+        queue.enqueue(fragments(1...1), message: 10, now: 0)
+        let first = queue.due(now: 0)
+        #expect(first.fragments.map(\.sequence) == [1] && first.firstSent == [10])
+        #expect(queue.due(now: 0.2).fragments.isEmpty)
+        #expect(queue.due(now: 0.25).fragments.map(\.sequence) == [1])   // +0.25
+        #expect(queue.due(now: 0.7).fragments.isEmpty)
+        #expect(queue.due(now: 0.75).fragments.map(\.sequence) == [1])   // +0.5
+        #expect(queue.due(now: 1.75).fragments.map(\.sequence) == [1])   // +1
+        #expect(queue.due(now: 1.75).firstSent.isEmpty)
+        for _ in 0..<10 { _ = queue.due(now: 1_000) }
+        #expect(queue.due(now: 1_003.9).fragments.isEmpty)               // Capped at 4 s.
+        #expect(queue.due(now: 1_004).fragments.count == 1)
+    }
+
+    @Test func onlyTheWindowIsInFlight() {
+        var queue = OutgoingQueue()
+        queue.enqueue(fragments(1...100), message: 1, now: 0)
+        #expect(queue.due(now: 0).fragments.map(\.sequence) == Array(1...64))
+        queue.acknowledge(upTo: 10)
+        #expect(queue.due(now: 0.01).fragments.map(\.sequence) == Array(65...74))
+        queue.acknowledge(upTo: 100)
+        #expect(queue.isEmpty)
+    }
+
+    @Test func aReturningPeerGetsEverythingAtOnce() {
+        var queue = OutgoingQueue()
+        queue.enqueue(fragments(1...3), message: 1, now: 0)
+        for t in [0.0, 0.25, 0.75, 1.75] { _ = queue.due(now: t) }
+        #expect(queue.due(now: 2).fragments.isEmpty)
+        queue.restart(now: 2)
+        #expect(queue.due(now: 2).fragments.count == 3)
+        queue.enqueue(fragments(2...4), message: 2, now: 2)  // Duplicates are ignored.
+        #expect(queue.entries.map(\.fragment.sequence) == [1, 2, 3, 4])
+    }
+}
+
+@Suite struct IncomingAssemblerTests {
+    func fragment(_ sequence: UInt32, _ text: String, last: Bool = true) -> Fragment {
+        Fragment(sequence: sequence, isLast: last, sentAt: UInt64(sequence), text: Data(text.utf8))
+    }
+
+    @Test func inOrderExactlyOnce() {
+        var assembler = IncomingAssembler(delivered: 0)
+        #expect(assembler.receive(fragment(1, "a")) == .messages([AssembledMessage(text: "a", firstSequence: 1, lastSequence: 1, sentAt: 1)]))
+        #expect(assembler.receive(fragment(1, "a")) == .duplicate)
+        #expect(assembler.delivered == 1)
+    }
+
+    @Test func outOfOrderIsHeldBack() {
+        var assembler = IncomingAssembler(delivered: 0)
+        #expect(assembler.receive(fragment(3, "c")) == .buffered)
+        #expect(assembler.receive(fragment(2, "b")) == .buffered)
+        #expect(assembler.delivered == 0)
+        guard case .messages(let messages) = assembler.receive(fragment(1, "a")) else { Issue.record("nothing out"); return }
+        #expect(messages.map(\.text) == ["a", "b", "c"])
+        #expect(assembler.delivered == 3)
+    }
+
+    @Test func fragmentsMakeOneMessageAndTheAckWaitsForTheLast() {
+        var assembler = IncomingAssembler(delivered: 4)
+        #expect(assembler.receive(fragment(5, "hel", last: false)) == .buffered)
+        #expect(assembler.delivered == 4)  // Not acknowledged until whole.
+        #expect(assembler.receive(fragment(7, "!")) == .buffered)
+        guard case .messages(let messages) = assembler.receive(fragment(6, "lo")) else { Issue.record("nothing out"); return }
+        #expect(messages == [AssembledMessage(text: "hello", firstSequence: 5, lastSequence: 6, sentAt: 5),
+                             AssembledMessage(text: "!", firstSequence: 7, lastSequence: 7, sentAt: 7)])
+        #expect(assembler.delivered == 7)
+    }
+
+    @Test func farAheadIsRefused() {
+        var assembler = IncomingAssembler(delivered: 0)
+        #expect(assembler.receive(fragment(2_000, "x")) == .outOfWindow)
+    }
+
+    /// A thousand fragments, shuffled and with duplicates, come out once each and in order.
+    @Test func shuffledWithDuplicates() {
+        var assembler = IncomingAssembler(delivered: 0)
+        var arrivals = (1...1_000).map { fragment(UInt32($0), "\($0)") }
+        arrivals += arrivals.filter { $0.sequence % 7 == 0 }
+        var rng = SystemRandomNumberGenerator()
+        var delivered: [String] = []
+        for chunk in stride(from: 0, to: arrivals.count, by: 50) {
+            var window = Array(arrivals[chunk..<min(chunk + 50, arrivals.count)])
+            window.shuffle(using: &rng)
+            for piece in window {
+                if case .messages(let messages) = assembler.receive(piece) { delivered += messages.map(\.text) }
+            }
+        }
+        #expect(delivered == (1...1_000).map(String.init))
+    }
+}
