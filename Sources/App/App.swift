@@ -20,6 +20,8 @@ public struct LaunchOptions: Sendable {
     public var scriptPath: String?
     /// `--battery PCT`: pretend the battery is at this level.
     public var battery: Int?
+    /// `--no-anim`: no animations at a terminal.
+    public var noAnimation = false
     /// Where chat mode announces, as given by flags; `seance.conf` fills in the rest.
     public var nearby = NearbySettings()
 
@@ -93,7 +95,7 @@ public enum App {
         }
         let battery = Battery(override: options.battery)
         let profiles = Profiles()
-        registerModes(in: shell, profiles: profiles, battery: battery, nearby: nearby)
+        registerModes(in: shell, profiles: profiles, battery: battery, nearby: nearby, animate: !options.noAnimation)
         battery.register(in: shell)
         profiles.register(in: shell)
 
@@ -125,10 +127,10 @@ public enum App {
         return succeeded || interactive ? .success : .commandFailed
     }
 
-    static func registerModes(in shell: Shell, profiles: Profiles, battery: Battery, nearby: NearbyConfiguration) {
+    static func registerModes(in shell: Shell, profiles: Profiles, battery: Battery, nearby: NearbyConfiguration, animate: Bool) {
         ZombiesMode().register(in: shell)
         VisionsMode().register(in: shell)
-        ChatMode(profiles: profiles, battery: battery, configuration: nearby).register(in: shell)
+        ChatMode(profiles: profiles, battery: battery, configuration: nearby, animate: animate).register(in: shell)
         shell.register(Mode.unavailable("store", summary: "Holy candles and Saint's medallions"))
     }
 }

@@ -19,6 +19,13 @@ extension Plane {
 
 /// What the network side needs to know of this shell, shared across threads: the plane (for
 /// filtering and announcing) and the running service.
+/// The delivery service, handed to the presence callback once it exists.
+final class DeliveryBox: Sendable {
+    private let box = Mutex<DeliveryService?>(nil)
+    var delivery: DeliveryService? { box.withLock { $0 } }
+    func set(_ delivery: DeliveryService) { box.withLock { $0 = delivery } }
+}
+
 final class PlaneLink: Sendable {
     let plane = Mutex(Plane.human)
     let service = Mutex<NearbyService?>(nil)
@@ -48,25 +55,38 @@ final class PlaneLink: Sendable {
 /// Chat mode, part 1: while in it, this profile is announced on the local network and every
 /// peer the planes let you see is listed, with arrivals, departures and plane changes shown live.
 public final class ChatMode {
-    private let profiles: Profiles
+    let profiles: Profiles
     private let battery: Battery
     private let configuration: NearbyConfiguration
-    private let link = PlaneLink()
-    private var service: NearbyService? { link.service.withLock { $0 } }
+    let link = PlaneLink()
+    var service: NearbyService? { link.service.withLock { $0 } }
     static let batteryPollSeconds = 30.0
+    /// Delivery of conversations; exists while in chat mode.
+    var delivery: DeliveryService?
+    /// The conversation `open` chose, and the oldest message shown of it (for `older`).
+    var openConversation: Conversation? {
+        didSet { if openConversation == nil { openBox?.set(nil, markShown: nil) } }
+    }
+    var oldestShown: Int64?
+    var openBox: OpenConversationBox?
+    /// Sent messages slide into place at a terminal, unless `--no-anim`.
+    let animate: Bool
 
-    public init(profiles: Profiles, battery: Battery, configuration: NearbyConfiguration) {
+    public init(profiles: Profiles, battery: Battery, configuration: NearbyConfiguration, animate: Bool = true) {
         self.profiles = profiles
         self.battery = battery
         self.configuration = configuration
+        self.animate = animate
     }
 
     public func register(in shell: Shell) {
         shell.register(Mode(
             name: "chat", summary: "find people nearby (and the dead) on the local network",
-            prompt: { "chat:" + (self.profiles.current?.profile.name ?? "?") },
+            prompt: { self.openConversation.map { "chat:" + $0.peerName } ?? "chat" },
             enter: { shell in try self.enter(shell) },
-            leave: { _ in self.leave() }))
+            leave: { _ in self.leave() },
+            rawLine: { shell, line in try self.sendLine(line, shell) }))
+        registerConversationCommands(in: shell)
         shell.register(Command("nearby", aliases: ["who"], scope: .mode("chat"),
                                arguments: [.positional("what", .choice([Candidate("stats", "packets sent, received and dropped")]),
                                                        optional: true)],
@@ -101,15 +121,23 @@ public final class ChatMode {
         let styler = shell.styler
         let ascii = shell.capabilities.ascii
         let link = self.link
+        let deliveryBox = DeliveryBox()
         let service = NearbyService(configuration: configuration, signer: identity.signing, announcement: announcement,
                                     ownAvatarPixels: pixels) { event in
             for line in ChatMode.liveLines(for: event, myPlane: link.plane.withLock { $0 }, database: database,
                                            styler: styler, ascii: ascii) {
                 inbox.post(line)
             }
+            if case .arrived(let peer) = event { deliveryBox.delivery?.peerArrived(peer) }
+            if case .changed(_, let peer) = event { deliveryBox.delivery?.peerArrived(peer) }
         }
         try service.start()
         link.service.withLock { $0 = service }
+        let delivery = makeDelivery(store: MessageStore(database: database), identity: identity, shell: shell)
+        deliveryBox.set(delivery)
+        delivery.attach(service)
+        try delivery.loadOutboxes()
+        self.delivery = delivery
         link.onOwnChange.withLock {
             $0 = { old, new, peers in
                 for line in ChatMode.sightLines(from: old, to: new, peers: peers, styler: styler, ascii: ascii) { inbox.post(line) }
@@ -122,6 +150,8 @@ public final class ChatMode {
     }
 
     private func leave() {
+        openConversation = nil
+        delivery = nil
         let running = link.service.withLock { service in
             defer { service = nil }
             return service
@@ -131,7 +161,7 @@ public final class ChatMode {
 
     // MARK: Views
 
-    private func list(_ shell: Shell) throws {
+    func list(_ shell: Shell) throws {
         guard let service else { throw UserError("enter chat mode first: chat") }
         let mine = link.plane.withLock { $0 }
         let now = Date().timeIntervalSince1970

@@ -70,6 +70,29 @@ public final class NearbyService: Sendable {
     private let ownAvatar: Data?
     private let clock: @Sendable () -> Double
     private let onEvent: @Sendable (PresenceEvent) -> Void
+    /// Direct traffic (messages, acknowledgements, read receipts) and the periodic tick, for the
+    /// delivery layer above; set before `start`.
+    private let hooks = Mutex<DirectHooks>(DirectHooks())
+
+    public struct DirectHooks: Sendable {
+        public var packet: (@Sendable (Packet, String) -> Void)?
+        public var tick: (@Sendable (Double) -> Void)?
+        public init(packet: (@Sendable (Packet, String) -> Void)? = nil, tick: (@Sendable (Double) -> Void)? = nil) {
+            self.packet = packet
+            self.tick = tick
+        }
+    }
+
+    public func setDirectHooks(_ hooks: DirectHooks) { self.hooks.withLock { $0 = hooks } }
+
+    /// Sends a direct packet to a peer's unicast address. Safe from any thread.
+    public func sendDirect(_ payload: Payload, host: String, port: UInt16) {
+        guard let address = try? SocketAddress(ipAddress: host, port: Int(port)) else { return }
+        send(payload, to: address)
+    }
+
+    /// This shell's signing key, as peers see it.
+    public var publicKey: Data { signer.publicKey.rawRepresentation }
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private let state: Mutex<State>
 
@@ -171,6 +194,7 @@ public final class NearbyService: Sendable {
         }
         if due { send(.announce(state.withLock { $0.announcement })) }
         events.forEach(onEvent)
+        hooks.withLock { $0.tick }?(now)
     }
 
     /// Sends to the group on every interface (or once, unicast, to `target`).
@@ -221,7 +245,7 @@ public final class NearbyService: Sendable {
                 if state.requested.contains(hash) { state.avatars[hash] = pixels }
             }
         case .message, .ack, .read:
-            break  // Conversations: handled by the delivery layer (part 2).
+            hooks.withLock { $0.packet }?(packet, host)
         case .announce, .goodbye:
             let events = state.withLock { state -> [PresenceEvent] in
                 state.statistics.received += 1

@@ -16,10 +16,14 @@ public struct Mode {
     public var emptyLine: ((Shell) throws -> Void)?
     /// Keys that run a command immediately while the mode is active.
     public var keyCommands: [SpecialKey: String]
+    /// Takes a line that is not a command of this mode (a chat message); returns false to let
+    /// the shell treat it as usual. A line starting with a backslash always comes here, without it.
+    public var rawLine: ((Shell, String) throws -> Bool)?
 
     public init(name: String, summary: String, isAvailable: Bool = true, prompt: (() -> String)? = nil,
                 enter: @escaping (Shell) throws -> Void = { _ in }, leave: @escaping (Shell) -> Void = { _ in },
-                emptyLine: ((Shell) throws -> Void)? = nil, keyCommands: [SpecialKey: String] = [:]) {
+                emptyLine: ((Shell) throws -> Void)? = nil, keyCommands: [SpecialKey: String] = [:],
+                rawLine: ((Shell, String) throws -> Bool)? = nil) {
         self.name = name
         self.summary = summary
         self.isAvailable = isAvailable
@@ -28,6 +32,7 @@ public struct Mode {
         self.leave = leave
         self.emptyLine = emptyLine
         self.keyCommands = keyCommands
+        self.rawLine = rawLine
     }
 
     /// A mode that is announced but not built yet: entering it says so, and nothing else happens.

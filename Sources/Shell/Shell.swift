@@ -94,6 +94,18 @@ public final class Shell {
             do { try emptyLine(self) } catch { return error }
             return nil
         }
+        if let currentMode, let rawLine = registry.mode(named: currentMode)?.rawLine {
+            let escaped = line.hasPrefix("\\")
+            let first = line.split(whereSeparator: \.isWhitespace).first.map(String.init) ?? ""
+            let isCommand = registry.command(named: first, inMode: currentMode) != nil || registry.mode(named: first) != nil
+            if escaped || !isCommand {
+                do {
+                    if try rawLine(self, escaped ? String(line.dropFirst()) : line) { return nil }
+                } catch {
+                    return error
+                }
+            }
+        }
         let commands: [[String]]
         do { commands = try Tokenizer.commands(in: line) } catch { return ShellError.syntax(error.description) }
         for words in commands {

@@ -36,6 +36,9 @@ struct Seance: ParsableCommand {
     @Flag(help: "Print each command before running it.")
     var echo = false
 
+    @Flag(name: .customLong("no-anim"), help: "No animations (a sent message does not slide into place).")
+    var noAnimation = false
+
     @Option(help: ArgumentHelp("Pretend the battery is at this level (0-100).", valueName: "pct"))
     var battery: Int?
 
@@ -71,6 +74,7 @@ struct Seance: ParsableCommand {
         options.echo = echo
         options.scriptPath = script
         options.battery = battery
+        options.noAnimation = noAnimation
         options.nearby = NearbySettings(group: group, port: port, interfaces: interfaces.isEmpty ? nil : interfaces,
                                         announceInterval: announceInterval)
         throw ExitCode(App.run(options).exitStatus)

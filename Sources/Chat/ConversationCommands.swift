@@ -1,0 +1,215 @@
+import Foundation
+import Glibc
+import Nearby
+import Shell
+import Storage
+import Synchronization
+import Terminal
+
+/// Conversations inside chat mode: `open`, sending plain lines, `back`, `chats`, `older`, `tap`.
+extension ChatMode {
+    func registerConversationCommands(in shell: Shell) {
+        let peers = ArgumentKind.dynamic {
+            var names = Set<String>()
+            var candidates: [Candidate] = []
+            for peer in self.service?.peers() ?? [] where names.insert(peer.handle).inserted {
+                candidates.append(Candidate(peer.handle, Plane(wireValue: peer.announcement.plane)?.name ?? ""))
+            }
+            if let me = self.profiles.current?.identity.signingPublicKey, let database = try? shell.session.openDatabase() {
+                for summary in (try? MessageStore(database: database).conversations(myKey: me)) ?? [] {
+                    let handle = summary.conversation.peerName + "#" + PeerIdentity.fingerprint(of: summary.conversation.peerKey)
+                    if names.insert(handle).inserted { candidates.append(Candidate(handle, "past conversation")) }
+                }
+            }
+            return candidates
+        }
+        func command(_ name: String, arguments: [ArgumentSpec] = [], summary: String, run: @escaping (Shell, Arguments) throws -> Void) {
+            shell.register(Command(name, scope: .mode("chat"), arguments: arguments, summary: summary) { invocation in
+                try run(invocation.shell, invocation.arguments)
+            })
+        }
+        command("open", arguments: [.positional("peer", peers, help: "a name, or name#fingerprint")],
+                summary: "start or resume a conversation; then a plain line sends it") { shell, arguments in
+            try self.open(arguments["peer"]!, shell)
+        }
+        command("back", summary: "close the conversation (or, with none open, leave chat mode)") { shell, _ in
+            if self.openConversation != nil {
+                self.openConversation = nil
+                self.oldestShown = nil
+            } else {
+                shell.leaveMode()
+            }
+        }
+        command("chats", summary: "your conversations: last message, time, unread count") { shell, _ in
+            try self.listConversations(shell)
+        }
+        command("older", summary: "the page of messages before the ones shown") { shell, _ in
+            try self.showOlder(shell)
+        }
+        command("tap", arguments: [.positional("number", .integer, help: "the #number under a message")],
+                summary: "when message N was sent and received") { shell, arguments in
+            try self.tap(try arguments.integer("number")!, shell)
+        }
+    }
+
+    func makeDelivery(store: MessageStore, identity: Identity, shell: Shell) -> DeliveryService {
+        let inbox = shell.console.inbox
+        let link = self.link
+        let capabilities = shell.capabilities
+        let columns = shell.console.columns
+        let openBox = OpenConversationBox()
+        self.openBox = openBox
+        return DeliveryService(store: store, identity: identity, myPlane: { link.plane.withLock { $0 } }) { event in
+            switch event {
+            case .received(let conversation, let message, let from):
+                if openBox.id == conversation {
+                    let view = ConversationView(capabilities: capabilities, columns: columns)
+                    for line in view.bubble(message) { inbox.post(line) }
+                    openBox.markShown?(message.number)
+                } else {
+                    let preview = DisplayWidth.truncate(message.text.replacingOccurrences(of: "\n", with: " "), to: 40)
+                    inbox.post(Styler(capabilities).apply(.magenta, "✉") + " \(from): \(preview)   (open \(from))")
+                }
+            case .stateChanged(let conversation, let numbers, let state):
+                guard openBox.id == conversation, let last = numbers.max() else { return }
+                let which = numbers.count == 1 ? "#\(last)" : "#\(numbers.min()!)–#\(last)"
+                inbox.post(Styler(capabilities).dim("\(which) \(state.rawValue)"))
+            }
+        }
+    }
+
+    // MARK: Actions
+
+    private func requireDelivery() throws -> DeliveryService {
+        guard let delivery else { throw UserError("enter chat mode first: chat") }
+        return delivery
+    }
+
+    /// Finds the peer: present ones first (`name#fp` picks between equal names), then past
+    /// conversations.
+    private func open(_ wanted: String, _ shell: Shell) throws {
+        let delivery = try requireDelivery()
+        guard let me = profiles.current else { throw ProfileError.notLoggedIn }
+        let (name, fingerprint) = Self.splitHandle(wanted)
+        let present = (service?.peers() ?? []).filter {
+            $0.name.caseInsensitiveCompare(name) == .orderedSame && (fingerprint == nil || $0.fingerprint == fingerprint)
+        }
+        let mine = link.plane.withLock { $0 }
+        let visible = present.filter { Plane(wireValue: $0.announcement.plane).map(mine.canReach) ?? false }
+        let store = MessageStore(database: try shell.session.openDatabase())
+        let conversation: Conversation
+        if visible.count > 1 {
+            throw UserError("several peers are called \(name): " + visible.map(\.handle).joined(separator: ", ") + "; give name#fingerprint")
+        } else if let peer = visible.first {
+            conversation = try delivery.conversation(with: peer)
+        } else {
+            let past = try store.conversations(myKey: me.identity.signingPublicKey).map(\.conversation).filter {
+                $0.peerName.caseInsensitiveCompare(name) == .orderedSame
+                    && (fingerprint == nil || PeerIdentity.fingerprint(of: $0.peerKey) == fingerprint)
+            }
+            guard past.count == 1 else {
+                throw UserError(past.isEmpty ? "nobody called \(wanted) is in sight, and you have no conversation with them"
+                                             : "several conversations with \(name); give name#fingerprint")
+            }
+            conversation = past[0]
+        }
+        openConversation = conversation
+        openBox?.set(conversation.id) { [weak delivery] number in delivery?.shown(upTo: number, in: conversation) }
+        let page = try store.page(conversation.id)
+        oldestShown = page.first?.number
+        let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
+        let handle = conversation.peerName + "#" + PeerIdentity.fingerprint(of: conversation.peerKey)
+        shell.console.print(shell.styler.bold(handle) + (page.isEmpty ? " — no messages yet; type one and press Enter" : ""))
+        for line in view.render(page, now: shell.session.clock()) { shell.console.print(line) }
+        if let last = page.last { delivery.shown(upTo: last.number, in: conversation) }
+    }
+
+    /// A plain line in an open conversation is a message.
+    func sendLine(_ line: String, _ shell: Shell) throws -> Bool {
+        guard let conversation = openConversation, let delivery else { return false }
+        let text = line.trimmingCharacters(in: .whitespaces)
+        guard !text.isEmpty else { return true }
+        let message = try delivery.send(text, in: conversation)
+        let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
+        let bubble = view.bubble(message)
+        if animate && shell.capabilities.interactive { slide(bubble, shell) }
+        for row in bubble { shell.console.print(row) }
+        return true
+    }
+
+    /// The bubble travels from the left (where it was typed) to the right in a few frames.
+    private func slide(_ bubble: [String], _ shell: Shell) {
+        let console = shell.console
+        let lead = bubble.map { $0.prefix { $0 == " " }.count }.min() ?? 0
+        guard lead > 4 else { return }
+        for step in [0, lead / 3, 2 * lead / 3] {
+            for row in bubble { console.print(String(repeating: " ", count: step) + String(row.dropFirst(lead))) }
+            console.flush()
+            usleep(40_000)
+            console.write("\u{1B}[\(bubble.count)A\u{1B}[J")
+        }
+    }
+
+    private func listConversations(_ shell: Shell) throws {
+        guard let me = profiles.current else { throw ProfileError.notLoggedIn }
+        let summaries = try MessageStore(database: try shell.session.openDatabase()).conversations(myKey: me.identity.signingPublicKey)
+        guard !summaries.isEmpty else { return shell.console.print("no conversations yet: open NAME") }
+        let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
+        for summary in summaries {
+            let handle = summary.conversation.peerName + "#" + PeerIdentity.fingerprint(of: summary.conversation.peerKey)
+            let when = summary.lastTime.map { view.sectionTitle($0, now: shell.session.clock()) } ?? ""
+            let unread = summary.unread > 0 ? shell.styler.bold("\(summary.unread) unread") : ""
+            let last = summary.lastText.map { DisplayWidth.truncate($0.replacingOccurrences(of: "\n", with: " "), to: 32) } ?? ""
+            shell.console.print([DisplayWidth.pad(handle, to: 20), DisplayWidth.pad(when, to: 18), DisplayWidth.pad(unread, to: 10), last]
+                                    .joined(separator: " "))
+        }
+    }
+
+    private func showOlder(_ shell: Shell) throws {
+        guard let conversation = openConversation else { throw UserError("open a conversation first: open NAME") }
+        guard let oldest = oldestShown else { return shell.console.print("nothing older") }
+        let store = MessageStore(database: try shell.session.openDatabase())
+        let page = try store.page(conversation.id, before: oldest)
+        guard !page.isEmpty else { return shell.console.print("nothing older") }
+        oldestShown = page.first?.number
+        let previous = try store.message(before: page.first!.number, in: conversation.id)
+        let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
+        for line in view.render(page, previous: previous, now: shell.session.clock()) { shell.console.print(line) }
+    }
+
+    private func tap(_ number: Int, _ shell: Shell) throws {
+        let store = MessageStore(database: try shell.session.openDatabase())
+        guard let (message, _) = try store.message(Int64(number)) else { throw UserError("there is no message #\(number)") }
+        let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
+        let now = shell.session.clock()
+        func stamp(_ time: Double) -> String {
+            let seconds = Int(time) % 60
+            return view.sectionTitle(time, now: now) + String(format: ":%02d", seconds)
+        }
+        let received = message.receivedAt.map(stamp) ?? (message.outgoing ? "not yet delivered" : "?")
+        shell.console.print("#\(number): sent \(stamp(message.sentAt)), " + (message.outgoing ? "delivered " : "received ") + received
+                            + (message.outgoing ? "  (\(message.state.rawValue))" : ""))
+    }
+
+    static func splitHandle(_ text: String) -> (name: String, fingerprint: String?) {
+        guard let hash = text.lastIndex(of: "#") else { return (text, nil) }
+        return (String(text[..<hash]), String(text[text.index(after: hash)...]).lowercased())
+    }
+}
+
+/// The open conversation, as the network thread needs to know it: written on the shell's
+/// thread, read on the network thread.
+final class OpenConversationBox: Sendable {
+    private struct State {
+        var conversation: Int64?
+        var shown: (@Sendable (Int64) -> Void)?
+    }
+    private let state = Mutex(State())
+
+    var id: Int64? { state.withLock { $0.conversation } }
+    var markShown: (@Sendable (Int64) -> Void)? { state.withLock { $0.shown } }
+
+    func set(_ id: Int64?, markShown: (@Sendable (Int64) -> Void)?) {
+        state.withLock { $0 = State(conversation: id, shown: markShown) }
+    }
+}

@@ -1,0 +1,254 @@
+import Crypto
+import Foundation
+import Nearby
+import Storage
+import Synchronization
+
+/// What the conversation view hears about.
+public enum DeliveryEvent: Sendable {
+    /// A whole message arrived, in order, and is stored.
+    case received(conversation: Int64, message: ChatMessage, from: String)
+    /// Your messages changed state (sent, delivered, read).
+    case stateChanged(conversation: Int64, numbers: [Int64], state: ChatMessage.State)
+}
+
+/// Reliable, encrypted 1:1 delivery on top of the nearby service: every message is stored
+/// first, sent in fragments over unicast, retransmitted until acknowledged, and kept in the
+/// outbox while the peer is away. Incoming fragments are checked (signature, recipient, plane,
+/// decryption) and reassembled in order before they are stored and acknowledged.
+public final class DeliveryService: Sendable {
+    private struct Link {
+        var conversation: Int64
+        var key: SymmetricKey
+        var queue = OutgoingQueue()
+        var assembler: IncomingAssembler
+    }
+
+    private let store: MessageStore
+    private let identity: Identity
+    private let myPlane: @Sendable () -> Plane
+    private let onEvent: @Sendable (DeliveryEvent) -> Void
+    private let links = Mutex<[Data: Link]>([:])
+    private let service = Mutex<NearbyService?>(nil)
+    private let dropped = Mutex<[String: Int]>([:])
+    private let clock: @Sendable () -> Double
+
+    public static let maximumLength = 4_000
+
+    public init(store: MessageStore, identity: Identity, myPlane: @escaping @Sendable () -> Plane,
+                clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
+                onEvent: @escaping @Sendable (DeliveryEvent) -> Void) {
+        self.store = store
+        self.identity = identity
+        self.myPlane = myPlane
+        self.clock = clock
+        self.onEvent = onEvent
+    }
+
+    var myKey: Data { identity.signingPublicKey }
+
+    /// Connects to a started nearby service.
+    public func attach(_ nearby: NearbyService) {
+        service.withLock { $0 = nearby }
+        nearby.setDirectHooks(.init(packet: { [weak self] packet, host in self?.receive(packet, from: host) },
+                                    tick: { [weak self] now in self?.tick(now: now) }))
+    }
+
+    public var droppedCounts: [String: Int] { dropped.withLock { $0 } }
+
+    private func drop(_ reason: String) { dropped.withLock { $0[reason, default: 0] += 1 } }
+
+    // MARK: Sending
+
+    public enum SendError: Error, Equatable, CustomStringConvertible {
+        case tooLong(Int)
+        case empty
+        case cannotReach(mine: Plane, theirs: Plane, name: String)
+
+        public var description: String {
+            switch self {
+            case .tooLong(let count): return "the message has \(count) characters; at most \(DeliveryService.maximumLength) can be sent"
+            case .empty: return "nothing to send"
+            case .cannotReach(let mine, let theirs, let name):
+                return "you are \(mine.name) and \(name) is \(theirs.name): your words cannot reach them"
+            }
+        }
+    }
+
+    /// The conversation with a peer, made if new.
+    public func conversation(with peer: Peer) throws -> Conversation {
+        try store.conversation(myKey: myKey, peerKey: peer.signingKey, peerName: peer.name,
+                               peerAgreementKey: peer.announcement.agreementKey, now: clock())
+    }
+
+    /// Stores `text` for the conversation and queues it; it goes now if the peer is in range and
+    /// the planes allow it, or later from the outbox.
+    public func send(_ text: String, in conversation: Conversation) throws -> ChatMessage {
+        guard !text.isEmpty else { throw SendError.empty }
+        guard text.count <= Self.maximumLength else { throw SendError.tooLong(text.count) }
+        if let peer = presentPeer(conversation.peerKey), let theirs = Plane(wireValue: peer.announcement.plane),
+           !myPlane().canReach(theirs) {
+            throw SendError.cannotReach(mine: myPlane(), theirs: theirs, name: peer.handle)
+        }
+        let pieces = MessageCrypto.split(text)
+        let now = clock()
+        let pending = try store.queueOutgoing(text, fragments: pieces.count, in: conversation.id, now: now)
+        try withLink(conversation) { link in
+            link.queue.enqueue(Self.fragments(pending), message: pending.number, now: now)
+        }
+        return ChatMessage(number: pending.number, outgoing: true, text: text, sentAt: now, state: .sending)
+    }
+
+    /// The fragments of a stored message (splitting is deterministic, so an outbox entry
+    /// reloaded after a restart gets the same fragments).
+    static func fragments(_ message: PendingMessage) -> [Fragment] {
+        let pieces = MessageCrypto.split(message.text)
+        let sentAt = UInt64(message.sentAt * 1000)
+        return pieces.enumerated().map { index, piece in
+            Fragment(sequence: message.firstSequence + UInt32(index), isLast: index == pieces.count - 1, sentAt: sentAt, text: piece)
+        }
+    }
+
+    /// A peer came (back) into range: its outbox is loaded and everything is sent at once.
+    public func peerArrived(_ peer: Peer) {
+        guard let conversation = try? store.conversation(myKey: myKey, peerKey: peer.signingKey, peerName: peer.name,
+                                                         peerAgreementKey: peer.announcement.agreementKey, now: clock()),
+              let outbox = try? store.outbox(conversation.id) else { return }
+        let now = clock()
+        try? withLink(conversation) { link in
+            for message in outbox { link.queue.enqueue(Self.fragments(message), message: message.number, now: now) }
+            link.queue.restart(now: now)
+        }
+    }
+
+    /// Loads every outbox at start, so messages written while away go when their peer appears.
+    public func loadOutboxes() throws {
+        let now = clock()
+        for conversation in try store.conversationsWithOutbox(myKey: myKey) {
+            let outbox = try store.outbox(conversation.id)
+            try withLink(conversation) { link in
+                for message in outbox { link.queue.enqueue(Self.fragments(message), message: message.number, now: now) }
+            }
+        }
+    }
+
+    /// Sends what is due to the peers in range.
+    func tick(now: Double) {
+        guard let nearby = service.withLock({ $0 }) else { return }
+        let present = Dictionary(nearby.peers().map { ($0.signingKey, $0) }, uniquingKeysWith: { a, _ in a })
+        var firstSent: [(Int64, [Int64])] = []
+        let outgoing: [(Peer, SymmetricKey, [Fragment])] = links.withLock { links in
+            var result: [(Peer, SymmetricKey, [Fragment])] = []
+            for (key, var link) in links where !link.queue.isEmpty {
+                guard let peer = present[key], let theirs = Plane(wireValue: peer.announcement.plane),
+                      myPlane().canReach(theirs) else { continue }
+                let (fragments, first) = link.queue.due(now: now)
+                links[key] = link
+                if !fragments.isEmpty { result.append((peer, link.key, fragments)) }
+                if !first.isEmpty { firstSent.append((link.conversation, Array(first))) }
+            }
+            return result
+        }
+        for (peer, key, fragments) in outgoing {
+            for fragment in fragments {
+                guard let sealed = try? MessageCrypto.seal(fragment, key: key, sender: myKey, recipient: peer.signingKey) else { continue }
+                nearby.sendDirect(.message(recipient: peer.signingKey, sealed: sealed), host: peer.host, port: peer.announcement.unicastPort)
+            }
+        }
+        for (conversation, numbers) in firstSent {
+            try? store.markSent(numbers)
+            onEvent(.stateChanged(conversation: conversation, numbers: numbers, state: .sent))
+        }
+    }
+
+    // MARK: Receiving
+
+    func receive(_ packet: Packet, from host: String) {
+        switch packet.payload {
+        case .message(let recipient, let sealed):
+            guard recipient == myKey else { return drop("not for us") }
+            // The plane table binds the receiver too: only a sender whose plane reaches ours.
+            guard let peer = presentPeer(packet.sender), let theirs = Plane(wireValue: peer.announcement.plane) else {
+                return drop("unknown sender")
+            }
+            guard theirs.canReach(myPlane()) else { return drop("plane") }
+            guard let conversation = try? self.conversation(with: peer) else { return drop("storage") }
+            receiveFragment(sealed, from: peer, conversation: conversation)
+        case .ack(let recipient, let sequence):
+            guard recipient == myKey, let conversation = knownConversation(packet.sender) else { return }
+            links.withLock { $0[packet.sender]?.queue.acknowledge(upTo: sequence) }
+            if let numbers = try? store.acknowledge(conversation, upTo: sequence, now: clock()), !numbers.isEmpty {
+                onEvent(.stateChanged(conversation: conversation, numbers: numbers, state: .delivered))
+            }
+        case .read(let recipient, let sequence):
+            guard recipient == myKey, let conversation = knownConversation(packet.sender) else { return }
+            if let numbers = try? store.markRead(conversation, upTo: sequence), !numbers.isEmpty {
+                onEvent(.stateChanged(conversation: conversation, numbers: numbers, state: .read))
+            }
+        default:
+            return
+        }
+    }
+
+    private func receiveFragment(_ sealed: Data, from peer: Peer, conversation: Conversation) {
+        let outcome: IncomingAssembler.Outcome? = try? withLink(conversation) { link -> IncomingAssembler.Outcome? in
+            guard let fragment = try? MessageCrypto.open(sealed, key: link.key, sender: peer.signingKey, recipient: myKey) else {
+                return nil
+            }
+            var assembler = link.assembler
+            let outcome = assembler.receive(fragment)
+            if case .messages(let messages) = outcome {
+                // Stored before acknowledged: a crash between the two only repeats the ack.
+                for message in messages {
+                    guard let number = try? store.receive(message.text, in: conversation.id, firstSequence: message.firstSequence,
+                                                          lastSequence: message.lastSequence,
+                                                          sentAt: Double(message.sentAt) / 1000, now: clock()) else { return nil }
+                    onEvent(.received(conversation: conversation.id,
+                                      message: ChatMessage(number: number, outgoing: false, text: message.text,
+                                                           sentAt: Double(message.sentAt) / 1000, receivedAt: clock(), state: .received),
+                                      from: peer.handle))
+                }
+            }
+            link.assembler = assembler
+            return outcome
+        } ?? nil
+        guard let outcome else { return drop("cannot decrypt") }
+        if outcome == .outOfWindow { return drop("out of window") }
+        let delivered = links.withLock { $0[peer.signingKey]?.assembler.delivered } ?? 0
+        service.withLock { $0 }?.sendDirect(.ack(recipient: peer.signingKey, sequence: delivered), host: peer.host,
+                                            port: peer.announcement.unicastPort)
+    }
+
+    /// Incoming messages up to `number` were shown: tell the peer (a read receipt).
+    public func shown(upTo number: Int64, in conversation: Conversation) {
+        guard let sequence = try? store.markShown(conversation.id, upTo: number),
+              let peer = presentPeer(conversation.peerKey) else { return }
+        service.withLock { $0 }?.sendDirect(.read(recipient: peer.signingKey, sequence: sequence), host: peer.host,
+                                            port: peer.announcement.unicastPort)
+    }
+
+    // MARK: Links
+
+    private func presentPeer(_ key: Data) -> Peer? {
+        service.withLock { $0 }?.peers().first { $0.signingKey == key }
+    }
+
+    private func knownConversation(_ peerKey: Data) -> Int64? {
+        links.withLock { $0[peerKey]?.conversation }
+    }
+
+    /// Runs `body` on the link of `conversation`, creating it (key derived, assembler resumed
+    /// from the stored delivered sequence) on first use.
+    @discardableResult
+    private func withLink<T>(_ conversation: Conversation, _ body: (inout Link) throws -> T) throws -> T {
+        try links.withLock { links in
+            if links[conversation.peerKey] == nil {
+                let key = try MessageCrypto.key(mine: identity.agreement, theirs: conversation.peerAgreementKey,
+                                                mySigningKey: myKey, theirSigningKey: conversation.peerKey)
+                links[conversation.peerKey] = Link(conversation: conversation.id, key: key,
+                                                   assembler: IncomingAssembler(delivered: conversation.deliveredSequence))
+            }
+            return try body(&links[conversation.peerKey]!)
+        }
+    }
+}
