@@ -1,0 +1,68 @@
+import Foundation
+import Glibc
+import Testing
+
+/// Conversations between real processes on namespace hosts.
+@Suite(.enabled(if: inPrivateNetwork, "runs only inside scripts/in-netns (make test)"))
+struct DeliveryIntegrationTests {
+    /// Rows of a query on a host's database, read with the sqlite3 shell (WAL lets it read while
+    /// seance writes).
+    func query(_ data: String, _ sql: String) throws -> [String] {
+        try sh("sqlite3 '\(data)/seance.sqlite' \"\(sql)\" 2>/dev/null").split(separator: "\n").map(String.init)
+    }
+
+    /// Polls until `condition` holds, up to `timeout` seconds.
+    func eventually(timeout: Double, _ condition: () throws -> Bool) rethrows -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if try condition() { return true }
+            usleep(200_000)
+        }
+        return try condition()
+    }
+
+    @Test func aThousandMessagesThroughTenPercentLossArriveOnceAndInOrder() throws {
+        let net = try TestNetwork(hosts: 2)
+        try net.dropFrames(percent: 10)
+        let a = try net.makeProfile("ann", host: 1), b = try net.makeProfile("ben", host: 2)
+        let runB = try net.start(host: 2, data: b, name: "ben", lines: ["chat", "sleep 60"])
+        let messages = (1...1_000).map { "message \($0)" }
+        let runA = try net.start(host: 1, data: a, name: "ann", arguments: ["--bail"],
+                                 lines: ["chat", "sleep 1.5", "open ben"] + messages + ["sleep 60"])
+        defer { runA.kill(); runB.kill() }
+        let arrived = try eventually(timeout: 60) {
+            try query(a, "SELECT count(*) FROM message WHERE outgoing = 1 AND state IN ('delivered', 'read')") == ["1000"]
+        }
+        let states = try query(a, "SELECT state, count(*) FROM message GROUP BY state")
+        #expect(arrived, "sender's states: \(states)")
+        #expect(try query(b, "SELECT text FROM message WHERE outgoing = 0 ORDER BY id") == messages)
+        #expect(try net.droppedFrames() > 0)
+    }
+
+    @Test func aReceiverKilledMidStreamGetsTheRestFromTheOutbox() throws {
+        let net = try TestNetwork(hosts: 2)
+        let a = try net.makeProfile("ann", host: 1), b = try net.makeProfile("ben", host: 2)
+        var runB = try net.start(host: 2, data: b, name: "ben", lines: ["chat", "sleep 60"])
+        let messages = (1...400).map { "line \($0) " + String(repeating: "·", count: $0 % 50 + 1) }
+        let runA = try net.start(host: 1, data: a, name: "ann",
+                                 lines: ["chat", "sleep 1.5", "open ben"] + messages + ["sleep 60"])
+        defer { runA.kill() }
+        let someArrived = try eventually(timeout: 30) {
+            (Int(try query(b, "SELECT count(*) FROM message WHERE outgoing = 0").first ?? "0") ?? 0) >= 50
+        }
+        #expect(someArrived)
+        runB.kill()  // Mid-stream, no goodbye.
+        _ = runB.wait()
+        usleep(500_000)
+        runB = try net.start(host: 2, data: b, name: "ben", lines: ["chat", "sleep 60"])
+        defer { runB.kill() }
+        let all = try eventually(timeout: 40) {
+            try query(b, "SELECT count(*) FROM message WHERE outgoing = 0") == ["400"]
+        }
+        #expect(all)
+        #expect(try query(b, "SELECT text FROM message WHERE outgoing = 0 ORDER BY id") == messages)
+        #expect(try eventually(timeout: 10) {
+            try query(a, "SELECT count(*) FROM message WHERE outgoing = 1 AND state IN ('sending', 'sent')") == ["0"]
+        })
+    }
+}
