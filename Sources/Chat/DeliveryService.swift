@@ -12,6 +12,17 @@ public enum DeliveryEvent: Sendable {
     case stateChanged(conversation: Int64, numbers: [Int64], state: ChatMessage.State)
 }
 
+/// What delivery needs of the network: who is in range, and a way to send them a packet.
+public struct DeliveryNetwork: Sendable {
+    public var peers: @Sendable () -> [Peer]
+    public var send: @Sendable (Payload, _ host: String, _ port: UInt16) -> Void
+
+    public init(peers: @escaping @Sendable () -> [Peer], send: @escaping @Sendable (Payload, String, UInt16) -> Void) {
+        self.peers = peers
+        self.send = send
+    }
+}
+
 /// Reliable, encrypted 1:1 delivery on top of the nearby service: every message is stored
 /// first, sent in fragments over unicast, retransmitted until acknowledged, and kept in the
 /// outbox while the peer is away. Incoming fragments are checked (signature, recipient, plane,
@@ -29,7 +40,7 @@ public final class DeliveryService: Sendable {
     private let myPlane: @Sendable () -> Plane
     private let onEvent: @Sendable (DeliveryEvent) -> Void
     private let links = Mutex<[Data: Link]>([:])
-    private let service = Mutex<NearbyService?>(nil)
+    private let network = Mutex<DeliveryNetwork?>(nil)
     private let dropped = Mutex<[String: Int]>([:])
     private let clock: @Sendable () -> Double
 
@@ -49,9 +60,17 @@ public final class DeliveryService: Sendable {
 
     /// Connects to a started nearby service.
     public func attach(_ nearby: NearbyService) {
-        service.withLock { $0 = nearby }
+        connect(DeliveryNetwork(peers: { [weak nearby] in nearby?.peers() ?? [] },
+                                send: { [weak nearby] payload, host, port in nearby?.sendDirect(payload, host: host, port: port) }))
         nearby.setDirectHooks(.init(packet: { [weak self] packet, host in self?.receive(packet, from: host) },
                                     tick: { [weak self] now in self?.tick(now: now) }))
+    }
+
+    /// Uses `network` for peers and sending (tests give an in-memory one).
+    public func connect(_ network: DeliveryNetwork) { self.network.withLock { $0 = network } }
+
+    private func transmit(_ payload: Payload, to peer: Peer) {
+        network.withLock { $0 }?.send(payload, peer.host, peer.announcement.unicastPort)
     }
 
     public var droppedCounts: [String: Int] { dropped.withLock { $0 } }
@@ -133,9 +152,9 @@ public final class DeliveryService: Sendable {
     }
 
     /// Sends what is due to the peers in range.
-    func tick(now: Double) {
-        guard let nearby = service.withLock({ $0 }) else { return }
-        let present = Dictionary(nearby.peers().map { ($0.signingKey, $0) }, uniquingKeysWith: { a, _ in a })
+    public func tick(now: Double) {
+        guard let network = network.withLock({ $0 }) else { return }
+        let present = Dictionary(network.peers().map { ($0.signingKey, $0) }, uniquingKeysWith: { a, _ in a })
         var firstSent: [(Int64, [Int64])] = []
         let outgoing: [(Peer, SymmetricKey, [Fragment])] = links.withLock { links in
             var result: [(Peer, SymmetricKey, [Fragment])] = []
@@ -152,7 +171,7 @@ public final class DeliveryService: Sendable {
         for (peer, key, fragments) in outgoing {
             for fragment in fragments {
                 guard let sealed = try? MessageCrypto.seal(fragment, key: key, sender: myKey, recipient: peer.signingKey) else { continue }
-                nearby.sendDirect(.message(recipient: peer.signingKey, sealed: sealed), host: peer.host, port: peer.announcement.unicastPort)
+                transmit(.message(recipient: peer.signingKey, sealed: sealed), to: peer)
             }
         }
         for (conversation, numbers) in firstSent {
@@ -163,7 +182,7 @@ public final class DeliveryService: Sendable {
 
     // MARK: Receiving
 
-    func receive(_ packet: Packet, from host: String) {
+    public func receive(_ packet: Packet, from host: String) {
         switch packet.payload {
         case .message(let recipient, let sealed):
             guard recipient == myKey else { return drop("not for us") }
@@ -215,22 +234,20 @@ public final class DeliveryService: Sendable {
         guard let outcome else { return drop("cannot decrypt") }
         if outcome == .outOfWindow { return drop("out of window") }
         let delivered = links.withLock { $0[peer.signingKey]?.assembler.delivered } ?? 0
-        service.withLock { $0 }?.sendDirect(.ack(recipient: peer.signingKey, sequence: delivered), host: peer.host,
-                                            port: peer.announcement.unicastPort)
+        transmit(.ack(recipient: peer.signingKey, sequence: delivered), to: peer)
     }
 
     /// Incoming messages up to `number` were shown: tell the peer (a read receipt).
     public func shown(upTo number: Int64, in conversation: Conversation) {
         guard let sequence = try? store.markShown(conversation.id, upTo: number),
               let peer = presentPeer(conversation.peerKey) else { return }
-        service.withLock { $0 }?.sendDirect(.read(recipient: peer.signingKey, sequence: sequence), host: peer.host,
-                                            port: peer.announcement.unicastPort)
+        transmit(.read(recipient: peer.signingKey, sequence: sequence), to: peer)
     }
 
     // MARK: Links
 
     private func presentPeer(_ key: Data) -> Peer? {
-        service.withLock { $0 }?.peers().first { $0.signingKey == key }
+        network.withLock { $0 }?.peers().first { $0.signingKey == key }
     }
 
     private func knownConversation(_ peerKey: Data) -> Int64? {

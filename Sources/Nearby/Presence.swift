@@ -53,6 +53,19 @@ public struct AnnounceSchedule: Sendable {
 
 /// Someone nearby, as their last announcement described them.
 public struct Peer: Equatable, Sendable {
+    public init(signingKey: Data, announcement: Announcement, host: String, lastSeen: Double) {
+        self.signingKey = signingKey
+        self.announcement = announcement
+        self.host = host
+        self.lastSeen = lastSeen
+        self.newest = Freshness(timestamp: 0, sequence: 0)
+    }
+
+    init(signingKey: Data, announcement: Announcement, host: String, lastSeen: Double, newest: Freshness) {
+        self.init(signingKey: signingKey, announcement: announcement, host: host, lastSeen: lastSeen)
+        self.newest = newest
+    }
+
     public var signingKey: Data
     public var announcement: Announcement
     /// Where their packets come from (for direct messages).

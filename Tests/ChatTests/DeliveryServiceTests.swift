@@ -1,0 +1,148 @@
+import Crypto
+import Foundation
+import Glibc
+import Nearby
+import Storage
+import Synchronization
+import Testing
+@testable import Chat
+
+/// A value shared across closures, behind a lock.
+final class Shared<Value: Sendable>: Sendable {
+    private let mutex: Mutex<Value>
+    init(_ value: Value) { mutex = Mutex(value) }
+    func withLock<R>(_ body: (inout Value) -> R) -> R { mutex.withLock { body(&$0) } }
+    func take() -> Value where Value: RangeReplaceableCollection {
+        mutex.withLock { value in
+            defer { value = Value() }
+            return value
+        }
+    }
+}
+
+/// Two delivery services joined by an in-memory network that can lose, duplicate or tamper.
+final class Pair: Sendable {
+    let alice = Identity(), bob = Identity()
+    let aliceStore: MessageStore, bobStore: MessageStore
+    let aliceDelivery: DeliveryService, bobDelivery: DeliveryService
+    let alicePlane = Shared(Plane.human), bobPlane = Shared(Plane.human)
+    /// Packets in flight from each side, in order; tests deliver them by hand.
+    let toBob = Shared<[Packet]>([]), toAlice = Shared<[Packet]>([])
+    let received = Shared<[String]>([])
+    let directory: String
+
+    init() throws {
+        var template = Array("/tmp/seance-delivery-XXXXXX".utf8CString)
+        directory = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+        aliceStore = MessageStore(database: try SeanceDatabase(path: directory + "/a.sqlite"))
+        bobStore = MessageStore(database: try SeanceDatabase(path: directory + "/b.sqlite"))
+        let alicePlane = self.alicePlane, bobPlane = self.bobPlane, received = self.received
+        aliceDelivery = DeliveryService(store: aliceStore, identity: alice, myPlane: { alicePlane.withLock { $0 } }, clock: { 0 }) { _ in }
+        bobDelivery = DeliveryService(store: bobStore, identity: bob, myPlane: { bobPlane.withLock { $0 } }, clock: { 0 }) { event in
+            if case .received(_, let message, _) = event { received.withLock { $0.append(message.text) } }
+        }
+        let (alice, bob, toBob, toAlice) = (self.alice, self.bob, self.toBob, self.toAlice)
+        aliceDelivery.connect(DeliveryNetwork(
+            peers: { [Pair.peer(bob, "bob", bobPlane.withLock { $0 })] },
+            send: { payload, _, _ in toBob.withLock { $0.append(Pair.packet(payload, from: alice)) } }))
+        bobDelivery.connect(DeliveryNetwork(
+            peers: { [Pair.peer(alice, "alice", alicePlane.withLock { $0 })] },
+            send: { payload, _, _ in toAlice.withLock { $0.append(Pair.packet(payload, from: bob)) } }))
+    }
+
+    deinit { _ = system("rm -rf \(directory)") }
+
+    static func peer(_ identity: Identity, _ name: String, _ plane: Plane) -> Peer {
+        Peer(signingKey: identity.signingPublicKey,
+             announcement: Announcement(name: name, agreementKey: identity.agreementPublicKey, plane: plane.wireValue,
+                                        avatar: .none, unicastPort: 1, intervalMilliseconds: 5000),
+             host: "198.18.0.1", lastSeen: 0)
+    }
+
+    static func packet(_ payload: Payload, from identity: Identity) -> Packet {
+        Packet(sender: identity.signingPublicKey, timestamp: 1, sequence: 1, payload: payload)
+    }
+
+    func conversationAtAlice() throws -> Conversation { try aliceDelivery.conversation(with: Pair.peer(bob, "bob", .human)) }
+
+    /// Delivers everything in flight, both ways, `rounds` times (with a tick between).
+    func exchange(rounds: Int = 3, now: Double = 0) {
+        for round in 0..<rounds {
+            aliceDelivery.tick(now: now + Double(round) * 10)
+            for packet in toBob.take() { bobDelivery.receive(packet, from: "h") }
+            for packet in toAlice.take() { aliceDelivery.receive(packet, from: "h") }
+        }
+    }
+}
+
+@Suite struct DeliveryServiceTests {
+    @Test func messagesArriveDecryptedAndAreConfirmed() throws {
+        let pair = try Pair()
+        let conversation = try pair.conversationAtAlice()
+        let long = String(repeating: "👻 boo ", count: 500)  // Several fragments.
+        _ = try pair.aliceDelivery.send("hello", in: conversation)
+        _ = try pair.aliceDelivery.send(long, in: conversation)
+        pair.exchange()
+        #expect(pair.received.withLock { $0 } == ["hello", long])
+        #expect(try pair.aliceStore.outbox(conversation.id).isEmpty)
+        #expect(try pair.aliceStore.page(conversation.id).map(\.state) == [.delivered, .delivered])
+    }
+
+    @Test func replayedFragmentsAreNotStoredTwice() throws {
+        let pair = try Pair()
+        let conversation = try pair.conversationAtAlice()
+        _ = try pair.aliceDelivery.send("only once", in: conversation)
+        pair.aliceDelivery.tick(now: 0)
+        let captured = pair.toBob.withLock { $0 }
+        for _ in 0..<3 { for packet in captured { pair.bobDelivery.receive(packet, from: "h") } }
+        #expect(pair.received.withLock { $0 } == ["only once"])
+        let bobConversation = try pair.bobDelivery.conversation(with: Pair.peer(pair.alice, "alice", .human))
+        #expect(try pair.bobStore.page(bobConversation.id).count == 1)
+    }
+
+    @Test func corruptedForeignAndMisaddressedFragmentsAreDropped() throws {
+        let pair = try Pair()
+        let conversation = try pair.conversationAtAlice()
+        _ = try pair.aliceDelivery.send("secret", in: conversation)
+        pair.aliceDelivery.tick(now: 0)
+        guard case .message(let recipient, let sealed)? = pair.toBob.withLock({ $0.first?.payload }) else {
+            Issue.record("nothing sent"); return
+        }
+        var corrupted = sealed
+        corrupted[corrupted.count - 1] ^= 1
+        pair.bobDelivery.receive(Pair.packet(.message(recipient: recipient, sealed: corrupted), from: pair.alice), from: "h")
+        // Someone else's packet for bob, claiming to be from an unknown key.
+        pair.bobDelivery.receive(Pair.packet(.message(recipient: recipient, sealed: sealed), from: Identity()), from: "h")
+        // Alice's packet addressed to somebody else.
+        pair.bobDelivery.receive(Pair.packet(.message(recipient: Data(repeating: 0, count: 32), sealed: sealed), from: pair.alice), from: "h")
+        #expect(pair.received.withLock { $0 }.isEmpty)
+        #expect(pair.bobDelivery.droppedCounts == ["cannot decrypt": 1, "unknown sender": 1, "not for us": 1])
+    }
+
+    @Test func theReceiverEnforcesThePlanes() throws {
+        let pair = try Pair()
+        let conversation = try pair.conversationAtAlice()
+        // Alice (Ghost) may write to bob (Human); once alice is only Dying, bob drops what she sends.
+        pair.alicePlane.withLock { $0 = .ghost }
+        _ = try pair.aliceDelivery.send("boo", in: conversation)
+        pair.aliceDelivery.tick(now: 0)
+        pair.alicePlane.withLock { $0 = .dying }
+        for packet in pair.toBob.withLock({ $0 }) { pair.bobDelivery.receive(packet, from: "h") }
+        #expect(pair.received.withLock { $0 }.isEmpty)
+        #expect(pair.bobDelivery.droppedCounts["plane"] == 1)
+        // And the sender refuses at once when the table forbids it.
+        #expect(throws: DeliveryService.SendError.cannotReach(mine: .dying, theirs: .human, name: "bob#" + PeerIdentity.fingerprint(of: pair.bob.signingPublicKey))) {
+            try pair.aliceDelivery.send("hello?", in: conversation)
+        }
+    }
+
+    @Test func tooLongIsRefusedBeforeAnythingIsStored() throws {
+        let pair = try Pair()
+        let conversation = try pair.conversationAtAlice()
+        #expect(throws: DeliveryService.SendError.tooLong(4_001)) {
+            try pair.aliceDelivery.send(String(repeating: "x", count: 4_001), in: conversation)
+        }
+        _ = try pair.aliceDelivery.send(String(repeating: "x", count: 4_000), in: conversation)
+        #expect(try pair.aliceStore.page(conversation.id).count == 1)
+    }
+}
