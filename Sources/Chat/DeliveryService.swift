@@ -130,9 +130,8 @@ public final class DeliveryService: Sendable {
 
     /// A peer came (back) into range: its outbox is loaded and everything is sent at once.
     public func peerArrived(_ peer: Peer) {
-        guard let conversation = try? store.conversation(myKey: myKey, peerKey: peer.signingKey, peerName: peer.name,
-                                                         peerAgreementKey: peer.announcement.agreementKey, now: clock()),
-              let outbox = try? store.outbox(conversation.id) else { return }
+        guard let conversation = try? store.existingConversation(myKey: myKey, peerKey: peer.signingKey),
+              let outbox = try? store.outbox(conversation.id), !outbox.isEmpty else { return }
         let now = clock()
         try? withLink(conversation) { link in
             for message in outbox { link.queue.enqueue(Self.fragments(message), message: message.number, now: now) }

@@ -52,6 +52,11 @@ public struct MessageStore: Sendable {
         }
     }
 
+    /// The conversation between `myKey` and `peerKey`, if there is one (never creates it).
+    public func existingConversation(myKey: Data, peerKey: Data) throws -> Conversation? {
+        try database.read { db in try Self.fetch(db, sql: "SELECT * FROM conversation WHERE myKey = ? AND peerKey = ?", [myKey, peerKey]) }
+    }
+
     public func conversation(id: Int64) throws -> Conversation? {
         try database.read { db in try Self.fetch(db, sql: "SELECT * FROM conversation WHERE id = ?", [id]) }
     }

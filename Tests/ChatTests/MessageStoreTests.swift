@@ -78,3 +78,16 @@ import Testing
         #expect(again.id == conversation.id && again.peerName == "robert")
     }
 }
+
+@Suite struct ConversationLookupTests {
+    @Test func lookingUpNeverCreates() throws {
+        var template = Array("/tmp/seance-lookup-XXXXXX".utf8CString)
+        let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+        defer { _ = system("rm -rf \(dir)") }
+        let store = MessageStore(database: try SeanceDatabase(path: dir + "/seance.sqlite"))
+        #expect(try store.existingConversation(myKey: Data([1]), peerKey: Data([2])) == nil)
+        #expect(try store.conversations(myKey: Data([1])).isEmpty)
+        _ = try store.conversation(myKey: Data([1]), peerKey: Data([2]), peerName: "bob", peerAgreementKey: Data(count: 32), now: 0)
+        #expect(try store.existingConversation(myKey: Data([1]), peerKey: Data([2]))?.peerName == "bob")
+    }
+}

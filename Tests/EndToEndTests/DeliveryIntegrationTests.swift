@@ -66,3 +66,35 @@ struct DeliveryIntegrationTests {
         })
     }
 }
+
+@Suite(.enabled(if: inPrivateNetwork, "runs only inside scripts/in-netns (make test)"))
+struct PlaneTableIntegrationTests {
+    /// Five hosts, one on each plane, each trying to write to every other: a message arrives
+    /// exactly where SPEC §4's table allows (row: the writer, column: the reader).
+    @Test func theOneWayTableHoldsForEveryPairOfPlanes() throws {
+        let planes = [("hum", 80, "✓✕✕✕✕"), ("dyi", 40, "✕✓✕✕✕"), ("hol", 20, "✕✓✓✕✕"), ("und", 8, "✕✓✓✓✓"), ("gho", 3, "✓✓✓✓✓")]
+        let net = try TestNetwork(hosts: planes.count)
+        let data = try planes.enumerated().map { try net.makeProfile($0.element.0, host: $0.offset + 1) }
+        var runs: [TestNetwork.Run] = []
+        for (index, (name, battery, _)) in planes.enumerated() {
+            var lines = ["chat", "sleep 2"]
+            for (other, _, _) in planes where other != name {
+                lines += ["open \(other)", "from \(name) to \(other)", "back"]
+            }
+            lines += ["sleep 4"]
+            runs.append(try net.start(host: index + 1, data: data[index], name: name, arguments: ["--battery", "\(battery)"],
+                                      lines: lines))
+        }
+        let outputs = runs.map { $0.wait() }
+        for (reader, (readerName, _, _)) in planes.enumerated() {
+            let got = try sh("sqlite3 '\(data[reader])/seance.sqlite' \"SELECT text FROM message WHERE outgoing = 0\"")
+            for (writerName, _, row) in planes where writerName != readerName {
+                let allowed = Array(row)[reader] == "✓"
+                #expect(got.contains("from \(writerName) to \(readerName)") == allowed,
+                        "\(writerName) → \(readerName): expected \(allowed ? "delivered" : "refused")\n\(outputs[reader])")
+            }
+        }
+        // A refused write says why at the writer: the peer is not in sight.
+        #expect(outputs[0].contains("nobody called dyi is in sight"), "\(outputs[0])")
+    }
+}
