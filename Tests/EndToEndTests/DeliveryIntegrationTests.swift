@@ -79,7 +79,7 @@ struct PlaneTableIntegrationTests {
         for (index, (name, battery, _)) in planes.enumerated() {
             var lines = ["chat", "sleep 2"]
             for (other, _, _) in planes where other != name {
-                lines += ["open \(other)", "from \(name) to \(other)", "back"]
+                lines += ["open \(other)", "from \(name) to \(other)"]  // open switches conversations.
             }
             lines += ["sleep 4"]
             runs.append(try net.start(host: index + 1, data: data[index], name: name, arguments: ["--battery", "\(battery)"],
