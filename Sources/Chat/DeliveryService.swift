@@ -115,6 +115,7 @@ public final class DeliveryService: Sendable {
         try withLink(conversation) { link in
             link.queue.enqueue(Self.fragments(pending), message: pending.number, now: now)
         }
+        tick(now: now)  // Out at once, not at the next timer tick.
         return ChatMessage(number: pending.number, outgoing: true, text: text, sentAt: now, state: .sending)
     }
 

@@ -18,6 +18,9 @@ public final class SeanceDatabase: Sendable {
         var configuration = Configuration()
         configuration.busyMode = .timeout(busyTimeout)
         configuration.foreignKeysEnabled = true
+        // In WAL mode, NORMAL survives any crash of the process (only a power cut can lose the
+        // last commits), and saves an fsync per transaction.
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
         do {
             writer = try DatabasePool(path: path, configuration: configuration)
             try writer.write { db in
