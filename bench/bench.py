@@ -233,6 +233,97 @@ def nearby(binary, work, env, runs, peers, watch_seconds):
     observer.kill()
 
 
+def udp_ping_pong(rounds):
+    """Round trips of a 100-byte datagram between two processes on loopback: the reference."""
+    import socket
+    server = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    server.bind(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    child = os.fork()
+    if child == 0:
+        for _ in range(rounds):
+            data, address = server.recvfrom(2048)
+            server.sendto(data, address)
+        os._exit(0)
+    client = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    payload = b"x" * 100
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        client.sendto(payload, ("127.0.0.1", port))
+        client.recvfrom(2048)
+        times.append(time.perf_counter() - start)
+    os.waitpid(child, 0)
+    return times
+
+
+def percentile(values, fraction):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))]
+
+
+def conversations(binary, work, env, count):
+    section("conversations: latency, sustained rate, paging over 1,000,000 messages")
+    password = os.path.join(work, "password")
+    a_dir, b_dir = os.path.join(work, "conv-a"), os.path.join(work, "conv-b")
+    make_profile(binary, a_dir, "ann", password, env)
+    make_profile(binary, b_dir, "ben", password, env)
+    receiver = subprocess.Popen([binary, "--data-dir", b_dir], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, env=env, text=True, bufsize=1)
+    receiver.stdin.write(f"login ben --password-file {password}\nchat\n")
+    receiver.stdin.flush()
+    sender = subprocess.Popen([binary, "--data-dir", a_dir], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, env=env, text=True, bufsize=1)
+    sender.stdin.write(f"login ann --password-file {password}\nchat\nsleep 1.5\nopen ben\n")
+    sender.stdin.flush()
+    wait_for_line(receiver, "ann#", 10)
+    time.sleep(1.6)
+
+    # One-way latency: the line goes into ann's shell; the notice comes out of ben's.
+    latencies = []
+    for i in range(200):
+        start = time.perf_counter()
+        sender.stdin.write(f"ping {i}\n")
+        sender.stdin.flush()
+        seen = wait_for_line(receiver, f"ping {i}", 5)
+        if seen is not None:
+            latencies.append(seen - start)
+    reference = udp_ping_pong(2000)
+    p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
+    r50, r99 = percentile(reference, 0.5), percentile(reference, 0.99)
+    print(f"one-way latency            p50 {p50 * 1e3:7.3f} ms   p99 {p99 * 1e3:7.3f} ms   ({len(latencies)} of 200)")
+    print(f"raw UDP round trip         p50 {r50 * 1e3:7.3f} ms   p99 {r99 * 1e3:7.3f} ms   (reference)")
+    print(f"ratio                      p99 {p99 / r99:7.1f} x   (target: within 5x)")
+
+    # Sustained rate: `count` messages as fast as the shell takes them, until ben has them all.
+    start = time.perf_counter()
+    sender.stdin.write("".join(f"burst {i}\n" for i in range(count)))
+    sender.stdin.flush()
+    done = wait_for_line(receiver, f"burst {count - 1}", 120)
+    if done is not None:
+        print(f"sustained, stored at both  {count / (done - start):9,.0f} messages/s   (target: at least 2,000)")
+    sender.kill()
+    receiver.kill()
+
+    # Paging: a conversation of 1,000,000 messages, then opening it and asking for older pages.
+    db = os.path.join(a_dir, "seance.sqlite")
+    subprocess.run(["sqlite3", db, """
+        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000000)
+        INSERT INTO message (conversationId, outgoing, text, firstSequence, lastSequence, sentAt, receivedAt, state)
+        SELECT 1, i % 2, 'filler message number ' || i, 100000 + i, 100000 + i, 1700000000 + i, 1700000000 + i,
+               'read' FROM n;
+    """], check=True)
+    login = f"login ann --password-file {password}; chat"
+    base, _ = median_time([binary, "--data-dir", a_dir, "-c", login], 15, env)
+    opened, _ = median_time([binary, "--data-dir", a_dir, "--no-anim", "-c", login + "; open ben"], 15, env)
+    older, _ = median_time([binary, "--data-dir", a_dir, "--no-anim", "-c", login + "; open ben; older; older; older"], 15, env)
+    query = "SELECT id, outgoing, text, sentAt, receivedAt, state FROM message WHERE conversationId = 1 AND id < 9223372036854775807 ORDER BY id DESC LIMIT 20;"
+    sqlite, _ = median_time(["sqlite3", db, query], 15, env)
+    print(f"open ben (newest page)     {(opened - base) * 1e3:7.2f} ms   over login + chat alone   (target: under 10 ms)")
+    print(f"older, per page            {(older - opened) / 3 * 1e3:7.2f} ms")
+    print(f"sqlite3: the same page     {sqlite * 1e3:7.2f} ms   (reference, including sqlite3's own start-up)")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--binary", required=True)
@@ -248,6 +339,7 @@ def main():
         throughput(binary, work, env, args.commands)
         visions_page(binary, work, env, max(20, args.runs // 4))
         nearby(binary, work, env, runs=20, peers=50, watch_seconds=30)
+        conversations(binary, work, env, count=5000)
 
 
 if __name__ == "__main__":

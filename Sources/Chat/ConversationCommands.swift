@@ -103,9 +103,8 @@ extension ChatMode {
         } else if let peer = visible.first {
             conversation = try delivery.conversation(with: peer)
         } else {
-            let past = try store.conversations(myKey: me.identity.signingPublicKey).map(\.conversation).filter {
-                $0.peerName.caseInsensitiveCompare(name) == .orderedSame
-                    && (fingerprint == nil || PeerIdentity.fingerprint(of: $0.peerKey) == fingerprint)
+            let past = try store.conversations(myKey: me.identity.signingPublicKey, peerName: name).filter {
+                fingerprint == nil || PeerIdentity.fingerprint(of: $0.peerKey) == fingerprint
             }
             guard past.count == 1 else {
                 throw UserError(past.isEmpty ? "nobody called \(wanted) is in sight, and you have no conversation with them"

@@ -29,11 +29,20 @@ public struct DeliveryNetwork: Sendable {
 /// decryption) and reassembled in order before they are stored and acknowledged.
 public final class DeliveryService: Sendable {
     private struct Link {
-        var conversation: Int64
+        var conversationRecord: Conversation
         var key: SymmetricKey
         var queue = OutgoingQueue()
         var assembler: IncomingAssembler
+        /// Acknowledged and first-sent state not yet written: the timer tick writes it in one
+        /// transaction, so a busy conversation does not pay a transaction per packet.
+        var acknowledged: UInt32 = 0
+        var firstSent: [Int64] = []
+
+        var conversation: Int64 { conversationRecord.id }
     }
+
+    /// Writes of state to the store happen at most this often.
+    static let flushInterval = 0.05
 
     private let store: MessageStore
     private let identity: Identity
@@ -115,7 +124,7 @@ public final class DeliveryService: Sendable {
         try withLink(conversation) { link in
             link.queue.enqueue(Self.fragments(pending), message: pending.number, now: now)
         }
-        tick(now: now)  // Out at once, not at the next timer tick.
+        send(now: now)  // Out at once, not at the next timer tick.
         return ChatMessage(number: pending.number, outgoing: true, text: text, sentAt: now, state: .sending)
     }
 
@@ -151,20 +160,55 @@ public final class DeliveryService: Sendable {
         }
     }
 
-    /// Sends what is due to the peers in range.
+    /// Sends what is due to the peers in range, and (from the timer) writes the state changes
+    /// gathered since the last write.
     public func tick(now: Double) {
+        send(now: now)
+        flushStates(now: now)
+    }
+
+    private let lastFlush = Mutex<Double>(0)
+
+    /// Records acknowledgements and first transmissions in the store, one transaction per
+    /// conversation, at most every `flushInterval`.
+    private func flushStates(now: Double) {
+        guard lastFlush.withLock({ last in
+            guard now - last >= Self.flushInterval else { return false }
+            last = now
+            return true
+        }) else { return }
+        let work = links.withLock { links -> [(Int64, UInt32, [Int64])] in
+            var work: [(Int64, UInt32, [Int64])] = []
+            for (key, var link) in links where link.acknowledged > link.conversationRecord.acknowledgedSequence || !link.firstSent.isEmpty {
+                work.append((link.conversation, link.acknowledged, link.firstSent))
+                link.conversationRecord.acknowledgedSequence = link.acknowledged
+                link.firstSent = []
+                links[key] = link
+            }
+            return work
+        }
+        for (conversation, acknowledged, firstSent) in work {
+            if !firstSent.isEmpty, (try? store.markSent(firstSent)) != nil {
+                onEvent(.stateChanged(conversation: conversation, numbers: firstSent, state: .sent))
+            }
+            if let numbers = try? store.acknowledge(conversation, upTo: acknowledged, now: now), !numbers.isEmpty {
+                onEvent(.stateChanged(conversation: conversation, numbers: numbers, state: .delivered))
+            }
+        }
+    }
+
+    private func send(now: Double) {
         guard let network = network.withLock({ $0 }) else { return }
         let present = Dictionary(network.peers().map { ($0.signingKey, $0) }, uniquingKeysWith: { a, _ in a })
-        var firstSent: [(Int64, [Int64])] = []
         let outgoing: [(Peer, SymmetricKey, [Fragment])] = links.withLock { links in
             var result: [(Peer, SymmetricKey, [Fragment])] = []
             for (key, var link) in links where !link.queue.isEmpty {
                 guard let peer = present[key], let theirs = Plane(wireValue: peer.announcement.plane),
                       myPlane().canReach(theirs) else { continue }
                 let (fragments, first) = link.queue.due(now: now)
+                link.firstSent += first.sorted()
                 links[key] = link
                 if !fragments.isEmpty { result.append((peer, link.key, fragments)) }
-                if !first.isEmpty { firstSent.append((link.conversation, Array(first))) }
             }
             return result
         }
@@ -173,10 +217,6 @@ public final class DeliveryService: Sendable {
                 guard let sealed = try? MessageCrypto.seal(fragment, key: key, sender: myKey, recipient: peer.signingKey) else { continue }
                 transmit(.message(recipient: peer.signingKey, sealed: sealed), to: peer)
             }
-        }
-        for (conversation, numbers) in firstSent {
-            try? store.markSent(numbers)
-            onEvent(.stateChanged(conversation: conversation, numbers: numbers, state: .sent))
         }
     }
 
@@ -191,13 +231,17 @@ public final class DeliveryService: Sendable {
                 return drop("unknown sender")
             }
             guard theirs.canReach(myPlane()) else { return drop("plane") }
-            guard let conversation = try? self.conversation(with: peer) else { return drop("storage") }
+            // The conversation is looked up (or made) once per peer, not for every fragment.
+            let known = links.withLock { $0[packet.sender]?.conversationRecord }
+            guard let conversation = known ?? (try? self.conversation(with: peer)) else { return drop("storage") }
             receiveFragment(sealed, from: peer, conversation: conversation)
         case .ack(let recipient, let sequence):
-            guard recipient == myKey, let conversation = knownConversation(packet.sender) else { return }
-            links.withLock { $0[packet.sender]?.queue.acknowledge(upTo: sequence) }
-            if let numbers = try? store.acknowledge(conversation, upTo: sequence, now: clock()), !numbers.isEmpty {
-                onEvent(.stateChanged(conversation: conversation, numbers: numbers, state: .delivered))
+            guard recipient == myKey else { return }
+            links.withLock { links in
+                guard var link = links[packet.sender] else { return }
+                link.queue.acknowledge(upTo: sequence)
+                link.acknowledged = max(link.acknowledged, sequence)
+                links[packet.sender] = link
             }
         case .read(let recipient, let sequence):
             guard recipient == myKey, let conversation = knownConversation(packet.sender) else { return }
@@ -262,8 +306,9 @@ public final class DeliveryService: Sendable {
             if links[conversation.peerKey] == nil {
                 let key = try MessageCrypto.key(mine: identity.agreement, theirs: conversation.peerAgreementKey,
                                                 mySigningKey: myKey, theirSigningKey: conversation.peerKey)
-                links[conversation.peerKey] = Link(conversation: conversation.id, key: key,
-                                                   assembler: IncomingAssembler(delivered: conversation.deliveredSequence))
+                links[conversation.peerKey] = Link(conversationRecord: conversation, key: key,
+                                                   assembler: IncomingAssembler(delivered: conversation.deliveredSequence),
+                                                   acknowledged: conversation.acknowledgedSequence)
             }
             return try body(&links[conversation.peerKey]!)
         }

@@ -57,6 +57,14 @@ public struct MessageStore: Sendable {
         try database.read { db in try Self.fetch(db, sql: "SELECT * FROM conversation WHERE myKey = ? AND peerKey = ?", [myKey, peerKey]) }
     }
 
+    /// Conversations with peers called `name` (any case).
+    public func conversations(myKey: Data, peerName name: String) throws -> [Conversation] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM conversation WHERE myKey = ? AND peerName = ? COLLATE NOCASE",
+                             arguments: [myKey, name]).map(Self.conversation)
+        }
+    }
+
     public func conversation(id: Int64) throws -> Conversation? {
         try database.read { db in try Self.fetch(db, sql: "SELECT * FROM conversation WHERE id = ?", [id]) }
     }
@@ -66,8 +74,7 @@ public struct MessageStore: Sendable {
             try Row.fetchAll(db, sql: """
                 SELECT conversation.*,
                        (SELECT text FROM message WHERE conversationId = conversation.id ORDER BY id DESC LIMIT 1) AS lastText,
-                       (SELECT sentAt FROM message WHERE conversationId = conversation.id ORDER BY id DESC LIMIT 1) AS lastTime,
-                       (SELECT count(*) FROM message WHERE conversationId = conversation.id AND state = 'received') AS unread
+                       (SELECT sentAt FROM message WHERE conversationId = conversation.id ORDER BY id DESC LIMIT 1) AS lastTime
                 FROM conversation WHERE myKey = ? ORDER BY lastActivity DESC
                 """, arguments: [myKey]).map { row in
                 ConversationSummary(conversation: Self.conversation(row), lastText: row["lastText"], lastTime: row["lastTime"],
@@ -163,7 +170,7 @@ public struct MessageStore: Sendable {
                 VALUES (?, 0, ?, ?, ?, ?, ?, 'received')
                 """, arguments: [conversation, text, firstSequence, lastSequence, sentAt, now])
             let number = db.lastInsertedRowID
-            try db.execute(sql: "UPDATE conversation SET deliveredSequence = ?, lastActivity = ? WHERE id = ?",
+            try db.execute(sql: "UPDATE conversation SET deliveredSequence = ?, lastActivity = ?, unread = unread + 1 WHERE id = ?",
                            arguments: [lastSequence, now, conversation])
             return number
         }
@@ -179,6 +186,7 @@ public struct MessageStore: Sendable {
             guard let sequence else { return nil }
             try db.execute(sql: "UPDATE message SET state = 'read' WHERE conversationId = ? AND outgoing = 0 AND state = 'received' AND id <= ?",
                            arguments: [conversation, number])
+            try db.execute(sql: "UPDATE conversation SET unread = max(0, unread - ?) WHERE id = ?", arguments: [db.changesCount, conversation])
             return sequence
         }
     }

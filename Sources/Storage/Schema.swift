@@ -94,6 +94,7 @@ public enum Schema {
                 t.column("sentSequence", .integer).notNull().defaults(to: 0)
                 t.column("acknowledgedSequence", .integer).notNull().defaults(to: 0)
                 t.column("deliveredSequence", .integer).notNull().defaults(to: 0)
+                t.column("unread", .integer).notNull().defaults(to: 0)
                 t.column("lastActivity", .double).notNull()
                 t.uniqueKey(["myKey", "peerKey"])
             }
@@ -115,6 +116,8 @@ public enum Schema {
             // many messages there are.
             try db.create(index: "message_page", on: "message", columns: ["conversationId", "id"])
             try db.execute(sql: "CREATE INDEX message_outbox ON message(conversationId, firstSequence) WHERE state IN ('sending', 'sent')")
+            // Unread incoming messages: few, whatever the length of the conversation.
+            try db.execute(sql: "CREATE INDEX message_unread ON message(conversationId, id) WHERE outgoing = 0 AND state = 'received'")
         }),
     ]
 }
