@@ -179,9 +179,11 @@ public final class ChatMode {
     private func printStatistics(_ shell: Shell) throws {
         guard let service else { throw UserError("enter chat mode first: chat") }
         let stats = service.statistics
-        let dropped = stats.dropped.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        // Packets dropped by the wire checks and by the delivery checks, by reason.
+        let all = stats.dropped.merging(delivery?.droppedCounts ?? [:], uniquingKeysWith: +)
+        let dropped = all.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
         shell.console.print("sent \(stats.sent) packets (\(stats.sentBytes) bytes), received \(stats.received), "
-                            + "dropped \(stats.dropped.values.reduce(0, +))" + (dropped.isEmpty ? "" : " (\(dropped))"))
+                            + "dropped \(all.values.reduce(0, +))" + (dropped.isEmpty ? "" : " (\(dropped))"))
     }
 
     /// A peer's avatar in two columns: its picture (once fetched) as a colour swatch, else a glyph.

@@ -176,4 +176,37 @@ import Testing
         try term.press("Up")
         try term.waitFor { $0.hasSuffix("seance> profile new") }
     }
+
+    @Test(.enabled(if: inPrivateNetwork, "opens sockets: only inside scripts/in-netns"))
+    func aConversationShowsIncomingBubblesLiveAboveTheLineBeingTyped() throws {
+        let password = scratch.write("password", "correct horse\n")
+        for (name, dir) in [("ann", scratch.dataDir), ("ben", scratch.path + "/ben")] {
+            _ = try runSeance(["--data-dir", dir, "-c", "profile new \(name) --password-file \(password)"], scratch: scratch)
+        }
+        let term = try TerminalSession(arguments: ["--announce-interval", "0.2", "--no-anim"], scratch: scratch)
+        try term.type("login ann --password-file \(password)")
+        try term.press("Enter")
+        try term.type("chat")
+        try term.press("Enter")
+        try term.waitFor { $0.contains("announcing ann#") }
+        let benScript = scratch.write("ben.seance", "login ben --password-file \(password)\nchat\nsleep 1.5\nopen ann\n"
+                                      + "hello from ben\nsleep 1.5\nsecond line\nsleep 2\n")
+        let ben = Process()
+        ben.executableURL = URL(fileURLWithPath: seanceBinary)
+        ben.arguments = ["--data-dir", scratch.path + "/ben", "--announce-interval", "0.2", benScript]
+        ben.standardOutput = FileHandle.nullDevice
+        ben.standardError = FileHandle.nullDevice
+        try ben.run()
+        defer { ben.terminate() }
+        try term.waitFor { $0.contains("+ 👤 ben#") }
+        try term.type("open ben")
+        try term.press("Enter")
+        try term.waitFor { $0.hasSuffix("chat:ben>") || $0.contains("hello from ben") }
+        try term.waitFor { $0.contains("│ hello from ben │") }
+        try term.type("half-typed reply")
+        let screen = try term.waitFor { $0.contains("│ second line │") }
+        #expect(screen.hasSuffix("chat:ben> half-typed reply"), "\(screen)")
+        try term.press("Enter")
+        try term.waitFor { $0.contains("│ half-typed reply │") }
+    }
 }
