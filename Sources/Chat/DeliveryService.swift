@@ -198,7 +198,9 @@ public final class DeliveryService: Sendable {
     }
 
     private func send(now: Double) {
-        guard let network = network.withLock({ $0 }) else { return }
+        // Most ticks have nothing to send: do not even look at who is in range.
+        guard links.withLock({ $0.values.contains { !$0.queue.isEmpty } }),
+              let network = network.withLock({ $0 }) else { return }
         let present = Dictionary(network.peers().map { ($0.signingKey, $0) }, uniquingKeysWith: { a, _ in a })
         let outgoing: [(Peer, SymmetricKey, [Fragment])] = links.withLock { links in
             var result: [(Peer, SymmetricKey, [Fragment])] = []
