@@ -17,7 +17,7 @@ extension ChatMode {
             }
             if let me = self.profiles.current?.identity.signingPublicKey, let database = try? shell.session.openDatabase() {
                 for summary in (try? MessageStore(database: database).conversations(myKey: me)) ?? [] {
-                    let handle = summary.conversation.peerName + "#" + PeerIdentity.fingerprint(of: summary.conversation.peerKey)
+                    let handle = summary.conversation.handle
                     if names.insert(handle).inserted { candidates.append(Candidate(handle, "past conversation")) }
                 }
             }
@@ -117,8 +117,7 @@ extension ChatMode {
         let page = try store.page(conversation.id)
         oldestShown = page.first?.number
         let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
-        let handle = conversation.peerName + "#" + PeerIdentity.fingerprint(of: conversation.peerKey)
-        shell.console.print(shell.styler.bold(handle) + (page.isEmpty ? " — no messages yet; type one and press Enter" : ""))
+        shell.console.print(shell.styler.bold(conversation.handle) + (page.isEmpty ? " — no messages yet; type one and press Enter" : ""))
         for line in view.render(page, now: shell.session.clock()) { shell.console.print(line) }
         if let last = page.last { delivery.shown(upTo: last.number, in: conversation) }
     }
@@ -155,7 +154,7 @@ extension ChatMode {
         guard !summaries.isEmpty else { return shell.console.print("no conversations yet: open NAME") }
         let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
         for summary in summaries {
-            let handle = summary.conversation.peerName + "#" + PeerIdentity.fingerprint(of: summary.conversation.peerKey)
+            let handle = summary.conversation.handle
             let when = summary.lastTime.map { view.sectionTitle($0, now: shell.session.clock()) } ?? ""
             let unread = summary.unread > 0 ? shell.styler.bold("\(summary.unread) unread") : ""
             let last = summary.lastText.map { DisplayWidth.truncate($0.replacingOccurrences(of: "\n", with: " "), to: 32) } ?? ""

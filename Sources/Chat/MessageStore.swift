@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Nearby
 import Storage
 
 /// A conversation with one peer, as stored.
@@ -13,6 +14,9 @@ public struct Conversation: Equatable, Sendable {
     public var acknowledgedSequence: UInt32
     public var deliveredSequence: UInt32
     public var lastActivity: Double
+
+    /// `name#abcd`, as peers are shown.
+    public var handle: String { peerName + "#" + PeerIdentity.fingerprint(of: peerKey) }
 }
 
 /// An outgoing message still waiting for its acknowledgement.
