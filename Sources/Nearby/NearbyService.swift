@@ -26,13 +26,15 @@ public struct NearbyConfiguration: Sendable {
 }
 
 public enum NearbyError: Error, CustomStringConvertible {
-    case noInterface([String]?)
+    case noInterface([String]?, reason: String?)
     case socket(String)
 
     public var description: String {
         switch self {
-        case .noInterface(let names?): return "no usable multicast interface among: \(names.joined(separator: ", "))"
-        case .noInterface(nil): return "no network interface is up and able to multicast"
+        case .noInterface(let names?, let reason):
+            return "no usable multicast interface among: \(names.joined(separator: ", "))" + (reason.map { " (\($0))" } ?? "")
+        case .noInterface(nil, let reason):
+            return "no network interface is up and able to multicast" + (reason.map { " (\($0))" } ?? "")
         case .socket(let why): return "cannot open the nearby socket: \(why)"
         }
     }
@@ -116,21 +118,20 @@ public final class NearbyService: Sendable {
 
     /// Opens the sockets, joins the group on each interface and starts announcing.
     public func start() throws {
-        let devices = try Self.devices(named: configuration.interfaces)
-        guard !devices.isEmpty else { throw NearbyError.noInterface(configuration.interfaces) }
         let groupAddress = try SocketAddress(ipAddress: configuration.group, port: configuration.port)
         do {
-            let multicast = try DatagramBootstrap(group: group)
-                .channelOption(.socketOption(.so_reuseaddr), value: 1)
-                .channelOption(ChannelOptions.socketOption(NIOBSDSocket.Option(rawValue: SO_REUSEPORT)), value: 1)
-                .channelInitializer { channel in channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(Receiver(service: self))
-                } }
-                .bind(host: "0.0.0.0", port: configuration.port).wait()
-            try multicast.setOption(ChannelOptions.ipOption(.ip_multicast_ttl), value: 1).wait()
-            try multicast.setOption(ChannelOptions.ipOption(.ip_multicast_loop), value: 1).wait()
-            guard let joinable = multicast as? MulticastChannel else { throw NearbyError.socket("multicast unsupported") }
-            for device in devices { try joinable.joinGroup(groupAddress, device: device).wait() }
+            var attempt = 0
+            var opened: (Channel, [NIONetworkDevice])?
+            while opened == nil {
+                attempt += 1
+                do {
+                    opened = try openMulticast(groupAddress)
+                } catch NearbyError.noInterface(_, _) where attempt < 3 {
+                    // Seen under load: a socket on which every join fails. A fresh one joins.
+                    usleep(50_000)
+                }
+            }
+            let (multicast, joined) = opened!
             let unicast = try DatagramBootstrap(group: group)
                 .channelInitializer { channel in channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(Receiver(service: self))
@@ -140,7 +141,7 @@ public final class NearbyService: Sendable {
             state.withLock {
                 $0.multicast = multicast
                 $0.unicast = unicast
-                $0.devices = devices
+                $0.devices = joined
                 $0.announcement.unicastPort = port
             }
         } catch let error as NearbyError {
@@ -151,6 +152,53 @@ public final class NearbyService: Sendable {
         let loop = group.next()
         let task = loop.scheduleRepeatedTask(initialDelay: .zero, delay: .milliseconds(50)) { _ in self.tick() }
         state.withLock { $0.repeater = task }
+    }
+
+    /// Binds the group's port and joins the group on every usable interface (listing and
+    /// joining again a few times: interfaces come and go, and listing them while they change can
+    /// come back short). An interface that cannot join is skipped; none at all is an error.
+    private func openMulticast(_ groupAddress: SocketAddress) throws -> (Channel, [NIONetworkDevice]) {
+        let multicast = try DatagramBootstrap(group: group)
+            .channelOption(.socketOption(.so_reuseaddr), value: 1)
+            .channelOption(ChannelOptions.socketOption(NIOBSDSocket.Option(rawValue: SO_REUSEPORT)), value: 1)
+            .channelInitializer { channel in channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHandler(Receiver(service: self))
+            } }
+            .bind(host: "0.0.0.0", port: configuration.port).wait()
+        try multicast.setOption(ChannelOptions.ipOption(.ip_multicast_ttl), value: 1).wait()
+        try multicast.setOption(ChannelOptions.ipOption(.ip_multicast_loop), value: 1).wait()
+        guard let options = multicast as? SocketOptionProvider else { throw NearbyError.socket("multicast unsupported") }
+        var groupAddress4 = in_addr()
+        guard inet_pton(AF_INET, configuration.group, &groupAddress4) == 1 else { throw NearbyError.socket("bad group address") }
+        var joined: [NIONetworkDevice] = []
+        var lastFailure: String?
+        for attempt in 0..<5 where joined.isEmpty {
+            if attempt > 0 { usleep(50_000) }
+            do {
+                let devices = try Self.devices(named: configuration.interfaces)
+                if devices.isEmpty { lastFailure = "none listed" }
+                for device in devices {
+                    guard case .v4(let interface)? = device.address else { continue }
+                    // IP_ADD_MEMBERSHIP directly: NIO's joinGroup checks the channel's cached
+                    // local address first, which under load was seen to refuse a good socket.
+                    let request = ip_mreq(imr_multiaddr: groupAddress4, imr_interface: interface.address.sin_addr)
+                    do {
+                        try options.unsafeSetSocketOption(level: .init(rawValue: CInt(IPPROTO_IP)),
+                                                          name: .init(rawValue: IP_ADD_MEMBERSHIP), value: request).wait()
+                        joined.append(device)
+                    } catch {
+                        lastFailure = "\(device.name): \(error)"
+                    }
+                }
+            } catch {
+                lastFailure = "listing interfaces: \(error)"
+            }
+        }
+        guard !joined.isEmpty else {
+            try? multicast.close().wait()
+            throw NearbyError.noInterface(configuration.interfaces, reason: lastFailure)
+        }
+        return (multicast, joined)
     }
 
     /// Says goodbye and closes everything. Safe to call twice.

@@ -144,10 +144,19 @@ public final class Shell {
 
     /// Leaves the current mode (if another) and enters `mode`, showing its view.
     public func enter(_ mode: Mode) throws {
+        let previous = currentMode
         if let currentMode, currentMode != mode.name { leaveMode() }
         currentMode = mode.name
         reader?.setKeyCommands(mode.keyCommands)
-        try mode.enter(self)
+        do {
+            try mode.enter(self)
+        } catch {
+            // A mode that could not start is not entered: the shell stays at the top level
+            // (or where it was, when that was this same mode).
+            currentMode = previous == mode.name ? previous : nil
+            reader?.setKeyCommands(currentMode.flatMap { registry.mode(named: $0)?.keyCommands } ?? [:])
+            throw error
+        }
     }
 
     /// Back to the top level.

@@ -94,9 +94,9 @@ struct NearbyIntegrationTests {
                                      + "--avatar \(packageRoot)/assets/portraits/max.png"], scratch: net.scratch)
         #expect(created.status == 0, "\(created.stderr)")
         let viewer = try net.makeProfile("ben", host: 2)
-        let runA = try net.start(host: 1, data: pictured, name: "ann", lines: ["chat", "sleep 2.5"])
+        let runA = try net.start(host: 1, data: pictured, name: "ann", lines: ["chat", "sleep 4"])
         let runB = try net.start(host: 2, data: viewer, name: "ben", arguments: ["--color", "always"],
-                                 lines: ["chat", "sleep 1.5", "nearby"])
+                                 lines: ["chat", "sleep 2.5", "nearby"])
         let out = runB.wait()
         _ = runA.wait()
         let row = try #require(out.split(separator: "\n").last { $0.contains("ann#") && $0.contains("seen") }, "\(out)")

@@ -64,6 +64,14 @@ final class Recorder { var events: [String] = [] }
         #expect(shell.execute("xyzzy") as? ShellError == .unknownCommand("xyzzy", suggestion: nil))
     }
 
+    @Test func aModeThatFailsToStartIsNotEntered() {
+        let (shell, _) = makeShell()
+        shell.register(Mode(name: "broken", summary: "cannot start", enter: { _ in throw UserError("no network") }))
+        #expect(shell.execute("broken") as? UserError == UserError("no network"))
+        #expect(shell.currentMode == nil)
+        #expect(shell.promptLabel == "seance")
+    }
+
     @Test func unavailableModeSaysSo() {
         let (shell, _) = makeShell()
         #expect(shell.execute("chat") as? ShellError == .modeUnavailable("chat"))
