@@ -118,14 +118,13 @@ public final class NearbyService: Sendable {
 
     /// Opens the sockets, joins the group on each interface and starts announcing.
     public func start() throws {
-        let groupAddress = try SocketAddress(ipAddress: configuration.group, port: configuration.port)
         do {
             var attempt = 0
             var opened: (Channel, [NIONetworkDevice])?
             while opened == nil {
                 attempt += 1
                 do {
-                    opened = try openMulticast(groupAddress)
+                    opened = try openMulticast()
                 } catch NearbyError.noInterface(_, _) where attempt < 3 {
                     // Seen under load: a socket on which every join fails. A fresh one joins.
                     usleep(50_000)
@@ -157,7 +156,7 @@ public final class NearbyService: Sendable {
     /// Binds the group's port and joins the group on every usable interface (listing and
     /// joining again a few times: interfaces come and go, and listing them while they change can
     /// come back short). An interface that cannot join is skipped; none at all is an error.
-    private func openMulticast(_ groupAddress: SocketAddress) throws -> (Channel, [NIONetworkDevice]) {
+    private func openMulticast() throws -> (Channel, [NIONetworkDevice]) {
         let multicast = try DatagramBootstrap(group: group)
             .channelOption(.socketOption(.so_reuseaddr), value: 1)
             .channelOption(ChannelOptions.socketOption(NIOBSDSocket.Option(rawValue: SO_REUSEPORT)), value: 1)
@@ -168,8 +167,8 @@ public final class NearbyService: Sendable {
         try multicast.setOption(ChannelOptions.ipOption(.ip_multicast_ttl), value: 1).wait()
         try multicast.setOption(ChannelOptions.ipOption(.ip_multicast_loop), value: 1).wait()
         guard let options = multicast as? SocketOptionProvider else { throw NearbyError.socket("multicast unsupported") }
-        var groupAddress4 = in_addr()
-        guard inet_pton(AF_INET, configuration.group, &groupAddress4) == 1 else { throw NearbyError.socket("bad group address") }
+        var group4 = in_addr()
+        guard inet_pton(AF_INET, configuration.group, &group4) == 1 else { throw NearbyError.socket("bad group address") }
         var joined: [NIONetworkDevice] = []
         var lastFailure: String?
         for attempt in 0..<5 where joined.isEmpty {
@@ -181,7 +180,7 @@ public final class NearbyService: Sendable {
                     guard case .v4(let interface)? = device.address else { continue }
                     // IP_ADD_MEMBERSHIP directly: NIO's joinGroup checks the channel's cached
                     // local address first, which under load was seen to refuse a good socket.
-                    let request = ip_mreq(imr_multiaddr: groupAddress4, imr_interface: interface.address.sin_addr)
+                    let request = ip_mreq(imr_multiaddr: group4, imr_interface: interface.address.sin_addr)
                     do {
                         try options.unsafeSetSocketOption(level: .init(rawValue: CInt(IPPROTO_IP)),
                                                           name: .init(rawValue: IP_ADD_MEMBERSHIP), value: request).wait()
