@@ -87,7 +87,7 @@ public struct ConversationView: Sendable {
     /// and, for yours, its delivery state.
     public func bubble(_ message: ChatMessage) -> [String] {
         let inner = max(4, bubbleWidth - 4)
-        let body = Self.wrap(message.text, width: inner)
+        let body = DisplayWidth.wrap(message.text, width: inner)
         let width = body.map(\.displayWidth).max() ?? 0
         let style: Style = message.outgoing ? .cyan : .yellow
         var rows: [String]
@@ -111,37 +111,5 @@ public struct ConversationView: Sendable {
 
     func centred(_ text: String) -> String {
         String(repeating: " ", count: max(0, (columns - text.strippingANSI.displayWidth) / 2)) + text
-    }
-
-    /// Words into lines of at most `width` columns; a word longer than a line is broken.
-    public static func wrap(_ text: String, width: Int) -> [String] {
-        var lines: [String] = []
-        for paragraph in text.split(separator: "\n", omittingEmptySubsequences: false) {
-            var current = ""
-            for word in paragraph.split(separator: " ", omittingEmptySubsequences: true) {
-                var word = String(word)
-                while word.displayWidth > width {
-                    if !current.isEmpty { lines.append(current); current = "" }
-                    var head = "", used = 0
-                    for character in word {
-                        if used + character.displayWidth > width { break }
-                        head.append(character)
-                        used += character.displayWidth
-                    }
-                    lines.append(head)
-                    word = String(word.dropFirst(head.count))
-                }
-                if current.isEmpty {
-                    current = word
-                } else if current.displayWidth + 1 + word.displayWidth <= width {
-                    current += " " + word
-                } else {
-                    lines.append(current)
-                    current = word
-                }
-            }
-            lines.append(current)
-        }
-        return lines
     }
 }

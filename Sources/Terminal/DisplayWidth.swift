@@ -62,6 +62,38 @@ public enum DisplayWidth {
         }
     }
 
+    /// Words into lines of at most `width` columns; a word longer than a line is broken.
+    public static func wrap(_ text: String, width: Int) -> [String] {
+        var lines: [String] = []
+        for paragraph in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            var current = ""
+            for word in paragraph.split(separator: " ", omittingEmptySubsequences: true) {
+                var word = String(word)
+                while word.displayWidth > width {
+                    if !current.isEmpty { lines.append(current); current = "" }
+                    var head = "", used = 0
+                    for character in word {
+                        if used + character.displayWidth > width { break }
+                        head.append(character)
+                        used += character.displayWidth
+                    }
+                    lines.append(head)
+                    word = String(word.dropFirst(head.count))
+                }
+                if current.isEmpty {
+                    current = word
+                } else if current.displayWidth + 1 + word.displayWidth <= width {
+                    current += " " + word
+                } else {
+                    lines.append(current)
+                    current = word
+                }
+            }
+            lines.append(current)
+        }
+        return lines
+    }
+
     /// Pads `text` with spaces on the right to `width` columns (never truncates).
     public static func pad(_ text: String, to width: Int) -> String {
         let missing = width - text.strippingANSI.displayWidth

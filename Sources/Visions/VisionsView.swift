@@ -93,22 +93,7 @@ public struct VisionsView: Sendable {
             lines.append("")
         }
         lines.append(styler.bold(rescuer.name) + "  rescues: \(rescuer.rescues)")
-        if !rescuer.description.isEmpty { lines += wrap(rescuer.description, width: min(72, max(20, columns - 2))) }
+        if !rescuer.description.isEmpty { lines += DisplayWidth.wrap(rescuer.description, width: min(72, max(20, columns - 2))) }
         return lines.joined(separator: "\n")
-    }
-
-    /// Words laid into lines of at most `width` columns.
-    func wrap(_ text: String, width: Int) -> [String] {
-        var lines: [String] = []
-        var current = ""
-        for word in text.split(separator: " ") {
-            if !current.isEmpty && current.displayWidth + 1 + word.displayWidth > width {
-                lines.append(current)
-                current = ""
-            }
-            current += (current.isEmpty ? "" : " ") + word
-        }
-        if !current.isEmpty { lines.append(current) }
-        return lines
     }
 }

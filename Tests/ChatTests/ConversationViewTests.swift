@@ -63,10 +63,10 @@ import Testing
     }
 
     @Test func wrapsAtSeventyPercentAndBreaksLongWords() {
-        let lines = ConversationView.wrap("the quick brown fox jumps over the lazy dog", width: 10)
+        let lines = DisplayWidth.wrap("the quick brown fox jumps over the lazy dog", width: 10)
         #expect(lines == ["the quick", "brown fox", "jumps over", "the lazy", "dog"])
-        #expect(ConversationView.wrap(String(repeating: "x", count: 25), width: 10) == ["xxxxxxxxxx", "xxxxxxxxxx", "xxxxx"])
-        #expect(ConversationView.wrap("👻👻👻👻👻👻", width: 5).allSatisfy { $0.displayWidth <= 5 })
+        #expect(DisplayWidth.wrap(String(repeating: "x", count: 25), width: 10) == ["xxxxxxxxxx", "xxxxxxxxxx", "xxxxx"])
+        #expect(DisplayWidth.wrap("👻👻👻👻👻👻", width: 5).allSatisfy { $0.displayWidth <= 5 })
         let long = view.bubble(message(6, outgoing: false, at: now, String(repeating: "word ", count: 40)))
         #expect(long.allSatisfy { $0.displayWidth <= 42 })  // 70 % of 60.
     }
