@@ -23,16 +23,11 @@ extension ChatMode {
             }
             return candidates
         }
-        func command(_ name: String, arguments: [ArgumentSpec] = [], summary: String, run: @escaping (Shell, Arguments) throws -> Void) {
-            shell.register(Command(name, scope: .mode("chat"), arguments: arguments, summary: summary) { invocation in
-                try run(invocation.shell, invocation.arguments)
-            })
-        }
-        command("open", arguments: [.positional("peer", peers, help: "a name, or name#fingerprint")],
+        shell.register(mode: "chat", "open", arguments: [.positional("peer", peers, help: "a name, or name#fingerprint")],
                 summary: "start or resume a conversation; then a plain line sends it") { shell, arguments in
             try self.open(arguments["peer"]!, shell)
         }
-        command("back", summary: "close the conversation (or, with none open, leave chat mode)") { shell, _ in
+        shell.register(mode: "chat", "back", summary: "close the conversation (or, with none open, leave chat mode)") { shell, _ in
             if self.openConversation != nil {
                 self.openConversation = nil
                 self.oldestShown = nil
@@ -40,13 +35,13 @@ extension ChatMode {
                 shell.leaveMode()
             }
         }
-        command("chats", summary: "your conversations: last message, time, unread count") { shell, _ in
+        shell.register(mode: "chat", "chats", summary: "your conversations: last message, time, unread count") { shell, _ in
             try self.listConversations(shell)
         }
-        command("older", summary: "the page of messages before the ones shown") { shell, _ in
+        shell.register(mode: "chat", "older", summary: "the page of messages before the ones shown") { shell, _ in
             try self.showOlder(shell)
         }
-        command("tap", arguments: [.positional("number", .integer, help: "the #number under a message")],
+        shell.register(mode: "chat", "tap", arguments: [.positional("number", .integer, help: "the #number under a message")],
                 summary: "when message N was sent and received") { shell, arguments in
             try self.tap(try arguments.integer("number")!, shell)
         }

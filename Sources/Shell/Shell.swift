@@ -27,6 +27,15 @@ public final class Shell {
     public var capabilities: Capabilities { console.capabilities }
 
     public func register(_ command: Command) { registry.add(command) }
+
+    /// Registers a command of `mode` whose handler needs only the shell and its arguments.
+    public func register(mode: String, _ name: String, aliases: [String] = [], arguments: [ArgumentSpec] = [],
+                         summary: String, details: String = "", run: @escaping (Shell, Arguments) throws -> Void) {
+        register(Command(name, aliases: aliases, scope: .mode(mode), arguments: arguments, summary: summary,
+                         details: details) { invocation in
+            try run(invocation.shell, invocation.arguments)
+        })
+    }
     public func register(_ mode: Mode) { registry.add(mode) }
 
     // MARK: Running

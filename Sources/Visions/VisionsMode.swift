@@ -23,16 +23,16 @@ public final class VisionsMode {
             prompt: { self.page == .visions ? "visions" : "visions/rescuers" },
             enter: { shell in try self.showList(shell) }))
 
-        command(shell, "next", summary: "the next page (visions → rescuers)") { shell, _ in try self.turn(to: .rescuers, shell) }
-        command(shell, "prev", summary: "the previous page (rescuers → visions)") { shell, _ in try self.turn(to: .visions, shell) }
-        command(shell, "page", arguments: [.positional("number", .choice([Candidate("1", "visions"), Candidate("2", "rescuers")]))],
+        shell.register(mode: "visions", "next", summary: "the next page (visions → rescuers)") { shell, _ in try self.turn(to: .rescuers, shell) }
+        shell.register(mode: "visions", "prev", summary: "the previous page (rescuers → visions)") { shell, _ in try self.turn(to: .visions, shell) }
+        shell.register(mode: "visions", "page", arguments: [.positional("number", .choice([Candidate("1", "visions"), Candidate("2", "rescuers")]))],
                 summary: "go to page 1 (visions) or 2 (rescuers)") { shell, arguments in
             guard let number = try arguments.integer("number"), let page = Page(rawValue: number) else {
                 throw UserError("there are two pages: 1 (visions) and 2 (rescuers)")
             }
             try self.turn(to: page, shell)
         }
-        command(shell, "list", arguments: [.positional("page", .integer, optional: true, help: "which page of the list")],
+        shell.register(mode: "visions", "list", arguments: [.positional("page", .integer, optional: true, help: "which page of the list")],
                 summary: "show the list of this page") { shell, arguments in
             if let number = try arguments.integer("page") {
                 guard number >= 1 else { throw UserError("list pages start at 1") }
@@ -43,32 +43,25 @@ public final class VisionsMode {
         let names = ArgumentKind.dynamic { [unowned shell] in
             (try? VisionStore(database: shell.session.openDatabase()).rescuers().map { Candidate($0.name, "rescues: \($0.rescues)") }) ?? []
         }
-        command(shell, "add", arguments: [.positional("name", names, optional: true, help: "who is assigned to save Will"),
+        shell.register(mode: "visions", "add", arguments: [.positional("name", names, optional: true, help: "who is assigned to save Will"),
                                           .option("--image", "path", .path, help: "a PNG, JPEG, GIF or BMP file")],
                 summary: "add a vision (asks for the rescuer and the image)",
                 details: "At a terminal, missing fields are asked for, with Tab completion.\n"
                     + "In a batch, give both: add NAME --image PATH. A new name creates a rescuer.") { shell, arguments in
             try self.add(name: arguments["name"], path: arguments["path"], shell)
         }
-        command(shell, "open", arguments: [.positional("what", names, help: "a vision number, or a rescuer's name")],
+        shell.register(mode: "visions", "open", arguments: [.positional("what", names, help: "a vision number, or a rescuer's name")],
                 summary: "show vision N, or rescuer NAME") { shell, arguments in
             try self.open(arguments["what"]!, shell)
         }
-        command(shell, "save", arguments: [.positional("name", names, optional: true, rest: true, help: "who is rescuing Will")],
+        shell.register(mode: "visions", "save", arguments: [.positional("name", names, optional: true, rest: true, help: "who is rescuing Will")],
                 summary: "rescue the open vision: name its rescuer") { shell, arguments in
             try self.save(arguments["name"], shell)
         }
-        command(shell, "delete", arguments: [.positional("number", .integer, help: "the vision's number")],
+        shell.register(mode: "visions", "delete", arguments: [.positional("number", .integer, help: "the vision's number")],
                 summary: "delete vision N (asks first at a terminal)") { shell, arguments in
             try self.delete(try arguments.integer("number")!, shell)
         }
-    }
-
-    private func command(_ shell: Shell, _ name: String, arguments: [ArgumentSpec] = [], summary: String,
-                         details: String = "", run: @escaping (Shell, Arguments) throws -> Void) {
-        shell.register(Command(name, scope: .mode("visions"), arguments: arguments, summary: summary, details: details) { invocation in
-            try run(invocation.shell, invocation.arguments)
-        })
     }
 
     private func store(_ shell: Shell) throws -> VisionStore { VisionStore(database: try shell.session.openDatabase()) }

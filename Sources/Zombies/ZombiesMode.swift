@@ -17,37 +17,29 @@ public final class ZombiesMode {
             keyCommands: [.up: "up", .down: "down", .left: "left", .right: "right"]))
 
         for (direction, alias) in [(Direction.up, "k"), (.down, "j"), (.left, "h"), (.right, "l")] {
-            command(shell, direction.rawValue, aliases: [alias], summary: "move \(direction.rawValue)") { shell, _ in
+            shell.register(mode: "zombies", direction.rawValue, aliases: [alias], summary: "move \(direction.rawValue)") { shell, _ in
                 try self.move(direction, shell)
             }
         }
-        command(shell, "look", summary: "draw the room again") { shell, _ in
+        shell.register(mode: "zombies", "look", summary: "draw the room again") { shell, _ in
             if try !self.dismissIfOver(shell) { try self.show(shell) }
         }
-        command(shell, "new", summary: "start a new game with full lives (the score stays)") { shell, _ in
+        shell.register(mode: "zombies", "new", summary: "start a new game with full lives (the score stays)") { shell, _ in
             var game = try self.loadGame(shell)
             game.newGame(using: &shell.session.random)
             self.game = game
             try self.show(shell)
         }
-        command(shell, "stats", summary: "wins, losses, lives and variant") { shell, _ in
+        shell.register(mode: "zombies", "stats", summary: "wins, losses, lives and variant") { shell, _ in
             try self.dismissIfOver(shell, draw: false)
             shell.console.print(ZombiesView(ascii: shell.capabilities.ascii, styler: shell.styler).stats(try self.loadGame(shell)))
         }
         let variants = Variant.allCases.map { Candidate($0.rawValue, $0.summary) }
-        command(shell, "variant", arguments: [.positional("name", .choice(variants), optional: true,
+        shell.register(mode: "zombies", "variant", arguments: [.positional("name", .choice(variants), optional: true,
                                                           help: "classic, blocker or flashlight")],
                 summary: "show or choose the variant (choosing starts a new game)") { shell, arguments in
             try self.chooseVariant(arguments["name"], shell)
         }
-    }
-
-    private func command(_ shell: Shell, _ name: String, aliases: [String] = [], arguments: [ArgumentSpec] = [],
-                         summary: String, run: @escaping (Shell, Arguments) throws -> Void) {
-        shell.register(Command(name, aliases: aliases, scope: .mode("zombies"), arguments: arguments,
-                               summary: summary) { invocation in
-            try run(invocation.shell, invocation.arguments)
-        })
     }
 
     // MARK: Actions
