@@ -19,7 +19,8 @@ public struct DataDirectory: Sendable, Equatable {
     /// Creates the directory (and missing parents) private to the user, mode 0700.
     public func create() throws(StorageError) {
         var partial = path.hasPrefix("/") ? "" : "."
-        for component in path.split(separator: "/") {
+        let components = path.split(separator: "/")
+        for (index, component) in components.enumerated() {
             partial += "/" + component
             var info = stat()
             if stat(partial, &info) == 0 {
@@ -27,14 +28,10 @@ public struct DataDirectory: Sendable, Equatable {
                 continue
             }
             // Only the final directory is ours; parents get the usual 0755 like `mkdir -p`.
-            let mode: mode_t = partial.count == pathLengthWithRoot ? 0o700 : 0o755
+            let mode: mode_t = index == components.count - 1 ? 0o700 : 0o755
             if mkdir(partial, mode) != 0 && errno != EEXIST {
                 throw .cannotCreateDirectory(path: path, reason: String(cString: strerror(errno)))
             }
         }
-    }
-
-    private var pathLengthWithRoot: Int {
-        (path.hasPrefix("/") ? "" : ".").count + path.split(separator: "/").reduce(0) { $0 + 1 + $1.count }
     }
 }
