@@ -164,7 +164,7 @@ public final class ChatMode {
     func list(_ shell: Shell) throws {
         guard let service else { throw UserError("enter chat mode first: chat") }
         let mine = link.plane.withLock { $0 }
-        let now = Date().timeIntervalSince1970
+        let now = shell.session.clock()
         let visible = service.peers().filter { Plane(wireValue: $0.announcement.plane).map(mine.canReach) ?? false }
         guard !visible.isEmpty else { return shell.console.print("nobody you can see is nearby") }
         for peer in visible {
