@@ -82,7 +82,7 @@ public final class ChatMode {
     public func register(in shell: Shell) {
         shell.register(Mode(
             name: "chat", summary: "find people nearby (and the dead) on the local network",
-            prompt: { self.openConversation.map { "chat:" + $0.peerName } ?? "chat" },
+            prompt: { self.openConversation.map { "chat:" + SafeText.visible($0.peerName) } ?? "chat" },
             enter: { shell in try self.enter(shell) },
             leave: { _ in self.leave() },
             rawLine: { shell, line in try self.sendLine(line, shell) }))
@@ -171,7 +171,7 @@ public final class ChatMode {
             let plane = Plane(wireValue: peer.announcement.plane)?.name ?? "?"
             let age = max(0, Int(now - peer.lastSeen))
             let avatar = avatarCell(peer, service: service, capabilities: shell.capabilities)
-            shell.console.print("\(DisplayWidth.pad(avatar, to: 2)) \(DisplayWidth.pad(peer.handle, to: 24)) "
+            shell.console.print("\(DisplayWidth.pad(avatar, to: 2)) \(DisplayWidth.pad(peer.shownHandle, to: 24)) "
                                 + "\(DisplayWidth.pad(plane, to: 7)) seen \(age)s ago")
         }
     }
@@ -199,7 +199,7 @@ public final class ChatMode {
     static func glyph(_ avatar: AvatarReference, ascii: Bool) -> String {
         switch avatar {
         case .none: return ascii ? "-" : "👤"
-        case .emoji(let emoji): return ascii ? "*" : emoji
+        case .emoji(let emoji): return ascii ? "*" : SafeText.visible(emoji)
         case .image: return ascii ? "[]" : "🖼️"
         }
     }
@@ -210,14 +210,14 @@ public final class ChatMode {
                           styler: Styler, ascii: Bool) -> [String] {
         func visible(_ peer: Peer) -> Bool { Plane(wireValue: peer.announcement.plane).map(myPlane.canReach) ?? false }
         func describe(_ peer: Peer) -> String {
-            glyph(peer.announcement.avatar, ascii: ascii) + " " + styler.bold(peer.handle)
+            glyph(peer.announcement.avatar, ascii: ascii) + " " + styler.bold(peer.shownHandle)
                 + " (" + (Plane(wireValue: peer.announcement.plane)?.name ?? "?") + ")"
         }
         switch event {
         case .arrived(let peer):
             var lines: [String] = []
             if let previous = remember(peer, in: database) {
-                lines.append(styler.apply(.yellow + .bold, "!") + " \(peer.handle) uses the name of \(previous) with a new key: "
+                lines.append(styler.apply(.yellow + .bold, "!") + " \(peer.shownHandle) uses the name of \(previous) with a new key: "
                              + "possibly an impersonation")
             }
             if visible(peer) { lines.append(styler.apply(.green, "+") + " " + describe(peer) + " is nearby") }
@@ -226,12 +226,12 @@ public final class ChatMode {
             switch (visible(old), visible(new)) {
             case (true, true): return [styler.apply(.cyan, "~") + " " + describe(new) + " changed"]
             case (false, true): return [styler.apply(.green, "+") + " " + describe(new) + " is nearby"]
-            case (true, false): return [styler.apply(.red, "-") + " \(old.handle) passed beyond your sight"]
+            case (true, false): return [styler.apply(.red, "-") + " \(old.shownHandle) passed beyond your sight"]
             case (false, false): return []
             }
         case .left(let peer, let reason):
             guard visible(peer) else { return [] }
-            return [styler.apply(.red, "-") + " \(peer.handle) " + (reason == .goodbye ? "left" : "is out of range")]
+            return [styler.apply(.red, "-") + " \(peer.shownHandle) " + (reason == .goodbye ? "left" : "is out of range")]
         }
     }
 
@@ -242,8 +242,8 @@ public final class ChatMode {
             switch (old.canReach(plane), new.canReach(plane)) {
             case (false, true):
                 return styler.apply(.green, "+") + " " + glyph(peer.announcement.avatar, ascii: ascii) + " "
-                    + styler.bold(peer.handle) + " (\(plane.name)) is nearby"
-            case (true, false): return styler.apply(.red, "-") + " \(peer.handle) passed beyond your sight"
+                    + styler.bold(peer.shownHandle) + " (\(plane.name)) is nearby"
+            case (true, false): return styler.apply(.red, "-") + " \(peer.shownHandle) passed beyond your sight"
             default: return nil
             }
         }
@@ -256,7 +256,17 @@ public final class ChatMode {
                                             arguments: [peer.name, peer.signingKey])
             try db.execute(sql: "INSERT OR IGNORE INTO knownPeer (signingKey, name, firstSeen) VALUES (?, ?, ?)",
                            arguments: [peer.signingKey, peer.name, peer.lastSeen])
-            return earlier.map { peer.name + "#" + PeerIdentity.fingerprint(of: $0) }
+            return earlier.map { SafeText.visible(peer.name) + "#" + PeerIdentity.fingerprint(of: $0) }
         } ?? nil
     }
+}
+
+extension Peer {
+    /// `name#abcd` made safe for the terminal: the name came from the network.
+    var shownHandle: String { SafeText.visible(handle) }
+}
+
+extension Conversation {
+    /// `name#abcd` made safe for the terminal: the stored name came from the network.
+    var shownHandle: String { SafeText.visible(handle) }
 }

@@ -12,12 +12,12 @@ extension ChatMode {
         let peers = ArgumentKind.dynamic {
             var names = Set<String>()
             var candidates: [Candidate] = []
-            for peer in self.service?.peers() ?? [] where names.insert(peer.handle).inserted {
-                candidates.append(Candidate(peer.handle, Plane(wireValue: peer.announcement.plane)?.name ?? ""))
+            for peer in self.service?.peers() ?? [] where names.insert(peer.shownHandle).inserted {
+                candidates.append(Candidate(peer.shownHandle, Plane(wireValue: peer.announcement.plane)?.name ?? ""))
             }
             if let me = self.profiles.current?.identity.signingPublicKey, let database = try? shell.session.openDatabase() {
                 for summary in (try? MessageStore(database: database).conversations(myKey: me)) ?? [] {
-                    let handle = summary.conversation.handle
+                    let handle = summary.conversation.shownHandle
                     if names.insert(handle).inserted { candidates.append(Candidate(handle, "past conversation")) }
                 }
             }
@@ -62,8 +62,9 @@ extension ChatMode {
                     for line in view.bubble(message) { inbox.post(line) }
                     openBox.markShown?(message.number)
                 } else {
-                    let preview = DisplayWidth.truncate(message.text.replacingOccurrences(of: "\n", with: " "), to: 40)
-                    inbox.post(Styler(capabilities).apply(.magenta, "✉") + " \(from): \(preview)   (open \(from))")
+                    let preview = DisplayWidth.truncate(SafeText.visible(message.text.replacingOccurrences(of: "\n", with: " ")), to: 40)
+                    let sender = SafeText.visible(from)
+                    inbox.post(Styler(capabilities).apply(.magenta, "✉") + " \(sender): \(preview)   (open \(sender))")
                 }
             case .stateChanged(let conversation, let numbers, let state):
                 guard openBox.id == conversation, let last = numbers.max() else { return }
@@ -94,7 +95,7 @@ extension ChatMode {
         let store = MessageStore(database: try shell.session.openDatabase())
         let conversation: Conversation
         if visible.count > 1 {
-            throw UserError("several peers are called \(name): " + visible.map(\.handle).joined(separator: ", ") + "; give name#fingerprint")
+            throw UserError("several peers are called \(name): " + visible.map(\.shownHandle).joined(separator: ", ") + "; give name#fingerprint")
         } else if let peer = visible.first {
             conversation = try delivery.conversation(with: peer)
         } else {
@@ -112,7 +113,7 @@ extension ChatMode {
         let page = try store.page(conversation.id)
         oldestShown = page.first?.number
         let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
-        shell.console.print(shell.styler.bold(conversation.handle) + (page.isEmpty ? " — no messages yet; type one and press Enter" : ""))
+        shell.console.print(shell.styler.bold(conversation.shownHandle) + (page.isEmpty ? " — no messages yet; type one and press Enter" : ""))
         for line in view.render(page, now: shell.session.clock()) { shell.console.print(line) }
         if let last = page.last { delivery.shown(upTo: last.number, in: conversation) }
     }
@@ -149,10 +150,10 @@ extension ChatMode {
         guard !summaries.isEmpty else { return shell.console.print("no conversations yet: open NAME") }
         let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
         for summary in summaries {
-            let handle = summary.conversation.handle
+            let handle = summary.conversation.shownHandle
             let when = summary.lastTime.map { view.sectionTitle($0, now: shell.session.clock()) } ?? ""
             let unread = summary.unread > 0 ? shell.styler.bold("\(summary.unread) unread") : ""
-            let last = summary.lastText.map { DisplayWidth.truncate($0.replacingOccurrences(of: "\n", with: " "), to: 32) } ?? ""
+            let last = summary.lastText.map { DisplayWidth.truncate(SafeText.visible($0.replacingOccurrences(of: "\n", with: " ")), to: 32) } ?? ""
             shell.console.print([DisplayWidth.pad(handle, to: 20), DisplayWidth.pad(when, to: 18), DisplayWidth.pad(unread, to: 10), last]
                                     .joined(separator: " "))
         }

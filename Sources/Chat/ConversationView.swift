@@ -87,7 +87,8 @@ public struct ConversationView: Sendable {
     /// and, for yours, its delivery state.
     public func bubble(_ message: ChatMessage) -> [String] {
         let inner = max(4, bubbleWidth - 4)
-        let body = DisplayWidth.wrap(message.text, width: inner)
+        // Widths are measured on what will be shown: the text made safe first.
+        let body = DisplayWidth.wrap(SafeText.visible(message.text, keepNewlines: true), width: inner)
         let width = body.map(\.displayWidth).max() ?? 0
         let style: Style = message.outgoing ? .cyan : .yellow
         var rows: [String]

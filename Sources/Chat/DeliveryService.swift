@@ -14,12 +14,18 @@ public enum DeliveryEvent: Sendable {
 
 /// What delivery needs of the network: who is in range, and a way to send them a packet.
 public struct DeliveryNetwork: Sendable {
-    public var peers: @Sendable () -> [Peer]
+    /// The present peer with a signing key (a lookup: the table of peers can be large).
+    public var peer: @Sendable (Data) -> Peer?
     public var send: @Sendable (Payload, _ host: String, _ port: UInt16) -> Void
 
-    public init(peers: @escaping @Sendable () -> [Peer], send: @escaping @Sendable (Payload, String, UInt16) -> Void) {
-        self.peers = peers
+    public init(peer: @escaping @Sendable (Data) -> Peer?, send: @escaping @Sendable (Payload, String, UInt16) -> Void) {
+        self.peer = peer
         self.send = send
+    }
+
+    /// A network of a few peers, listed (tests).
+    public init(peers: @escaping @Sendable () -> [Peer], send: @escaping @Sendable (Payload, String, UInt16) -> Void) {
+        self.init(peer: { key in peers().first { $0.signingKey == key } }, send: send)
     }
 }
 
@@ -51,6 +57,8 @@ public final class DeliveryService: Sendable {
     private let links = Mutex<[Data: Link]>([:])
     private let network = Mutex<DeliveryNetwork?>(nil)
     private let dropped = Mutex<[String: Int]>([:])
+    /// Fragments held by every link's assembler together.
+    private let bufferedTotal = Mutex(0)
     private let clock: @Sendable () -> Double
 
     public static let maximumLength = 4_000
@@ -69,7 +77,7 @@ public final class DeliveryService: Sendable {
 
     /// Connects to a started nearby service.
     public func attach(_ nearby: NearbyService) {
-        connect(DeliveryNetwork(peers: { [weak nearby] in nearby?.peers() ?? [] },
+        connect(DeliveryNetwork(peer: { [weak nearby] key in nearby?.peer(key) },
                                 send: { [weak nearby] payload, host, port in nearby?.sendDirect(payload, host: host, port: port) }))
         nearby.setDirectHooks(.init(packet: { [weak self] packet, host in self?.receive(packet, from: host) },
                                     tick: { [weak self] now in self?.tick(now: now) }))
@@ -91,12 +99,14 @@ public final class DeliveryService: Sendable {
     public enum SendError: Error, Equatable, CustomStringConvertible {
         case tooLong(Int)
         case empty
+        case nul
         case cannotReach(mine: Plane, theirs: Plane, name: String)
 
         public var description: String {
             switch self {
             case .tooLong(let count): return "the message has \(count) characters; at most \(DeliveryService.maximumLength) can be sent"
             case .empty: return "nothing to send"
+            case .nul: return "the message contains a NUL character, which cannot be sent"
             case .cannotReach(let mine, let theirs, let name):
                 return "you are \(mine.name) and \(name) is \(theirs.name): your words cannot reach them"
             }
@@ -113,6 +123,7 @@ public final class DeliveryService: Sendable {
     /// the planes allow it, or later from the outbox.
     public func send(_ text: String, in conversation: Conversation) throws -> ChatMessage {
         guard !text.isEmpty else { throw SendError.empty }
+        guard !text.unicodeScalars.contains("\0") else { throw SendError.nul }
         guard text.count <= Self.maximumLength else { throw SendError.tooLong(text.count) }
         if let peer = presentPeer(conversation.peerKey), let theirs = Plane(wireValue: peer.announcement.plane),
            !myPlane().canReach(theirs) {
@@ -198,10 +209,12 @@ public final class DeliveryService: Sendable {
     }
 
     private func send(now: Double) {
-        // Most ticks have nothing to send: do not even look at who is in range.
-        guard links.withLock({ $0.values.contains { !$0.queue.isEmpty } }),
-              let network = network.withLock({ $0 }) else { return }
-        let present = Dictionary(network.peers().map { ($0.signingKey, $0) }, uniquingKeysWith: { a, _ in a })
+        // Most ticks have nothing to send: do not even look at who is in range; when something
+        // waits, only its peers are looked up, so the cost does not grow with the crowd.
+        let waiting = links.withLock { $0.compactMap { $0.value.queue.isEmpty ? nil : $0.key } }
+        guard !waiting.isEmpty, let network = network.withLock({ $0 }) else { return }
+        var present: [Data: Peer] = [:]
+        for key in waiting { present[key] = network.peer(key) }
         let outgoing: [(Peer, SymmetricKey, [Fragment])] = links.withLock { links in
             var result: [(Peer, SymmetricKey, [Fragment])] = []
             for (key, var link) in links where !link.queue.isEmpty {
@@ -233,8 +246,13 @@ public final class DeliveryService: Sendable {
                 return drop("unknown sender")
             }
             guard theirs.canReach(myPlane()) else { return drop("plane") }
-            // The conversation is looked up (or made) once per peer, not for every fragment.
+            // The conversation is looked up once per peer, not for every fragment; a stranger's
+            // is made only for a fragment that decrypts, so noise creates nothing.
             let known = links.withLock { $0[packet.sender]?.conversationRecord }
+            if known == nil {
+                guard (try? store.existingConversation(myKey: myKey, peerKey: peer.signingKey)) ?? nil != nil
+                        || opens(sealed, from: peer) else { return drop("cannot decrypt") }
+            }
             guard let conversation = known ?? (try? self.conversation(with: peer)) else { return drop("storage") }
             receiveFragment(sealed, from: peer, conversation: conversation)
         case .ack(let recipient, let sequence):
@@ -255,28 +273,64 @@ public final class DeliveryService: Sendable {
         }
     }
 
+    /// True when `sealed` decrypts with the key agreed with `peer` (checked before anything is
+    /// made for a stranger).
+    private func opens(_ sealed: Data, from peer: Peer) -> Bool {
+        guard let key = try? MessageCrypto.key(mine: identity.agreement, theirs: peer.announcement.agreementKey,
+                                               mySigningKey: myKey, theirSigningKey: peer.signingKey) else { return false }
+        return (try? MessageCrypto.open(sealed, key: key, sender: peer.signingKey, recipient: myKey)) != nil
+    }
+
+    /// Fragments held for all peers together, at most: a crowd of strangers cannot make this
+    /// shell buffer more than a few megabytes.
+    static let totalBufferLimit = 2_048
+    /// A sender's clock may be a little ahead; a time further in the future is not believed.
+    static let allowedClockSkew = 300.0
+
+    /// Why a whole message from a peer is skipped rather than stored, if it is.
+    static func refusal(of message: AssembledMessage) -> String? {
+        if !message.isWhole || message.text.count > maximumLength { return "too long" }
+        if message.text.unicodeScalars.contains("\0") { return "NUL character" }
+        return nil
+    }
+
     private func receiveFragment(_ sealed: Data, from peer: Peer, conversation: Conversation) {
+        var refused: [String] = []
         let outcome: IncomingAssembler.Outcome? = try? withLink(conversation) { link -> IncomingAssembler.Outcome? in
             guard let fragment = try? MessageCrypto.open(sealed, key: link.key, sender: peer.signingKey, recipient: myKey) else {
                 return nil
             }
+            if fragment.sequence > link.assembler.delivered,
+               linksBuffered(exceeding: Self.totalBufferLimit) { return .outOfWindow }
             var assembler = link.assembler
             let outcome = assembler.receive(fragment)
+            let held = assembler.bufferedCount - link.assembler.bufferedCount
             if case .messages(let messages) = outcome {
-                // Stored before acknowledged: a crash between the two only repeats the ack.
+                // Stored before acknowledged: a crash between the two only repeats the ack. A
+                // message over the limits is acknowledged too (the sender would repeat it
+                // forever otherwise) but only its sequence numbers are kept.
                 for message in messages {
+                    let now = clock()
+                    var sentAt = Double(message.sentAt) / 1000
+                    if sentAt > now + Self.allowedClockSkew { sentAt = now }
+                    if let reason = Self.refusal(of: message) {
+                        guard (try? store.skip(in: conversation.id, upTo: message.lastSequence, now: now)) != nil else { return nil }
+                        refused.append(reason)
+                        continue
+                    }
                     guard let number = try? store.receive(message.text, in: conversation.id, firstSequence: message.firstSequence,
-                                                          lastSequence: message.lastSequence,
-                                                          sentAt: Double(message.sentAt) / 1000, now: clock()) else { return nil }
+                                                          lastSequence: message.lastSequence, sentAt: sentAt, now: now) else { return nil }
                     onEvent(.received(conversation: conversation.id,
                                       message: ChatMessage(number: number, outgoing: false, text: message.text,
-                                                           sentAt: Double(message.sentAt) / 1000, receivedAt: clock(), state: .received),
+                                                           sentAt: sentAt, receivedAt: now, state: .received),
                                       from: peer.handle))
                 }
             }
             link.assembler = assembler
+            bufferedTotal.withLock { $0 += held }
             return outcome
         } ?? nil
+        refused.forEach(drop)
         guard let outcome else { return drop("cannot decrypt") }
         if outcome == .outOfWindow { return drop("out of window") }
         let delivered = links.withLock { $0[peer.signingKey]?.assembler.delivered } ?? 0
@@ -293,7 +347,13 @@ public final class DeliveryService: Sendable {
     // MARK: Links
 
     private func presentPeer(_ key: Data) -> Peer? {
-        network.withLock { $0 }?.peers().first { $0.signingKey == key }
+        network.withLock { $0 }?.peer(key)
+    }
+
+    /// True when the fragments buffered across every link reach `limit`. (Called inside the
+    /// links lock: it reads a running total kept beside it, not the links.)
+    private func linksBuffered(exceeding limit: Int) -> Bool {
+        bufferedTotal.withLock { $0 } >= limit
     }
 
     private func knownConversation(_ peerKey: Data) -> Int64? {

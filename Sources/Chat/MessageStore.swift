@@ -180,6 +180,15 @@ public struct MessageStore: Sendable {
         }
     }
 
+    /// An incoming message that was refused (over the limits): nothing of it is kept but the
+    /// fact that its sequence numbers were received, so it is acknowledged and never asked again.
+    public func skip(in conversation: Int64, upTo lastSequence: UInt32, now: Double) throws {
+        try database.write { db in
+            try db.execute(sql: "UPDATE conversation SET deliveredSequence = max(deliveredSequence, ?), lastActivity = ? WHERE id = ?",
+                           arguments: [lastSequence, now, conversation])
+        }
+    }
+
     /// Incoming messages up to `number` have been shown. Returns the highest sequence now read,
     /// for the read receipt, or nil when nothing changed.
     public func markShown(_ conversation: Int64, upTo number: Int64) throws -> UInt32? {

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Nearby
 import Storage
 import Terminal
 
@@ -14,9 +15,7 @@ public enum Avatar: Equatable, Sendable {
     /// An emoji when `text` is exactly one emoji, else nil (then it may be a path).
     public static func emoji(from text: String) -> Avatar? {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
-        guard trimmed.count == 1, let character = trimmed.first,
-              character.unicodeScalars.contains(where: { $0.properties.isEmojiPresentation || $0.value == 0xFE0F }) else { return nil }
-        return .emoji(trimmed)
+        return NameRules.isEmoji(trimmed) ? .emoji(trimmed) : nil
     }
 
     /// The thumbnail of a decoded image.
@@ -84,16 +83,11 @@ public struct ProfileStore: Sendable {
         self.rounds = rounds
     }
 
-    /// A username as stored: trimmed, 1–32 characters, no control characters, no `#` (it
-    /// separates the name from the fingerprint).
+    /// A username as stored: trimmed, then checked by `NameRules`, the rules every received
+    /// name is checked by too.
     public static func validate(name: String) throws(ProfileError) -> String {
         let trimmed = name.trimmingCharacters(in: .whitespaces)
-        guard !trimmed.isEmpty else { throw .badName("it is empty") }
-        guard trimmed.count <= 32 else { throw .badName("it has more than 32 characters") }
-        guard !trimmed.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw .badName("it contains control characters")
-        }
-        guard !trimmed.contains("#") else { throw .badName("'#' separates a name from its fingerprint") }
+        if let violation = NameRules.violation(trimmed) { throw .badName(violation.description) }
         return trimmed
     }
 

@@ -68,6 +68,9 @@ public struct AssembledMessage: Equatable, Sendable {
     public var lastSequence: UInt32
     /// Milliseconds since 1970, as the sender wrote it.
     public var sentAt: UInt64
+    /// False when the sender's fragments ran past `IncomingAssembler.maximumFragments` without
+    /// an end: the pieces are handed out only to be skipped, never stored.
+    public var isWhole: Bool = true
 }
 
 /// The receiving side of one conversation: fragments may come twice, late or out of order;
@@ -77,8 +80,15 @@ public struct IncomingAssembler: Sendable {
     /// The last fragment of the last whole message handed out.
     public private(set) var delivered: UInt32
     private var buffered: [UInt32: Fragment] = [:]
-    /// Out-of-order fragments kept at most: beyond this window they are dropped (and resent).
-    public static let bufferLimit = 1_024
+    /// How far ahead of what has arrived a fragment may be: the sender's window, since an
+    /// honest sender never has more in flight. Beyond it fragments are dropped (and resent).
+    public static let bufferLimit = OutgoingQueue.window
+    /// The most fragments one message may have: a longest message (4,000 characters of up to
+    /// four bytes) needs 18.
+    public static let maximumFragments = 20
+
+    /// Fragments held, waiting for earlier ones.
+    public var bufferedCount: Int { buffered.count }
 
     public init(delivered: UInt32) { self.delivered = delivered }
 
@@ -100,17 +110,18 @@ public struct IncomingAssembler: Sendable {
         var messages: [AssembledMessage] = []
         // Walk forward from the next expected fragment while messages can be completed.
         while true {
-            var sequence = delivered + 1
+            var sequence = delivered &+ 1
             var parts: [Fragment] = []
             while let part = buffered[sequence] {
                 parts.append(part)
-                if part.isLast { break }
-                sequence += 1
+                if part.isLast || parts.count == Self.maximumFragments { break }
+                sequence &+= 1
             }
-            guard let last = parts.last, last.isLast else { break }
+            guard let last = parts.last, last.isLast || parts.count == Self.maximumFragments else { break }
             for part in parts { buffered[part.sequence] = nil }
             messages.append(AssembledMessage(text: String(decoding: parts.reduce(Data()) { $0 + $1.text }, as: UTF8.self),
-                                             firstSequence: parts[0].sequence, lastSequence: last.sequence, sentAt: parts[0].sentAt))
+                                             firstSequence: parts[0].sequence, lastSequence: last.sequence, sentAt: parts[0].sentAt,
+                                             isWhole: last.isLast))
             delivered = last.sequence
         }
         return messages.isEmpty ? .buffered : .messages(messages)

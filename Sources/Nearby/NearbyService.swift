@@ -63,6 +63,8 @@ public final class NearbyService: Sendable {
         var statistics = NearbyStatistics()
         var avatars: [Data: Data] = [:]
         var requested: Set<Data> = []
+        /// When each peer was last sent our avatar: one answer per key per `avatarAnswerGap`.
+        var avatarAnswered: [Data: Double] = [:]
         var random = SystemRandomNumberGenerator()
         var repeater: RepeatedTask?
     }
@@ -136,6 +138,9 @@ public final class NearbyService: Sendable {
                     try channel.pipeline.syncOperations.addHandler(Receiver(service: self))
                 } }
                 .bind(host: "0.0.0.0", port: 0).wait()
+            // Direct packets are for the local segment only, like the multicast ones: a forged
+            // source address elsewhere on the internet is never answered.
+            try unicast.setOption(ChannelOptions.ipOption(NIOBSDSocket.Option(rawValue: IP_TTL)), value: 1).wait()
             let port = UInt16(unicast.localAddress?.port ?? 0)
             state.withLock {
                 $0.multicast = multicast
@@ -212,6 +217,9 @@ public final class NearbyService: Sendable {
         try? group.syncShutdownGracefully()
     }
 
+    /// The present peer with this signing key: a lookup, whatever the size of the table.
+    public func peer(_ key: Data) -> Peer? { state.withLock { $0.table.peer(key) } }
+
     /// The peers heard from, newest state.
     public func peers() -> [Peer] {
         state.withLock { Array($0.table.peers.values) }.sorted { ($0.name.lowercased(), $0.fingerprint) < ($1.name.lowercased(), $1.fingerprint) }
@@ -286,7 +294,7 @@ public final class NearbyService: Sendable {
         let host = address.ipAddress ?? "?"
         switch packet.payload {
         case .avatarRequest(let hash):
-            if let ownAvatar, Data(SHA256.hash(data: ownAvatar)) == hash { send(.avatar(hash: hash, pixels: ownAvatar), to: address) }
+            answerAvatarRequest(from: packet.sender, hash: hash, now: now)
         case .avatar(let hash, let pixels):
             state.withLock { state in
                 if state.requested.contains(hash) { state.avatars[hash] = pixels }
@@ -306,11 +314,45 @@ public final class NearbyService: Sendable {
         }
     }
 
+    static let avatarAnswerGap = 10.0
+
+    /// Our avatar goes only to a peer that announced itself, at the address it announced (not
+    /// to the request's source, which can be forged), at most once per `avatarAnswerGap`.
+    private func answerAvatarRequest(from key: Data, hash: Data, now: Double) {
+        guard let ownAvatar, Data(SHA256.hash(data: ownAvatar)) == hash else { return }
+        let peer = state.withLock { state -> Peer? in
+            guard let peer = state.table.peer(key) else {
+                state.statistics.dropped["avatar request", default: 0] += 1
+                return nil
+            }
+            if let last = state.avatarAnswered[key], now - last < Self.avatarAnswerGap {
+                state.statistics.dropped["avatar request", default: 0] += 1
+                return nil
+            }
+            if state.avatarAnswered.count >= state.table.capacity * 2 {
+                state.avatarAnswered = state.avatarAnswered.filter { now - $0.value < Self.avatarAnswerGap }
+            }
+            state.avatarAnswered[key] = now
+            return peer
+        }
+        guard let peer, let address = try? SocketAddress(ipAddress: peer.host, port: Int(peer.announcement.unicastPort)) else { return }
+        send(.avatar(hash: hash, pixels: ownAvatar), to: address)
+    }
+
     /// Asks a peer for its image avatar, once per hash.
     private func fetchAvatar(of peer: Peer) {
         guard case .image(let hash) = peer.announcement.avatar else { return }
         let ask = state.withLock { state -> Bool in
             guard state.avatars[hash] == nil, !state.requested.contains(hash) else { return false }
+            if state.requested.count >= state.table.capacity * 2 {
+                // Keys come and go: keep only the pictures of peers still here.
+                let present = Set(state.table.peers.values.compactMap { peer -> Data? in
+                    if case .image(let hash) = peer.announcement.avatar { return hash }
+                    return nil
+                })
+                state.requested.formIntersection(present)
+                state.avatars = state.avatars.filter { present.contains($0.key) }
+            }
             state.requested.insert(hash)
             return true
         }

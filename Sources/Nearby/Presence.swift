@@ -92,52 +92,130 @@ public enum PresenceEvent: Equatable, Sendable {
     case changed(from: Peer, to: Peer)
     case left(Peer, LeaveReason)
 
-    public enum LeaveReason: Sendable { case goodbye, expired }
+    /// `evicted`: the table was full and this peer was the least established and stalest.
+    public enum LeaveReason: Sendable { case goodbye, expired, evicted }
 }
 
-/// Everyone heard from, kept from announcements and goodbyes.
+/// Everyone heard from, kept from announcements and goodbyes. Everything in it came from the
+/// network, so it is bounded: at most `capacity` peers (a newcomer evicts the stalest peer heard
+/// only once, else the stalest of all), an advertised interval of at most `maximumInterval`,
+/// and replay memory for departed keys that outlives their departure (`retiredCapacity` keys).
 public struct PresenceTable: Sendable {
     public let timing: PresenceTiming
+    public let capacity: Int
     public private(set) var peers: [Data: Peer] = [:]
+    /// How many announcements each present peer has made here (1: not yet confirmed).
+    private var announcements: [Data: Int] = [:]
+    /// The newest packet seen from keys that left, oldest departure first.
+    private var retired: [Data: Freshness] = [:]
+    private var retiredOrder: [Data] = []
+    private var retiredStart = 0
+    /// No peer can expire before this time: ticks in between cost nothing.
+    private var nextExpiry = Double.infinity
+    /// Full scans made by `expire` (tests check that idle ticks make none).
+    public private(set) var expiryScans = 0
 
-    public init(timing: PresenceTiming) { self.timing = timing }
+    public static let defaultCapacity = 256
+    public static let retiredCapacity = 4_096
+    /// Advertised intervals are clamped to what this program itself may be set to.
+    public static let minimumInterval = 0.05
+    public static let maximumInterval = 3_600.0
 
-    /// Takes one verified packet. Packets older than the newest seen from the same sender are
-    /// dropped (a replay, or reordering).
+    public init(timing: PresenceTiming, capacity: Int = defaultCapacity) {
+        self.timing = timing
+        self.capacity = max(1, capacity)
+    }
+
+    /// The peer's interval as this table uses it.
+    public static func interval(of announcement: Announcement) -> Double {
+        min(maximumInterval, max(minimumInterval, Double(announcement.intervalMilliseconds) / 1000))
+    }
+
+    /// Takes one verified packet. Packets not newer than the newest seen from the same sender,
+    /// present or departed, are dropped (a replay, or reordering).
     public mutating func receive(_ packet: Packet, from host: String, now: Double) -> [PresenceEvent] {
         let known = peers[packet.sender]
         let freshness = Freshness(timestamp: packet.timestamp, sequence: packet.sequence)
-        if let known, freshness <= known.newest { return [] }
+        if let newest = known?.newest ?? retired[packet.sender], freshness <= newest { return [] }
         switch packet.payload {
         case .announce(let announcement):
             let peer = Peer(signingKey: packet.sender, announcement: announcement, host: host, lastSeen: now,
                             newest: freshness)
+            var events: [PresenceEvent] = []
+            if known == nil, peers.count >= capacity, let victim = evictionCandidate() {
+                events.append(.left(remove(victim, newest: peers[victim]!.newest), .evicted))
+            }
             peers[packet.sender] = peer
-            guard let known else { return [.arrived(peer)] }
+            announcements[packet.sender, default: 0] += 1
+            retired[packet.sender] = nil  // Its order entry goes when it comes round.
+            nextExpiry = min(nextExpiry, now + timing.lifetime(ofInterval: Self.interval(of: announcement)))
+            guard let known else { return events + [.arrived(peer)] }
             var old = known.announcement, new = announcement
             old.intervalMilliseconds = 0; new.intervalMilliseconds = 0
             old.unicastPort = 0; new.unicastPort = 0
             return old == new ? [] : [.changed(from: known, to: peer)]
         case .goodbye:
-            guard let known else { return [] }
-            peers[packet.sender] = nil
-            return [.left(known, .goodbye)]
+            guard known != nil else {
+                // A goodbye from a key not present still moves its replay mark forward.
+                if retired[packet.sender] != nil { retired[packet.sender] = freshness }
+                return []
+            }
+            return [.left(remove(packet.sender, newest: freshness), .goodbye)]
         case .avatarRequest, .avatar, .message, .ack, .read:
             return []
         }
     }
 
-    /// Removes peers not heard from for too long.
+    /// The peer in the table with this key.
+    public func peer(_ key: Data) -> Peer? { peers[key] }
+
+    /// Removes peers not heard from for too long. Costs nothing until the first peer can expire.
     public mutating func expire(now: Double) -> [PresenceEvent] {
+        guard now >= nextExpiry else { return [] }
+        expiryScans += 1
         var events: [PresenceEvent] = []
+        var next = Double.infinity
         for (key, peer) in peers {
-            let interval = Double(peer.announcement.intervalMilliseconds) / 1000
-            if now - peer.lastSeen > timing.lifetime(ofInterval: interval) {
-                peers[key] = nil
-                events.append(.left(peer, .expired))
+            let deadline = peer.lastSeen + timing.lifetime(ofInterval: Self.interval(of: peer.announcement))
+            if now > deadline {
+                events.append(.left(remove(key, newest: peer.newest), .expired))
+            } else {
+                next = min(next, deadline)
             }
         }
+        nextExpiry = next
         return events
+    }
+
+    /// The stalest peer heard from only once, else the stalest of all.
+    private func evictionCandidate() -> Data? {
+        let unconfirmed = peers.values.filter { announcements[$0.signingKey, default: 0] <= 1 }
+        let pool = unconfirmed.isEmpty ? Array(peers.values) : unconfirmed
+        return pool.min { $0.lastSeen < $1.lastSeen }?.signingKey
+    }
+
+    /// Takes a peer out, remembering how far its packets have gone.
+    private mutating func remove(_ key: Data, newest: Freshness) -> Peer {
+        let peer = peers.removeValue(forKey: key)!
+        announcements[key] = nil
+        retire(key, newest: newest)
+        return peer
+    }
+
+    private mutating func retire(_ key: Data, newest: Freshness) {
+        if retired.updateValue(newest, forKey: key) == nil { retiredOrder.append(key) }
+        // Forget the oldest departures beyond the bound. The order may hold stale entries (a
+        // key that came back and left again appears twice): they only make a key forgotten a
+        // little early, never kept beyond the bound.
+        while retired.count > Self.retiredCapacity, retiredStart < retiredOrder.count {
+            retired[retiredOrder[retiredStart]] = nil
+            retiredStart += 1
+        }
+        if retiredOrder.count - retiredStart > 2 * Self.retiredCapacity || retiredStart > Self.retiredCapacity {
+            var seen = Set<Data>()
+            retiredOrder = retiredOrder[retiredStart...].reversed().filter { retired[$0] != nil && seen.insert($0).inserted }.reversed()
+            retiredStart = 0
+        }
     }
 }
 

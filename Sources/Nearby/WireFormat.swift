@@ -239,7 +239,9 @@ extension Payload {
             let plane = try need(reader.byte())
             guard plane <= 4 else { throw .malformedPayload("plane \(plane)") }
             let nameLength = Int(try need(reader.byte()))
-            guard let name = String(validating: try need(reader.take(nameLength)), as: UTF8.self), !name.isEmpty else {
+            // Names are checked like local ones: a name that could not be typed here is not shown.
+            guard let name = String(validating: try need(reader.take(nameLength)), as: UTF8.self),
+                  NameRules.violation(name) == nil else {
                 throw .malformedPayload("name")
             }
             let avatarKind = try need(reader.byte()), avatarLength = Int(try need(reader.byte()))
@@ -247,8 +249,10 @@ extension Payload {
             let avatar: AvatarReference
             switch (avatarKind, avatarLength) {
             case (0, 0): avatar = .none
-            case (1, 1...32):
-                guard let emoji = String(validating: avatarBytes, as: UTF8.self) else { throw .malformedPayload("emoji") }
+            case (1, 1...NameRules.maximumEmojiBytes):
+                guard let emoji = String(validating: avatarBytes, as: UTF8.self), NameRules.isEmoji(emoji) else {
+                    throw .malformedPayload("emoji")
+                }
                 avatar = .emoji(emoji)
             case (2, 32): avatar = .image(Data(avatarBytes))
             default: throw .malformedPayload("avatar")

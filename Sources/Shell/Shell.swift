@@ -105,7 +105,7 @@ public final class Shell {
         }
         if let currentMode, let rawLine = registry.mode(named: currentMode)?.rawLine {
             let escaped = line.hasPrefix("\\")
-            let first = line.split(whereSeparator: \.isWhitespace).first.map(String.init) ?? ""
+            let first = String(line.drop(while: \.isWhitespace).prefix { !$0.isWhitespace })
             let isCommand = registry.command(named: first, inMode: currentMode) != nil || registry.mode(named: first) != nil
             if escaped || !isCommand {
                 do {
@@ -134,20 +134,25 @@ public final class Shell {
         }
     }
 
+    /// Runs one command. Leading mode names are prefixes (`zombies up`, even `zombies visions
+    /// list`): they are walked over in one pass, the last one deciding the mode, so a line of
+    /// any number of them costs time in proportion to its length and no copies.
     private func dispatch(_ words: [String], mode: String?) throws {
-        guard let name = words.first else { return }
-        if let target = registry.mode(named: name) {
-            guard target.isAvailable else { throw ShellError.modeUnavailable(name) }
-            if words.count == 1 { return try enter(target) }
-            // Prefix form: run the rest as a command of that mode, without entering it.
-            return try dispatch(Array(words.dropFirst()), mode: name)
+        var mode = mode
+        var start = words.startIndex
+        while start < words.endIndex, let target = registry.mode(named: words[start]) {
+            guard target.isAvailable else { throw ShellError.modeUnavailable(target.name) }
+            if start == words.endIndex - 1 { return try enter(target) }
+            mode = target.name
+            start += 1
         }
+        guard start < words.endIndex else { return }
+        let name = words[start]
         guard let command = registry.command(named: name, inMode: mode) else {
             if let owner = registry.modesOwning(name).first { throw ShellError.wrongMode(command: name, mode: owner) }
             throw ShellError.unknownCommand(name, suggestion: registry.suggestion(for: name, inMode: mode))
         }
-        let usage = command.usage
-        let arguments = try Arguments.parse(Array(words.dropFirst()), specs: command.arguments, usage: usage)
+        let arguments = try Arguments.parse(Array(words[(start + 1)...]), specs: command.arguments, usage: command.usage)
         try command.run(Invocation(shell: self, arguments: arguments, name: name, mode: mode))
     }
 

@@ -8,9 +8,12 @@ public enum Tokenizer {
     public enum Failure: Error, Equatable, CustomStringConvertible {
         case unterminatedQuote(Character)
         case danglingBackslash
+        /// SQLite and C strings end at a NUL: a line holding one would be stored cut short.
+        case nulCharacter
 
         public var description: String {
             switch self {
+            case .nulCharacter: return "the line contains a NUL character, which seance does not accept"
             case .unterminatedQuote(let quote): return "unterminated \(quote) quote"
             case .danglingBackslash: return "a backslash at the end of the line escapes nothing"
             }
@@ -100,6 +103,9 @@ public enum Tokenizer {
             case ";":
                 endWord()
                 scan.commands.append([])
+            case "\0":
+                scan.failure = .nulCharacter
+                return finish(&scan, word: &word)
             case "#" where !scan.inWord:
                 // A comment runs to the end of the line.
                 return finish(&scan, word: &word)

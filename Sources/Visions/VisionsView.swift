@@ -33,7 +33,7 @@ public struct VisionsView: Sendable {
         }
         for vision in visions {
             let thumbnail = renderer.render(vision.thumbnail, columns: VisionStore.thumbnailWidth)
-            lines += entry(thumbnail, [styler.bold("#\(vision.id)") + "  " + vision.rescuerName, state(vision.rescued)])
+            lines += entry(thumbnail, [styler.bold("#\(vision.id)") + "  " + SafeText.visible(vision.rescuerName), state(vision.rescued)])
         }
         if pageCount > 1 && page < pageCount { lines.append("… 'list \(page + 1)' shows more") }
         return lines.joined(separator: "\n")
@@ -43,7 +43,7 @@ public struct VisionsView: Sendable {
         var lines = [styler.bold("Rescuers") + " — \(rescuers.count) in all"]
         for rescuer in rescuers {
             let portrait = thumbnail(rescuer.portrait)
-            lines += entry(portrait, [styler.bold(rescuer.name), "rescues: \(rescuer.rescues)"])
+            lines += entry(portrait, [styler.bold(SafeText.visible(rescuer.name)), "rescues: \(rescuer.rescues)"])
         }
         return lines.joined(separator: "\n")
     }
@@ -69,7 +69,7 @@ public struct VisionsView: Sendable {
             lines = ["(the stored image cannot be shown: \(error))"]
         }
         lines.append("")
-        lines.append(styler.bold("Vision #\(vision.id)") + "  rescuer: " + vision.rescuerName + "  " + state(vision.rescued))
+        lines.append(styler.bold("Vision #\(vision.id)") + "  rescuer: " + SafeText.visible(vision.rescuerName) + "  " + state(vision.rescued))
         lines.append(vision.rescued ? styler.dim("[ Rescued ]") + "  (saved already)" : styler.bold("[ Save Me ]") + "  save NAME")
         return lines.joined(separator: "\n")
     }
@@ -92,7 +92,7 @@ public struct VisionsView: Sendable {
             lines += renderer.render(image, columns: min(32, largeWidth))
             lines.append("")
         }
-        lines.append(styler.bold(rescuer.name) + "  rescues: \(rescuer.rescues)")
+        lines.append(styler.bold(SafeText.visible(rescuer.name)) + "  rescues: \(rescuer.rescues)")
         if !rescuer.description.isEmpty { lines += DisplayWidth.wrap(rescuer.description, width: min(72, max(20, columns - 2))) }
         return lines.joined(separator: "\n")
     }
