@@ -68,6 +68,9 @@ public enum App {
     }
 
     private static func runShell(_ options: LaunchOptions) -> Outcome {
+        // Everything seance creates (database, its journal files, history) holds private
+        // conversations and password hashes: readable by the user alone, whatever the directory.
+        umask(0o077)
         let environment = environment()
         let interactive = options.commands == nil && options.scriptPath == nil && TerminalSize.isTTY(0)
 
@@ -75,13 +78,16 @@ public enum App {
         let colorOn = options.color.enablesColor(isTTY: interactive && TerminalSize.isTTY(1), environment: environment)
         let capabilities = Capabilities(color: ColorDepth.detect(colorEnabled: colorOn, environment: environment),
                                         ascii: options.ascii, interactive: interactive)
-        let console = Console(capabilities: capabilities, columns: TerminalSize.columns(environment: environment))
+        let console = Console(capabilities: capabilities, columns: TerminalSize.columns(environment: environment),
+                              rows: TerminalSize.rows(environment: environment))
         let dataDirectory = DataDirectory(path: options.dataDirectory ?? DataDirectory.defaultPath(environment: environment))
         let session = Session(dataDirectory: dataDirectory,
                               random: options.seed.map { SeededRandom(seed: $0) } ?? SeededRandom())
         let shell = Shell(console: console, session: session)
         let nearby: NearbyConfiguration
         do {
+            // A data directory that is a file is the problem to name, not the config inside it.
+            try dataDirectory.checkExisting()
             let configPath = ConfigFile.path(in: dataDirectory)
             var file = NearbySettings()
             do {
@@ -103,8 +109,14 @@ public enum App {
         if let commands = options.commands {
             reader = BatchLineReader(text: commands)
         } else if let path = options.scriptPath {
-            let fd = open(path, O_RDONLY)
+            // A script may be a pipe (`seance <(generate)`), but not a directory or a device.
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else { return .startFailed("cannot read \(path): \(String(cString: strerror(errno)))") }
+            var info = stat()
+            if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) != S_IFIFO, let kind = FileContents.irregularKind(info.st_mode) {
+                close(fd)
+                return .startFailed("cannot run \(path): it is \(kind), not a script")
+            }
             reader = BatchLineReader(fd: fd)
         } else if interactive {
             var historyPath: String? = dataDirectory.historyPath

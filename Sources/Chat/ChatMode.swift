@@ -122,12 +122,12 @@ public final class ChatMode {
         let ascii = shell.capabilities.ascii
         let link = self.link
         let deliveryBox = DeliveryBox()
+        let limiter = NoticeLimiter()
         let service = NearbyService(configuration: configuration, signer: identity.signing, announcement: announcement,
                                     ownAvatarPixels: pixels) { event in
-            for line in ChatMode.liveLines(for: event, myPlane: link.plane.withLock { $0 }, database: database,
-                                           styler: styler, ascii: ascii) {
-                inbox.post(line)
-            }
+            let lines = ChatMode.liveLines(for: event, myPlane: link.plane.withLock { $0 }, database: database,
+                                           styler: styler, ascii: ascii)
+            for line in limiter.admit(lines, now: Date().timeIntervalSince1970) { inbox.post(line) }
             if case .arrived(let peer) = event { deliveryBox.delivery?.peerArrived(peer) }
             if case .changed(_, let peer) = event { deliveryBox.delivery?.peerArrived(peer) }
         }
@@ -230,7 +230,9 @@ public final class ChatMode {
             case (false, false): return []
             }
         case .left(let peer, let reason):
-            guard visible(peer) else { return [] }
+            // An evicted peer was the least established of a full table: usually one of a
+            // flood of made-up keys, not worth a line each.
+            guard visible(peer), reason != .evicted else { return [] }
             return [styler.apply(.red, "-") + " \(peer.shownHandle) " + (reason == .goodbye ? "left" : "is out of range")]
         }
     }
@@ -249,13 +251,20 @@ public final class ChatMode {
         }
     }
 
+    /// Keys remembered at most. Beyond it new keys are checked but not recorded: the records
+    /// that matter most (the first key seen for a name) are the old ones, and a flood of new
+    /// keys must not push them out.
+    static let knownPeerLimit = 5_000
+
     /// Records the key under its name; returns the handle of an earlier key with the same name.
     static func remember(_ peer: Peer, in database: SeanceDatabase) -> String? {
         try? database.write { db -> String? in
             let earlier = try Data.fetchOne(db, sql: "SELECT signingKey FROM knownPeer WHERE name = ? AND signingKey != ? ORDER BY firstSeen LIMIT 1",
                                             arguments: [peer.name, peer.signingKey])
-            try db.execute(sql: "INSERT OR IGNORE INTO knownPeer (signingKey, name, firstSeen) VALUES (?, ?, ?)",
-                           arguments: [peer.signingKey, peer.name, peer.lastSeen])
+            try db.execute(sql: """
+                INSERT OR IGNORE INTO knownPeer (signingKey, name, firstSeen)
+                SELECT ?, ?, ? WHERE (SELECT count(*) FROM knownPeer) < ?
+                """, arguments: [peer.signingKey, peer.name, peer.lastSeen, knownPeerLimit])
             return earlier.map { SafeText.visible(peer.name) + "#" + PeerIdentity.fingerprint(of: $0) }
         } ?? nil
     }
@@ -269,4 +278,40 @@ extension Peer {
 extension Conversation {
     /// `name#abcd` made safe for the terminal: the stored name came from the network.
     var shownHandle: String { SafeText.visible(handle) }
+}
+
+/// Presence notices above the prompt, at most `burst` at once and `perSecond` after that: a
+/// crowd of made-up keys must not scroll everything else away. What is held back is counted in
+/// one line when notices flow again.
+final class NoticeLimiter: Sendable {
+    private struct State {
+        var tokens: Double
+        var last: Double?
+        var held = 0
+    }
+    private let state: Mutex<State>
+    let burst: Double
+    let perSecond: Double
+
+    init(burst: Double = 20, perSecond: Double = 2) {
+        self.burst = burst
+        self.perSecond = perSecond
+        state = Mutex(State(tokens: burst))
+    }
+
+    /// The lines to print now (possibly none, possibly with a count of those held back).
+    func admit(_ lines: [String], now: Double) -> [String] {
+        guard !lines.isEmpty else { return [] }
+        return state.withLock { state in
+            state.tokens = min(burst, state.tokens + perSecond * max(0, now - (state.last ?? now)))
+            state.last = now
+            guard state.tokens >= 1 else {
+                state.held += lines.count
+                return []
+            }
+            state.tokens -= 1
+            defer { state.held = 0 }
+            return (state.held > 0 ? ["… \(state.held) more presence notices not shown (nearby lists who is here)"] : []) + lines
+        }
+    }
 }

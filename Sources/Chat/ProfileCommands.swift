@@ -152,17 +152,12 @@ public final class Profiles {
         shell.console.print("logged in as \(profile.handle)")
     }
 
-    /// Asks for (or reads) the password and unlocks the keys; a wrong password waits longer
-    /// each time before it is refused.
+    /// Asks for (or reads) the password and unlocks the keys; after wrong passwords every
+    /// attempt waits longer before it is answered (see `ProfileStore.unlock`).
     private func unlock(_ profile: Profile, passwordFile: String?, store: ProfileStore, _ shell: Shell) throws -> Identity {
         let password = try passwordFile.map(Self.readPassword)
             ?? shell.ask("Password for \(profile.name):", field: "--password-file FILE", secret: true)
-        do {
-            return try store.unlock(profile, password: password).0
-        } catch ProfileError.wrongPassword {
-            sleep(ProfileStore.delay(afterFailures: profile.failedLogins + 1))
-            throw ProfileError.wrongPassword
-        }
+        return try store.unlock(profile, password: password, now: shell.session.clock(), wait: sleep)
     }
 
     /// The first line of a password file.

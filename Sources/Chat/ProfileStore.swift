@@ -102,7 +102,8 @@ public struct ProfileStore: Sendable {
         if try profile(named: name) != nil { throw ProfileError.nameTaken(name) }
         let identity = Identity()
         let vault = try PasswordVault.seal(identity, password: password, rounds: rounds)
-        let id = try database.write { db -> Int64 in
+        // Checked above, but another process may take the name in between: its insert wins.
+        let id = try ProfileStore.uniqueName(name) { try database.write { db -> Int64 in
             try db.execute(sql: """
                 INSERT INTO profile (name, salt, scryptRounds, passwordHash, sealedKeys, signingKey, agreementKey,
                                      avatarEmoji, avatarImage, gift, createdAt)
@@ -111,8 +112,12 @@ public struct ProfileStore: Sendable {
                                  identity.signingPublicKey, identity.agreementPublicKey,
                                  Self.emojiColumn(avatar), Self.imageColumn(avatar), gift, now])
             return db.lastInsertedRowID
-        }
+        } }
         return (try profile(id: id)!, identity)
+    }
+
+    private static func uniqueName<T>(_ name: String, _ body: () throws -> T) throws -> T {
+        do { return try body() } catch StorageError.constraint { throw ProfileError.nameTaken(name) }
     }
 
     public func profiles() throws -> [Profile] {
@@ -129,21 +134,39 @@ public struct ProfileStore: Sendable {
         try database.read { db in try Row.fetchOne(db, sql: "SELECT * FROM profile WHERE id = ?", arguments: [id]).map(Self.profile) }
     }
 
-    /// How long to wait before answering after `failures` wrong passwords in a row:
-    /// nothing for the first, then 0.5 s doubling up to 8 s.
+    /// How long the attempt after `failures` wrong passwords in a row waits for its answer:
+    /// nothing after the first, then 0.5 s doubling up to 8 s.
     public static func delay(afterFailures failures: Int) -> Double {
         failures <= 1 ? 0 : min(8, 0.5 * Double(1 << min(failures - 2, 4)))
     }
 
-    /// Checks `password`. A wrong one is counted (in the database, so restarting does not
-    /// reset the delay); a right one resets the count.
-    public func unlock(_ profile: Profile, password: String) throws -> (Identity, failures: Int) {
+    /// Checks `password`, with the delay applied to every attempt, right or wrong:
+    ///
+    /// 1. In one transaction, the attempt is counted as a failure and books the earliest time
+    ///    it may be answered (after the previous attempt's slot plus the delay the count calls
+    ///    for). This is on disk before anything is known, so killing the process once an answer
+    ///    is late skips nothing, and processes guessing in parallel queue behind each other.
+    /// 2. It waits for its slot (`wait`), then checks the password.
+    /// 3. A right password clears the count and the slots.
+    public func unlock(_ profile: Profile, password: String, now: Double,
+                       wait: (Double) throws -> Void = { _ in }) throws -> Identity {
+        let answerAt = try database.write { db -> Double in
+            let row = try Row.fetchOne(db, sql: "SELECT failedLogins, nextLoginAt FROM profile WHERE id = ?", arguments: [profile.id])
+            guard let row else { throw ProfileError.noSuchProfile(profile.name) }
+            let failures = (row["failedLogins"] as Int) + 1
+            let answerAt = max(now, row["nextLoginAt"] as Double)
+            try db.execute(sql: "UPDATE profile SET failedLogins = ?, nextLoginAt = ? WHERE id = ?",
+                           arguments: [failures, answerAt + Self.delay(afterFailures: failures), profile.id])
+            return answerAt
+        }
+        if answerAt > now { try wait(answerAt - now) }
         do {
             let identity = try profile.vault.open(password: password)
-            try database.write { try $0.execute(sql: "UPDATE profile SET failedLogins = 0 WHERE id = ?", arguments: [profile.id]) }
-            return (identity, 0)
+            try database.write {
+                try $0.execute(sql: "UPDATE profile SET failedLogins = 0, nextLoginAt = 0 WHERE id = ?", arguments: [profile.id])
+            }
+            return identity
         } catch PasswordVault.Failure.wrongPassword {
-            try database.write { try $0.execute(sql: "UPDATE profile SET failedLogins = failedLogins + 1 WHERE id = ?", arguments: [profile.id]) }
             throw ProfileError.wrongPassword
         }
     }

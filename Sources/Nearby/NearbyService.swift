@@ -62,7 +62,8 @@ public final class NearbyService: Sendable {
         var devices: [NIONetworkDevice] = []
         var statistics = NearbyStatistics()
         var avatars: [Data: Data] = [:]
-        var requested: Set<Data> = []
+        /// Avatar hashes asked for, and when.
+        var requested: [Data: Double] = [:]
         /// When each peer was last sent our avatar: one answer per key per `avatarAnswerGap`.
         var avatarAnswered: [Data: Double] = [:]
         var random = SystemRandomNumberGenerator()
@@ -297,7 +298,7 @@ public final class NearbyService: Sendable {
             answerAvatarRequest(from: packet.sender, hash: hash, now: now)
         case .avatar(let hash, let pixels):
             state.withLock { state in
-                if state.requested.contains(hash) { state.avatars[hash] = pixels }
+                if state.requested[hash] != nil { state.avatars[hash] = pixels }
             }
         case .message, .ack, .read:
             hooks.withLock { $0.packet }?(packet, host)
@@ -306,11 +307,10 @@ public final class NearbyService: Sendable {
                 state.statistics.received += 1
                 return state.table.receive(packet, from: host, now: now)
             }
-            for event in events {
-                if case .arrived(let peer) = event { fetchAvatar(of: peer) }
-                if case .changed(_, let peer) = event { fetchAvatar(of: peer) }
-                onEvent(event)
-            }
+            // Every announcement may prompt the avatar request again: the first can be refused
+            // when it reaches the peer before our own announcement did.
+            if case .announce = packet.payload, let peer = self.peer(packet.sender) { fetchAvatar(of: peer, now: now) }
+            events.forEach(onEvent)
         }
     }
 
@@ -339,21 +339,24 @@ public final class NearbyService: Sendable {
         send(.avatar(hash: hash, pixels: ownAvatar), to: address)
     }
 
-    /// Asks a peer for its image avatar, once per hash.
-    private func fetchAvatar(of peer: Peer) {
+    static let avatarRetryGap = 1.0
+
+    /// Asks a peer for its image avatar, until it comes, at most once per `avatarRetryGap`.
+    private func fetchAvatar(of peer: Peer, now: Double) {
         guard case .image(let hash) = peer.announcement.avatar else { return }
         let ask = state.withLock { state -> Bool in
-            guard state.avatars[hash] == nil, !state.requested.contains(hash) else { return false }
+            guard state.avatars[hash] == nil else { return false }
+            if let asked = state.requested[hash], now - asked < Self.avatarRetryGap { return false }
             if state.requested.count >= state.table.capacity * 2 {
                 // Keys come and go: keep only the pictures of peers still here.
                 let present = Set(state.table.peers.values.compactMap { peer -> Data? in
                     if case .image(let hash) = peer.announcement.avatar { return hash }
                     return nil
                 })
-                state.requested.formIntersection(present)
+                state.requested = state.requested.filter { present.contains($0.key) }
                 state.avatars = state.avatars.filter { present.contains($0.key) }
             }
-            state.requested.insert(hash)
+            state.requested[hash] = now
             return true
         }
         if ask, let address = try? SocketAddress(ipAddress: peer.host, port: Int(peer.announcement.unicastPort)) {

@@ -166,6 +166,9 @@ public struct PresenceTable: Sendable {
         }
     }
 
+    /// Departed keys whose replay mark is kept.
+    public var retiredCount: Int { retired.count }
+
     /// The peer in the table with this key.
     public func peer(_ key: Data) -> Peer? { peers[key] }
 

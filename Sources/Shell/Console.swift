@@ -58,6 +58,8 @@ public final class Console {
     public let inbox = AsyncInbox()
     /// Terminal width in columns; the interactive reader updates it on SIGWINCH.
     public var columns: Int
+    /// Terminal height in rows, kept like `columns`: views that could be long fit it.
+    public var rows: Int
 
     private var buffer: [UInt8] = []
     private let outputFD: Int32
@@ -67,7 +69,8 @@ public final class Console {
     /// Captured output, for tests that drive the shell without a process.
     private var capture: [String]?
 
-    public init(capabilities: Capabilities, columns: Int = 80, outputFD: Int32 = 1, errorFD: Int32 = 2) {
+    public init(capabilities: Capabilities, columns: Int = 80, rows: Int = 24, outputFD: Int32 = 1, errorFD: Int32 = 2) {
+        self.rows = rows
         self.capabilities = capabilities
         self.styler = Styler(capabilities)
         self.columns = columns
@@ -77,8 +80,8 @@ public final class Console {
     }
 
     /// A console that records what it would print, for tests.
-    public static func capturing(_ capabilities: Capabilities = .plain, columns: Int = 80) -> Console {
-        let console = Console(capabilities: capabilities, columns: columns, outputFD: -1, errorFD: -1)
+    public static func capturing(_ capabilities: Capabilities = .plain, columns: Int = 80, rows: Int = 24) -> Console {
+        let console = Console(capabilities: capabilities, columns: columns, rows: rows, outputFD: -1, errorFD: -1)
         console.capture = []
         return console
     }

@@ -29,6 +29,19 @@ public final class EditLineReader: LineReader {
     public var isInteractive: Bool { true }
 
     /// - Parameter historyPath: where history is loaded from and saved to; nil keeps none.
+    /// `path` when history can be kept there: a regular file, or none yet (then created
+    /// private to the user, since it holds what was typed). Anything else (a FIFO would hang
+    /// both loading and saving) means no history.
+    private static func usableHistoryPath(_ path: String) -> String? {
+        var info = stat()
+        if stat(path, &info) != 0 {
+            let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            if fd >= 0 { close(fd) }
+            return path
+        }
+        return (info.st_mode & S_IFMT) == S_IFREG ? path : nil
+    }
+
     public init?(console: Console, historyPath: String?, historySize: Int32 = 1000) {
         configureUTF8Locale()
         // Streams of libedit's own: Swift 6 forbids touching the C globals stdin/stdout/stderr.
@@ -36,12 +49,12 @@ public final class EditLineReader: LineReader {
               let editLine = el_init("seance", input, output, errors), let history = history_init() else { return nil }
         self.editLine = editLine
         self.history = history
-        self.historyPath = historyPath
+        self.historyPath = historyPath.flatMap(Self.usableHistoryPath)
         self.console = console
 
         seance_history_setsize(history, historySize)
         seance_history_setunique(history, 1)  // Consecutive duplicates are dropped.
-        if let historyPath { seance_history_load(history, historyPath) }
+        if let historyPath = self.historyPath { seance_history_load(history, historyPath) }
 
         seance_el_set_clientdata(editLine, Unmanaged.passUnretained(self).toOpaque())
         seance_el_set_editor(editLine, "emacs")
@@ -59,7 +72,7 @@ public final class EditLineReader: LineReader {
         // The user's ~/.editrc (or $EDITRC) comes last so it can override any of the above.
         el_source(editLine, nil)
 
-        console.columns = TerminalSize.columns()
+        console.columns = TerminalSize.columns(); console.rows = TerminalSize.rows()
         console.printAbovePrompt = { [unowned self] lines in self.printAbovePrompt(lines) }
         Signals.install(wakeFD: console.inbox.wakeFDs.write)
     }
@@ -185,7 +198,7 @@ public final class EditLineReader: LineReader {
             }
             if Signals.resize.exchange(false, ordering: .relaxed) {
                 el_resize(editLine)
-                console.columns = TerminalSize.columns()
+                console.columns = TerminalSize.columns(); console.rows = TerminalSize.rows()
             }
             console.printPending()
             var fds = [pollfd(fd: 0, events: Int16(POLLIN), revents: 0),

@@ -16,6 +16,13 @@ public struct DataDirectory: Sendable, Equatable {
     public var databasePath: String { path + "/seance.sqlite" }
     public var historyPath: String { path + "/history" }
 
+    /// Fails when the path exists and is not a directory (a missing one is fine: it is made
+    /// when first needed).
+    public func checkExisting() throws(StorageError) {
+        var info = stat()
+        if stat(path, &info) == 0, (info.st_mode & S_IFMT) != S_IFDIR { throw .notADirectory(path: path) }
+    }
+
     /// Creates the directory (and missing parents) private to the user, mode 0700.
     public func create() throws(StorageError) {
         var partial = path.hasPrefix("/") ? "" : "."

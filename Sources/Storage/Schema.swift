@@ -119,6 +119,14 @@ public enum Schema {
             // Unread incoming messages: few, whatever the length of the conversation.
             try db.execute(sql: "CREATE INDEX message_unread ON message(conversationId, id) WHERE outgoing = 0 AND state = 'received'")
         }),
+        ("v7-login-slots", { db in
+            // The earliest time the next password attempt on a profile may be answered. Each
+            // attempt books its slot (and counts as a failure) before the password is checked,
+            // so neither killing the process nor running several at once skips the delay.
+            try db.alter(table: "profile") { t in
+                t.add(column: "nextLoginAt", .double).notNull().defaults(to: 0)
+            }
+        }),
     ]
 }
 

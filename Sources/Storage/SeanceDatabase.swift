@@ -23,26 +23,34 @@ public final class SeanceDatabase: Sendable {
         configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
         do {
             writer = try DatabasePool(path: path, configuration: configuration)
-            try writer.write { db in
-                let id = try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0
-                let hasTables = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM sqlite_master)") ?? false
-                let hasMigrations = try db.tableExists("grdb_migrations")
-                let isOurs = id == Self.applicationID || (id == 0 && (!hasTables || hasMigrations))
-                if !isOurs {
-                    throw StorageError.foreignDatabase(path: path)
-                }
-                let unknown = try Set(Schema.migrator.appliedIdentifiers(db)).subtracting(Schema.migrationNames)
-                if !unknown.isEmpty {
-                    throw StorageError.newerSchema(path: path, unknownMigrations: unknown.sorted())
-                }
-                if id == 0 { try db.execute(sql: "PRAGMA application_id = \(Self.applicationID)") }
+            // The checks only read: in WAL mode they go ahead while another process writes, so
+            // a read-only command never waits for the write lock. Only a database that needs
+            // its schema brought up to date takes it.
+            let upToDate = try writer.read { db in try Self.check(db, path: path) }
+            if !upToDate {
+                try writer.write { db in _ = try Self.check(db, path: path) }
+                try Schema.migrator.migrate(writer)
+                try writer.write { db in try db.execute(sql: "PRAGMA application_id = \(Self.applicationID)") }
             }
-            try Schema.migrator.migrate(writer)
         } catch let error as StorageError {
             throw error
         } catch {
             throw Self.describe(error, path: path)
         }
+    }
+
+    /// Refuses a database that is not ours or is newer than this program; true when it needs no
+    /// migration.
+    private static func check(_ db: Database, path: String) throws -> Bool {
+        let id = try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0
+        let hasTables = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM sqlite_master)") ?? false
+        let hasMigrations = try db.tableExists("grdb_migrations")
+        let isOurs = id == applicationID || (id == 0 && (!hasTables || hasMigrations))
+        if !isOurs { throw StorageError.foreignDatabase(path: path) }
+        let applied = hasMigrations ? try Set(Schema.migrator.appliedIdentifiers(db)) : []
+        let unknown = applied.subtracting(Schema.migrationNames)
+        if !unknown.isEmpty { throw StorageError.newerSchema(path: path, unknownMigrations: unknown.sorted()) }
+        return id == applicationID && applied == Schema.migrationNames
     }
 
     /// Runs `body` in a write transaction. SQLite's errors become `StorageError`s naming the
@@ -59,13 +67,19 @@ public final class SeanceDatabase: Sendable {
     /// Checks what we can before SQLite touches the file: readable, writable, and an SQLite header.
     private static func checkExistingFile(at path: String) throws(StorageError) {
         var info = stat()
-        guard stat(path, &info) == 0 else { return }  // Not there yet: it will be created.
+        guard stat(path, &info) == 0 else {
+            // Not there yet: made here, private (SQLite gives its -wal and -shm files the same
+            // mode), rather than by SQLite with whatever the umask allows.
+            let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            if fd >= 0 { close(fd) }
+            return
+        }
         if (info.st_mode & S_IFMT) != S_IFREG { throw .unreadable(path: path, reason: "not a regular file") }
         if access(path, R_OK | W_OK) != 0 {
             throw .unreadable(path: path, reason: String(cString: strerror(errno)))
         }
         guard info.st_size > 0 else { return }  // An empty file is a valid empty database.
-        let fd = open(path, O_RDONLY)
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { throw .unreadable(path: path, reason: String(cString: strerror(errno))) }
         defer { close(fd) }
         var header = [UInt8](repeating: 0, count: 16)
@@ -80,6 +94,7 @@ public final class SeanceDatabase: Sendable {
         case .SQLITE_BUSY, .SQLITE_LOCKED: return .locked(path: path)
         case .SQLITE_NOTADB: return .notADatabase(path: path)
         case .SQLITE_CORRUPT: return .corrupt(path: path)
+        case .SQLITE_CONSTRAINT: return .constraint(path: path, message: error.message ?? "constraint failed")
         case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_READONLY, .SQLITE_AUTH:
             return .unreadable(path: path, reason: error.message ?? "permission denied")
         default: return .sqlite(path: path, message: error.message ?? "\(error)")

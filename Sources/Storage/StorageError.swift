@@ -8,6 +8,8 @@ public enum StorageError: Error, Equatable, CustomStringConvertible {
     case foreignDatabase(path: String)
     case newerSchema(path: String, unknownMigrations: [String])
     case locked(path: String)
+    /// A uniqueness or other constraint refused a write (callers turn it into their own words).
+    case constraint(path: String, message: String)
     case sqlite(path: String, message: String)
 
     public var description: String {
@@ -29,7 +31,7 @@ public enum StorageError: Error, Equatable, CustomStringConvertible {
                 + "refusing to open it so it is not damaged"
         case .locked(let path):
             return "\(path) is locked by another process; try again when it is done"
-        case .sqlite(let path, let message):
+        case .constraint(let path, let message), .sqlite(let path, let message):
             return "\(path): \(message)"
         }
     }

@@ -11,17 +11,25 @@ public enum FileContents {
         public var description: String { "cannot read \(path): \(reason)" }
     }
 
-    public static func read(_ path: String) throws(Failure) -> [UInt8] {
+    /// The largest file read whole (a 50-megapixel BMP is 150 MB).
+    public static let defaultLimit = 256 << 20
+
+    /// Reads the whole file. It is opened without blocking and checked before any byte is read,
+    /// so a FIFO, a device or a directory is refused at once instead of hanging or flooding.
+    public static func read(_ path: String, limit: Int = defaultLimit) throws(Failure) -> [UInt8] {
         func failure(_ reason: String? = nil) -> Failure {
             let code = errno
             return Failure(path: path, reason: reason ?? String(cString: strerror(code)), isMissing: reason == nil && code == ENOENT)
         }
-        let fd = open(path, O_RDONLY)
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { throw failure() }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw failure() }
-        guard (info.st_mode & S_IFMT) == S_IFREG else { throw failure("not a regular file") }
+        if let kind = irregularKind(info.st_mode) { throw failure("it is \(kind), not a regular file") }
+        guard Int(info.st_size) <= limit else { throw failure("it is larger than \(limit >> 20) MB") }
+        // Back to blocking reads for the regular file (O_NONBLOCK was only for opening).
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         var bytes: [UInt8] = []
         bytes.reserveCapacity(Int(info.st_size))
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
@@ -33,12 +41,25 @@ public enum FileContents {
             }
             if n == 0 { break }
             bytes += chunk[0..<n]
+            guard bytes.count <= limit else { throw failure("it is larger than \(limit >> 20) MB") }
         }
         return bytes
     }
 
-    /// The file as UTF-8 text (invalid sequences replaced).
-    public static func text(_ path: String) throws(Failure) -> String {
-        String(decoding: try read(path), as: UTF8.self)
+    /// The file as UTF-8 text (invalid sequences replaced). Text files here are small.
+    public static func text(_ path: String, limit: Int = 1 << 20) throws(Failure) -> String {
+        String(decoding: try read(path, limit: limit), as: UTF8.self)
+    }
+
+    /// What a file of `mode` is, in words, when it is not a regular file.
+    public static func irregularKind(_ mode: mode_t) -> String? {
+        switch mode & S_IFMT {
+        case S_IFREG: return nil
+        case S_IFDIR: return "a directory"
+        case S_IFIFO: return "a named pipe (FIFO)"
+        case S_IFCHR, S_IFBLK: return "a device"
+        case S_IFSOCK: return "a socket"
+        default: return "not a regular file"
+        }
     }
 }

@@ -31,16 +31,23 @@ public enum ImageError: Error, Equatable, CustomStringConvertible {
     case unreadable(path: String, reason: String)
     case notAnImage(reason: String)
     case tooLarge(width: Int, height: Int)
+    case empty(width: Int, height: Int)
 
     /// The largest image accepted, in pixels: 50 megapixels.
     public static let maximumPixels = 50_000_000
+    /// And on each side: a 1x16,000,000 strip is small in area but not to draw.
+    public static let maximumSide = 16_384
 
     public var description: String {
         switch self {
         case .unreadable(let path, let reason): return "cannot read \(path): \(reason)"
         case .notAnImage(let reason): return "not a PNG, JPEG, GIF or BMP image (\(reason))"
+        case .tooLarge(let width, let height) where max(width, height) > ImageError.maximumSide:
+            return "the image is \(width)x\(height); at most \(ImageError.maximumSide) pixels a side are accepted"
         case .tooLarge(let width, let height):
             return "the image is \(width)x\(height), over the limit of 50 megapixels"
+        case .empty(let width, let height):
+            return "the image is \(width)x\(height): it has no pixels"
         }
     }
 }
@@ -52,12 +59,14 @@ public enum ImageDecoder {
     public static func decode(_ bytes: [UInt8]) throws(ImageError) -> RGBAImage {
         guard !bytes.isEmpty else { throw .notAnImage(reason: "the file is empty") }
         guard bytes.count < Int(Int32.max) else { throw .notAnImage(reason: "the file is too large") }
+        try check(bytes)
         var width: Int32 = 0, height: Int32 = 0, channels: Int32 = 0
         let known = bytes.withUnsafeBufferPointer {
             stbi_info_from_memory($0.baseAddress, Int32($0.count), &width, &height, &channels)
         }
         guard known == 1 else { throw .notAnImage(reason: failureReason()) }
-        guard Int(width) * Int(height) <= ImageError.maximumPixels else {
+        guard Int(width) * Int(height) <= ImageError.maximumPixels,
+              max(width, height) <= ImageError.maximumSide else {
             throw .tooLarge(width: Int(width), height: Int(height))
         }
         let decoded = bytes.withUnsafeBufferPointer {
@@ -70,14 +79,30 @@ public enum ImageDecoder {
                          pixels: Array(UnsafeBufferPointer(start: decoded, count: count)))
     }
 
+    /// The limits, checked on the header alone: the format is one of the four, and the size is
+    /// neither empty nor over the limits.
+    public static func check(_ bytes: [UInt8]) throws(ImageError) {
+        guard let header = ImageHeader.parse(bytes) else {
+            throw .notAnImage(reason: ImageHeader.format(of: bytes) == nil ? "unknown format" : "truncated or damaged")
+        }
+        guard header.width > 0, header.height > 0 else { throw .empty(width: header.width, height: header.height) }
+        guard header.width <= ImageError.maximumSide, header.height <= ImageError.maximumSide,
+              header.width * header.height <= ImageError.maximumPixels else {
+            throw .tooLarge(width: header.width, height: header.height)
+        }
+    }
+
     private static func failureReason() -> String {
         guard let reason = stbi_failure_reason() else { return "unknown format" }
         let text = String(cString: reason)
+        if text.isEmpty { return "truncated or damaged" }
         // stb's reasons are terse; the common ones read better spelled out.
         switch text {
         case "unknown image type": return "unknown format"
         case "bad png sig", "not BMP", "not GIF", "no SOI": return "unknown format"
-        case "outofdata", "bad huffman code", "bad zlib header", "EOF", "premature end of data": return "truncated or damaged"
+        case "outofdata", "bad huffman code", "bad zlib header", "EOF", "premature end of data", "no IDAT", "corrupt",
+             "bad IHDR len", "first not IHDR", "too large":
+            return "truncated or damaged"
         default: return text
         }
     }

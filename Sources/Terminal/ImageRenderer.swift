@@ -28,14 +28,22 @@ public struct ImageRenderer: Sendable {
 
     /// The image `columns` wide (never wider than the image itself would need), keeping its
     /// aspect ratio: a cell is about twice as tall as wide, hence two pixels a cell.
-    public func render(_ image: RGBAImage, columns: Int) -> [String] {
-        cells(image, columns: columns).map(Self.line)
+    /// With `rows`, the image is also made narrow enough to be at most that many rows tall.
+    public func render(_ image: RGBAImage, columns: Int, rows: Int? = nil) -> [String] {
+        cells(image, columns: columns, rows: rows).map(Self.line)
     }
 
     /// The cells of `render`, for callers that draw over the image (a stamp, a frame).
-    public func cells(_ image: RGBAImage, columns: Int) -> [[Cell]] {
-        let width = max(1, min(columns, image.width))
-        let heightPixels = max(1, Int((Double(image.height) * Double(width) / Double(image.width)).rounded()))
+    public func cells(_ image: RGBAImage, columns: Int, rows: Int? = nil) -> [[Cell]] {
+        var width = max(1, min(columns, image.width))
+        if let rows {
+            // Two pixel rows a text row: the width that keeps the height within `rows`.
+            let fitting = Int(Double(max(1, rows) * 2) * Double(image.width) / Double(image.height))
+            width = max(1, min(width, fitting))
+        }
+        var heightPixels = max(1, Int((Double(image.height) * Double(width) / Double(image.width)).rounded()))
+        // A strip too tall even one column wide is squeezed rather than drawn past the window.
+        if let rows { heightPixels = min(heightPixels, max(1, rows) * 2) }
         let scaled = image.scaled(width: width, height: heightPixels)
         return (0..<(heightPixels + 1) / 2).map { row in
             (0..<width).map { x in

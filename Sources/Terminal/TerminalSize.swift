@@ -13,5 +13,13 @@ public enum TerminalSize {
         return 80
     }
 
+    /// Rows of the terminal on `fd`, or `LINES`, or 24.
+    public static func rows(fd: Int32 = 1, environment: [String: String] = [:]) -> Int {
+        var size = winsize()
+        if ioctl(fd, UInt(TIOCGWINSZ), &size) == 0, size.ws_row > 0 { return Int(size.ws_row) }
+        if let text = environment["LINES"], let value = Int(text), value > 0 { return value }
+        return 24
+    }
+
     public static func isTTY(_ fd: Int32) -> Bool { isatty(fd) == 1 }
 }

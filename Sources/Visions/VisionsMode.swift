@@ -67,7 +67,7 @@ public final class VisionsMode {
     private func store(_ shell: Shell) throws -> VisionStore { VisionStore(database: try shell.session.openDatabase()) }
 
     private func view(_ shell: Shell) -> VisionsView {
-        VisionsView(capabilities: shell.capabilities, columns: shell.console.columns)
+        VisionsView(capabilities: shell.capabilities, columns: shell.console.columns, rows: shell.console.rows)
     }
 
     // MARK: Pages

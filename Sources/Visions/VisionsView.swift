@@ -4,10 +4,13 @@ import Terminal
 public struct VisionsView: Sendable {
     public let capabilities: Capabilities
     public let columns: Int
+    /// The window's height: a large image is drawn no taller.
+    public let rows: Int
 
-    public init(capabilities: Capabilities, columns: Int) {
+    public init(capabilities: Capabilities, columns: Int, rows: Int = 24) {
         self.capabilities = capabilities
         self.columns = columns
+        self.rows = rows
     }
 
     var styler: Styler { Styler(capabilities) }
@@ -62,7 +65,8 @@ public struct VisionsView: Sendable {
         var lines: [String]
         do {
             let image = try ImageDecoder.decode(vision.image)
-            var cells = renderer.cells(image, columns: largeWidth)
+            // Room for the image and the three lines under it, in the window's height.
+            var cells = renderer.cells(image, columns: largeWidth, rows: max(4, rows - 4))
             if stamped { stamp(&cells) }
             lines = cells.map(ImageRenderer.line)
         } catch {
@@ -89,7 +93,7 @@ public struct VisionsView: Sendable {
     public func rescuer(_ rescuer: Rescuer) -> String {
         var lines: [String] = []
         if let bytes = rescuer.portrait, let image = try? ImageDecoder.decode(bytes) {
-            lines += renderer.render(image, columns: min(32, largeWidth))
+            lines += renderer.render(image, columns: min(32, largeWidth), rows: max(4, rows - 6))
             lines.append("")
         }
         lines.append(styler.bold(SafeText.visible(rescuer.name)) + "  rescues: \(rescuer.rescues)")

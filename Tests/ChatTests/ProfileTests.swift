@@ -65,7 +65,7 @@ func temporaryStore() throws -> (ProfileStore, String) {
         #expect(alice.avatar == .emoji("👻") && alice.gift && alice.createdAt == 5)
         #expect(throws: ProfileError.nameTaken("ALICE")) { try store.create(name: "ALICE", password: "password2", avatar: nil, gift: false, now: 6) }
         #expect(throws: ProfileError.passwordTooShort) { try store.create(name: "bob", password: "1234567", avatar: nil, gift: false, now: 6) }
-        let (unlocked, _) = try store.unlock(alice, password: "password1")
+        let unlocked = try store.unlock(alice, password: "password1", now: 0)
         #expect(unlocked.signingPublicKey == identity.signingPublicKey)
     }
 
@@ -73,10 +73,39 @@ func temporaryStore() throws -> (ProfileStore, String) {
         let (store, dir) = try temporaryStore()
         defer { _ = system("rm -rf \(dir)") }
         let (alice, _) = try store.create(name: "alice", password: "password1", avatar: nil, gift: false, now: 0)
-        for _ in 0..<3 { #expect(throws: ProfileError.wrongPassword) { try store.unlock(alice, password: "nope nope") } }
+        for _ in 0..<3 { #expect(throws: ProfileError.wrongPassword) { try store.unlock(alice, password: "nope nope", now: 0) } }
         #expect(try store.profile(named: "alice")?.failedLogins == 3)
-        _ = try store.unlock(alice, password: "password1")
+        _ = try store.unlock(alice, password: "password1", now: 100)
         #expect(try store.profile(named: "alice")?.failedLogins == 0)
+    }
+
+    /// Every attempt waits for its slot, right or wrong, so how long an answer takes says
+    /// nothing; the slot is booked before the check, so an attempt killed while it waits still
+    /// counts; attempts made at the same moment (parallel processes) queue behind each other.
+    @Test func everyAttemptWaitsForItsSlotBookedBeforeTheCheck() throws {
+        let (store, dir) = try temporaryStore()
+        defer { _ = system("rm -rf \(dir)") }
+        let (alice, _) = try store.create(name: "alice", password: "password1", avatar: nil, gift: false, now: 0)
+        var waits: [Double] = []
+        // Six wrong guesses all made at t = 10: each waits behind the one before.
+        for _ in 0..<6 {
+            #expect(throws: ProfileError.wrongPassword) {
+                try store.unlock(alice, password: "guess guess", now: 10) { waits.append($0) }
+            }
+        }
+        #expect(waits == [0.5, 1.5, 3.5, 7.5])  // 0, 0, then 0.5, 1, 2, 4 added up.
+        // An attempt whose waiting is cut short (the process killed): its failure is on disk.
+        struct Killed: Error {}
+        #expect(throws: Killed.self) { try store.unlock(alice, password: "password1", now: 10) { _ in throw Killed() } }
+        #expect(try store.profile(named: "alice")?.failedLogins == 7)
+        // The right password waits its turn like a wrong one, then clears everything.
+        waits = []
+        _ = try store.unlock(alice, password: "password1", now: 10) { waits.append($0) }
+        #expect(waits == [23.5])  // 7.5, + 8 after the sixth, + 8 after the seventh (killed).
+        #expect(try store.profile(named: "alice")?.failedLogins == 0)
+        waits = []
+        _ = try store.unlock(alice, password: "password1", now: 11) { waits.append($0) }
+        #expect(waits.isEmpty)
     }
 
     @Test func theDelayGrows() {

@@ -47,7 +47,7 @@ func makeBMP(width: Int, height: Int, _ pixel: (Int, Int) -> (UInt8, UInt8, UInt
         #expect(throws: ImageError.unreadable(path: "/nonexistent.png", reason: "No such file or directory")) {
             try ImageDecoder.readFile("/nonexistent.png")
         }
-        #expect(throws: ImageError.unreadable(path: "/tmp", reason: "not a regular file")) { try ImageDecoder.readFile("/tmp") }
+        #expect(throws: ImageError.unreadable(path: "/tmp", reason: "it is a directory, not a regular file")) { try ImageDecoder.readFile("/tmp") }
     }
 }
 

@@ -1,0 +1,77 @@
+/// An image's format and size read from its first bytes, before any decoder sees it: limits are
+/// checked on this, so a file that claims to be enormous is refused with its real dimensions
+/// (not "unknown format"), and stb_image only ever decodes what passed.
+public struct ImageHeader: Equatable, Sendable {
+    public enum Format: String, Sendable { case png = "PNG", jpeg = "JPEG", gif = "GIF", bmp = "BMP" }
+
+    public var format: Format
+    public var width: Int
+    public var height: Int
+
+    /// The format `bytes` start like, from the signature alone.
+    public static func format(of bytes: [UInt8]) -> Format? {
+        if bytes.starts(with: [0x89, 0x50, 0x4E, 0x47]) { return .png }
+        if bytes.starts(with: Array("GIF8".utf8)) { return .gif }
+        if bytes.starts(with: Array("BM".utf8)) { return .bmp }
+        if bytes.starts(with: [0xFF, 0xD8]) { return .jpeg }
+        return nil
+    }
+
+    /// The header of `bytes`, or nil when they do not start like one of the four formats (or are
+    /// cut off before the size).
+    public static func parse(_ bytes: [UInt8]) -> ImageHeader? {
+        if bytes.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) {
+            // The first chunk must be IHDR: width and height, big-endian.
+            guard bytes.count >= 24, Array(bytes[12..<16]) == Array("IHDR".utf8) else { return nil }
+            return ImageHeader(format: .png, width: bigEndian(bytes, 16, 4), height: bigEndian(bytes, 20, 4))
+        }
+        if bytes.starts(with: Array("GIF87a".utf8)) || bytes.starts(with: Array("GIF89a".utf8)) {
+            guard bytes.count >= 10 else { return nil }
+            return ImageHeader(format: .gif, width: littleEndian(bytes, 6, 2), height: littleEndian(bytes, 8, 2))
+        }
+        if bytes.starts(with: Array("BM".utf8)) {
+            guard bytes.count >= 26 else { return nil }
+            if littleEndian(bytes, 14, 4) == 12 {  // The old OS/2 header: 16-bit sizes.
+                return ImageHeader(format: .bmp, width: littleEndian(bytes, 18, 2), height: littleEndian(bytes, 20, 2))
+            }
+            // Signed 32-bit: a negative height means rows stored top-down.
+            let width = Int(Int32(truncatingIfNeeded: littleEndian(bytes, 18, 4)))
+            let height = Int(Int32(truncatingIfNeeded: littleEndian(bytes, 22, 4)))
+            return ImageHeader(format: .bmp, width: abs(width), height: abs(height))
+        }
+        if bytes.starts(with: [0xFF, 0xD8]) { return jpeg(bytes) }
+        return nil
+    }
+
+    /// Walks the JPEG's marker segments to the first start-of-frame, which holds the size.
+    private static func jpeg(_ bytes: [UInt8]) -> ImageHeader? {
+        var index = 2
+        while index + 1 < bytes.count {
+            guard bytes[index] == 0xFF else { return nil }
+            let marker = bytes[index + 1]
+            index += 2
+            switch marker {
+            case 0xFF: index -= 1  // Fill byte: the marker follows.
+            case 0x01, 0xD0...0xD7: continue  // No length.
+            case 0xC0...0xCF where marker != 0xC4 && marker != 0xC8 && marker != 0xCC:
+                guard index + 7 <= bytes.count else { return nil }
+                return ImageHeader(format: .jpeg, width: bigEndian(bytes, index + 5, 2), height: bigEndian(bytes, index + 3, 2))
+            case 0xD9, 0xDA: return nil  // End of image, or scan data, before any frame.
+            default:
+                guard index + 2 <= bytes.count else { return nil }
+                let length = bigEndian(bytes, index, 2)
+                guard length >= 2 else { return nil }
+                index += length
+            }
+        }
+        return nil
+    }
+
+    private static func bigEndian(_ bytes: [UInt8], _ at: Int, _ count: Int) -> Int {
+        bytes[at..<(at + count)].reduce(0) { $0 << 8 | Int($1) }
+    }
+
+    private static func littleEndian(_ bytes: [UInt8], _ at: Int, _ count: Int) -> Int {
+        bytes[at..<(at + count)].reversed().reduce(0) { $0 << 8 | Int($1) }
+    }
+}

@@ -1,0 +1,119 @@
+import Crypto
+import Foundation
+import Glibc
+import Nearby
+import Storage
+import Terminal
+import Testing
+@testable import Chat
+
+/// A sender that does not use `DeliveryService.send`: it seals whatever fragments it likes.
+@Suite struct HostileDeliveryTests {
+    static func forged(_ text: String, from sender: Identity, to recipient: Identity, first: UInt32 = 1,
+                       sentAt: UInt64 = 1_000, endless: Bool = false) throws -> [Packet] {
+        let key = try MessageCrypto.key(mine: sender.agreement, theirs: recipient.agreementPublicKey,
+                                        mySigningKey: sender.signingPublicKey, theirSigningKey: recipient.signingPublicKey)
+        let pieces = MessageCrypto.split(text)
+        return try pieces.enumerated().map { index, piece in
+            let fragment = Fragment(sequence: first + UInt32(index), isLast: !endless && index == pieces.count - 1, sentAt: sentAt, text: piece)
+            let sealed = try MessageCrypto.seal(fragment, key: key, sender: sender.signingPublicKey, recipient: recipient.signingPublicKey)
+            return Pair.packet(.message(recipient: recipient.signingPublicKey, sealed: sealed), from: sender)
+        }
+    }
+
+    func bobsConversation(_ pair: Pair) throws -> Conversation? {
+        try pair.bobStore.existingConversation(myKey: pair.bob.signingPublicKey, peerKey: pair.alice.signingPublicKey)
+    }
+
+    func acknowledged(_ pair: Pair) -> UInt32? {
+        pair.toAlice.take().compactMap { packet -> UInt32? in
+            if case .ack(_, let sequence) = packet.payload { return sequence }
+            return nil
+        }.max()
+    }
+
+    @Test func noiseFromAStrangerCreatesNoConversation() throws {
+        let pair = try Pair()
+        var packets = try Self.forged("hello", from: pair.alice, to: pair.bob)
+        guard case .message(let recipient, var sealed) = packets[0].payload else { return }
+        sealed[sealed.count - 1] ^= 1
+        packets[0].payload = .message(recipient: recipient, sealed: sealed)
+        for _ in 0..<5 { pair.bobDelivery.receive(packets[0], from: "h") }
+        #expect(try bobsConversation(pair) == nil)
+        #expect(pair.bobDelivery.droppedCounts == ["cannot decrypt": 5])
+        // A fragment that decrypts does make it.
+        pair.bobDelivery.receive(try Self.forged("hello", from: pair.alice, to: pair.bob)[0], from: "h")
+        #expect(try bobsConversation(pair) != nil)
+        #expect(pair.received.withLock { $0 } == ["hello"])
+    }
+
+    /// Over-long messages (longer than any honest sender can send, or never ending) are
+    /// acknowledged, so the conversation moves on, but nothing of them is stored.
+    @Test func overLongMessagesAreSkippedNotStored() throws {
+        let pair = try Pair()
+        let tooLong = try Self.forged(String(repeating: "y", count: DeliveryService.maximumLength + 1), from: pair.alice, to: pair.bob)
+        for packet in tooLong { pair.bobDelivery.receive(packet, from: "h") }
+        let endless = try Self.forged(String(repeating: "z", count: 900 * IncomingAssembler.maximumFragments), from: pair.alice, to: pair.bob,
+                                      first: UInt32(tooLong.count) + 1, endless: true)
+        for packet in endless { pair.bobDelivery.receive(packet, from: "h") }
+        let after = UInt32(tooLong.count + endless.count)
+        for packet in try Self.forged("fine", from: pair.alice, to: pair.bob, first: after + 1) { pair.bobDelivery.receive(packet, from: "h") }
+        #expect(pair.received.withLock { $0 } == ["fine"])
+        #expect(acknowledged(pair) == after + 1)
+        let conversation = try #require(try bobsConversation(pair))
+        #expect(try pair.bobStore.page(conversation.id).map(\.text) == ["fine"])
+        #expect((pair.bobDelivery.droppedCounts["too long"] ?? 0) >= 2)
+    }
+
+    /// A NUL would cut the stored text short: refused on sending, skipped on receiving.
+    @Test func nulIsRefusedNeverTruncated() throws {
+        let pair = try Pair()
+        let conversation = try pair.conversationAtAlice()
+        #expect(throws: DeliveryService.SendError.nul) { try pair.aliceDelivery.send("before\0after", in: conversation) }
+        for packet in try Self.forged("before\0after", from: pair.alice, to: pair.bob) { pair.bobDelivery.receive(packet, from: "h") }
+        #expect(pair.received.withLock { $0 }.isEmpty)
+        #expect(pair.bobDelivery.droppedCounts["NUL character"] == 1)
+        #expect(acknowledged(pair) == 1)
+    }
+
+    @Test func aSendTimeFarInTheFutureIsNotBelieved() throws {
+        let pair = try Pair()
+        for packet in try Self.forged("from the future", from: pair.alice, to: pair.bob, sentAt: 1 << 63) {
+            pair.bobDelivery.receive(packet, from: "h")
+        }
+        let conversation = try #require(try bobsConversation(pair))
+        #expect(try pair.bobStore.page(conversation.id).map(\.sentAt) == [0])  // The receiver's clock.
+    }
+
+    /// Escapes in a peer's name or message never reach the terminal raw, in notices or bubbles.
+    @Test func remoteTextIsShownInert() throws {
+        var template = Array("/tmp/seance-hostile-XXXXXX".utf8CString)
+        let directory = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+        defer { _ = system("rm -rf \(directory)") }
+        let database = try SeanceDatabase(path: directory + "/db.sqlite")
+        let evil = "\u{1B}[2J\u{1B}]0;pwned\u{7}\u{202E}"
+        let peer = Peer(signingKey: Data(repeating: 7, count: 32),
+                        announcement: Announcement(name: "eve" + evil, agreementKey: Data(repeating: 1, count: 32), plane: 0,
+                                                   avatar: .emoji(evil), unicastPort: 1, intervalMilliseconds: 5000),
+                        host: "h", lastSeen: 0)
+        var lines = ChatMode.liveLines(for: .arrived(peer), myPlane: .human, database: database, styler: Styler(.plain), ascii: false)
+        lines += ChatMode.liveLines(for: .left(peer, .goodbye), myPlane: .human, database: database, styler: Styler(.plain), ascii: false)
+        let view = ConversationView(capabilities: .plain, columns: 60)
+        lines += view.bubble(ChatMessage(number: 1, outgoing: false, text: "hi" + evil + "\u{9B}2J", sentAt: 0, state: .received))
+        #expect(lines.count > 3)
+        for line in lines {
+            #expect(!line.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || $0.value == 0x202E },
+                    "\(line.debugDescription)")
+        }
+        #expect(lines.joined().contains("^[[2J"))
+    }
+
+    @Test func presenceNoticesAreRateLimited() {
+        let limiter = NoticeLimiter(burst: 5, perSecond: 1)
+        var shown: [String] = []
+        for i in 0..<1_000 { shown += limiter.admit(["+ key\(i)"], now: 0) }
+        #expect(shown.count == 5)
+        shown = limiter.admit(["+ later"], now: 1)
+        #expect(shown == ["… 995 more presence notices not shown (nearby lists who is here)", "+ later"])
+    }
+}

@@ -1,0 +1,104 @@
+import Crypto
+import Foundation
+import Testing
+@testable import Nearby
+
+/// What a hostile peer can send, and what it gets.
+@Suite struct HostilePeerTests {
+    static func announce(_ key: Curve25519.Signing.PrivateKey, name: String = "mallory", at timestamp: UInt64, sequence: UInt32 = 0,
+                         interval: UInt32 = 5000, avatar: AvatarReference = .none) -> Packet {
+        Packet(sender: key.publicKey.rawRepresentation, timestamp: timestamp, sequence: sequence,
+               payload: .announce(Announcement(name: name, agreementKey: Data(repeating: 1, count: 32), plane: 0,
+                                               avatar: avatar, unicastPort: 1, intervalMilliseconds: interval)))
+    }
+
+    func decodeAnnounce(name: String, avatar: AvatarReference = .none) -> Result<Packet, DecodeError> {
+        let key = Curve25519.Signing.PrivateKey()
+        let payload = Payload.announce(Announcement(name: name, agreementKey: Data(repeating: 1, count: 32), plane: 0,
+                                                    avatar: avatar, unicastPort: 1, intervalMilliseconds: 5000))
+        let bytes = try! Packet.encode(payload, signer: key, timestamp: 1, sequence: 1)
+        return Result { () throws(DecodeError) in try Packet.decode(bytes) }
+    }
+
+    @Test func receivedNamesAndAvatarsFollowTheLocalRules() {
+        for bad in ["bob#1234", "bob ", " bob", String(repeating: "b", count: 33), String(repeating: "é", count: 60),
+                    "bob\u{202E}kcab", "b\u{200B}ob", "\u{1B}[2Jbob", "bob\u{FEFF}", "tab\tname", "a\u{2028}b", "x\u{E000}"] {
+            #expect(throws: DecodeError.malformedPayload("name"), "\(bad.debugDescription)") { try decodeAnnounce(name: bad).get() }
+        }
+        for good in ["bob", "Ünïcode 👻", "alice smith", "🚶‍♂️ walker", "日本語の名前"] {
+            #expect(throws: Never.self) { try decodeAnnounce(name: good).get() }
+        }
+        for bad in ["ABC", "a", "👻👻", "\u{1B}]0;x\u{7}", "\u{202E}👻"] {
+            #expect(throws: DecodeError.malformedPayload("emoji"), "\(bad.debugDescription)") {
+                try decodeAnnounce(name: "bob", avatar: .emoji(bad)).get()
+            }
+        }
+        #expect(throws: Never.self) { try decodeAnnounce(name: "bob", avatar: .emoji("❤️")).get() }
+    }
+
+    /// A flood of keys cannot grow the table past its capacity; the peers that refreshed (the
+    /// real ones) stay, the one-shot keys churn among themselves.
+    @Test func theTableIsBoundedAndKeepsEstablishedPeers() {
+        var table = PresenceTable(timing: PresenceTiming(interval: 5), capacity: 16)
+        let real = Curve25519.Signing.PrivateKey()
+        _ = table.receive(Self.announce(real, name: "real", at: 1), from: "h", now: 0)
+        _ = table.receive(Self.announce(real, name: "real", at: 2), from: "h", now: 1)
+        var evicted = 0
+        for i in 0..<500 {
+            let events = table.receive(Self.announce(.init(), at: 1, interval: UInt32.max), from: "h", now: 2 + Double(i) / 1000)
+            evicted += events.filter { if case .left(_, .evicted) = $0 { return true } else { return false } }.count
+        }
+        #expect(table.peers.count == 16)
+        #expect(evicted == 500 - 15)
+        #expect(table.peer(real.publicKey.rawRepresentation) != nil)
+    }
+
+    /// An interval of 2^32-1 ms is taken as at most an hour, and ticks with nothing due cost no
+    /// scan of the table.
+    @Test func intervalsAreClampedAndIdleTicksScanNothing() {
+        var table = PresenceTable(timing: PresenceTiming(interval: 5))
+        for _ in 0..<200 { _ = table.receive(Self.announce(.init(), at: 1, interval: UInt32.max), from: "h", now: 0) }
+        for tick in 1...10_000 { #expect(table.expire(now: Double(tick) * 0.05).isEmpty) }
+        #expect(table.expiryScans == 0)
+        #expect(table.expire(now: 3_600 * 3.5 + 1).count == 200)
+        #expect(table.expiryScans == 1)
+    }
+
+    @Test func anOldAnnouncementReplayedAfterGoodbyeDoesNotResurrect() {
+        var table = PresenceTable(timing: PresenceTiming(interval: 5))
+        let bob = Curve25519.Signing.PrivateKey()
+        let captured = Self.announce(bob, name: "bob", at: 10, sequence: 1)
+        _ = table.receive(captured, from: "198.18.0.2", now: 0)
+        let goodbye = Packet(sender: bob.publicKey.rawRepresentation, timestamp: 20, sequence: 2, payload: .goodbye)
+        #expect(table.receive(goodbye, from: "198.18.0.2", now: 1).count == 1)
+        #expect(table.receive(captured, from: "198.18.0.66", now: 2).isEmpty)
+        #expect(table.peers.isEmpty)
+        // Expired and evicted keys are remembered too; a genuinely newer announcement returns.
+        #expect(table.receive(Self.announce(bob, name: "bob", at: 30, sequence: 3), from: "198.18.0.2", now: 3).count == 1)
+    }
+
+    @Test func replayMemoryIsBoundedToo() {
+        var table = PresenceTable(timing: PresenceTiming(interval: 5), capacity: 8)
+        for i in 0..<(PresenceTable.retiredCapacity * 3) {
+            _ = table.receive(Self.announce(.init(), at: 1), from: "h", now: Double(i))
+        }
+        #expect(table.peers.count == 8)
+        #expect(table.retiredCount <= PresenceTable.retiredCapacity)
+    }
+
+    @Test func assemblerBuffersNoMoreThanTheSendersWindow() {
+        var assembler = IncomingAssembler(delivered: 0)
+        let piece = Data(repeating: 0x61, count: 900)
+        for sequence in 2...UInt32(IncomingAssembler.bufferLimit) {
+            #expect(assembler.receive(Fragment(sequence: sequence, isLast: false, sentAt: 1, text: piece)) == .buffered)
+        }
+        #expect(assembler.receive(Fragment(sequence: UInt32(IncomingAssembler.bufferLimit) + 1, isLast: false, sentAt: 1, text: piece))
+                    == .outOfWindow)
+        #expect(assembler.bufferedCount < IncomingAssembler.bufferLimit)
+        // A message that never ends is cut at the fragment limit and handed out as not whole.
+        guard case .messages(let messages) = assembler.receive(Fragment(sequence: 1, isLast: false, sentAt: 1, text: piece)) else {
+            Issue.record("nothing handed out"); return
+        }
+        #expect(messages.allSatisfy { !$0.isWhole && $0.lastSequence - $0.firstSequence + 1 <= UInt32(IncomingAssembler.maximumFragments) })
+    }
+}
