@@ -48,6 +48,9 @@ let package = Package(
         .testTarget(name: "AppTests", dependencies: ["App", "Nearby", "Storage"]),
         .testTarget(name: "ChatTests", dependencies: ["Chat", "Storage", "Shell"]),
         .testTarget(name: "VisionsTests", dependencies: ["Visions", "Storage", "Terminal", "Shell"]),
-        .testTarget(name: "EndToEndTests", dependencies: [], exclude: ["Fixtures"]),
+        // The end-to-end tests run the built binary; they link the wire code only to play a
+        // hostile peer (forged, flooding, replaying packets) against it.
+        .testTarget(name: "EndToEndTests", dependencies: ["Nearby", .product(name: "Crypto", package: "swift-crypto")],
+                    exclude: ["Fixtures"]),
     ]
 )

@@ -37,17 +37,18 @@ struct RunResult {
 }
 
 /// Runs `seance` with `arguments`, `stdin` as its standard input, and waits for it.
-/// Output goes to files, not pipes, so a large output never blocks the child.
+/// Output goes to files, not pipes, so a large output never blocks the child. With `launcher`,
+/// that command line runs instead (a wrapper that measures seance), followed by `arguments`.
 func runSeance(_ arguments: [String], stdin: String = "", environment: [String: String] = [:],
-               scratch: Scratch) throws -> RunResult {
+               scratch: Scratch, launcher: [String]? = nil) throws -> RunResult {
     let id = UUID().uuidString.prefix(8)
     let input = scratch.write("stdin-\(id)", stdin)
     let outPath = scratch.path + "/stdout-\(id)", errPath = scratch.path + "/stderr-\(id)"
     _ = FileManager.default.createFile(atPath: outPath, contents: nil)
     _ = FileManager.default.createFile(atPath: errPath, contents: nil)
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: seanceBinary)
-    process.arguments = arguments
+    process.executableURL = URL(fileURLWithPath: launcher?.first ?? seanceBinary)
+    process.arguments = (launcher.map { Array($0.dropFirst()) } ?? []) + arguments
     var env = ["HOME": scratch.path, "PATH": "/usr/bin:/bin", "TERM": "xterm-256color"]
     env.merge(environment) { $1 }
     process.environment = env

@@ -1,0 +1,140 @@
+import Crypto
+import Foundation
+import Glibc
+import Nearby
+
+/// A peer made by the test, not by seance: it signs whatever packets it is told to, as an
+/// attacker on the same network could. It lives on loopback inside the suite's private network
+/// namespace (never on a real interface): it multicasts on `lo` and receives on its own port.
+final class FakePeer {
+    let signing: Curve25519.Signing.PrivateKey
+    let agreement = Curve25519.KeyAgreement.PrivateKey()
+    let group: String
+    let port: UInt16
+    private let socketFD: Int32
+    private(set) var unicastPort: UInt16 = 0
+    private var sequence: UInt32 = 0
+
+    var signingKey: Data { signing.publicKey.rawRepresentation }
+
+    init(group: String = "239.255.77.77", port: UInt16, signing: Curve25519.Signing.PrivateKey = .init()) {
+        self.group = group
+        self.port = port
+        self.signing = signing
+        socketFD = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            getsockname(socketFD, $0, &length) } }
+        unicastPort = UInt16(bigEndian: address.sin_port)
+        var interface = in_addr(s_addr: inet_addr("127.0.0.1"))
+        _ = setsockopt(socketFD, Int32(IPPROTO_IP), IP_MULTICAST_IF, &interface, socklen_t(MemoryLayout<in_addr>.size))
+        var ttl: UInt8 = 1
+        _ = setsockopt(socketFD, Int32(IPPROTO_IP), IP_MULTICAST_TTL, &ttl, 1)
+        var buffer: Int32 = 4 << 20
+        _ = setsockopt(socketFD, SOL_SOCKET, SO_RCVBUF, &buffer, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    deinit { close(socketFD) }
+
+    /// A signed datagram of this peer (`timestamp` defaults to now).
+    func packet(_ payload: Payload, timestamp: UInt64? = nil) throws -> [UInt8] {
+        sequence &+= 1
+        return try Packet.encode(payload, signer: signing, timestamp: timestamp ?? UInt64(Date().timeIntervalSince1970 * 1000),
+                                 sequence: sequence)
+    }
+
+    func announcement(name: String, plane: UInt8 = 0, avatar: AvatarReference = .none, intervalMilliseconds: UInt32 = 5_000) -> Payload {
+        .announce(Announcement(name: name, agreementKey: agreement.publicKey.rawRepresentation, plane: plane, avatar: avatar,
+                               unicastPort: unicastPort, intervalMilliseconds: intervalMilliseconds))
+    }
+
+    /// Raw bytes to the group (as an announcement goes).
+    func multicast(_ bytes: [UInt8]) { send(bytes, to: group, port: port) }
+
+    /// Raw bytes to one port on loopback (as a direct packet goes).
+    func send(_ bytes: [UInt8], to host: String = "127.0.0.1", port: UInt16) {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr(host)
+        _ = bytes.withUnsafeBytes { raw in withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            sendto(socketFD, raw.baseAddress, raw.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } } }
+    }
+
+    /// Packets that reached this peer's own port within `timeout` seconds.
+    func receive(timeout: Double) -> [Packet] {
+        var packets: [Packet] = []
+        let deadline = Date().addingTimeInterval(timeout)
+        var buffer = [UInt8](repeating: 0, count: 2048)
+        while Date() < deadline {
+            var poller = pollfd(fd: socketFD, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, Int32(max(1, deadline.timeIntervalSinceNow * 1000))) > 0 else { continue }
+            let count = recv(socketFD, &buffer, buffer.count, 0)
+            if count > 0, let packet = try? Packet.decode(Array(buffer[0..<count])) { packets.append(packet) }
+        }
+        return packets
+    }
+
+    /// A direct message to `peer`, sealed for it, in fragments starting at `sequence`.
+    func message(_ text: String, to peer: Announcement, key peerKey: Data, sequence first: UInt32,
+                 sentAt: UInt64 = UInt64(Date().timeIntervalSince1970 * 1000)) throws -> [[UInt8]] {
+        let key = try MessageCrypto.key(mine: agreement, theirs: peer.agreementKey, mySigningKey: signingKey, theirSigningKey: peerKey)
+        let pieces = MessageCrypto.split(text)
+        return try pieces.enumerated().map { index, piece in
+            let fragment = Fragment(sequence: first + UInt32(index), isLast: index == pieces.count - 1, sentAt: sentAt, text: piece)
+            let sealed = try MessageCrypto.seal(fragment, key: key, sender: signingKey, recipient: peerKey)
+            return try packet(.message(recipient: peerKey, sealed: sealed))
+        }
+    }
+}
+
+/// Listens on the group on `lo` for announcements (to learn a real seance's keys and port).
+final class GroupListener {
+    private let socketFD: Int32
+
+    init(group: String = "239.255.77.77", port: UInt16) {
+        socketFD = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        var one: Int32 = 1
+        _ = setsockopt(socketFD, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        _ = setsockopt(socketFD, SOL_SOCKET, SO_REUSEPORT, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = INADDR_ANY
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        var request = ip_mreq(imr_multiaddr: in_addr(s_addr: inet_addr(group)), imr_interface: in_addr(s_addr: inet_addr("127.0.0.1")))
+        _ = setsockopt(socketFD, Int32(IPPROTO_IP), IP_ADD_MEMBERSHIP, &request, socklen_t(MemoryLayout<ip_mreq>.size))
+    }
+
+    deinit { close(socketFD) }
+
+    /// The first announcement named `name` heard within `timeout` seconds, with its sender's key.
+    func announcement(of name: String, timeout: Double) -> (key: Data, announcement: Announcement)? {
+        let deadline = Date().addingTimeInterval(timeout)
+        var buffer = [UInt8](repeating: 0, count: 2048)
+        while Date() < deadline {
+            var poller = pollfd(fd: socketFD, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, 100) > 0 else { continue }
+            let count = recv(socketFD, &buffer, buffer.count, 0)
+            guard count > 0, let packet = try? Packet.decode(Array(buffer[0..<count])),
+                  case .announce(let announcement) = packet.payload, announcement.name == name else { continue }
+            return (packet.sender, announcement)
+        }
+        return nil
+    }
+}
+
+/// CPU time a process has used, in seconds (utime + stime from /proc).
+func cpuSeconds(of pid: Int32) -> Double? {
+    guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+          let close = text.lastIndex(of: ")") else { return nil }
+    let fields = text[text.index(after: close)...].split(separator: " ")
+    guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+    return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+}

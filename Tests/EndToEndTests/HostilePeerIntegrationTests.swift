@@ -1,0 +1,177 @@
+import Crypto
+import Foundation
+import Glibc
+import Nearby
+import Testing
+
+/// Real seance processes on the suite's loopback (inside its private namespace), each test on a
+/// port of its own, facing a `FakePeer` that forges, floods and replays.
+final class LoopbackShells {
+    let scratch = Scratch()
+    let port = UInt16.random(in: 20_000...60_000)
+    lazy var password = scratch.write("password", "correct horse\n")
+
+    func makeProfile(_ name: String, avatar: String? = nil) throws -> String {
+        let data = scratch.path + "/" + name
+        let result = try runSeance(["--data-dir", data, "-c", "profile new \(name) --password-file \(password)"
+                                        + (avatar.map { " --avatar \($0)" } ?? "")], scratch: scratch)
+        guard result.status == 0 else { throw TestNetwork.SetupError(output: result.stderr) }
+        return data
+    }
+
+    /// Starts seance logged in as `name` (data in `data`) with `lines` as its script.
+    func start(_ name: String, data: String, lines: [String], arguments: [String] = []) throws -> TestNetwork.Run {
+        let script = scratch.write("script-\(name)-\(UUID().uuidString.prefix(4))",
+                                   (["login \(name) --password-file \(password)"] + lines).joined(separator: "\n") + "\n")
+        let run = TestNetwork.Run(outputPath: scratch.path + "/out-\(name)-\(UUID().uuidString.prefix(4))")
+        _ = FileManager.default.createFile(atPath: run.outputPath, contents: nil)
+        run.process.executableURL = URL(fileURLWithPath: seanceBinary)
+        run.process.arguments = ["--data-dir", data, "--interface", "lo", "--port", "\(port)", "--announce-interval", "0.2"]
+            + arguments + [script]
+        run.process.environment = ["HOME": scratch.path, "PATH": "/usr/bin:/bin"]
+        let output = FileHandle(forWritingAtPath: run.outputPath)
+        run.process.standardOutput = output
+        run.process.standardError = output
+        run.process.standardInput = FileHandle.nullDevice
+        try run.process.run()
+        return run
+    }
+
+    func query(_ data: String, _ sql: String) throws -> [String] {
+        try sh("sqlite3 '\(data)/seance.sqlite' \"\(sql)\" 2>/dev/null").split(separator: "\n").map(String.init)
+    }
+}
+
+@Suite(.enabled(if: inPrivateNetwork, "runs only inside scripts/in-netns (make test)"))
+struct HostilePeerIntegrationTests {
+    static let escapes = "\u{1B}[2J\u{1B}]0;pwned\u{7}\u{1B}]52;c;ZXZpbA==\u{7}\u{9B}31m"
+
+    /// Names, avatars and messages with escape sequences, from a forged peer and typed into an
+    /// ordinary seance: not one ESC, BEL or C1 byte reaches the receiver's output, live or
+    /// replayed from the database.
+    @Test func escapesFromPeersNeverReachTheTerminal() throws {
+        let shells = LoopbackShells()
+        let bob = try shells.makeProfile("bob"), alice = try shells.makeProfile("alice")
+        let listener = GroupListener(port: shells.port)
+        let runB = try shells.start("bob", data: bob, lines: ["chat", "sleep 4", "nearby", "nearby stats", "chats", "open eve",
+                                                            "open alice", "back", "back", "sleep 0.3"])
+        defer { runB.kill() }
+        // alice types escapes into an ordinary seance, in a conversation.
+        let runA = try shells.start("alice", data: alice, lines: ["chat", "sleep 1.5", "open bob", "typed" + Self.escapes, "sleep 2"])
+        defer { runA.kill() }
+        let (bobKey, bobAnnouncement) = try #require(listener.announcement(of: "bob", timeout: 5))
+        // eve: a valid name, a message full of escapes; mallory: a name with escapes (dropped).
+        let eve = FakePeer(port: shells.port), mallory = FakePeer(port: shells.port), noise = FakePeer(port: shells.port)
+        mallory.multicast(try mallory.packet(mallory.announcement(name: "mallory" + Self.escapes)))
+        mallory.multicast(try mallory.packet(mallory.announcement(name: "mallory", avatar: .emoji("\u{1B}[2J"))))
+        eve.multicast(try eve.packet(eve.announcement(name: "eve")))
+        noise.multicast(try noise.packet(noise.announcement(name: "noise")))
+        usleep(300_000)
+        for bytes in try eve.message("forged" + Self.escapes, to: bobAnnouncement, key: bobKey, sequence: 1) {
+            eve.send(bytes, port: bobAnnouncement.unicastPort)
+        }
+        // Noise that does not decrypt makes no conversation.
+        noise.send(try noise.packet(.message(recipient: bobKey, sealed: Data(repeating: 7, count: 64))), port: bobAnnouncement.unicastPort)
+        _ = runA.wait()
+        let output = runB.wait()
+        let bytes = Array(output.utf8)
+        #expect(!bytes.contains(0x1B) && !bytes.contains(0x07), "\(output.debugDescription)")
+        #expect(!output.unicodeScalars.contains { (0x80...0x9F).contains($0.value) }, "\(output.debugDescription)")
+        #expect(output.contains("forged^[[2J^[]0;pwned^G"), "\(output)")
+        #expect(output.contains("typed^[[2J"), "\(output)")
+        #expect(!output.contains("mallory"), "\(output)")
+        #expect(output.contains("malformed 2") || output.contains("malformed"), "\(output)")
+        #expect(try shells.query(bob, "SELECT peerName FROM conversation ORDER BY peerName") == ["alice", "eve"])
+    }
+
+    /// After a goodbye, a captured announcement replayed (from anywhere) does not bring the peer
+    /// back; a newer one does.
+    @Test func aReplayedAnnouncementAfterGoodbyeIsIgnored() throws {
+        let shells = LoopbackShells()
+        let bob = try shells.makeProfile("bob")
+        let runB = try shells.start("bob", data: bob, lines: ["chat", "sleep 1.5", "echo one", "nearby", "sleep 1.5", "echo two",
+                                                            "nearby", "sleep 1.5", "echo three", "nearby"])
+        defer { runB.kill() }
+        usleep(500_000)
+        let eve = FakePeer(port: shells.port)
+        let captured = try eve.packet(eve.announcement(name: "eve", intervalMilliseconds: 60_000))
+        eve.multicast(captured)
+        usleep(1_500_000)
+        eve.multicast(try eve.packet(.goodbye))
+        usleep(200_000)
+        for _ in 0..<5 { eve.multicast(captured) }
+        usleep(1_500_000)
+        eve.multicast(try eve.packet(eve.announcement(name: "eve", intervalMilliseconds: 60_000)))
+        let output = runB.wait()
+        let sections = output.components(separatedBy: "\n").split { ["one", "two", "three"].contains($0) }.map { $0.joined(separator: "\n") }
+        try #require(sections.count == 4, "\(output)")
+        #expect(sections[1].contains("eve#"), "\(output)")
+        #expect(sections[2].contains("nobody you can see is nearby"), "\(output)")
+        #expect(sections[3].contains("eve#"), "\(output)")
+    }
+
+    /// An avatar goes only to a peer that announced itself, to the port it announced, and not
+    /// again within ten seconds: a forged request reflects nothing.
+    @Test func avatarRequestsFromStrangersGetNothing() throws {
+        let shells = LoopbackShells()
+        let bob = try shells.makeProfile("bob", avatar: packageRoot + "/assets/portraits/eleven.png")
+        let listener = GroupListener(port: shells.port)
+        let runB = try shells.start("bob", data: bob, lines: ["chat", "sleep 5"])
+        defer { runB.kill() }
+        let (bobKey, bobAnnouncement) = try #require(listener.announcement(of: "bob", timeout: 5))
+        guard case .image(let hash) = bobAnnouncement.avatar else { Issue.record("bob has no image avatar"); return }
+        _ = bobKey
+        let stranger = FakePeer(port: shells.port)
+        for _ in 0..<5 { stranger.send(try stranger.packet(.avatarRequest(hash: hash)), port: bobAnnouncement.unicastPort) }
+        #expect(stranger.receive(timeout: 1).isEmpty)
+        stranger.multicast(try stranger.packet(stranger.announcement(name: "stranger")))
+        usleep(200_000)
+        for _ in 0..<5 { stranger.send(try stranger.packet(.avatarRequest(hash: hash)), port: bobAnnouncement.unicastPort) }
+        let answers = stranger.receive(timeout: 1).filter { if case .avatar = $0.payload { return true } else { return false } }
+        #expect(answers.count == 1)
+    }
+
+    /// 10,000 made-up keys announcing an interval of 2^32-1 ms: the table stays bounded, a
+    /// waiting outbox does not make the idle shell work harder, and a real message still comes
+    /// through at once.
+    @Test func aFloodOfKeysNeitherGrowsNorSlowsTheShell() throws {
+        let shells = LoopbackShells()
+        let bob = try shells.makeProfile("bob"), alice = try shells.makeProfile("alice")
+        let listener = GroupListener(port: shells.port)
+        // bob writes to decoy, who never acknowledges: the message waits, retransmitted.
+        let decoy = FakePeer(port: shells.port)
+        let runB = try shells.start("bob", data: bob, lines: ["chat", "sleep 1", "open decoy", "are you there?", "back",
+                                                            "sleep 14", "nearby stats"])
+        defer { runB.kill() }
+        _ = try #require(listener.announcement(of: "bob", timeout: 5))
+        for _ in 0..<5 {
+            decoy.multicast(try decoy.packet(decoy.announcement(name: "decoy", intervalMilliseconds: 60_000)))
+            usleep(200_000)
+        }
+        var generator = SystemRandomNumberGenerator()
+        let keys = (0..<10_000).map { _ in Curve25519.Signing.PrivateKey() }
+        for (index, key) in keys.enumerated() {
+            let flooder = FakePeer(port: shells.port, signing: key)
+            flooder.multicast(try flooder.packet(flooder.announcement(name: "f\(UInt32.random(in: 0...UInt32.max, using: &generator))",
+                                                                      intervalMilliseconds: UInt32.max)))
+            if index % 200 == 0 { usleep(10_000) }
+        }
+        usleep(1_000_000)  // Let bob take in what reached it.
+        let pid = runB.process.processIdentifier
+        let before = try #require(cpuSeconds(of: pid))
+        usleep(3_000_000)
+        let idle = try #require(cpuSeconds(of: pid)) - before
+        #expect(idle < 0.15, "bob used \(idle) s of CPU in 3 s after the flood")  // Under 5 %.
+        let sentAt = Date().timeIntervalSince1970
+        let runA = try shells.start("alice", data: alice, lines: ["chat", "sleep 1", "open bob", "through the crowd", "sleep 2"])
+        defer { runA.kill() }
+        _ = runA.wait()
+        let output = runB.wait()
+        let received = try shells.query(bob, "SELECT receivedAt - sentAt FROM message WHERE outgoing = 0 AND text = 'through the crowd'")
+        let delay = try #require(received.first.flatMap(Double.init), "\(output.suffix(2_000))")
+        #expect(delay < 1, "the message took \(delay) s")
+        #expect(sentAt > 0)
+        #expect(Int(try shells.query(bob, "SELECT count(*) FROM knownPeer").first ?? "") ?? .max <= 5_000)
+        #expect(output.components(separatedBy: "\n").count < 1_000, "\(output.count) bytes of output")
+    }
+}
