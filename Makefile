@@ -8,7 +8,7 @@ BUILD_PACKAGES = libedit-dev libsqlite3-dev libstb-dev pkg-config
 TEST_PACKAGES  = iproute2 nftables tmux sqlite3 util-linux python3 time
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all setup setup-test build release run test bench clean
+.PHONY: all setup setup-test build release run test bench fuzz clean
 
 all: build
 
@@ -40,6 +40,15 @@ run: release
 test: setup-test
 	$(SWIFT) build --build-tests
 	scripts/in-netns $(SWIFT) test --skip-build $(TEST_ARGS)
+
+# libFuzzer (with AddressSanitizer) on each hand-written parser, FUZZ_SECONDS each, from the
+# seed corpus in fuzz/corpus; new inputs it finds go to .build-fuzz/corpus, crashes to
+# .build-fuzz/crashes. The plain build of the same target replays the corpus (`make test` does).
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS  = packet tokenizer image
+fuzz: setup
+	$(SWIFT) build --build-path .build-fuzz --sanitize=fuzzer --sanitize=address -Xswiftc -DFUZZING --product SeanceFuzz
+	scripts/fuzz .build-fuzz/debug/SeanceFuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 bench: setup-test release
 	scripts/in-netns python3 bench/bench.py --binary .build/release/seance

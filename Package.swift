@@ -40,6 +40,10 @@ let package = Package(
             "App",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
+        // libFuzzer targets for what is parsed by hand (`make fuzz`); a corpus replayer otherwise.
+        .executableTarget(name: "SeanceFuzz", dependencies: [
+            "Nearby", "Shell", "Terminal", .product(name: "Crypto", package: "swift-crypto"),
+        ]),
         .testTarget(name: "TerminalTests", dependencies: ["Terminal"]),
         .testTarget(name: "ShellTests", dependencies: ["Shell", "Terminal", "Storage"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),

@@ -22,6 +22,7 @@ public enum Tokenizer {
 
     /// The commands of one line, each as its words. Empty commands are left out.
     public static func commands(in line: String) throws(Failure) -> [[String]] {
+        if line.utf8.contains(0) { throw .nulCharacter }
         let scan = scan(line)
         if let failure = scan.failure { throw failure }
         return scan.commands.filter { !$0.isEmpty }
@@ -56,18 +57,20 @@ public enum Tokenizer {
         public var openQuote: Character?
     }
 
-    /// Quotes `word` so the tokenizer reads it back unchanged.
+    /// Quotes `word` so the tokenizer reads it back unchanged (scalar by scalar, as it reads).
     public static func quote(_ word: String) -> String {
         if word.isEmpty { return "''" }
-        let special: Set<Character> = [" ", "\t", "\"", "'", "\\", ";", "#"]
-        guard word.contains(where: { special.contains($0) }) else { return word }
-        if !word.contains("'") { return "'" + word + "'" }
-        var result = "\""
-        for character in word {
-            if character == "\"" || character == "\\" { result.append("\\") }
-            result.append(character)
+        let special: Set<Unicode.Scalar> = [" ", "\t", "\n", "\r", "\"", "'", "\\", ";", "#"]
+        guard word.unicodeScalars.contains(where: { special.contains($0) }) else { return word }
+        if !word.unicodeScalars.contains("'") { return "'" + word + "'" }
+        var result = String.UnicodeScalarView()
+        result.append("\"")
+        for scalar in word.unicodeScalars {
+            if scalar == "\"" || scalar == "\\" { result.append("\\") }
+            result.append(scalar)
         }
-        return result + "\""
+        result.append("\"")
+        return String(result)
     }
 
     private struct Scan {
@@ -78,15 +81,18 @@ public enum Tokenizer {
         var currentWordRawScalars = 0
     }
 
+    /// Walks Unicode scalars, not characters: every character the syntax uses is one ASCII
+    /// scalar, and a grapheme cluster can glue a combining mark (or `\n` after `\r`) onto a
+    /// space or a quote, which would then stop being one. (Found by fuzzing.)
     private static func scan(_ line: String) -> Scan {
         var scan = Scan()
-        var word = ""
-        var iterator = line.makeIterator()
+        var word = String.UnicodeScalarView()
+        var iterator = line.unicodeScalars.makeIterator()
 
         func endWord() {
             if scan.inWord {
-                scan.commands[scan.commands.count - 1].append(word)
-                word = ""
+                scan.commands[scan.commands.count - 1].append(String(word))
+                word = String.UnicodeScalarView()
                 scan.inWord = false
                 scan.currentWordRawScalars = 0
             }
@@ -94,7 +100,7 @@ public enum Tokenizer {
         func startWord() {
             if !scan.inWord { scan.inWord = true; scan.currentWordRawScalars = 0 }
         }
-        func consumed(_ c: Character) { scan.currentWordRawScalars += c.unicodeScalars.count }
+        func consumed() { scan.currentWordRawScalars += 1 }
 
         while let c = iterator.next() {
             switch c {
@@ -103,29 +109,26 @@ public enum Tokenizer {
             case ";":
                 endWord()
                 scan.commands.append([])
-            case "\0":
-                scan.failure = .nulCharacter
-                return finish(&scan, word: &word)
             case "#" where !scan.inWord:
                 // A comment runs to the end of the line.
-                return finish(&scan, word: &word)
+                return finish(&scan, word: word)
             case "\\":
-                startWord(); consumed(c)
+                startWord(); consumed()
                 guard let next = iterator.next() else {
                     scan.failure = .danglingBackslash
-                    return finish(&scan, word: &word)
+                    return finish(&scan, word: word)
                 }
-                consumed(next)
+                consumed()
                 word.append(next)
             case "'", "\"":
-                startWord(); consumed(c)
-                scan.openQuote = c
+                startWord(); consumed()
+                scan.openQuote = Character(c)
                 while let q = iterator.next() {
-                    consumed(q)
+                    consumed()
                     if q == c { scan.openQuote = nil; break }
                     if c == "\"", q == "\\" {
                         guard let escaped = iterator.next() else { break }
-                        consumed(escaped)
+                        consumed()
                         if escaped != "\"" && escaped != "\\" { word.append("\\") }
                         word.append(escaped)
                         continue
@@ -134,18 +137,18 @@ public enum Tokenizer {
                 }
                 if let open = scan.openQuote {
                     scan.failure = .unterminatedQuote(open)
-                    return finish(&scan, word: &word)
+                    return finish(&scan, word: word)
                 }
             default:
-                startWord(); consumed(c)
+                startWord(); consumed()
                 word.append(c)
             }
         }
-        return finish(&scan, word: &word)
+        return finish(&scan, word: word)
     }
 
-    private static func finish(_ scan: inout Scan, word: inout String) -> Scan {
-        if scan.inWord { scan.commands[scan.commands.count - 1].append(word) }
+    private static func finish(_ scan: inout Scan, word: String.UnicodeScalarView) -> Scan {
+        if scan.inWord { scan.commands[scan.commands.count - 1].append(String(word)) }
         return scan
     }
 }

@@ -69,11 +69,13 @@ public enum DisplayWidth {
             var current = ""
             for word in paragraph.split(separator: " ", omittingEmptySubsequences: true) {
                 var word = String(word)
-                while word.displayWidth > width {
+                while word.displayWidth > width && word.count > 1 {
                     if !current.isEmpty { lines.append(current); current = "" }
                     var head = "", used = 0
                     for character in word {
-                        if used + character.displayWidth > width { break }
+                        // A character wider than the whole line still takes one line of its
+                        // own: without it, nothing would be taken and the loop never end.
+                        if used + character.displayWidth > width && !head.isEmpty { break }
                         head.append(character)
                         used += character.displayWidth
                     }

@@ -69,6 +69,10 @@ public enum ImageDecoder {
               max(width, height) <= ImageError.maximumSide else {
             throw .tooLarge(width: Int(width), height: Int(height))
         }
+        // No buffer of an honest image is larger than its pixels at 16 bits and 4 channels (plus
+        // a filter byte a row, and the file itself): anything more is refused, not allocated.
+        seance_stbi_set_allocation_limit(Int(width) * Int(height) * 8 + Int(height) + bytes.count + (1 << 20))
+        defer { seance_stbi_set_allocation_limit(0) }
         let decoded = bytes.withUnsafeBufferPointer {
             stbi_load_from_memory($0.baseAddress, Int32($0.count), &width, &height, &channels, 4)
         }
@@ -100,7 +104,7 @@ public enum ImageDecoder {
         switch text {
         case "unknown image type": return "unknown format"
         case "bad png sig", "not BMP", "not GIF", "no SOI": return "unknown format"
-        case "outofdata", "bad huffman code", "bad zlib header", "EOF", "premature end of data", "no IDAT", "corrupt",
+        case "outofdata", "bad huffman code", "bad zlib header", "EOF", "premature end of data", "no IDAT", "corrupt", "outofmem",
              "bad IHDR len", "first not IHDR", "too large":
             return "truncated or damaged"
         default: return text

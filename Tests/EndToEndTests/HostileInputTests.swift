@@ -41,7 +41,7 @@ import Testing
         let password = scratch.write("password", "correct horse\n")
         for command in ["visions add Will --image \(fifo)", "profile new ann --password-file \(fifo)",
                         "profile new ann --password-file \(password) --avatar \(fifo)", "visions add Will --image /dev/zero"] {
-            let result = try runSeance(["--data-dir", scratch.dataDir, "-c", command], scratch: scratch)
+            let result = try runSeance(["--data-dir", scratch.dataDir, "-c", command], scratch: scratch, timeout: 10)
             #expect(result.status == 1, "\(command)")
             #expect(result.stderr.contains("not a regular file") || result.stderr.contains("neither one emoji"), "\(command): \(result.stderr)")
         }
@@ -124,5 +124,17 @@ import Testing
         process.waitUntilExit()
         let counted = try sh("sqlite3 '\(scratch.dataDir)/seance.sqlite' 'SELECT failedLogins FROM profile'")
         #expect(counted == "3\n", "failed logins recorded: \(counted)")
+    }
+}
+
+/// The fuzz corpus (real packets, lines, images, and every crash found and fixed) replayed
+/// through the plain build of the fuzz targets: a finding, once fixed, stays fixed.
+@Suite struct FuzzCorpusTests {
+    @Test func everyCorpusInputPassesEveryTarget() throws {
+        let replayer = (seanceBinary as NSString).deletingLastPathComponent + "/SeanceFuzz"
+        let corpus = packageRoot + "/fuzz/corpus"
+        let result = try runSeance([], scratch: Scratch(), launcher: [replayer, corpus + "/packet", corpus + "/tokenizer", corpus + "/image"])
+        #expect(result.status == 0, "\(result.stderr.suffix(2_000))")
+        #expect(result.stdout.contains("replayed") && !result.stdout.contains("replayed 0 "), "\(result.stdout)")
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Testing
 
 /// The root of the package, found from this file's path.
@@ -40,7 +41,7 @@ struct RunResult {
 /// Output goes to files, not pipes, so a large output never blocks the child. With `launcher`,
 /// that command line runs instead (a wrapper that measures seance), followed by `arguments`.
 func runSeance(_ arguments: [String], stdin: String = "", environment: [String: String] = [:],
-               scratch: Scratch, launcher: [String]? = nil) throws -> RunResult {
+               scratch: Scratch, launcher: [String]? = nil, timeout: Double = 120) throws -> RunResult {
     let id = UUID().uuidString.prefix(8)
     let input = scratch.write("stdin-\(id)", stdin)
     let outPath = scratch.path + "/stdout-\(id)", errPath = scratch.path + "/stderr-\(id)"
@@ -56,7 +57,15 @@ func runSeance(_ arguments: [String], stdin: String = "", environment: [String: 
     process.standardOutput = FileHandle(forWritingAtPath: outPath)
     process.standardError = FileHandle(forWritingAtPath: errPath)
     try process.run()
+    // A run that hangs (the bug some tests look for) is ended and reported, not waited on.
+    let pid = process.processIdentifier
+    let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
+    DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
     process.waitUntilExit()
+    watchdog.cancel()
+    if process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL {
+        Issue.record("seance \(arguments.prefix(4)) did not finish within \(timeout) s")
+    }
     return RunResult(stdout: try String(contentsOfFile: outPath, encoding: .utf8),
                      stderr: try String(contentsOfFile: errPath, encoding: .utf8),
                      status: process.terminationStatus)

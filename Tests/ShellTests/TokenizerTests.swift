@@ -64,4 +64,15 @@ import Testing
             #expect(try Tokenizer.commands(in: "x " + Tokenizer.quote(word)) == [["x", word]])
         }
     }
+
+    /// Found by fuzzing: a space followed by a combining mark is still a space, and `\r\n`
+    /// still two separators; quoting gives back what was read.
+    @Test func separatorsAreScalarsNotGraphemes() throws {
+        #expect(try Tokenizer.commands(in: "a \u{FE0F} b") == [["a", "\u{FE0F}", "b"]])
+        #expect(try Tokenizer.commands(in: "a\r\nb") == [["a", "b"]])
+        for words in [["x", "\u{301}y"], ["tab\there", "new\nline"], ["it's", "a \"quote\""]] {
+            #expect(try Tokenizer.commands(in: words.map(Tokenizer.quote).joined(separator: " ")) == [words])
+        }
+        #expect(throws: Tokenizer.Failure.nulCharacter) { try Tokenizer.commands(in: "echo 'a\0b'") }
+    }
 }

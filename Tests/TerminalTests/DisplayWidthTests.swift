@@ -11,6 +11,12 @@ import Terminal
         #expect(text.displayWidth == width, "\(text.unicodeScalars.map { String($0.value, radix: 16) })")
     }
 
+    /// Found by fuzzing: a character wider than the line made wrap loop forever.
+    @Test func aCharacterWiderThanTheLineGetsALineOfItsOwn() {
+        #expect(DisplayWidth.wrap("👻👻 a", width: 1) == ["👻", "👻", "a"])
+        #expect(DisplayWidth.wrap("漢字", width: 0) == ["漢", "字"])
+    }
+
     @Test func rowsOfEmojiLineUp() {
         let a = "🆘⬛️⬛️⬛️⬛️"
         let b = "⬛️⬛️⬜️🚶‍♂️⬜️"

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import Terminal
 
@@ -88,5 +89,14 @@ func makeBMP(width: Int, height: Int, _ pixel: (Int, Int) -> (UInt8, UInt8, UInt
         #expect(halfRed.scaled(width: 1, height: 1)[0, 0] == .init(127, 0, 0))
         let clear = RGBAImage(width: 1, height: 1, pixels: [255, 255, 255, 0])
         #expect(clear.scaled(width: 1, height: 1)[0, 0] == .init(0, 0, 0))
+    }
+
+    /// Found by fuzzing: a 16x16 PNG whose compressed data expands without end made stb_image
+    /// ask for 2 GB. Its allocations are now held to what the header's size justifies.
+    @Test func aDecompressionBombIsRefusedNotAllocated() throws {
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { url.deleteLastPathComponent() }
+        let bomb = [UInt8](try Data(contentsOf: url.appendingPathComponent("fuzz/corpus/image/zlib-bomb.png")))
+        #expect(throws: ImageError.notAnImage(reason: "truncated or damaged")) { try ImageDecoder.decode(bomb) }
     }
 }

@@ -1,0 +1,54 @@
+import Crypto
+import Foundation
+import Nearby
+
+/// The seed corpus: real packets of every kind (the first byte 0 makes the packet target read
+/// them as they are; 1 and the kind make it re-sign a fuzzed payload), lines people type, and
+/// the images in assets/.
+enum Corpus {
+    static func write(to directory: String) {
+        let signer = FuzzTarget.signer
+        let other = Identity(seed: 0x42), mine = Identity(seed: 0x5E)
+        let pixels = Data((0..<1024).map { UInt8($0 & 0xFF) })
+        let hash = Data(SHA256.hash(data: pixels))
+        let announce = Announcement(name: "alice 👻", agreementKey: mine.agreement.publicKey.rawRepresentation, plane: 2,
+                                    avatar: .emoji("👻"), unicastPort: 47_778, intervalMilliseconds: 5_000)
+        var imageAnnounce = announce
+        imageAnnounce.avatar = .image(hash)
+        let key = try! MessageCrypto.key(mine: mine.agreement, theirs: other.agreement.publicKey.rawRepresentation,
+                                         mySigningKey: signer.publicKey.rawRepresentation, theirSigningKey: other.signingKey)
+        let sealed = try! MessageCrypto.seal(Fragment(sequence: 1, isLast: true, sentAt: 1_700_000_000_000, text: Data("hello".utf8)),
+                                             key: key, sender: signer.publicKey.rawRepresentation, recipient: other.signingKey)
+        let payloads: [Payload] = [.announce(announce), .announce(imageAnnounce), .goodbye, .avatarRequest(hash: hash),
+                                   .avatar(hash: hash, pixels: pixels), .message(recipient: other.signingKey, sealed: sealed),
+                                   .ack(recipient: other.signingKey, sequence: 3), .read(recipient: other.signingKey, sequence: 3)]
+        var files: [(String, [UInt8])] = []
+        for (index, payload) in payloads.enumerated() {
+            let frame = try! Packet.encode(payload, signer: signer, timestamp: 1_700_000_000_000, sequence: UInt32(index))
+            files.append(("packet/frame-\(index)", [0] + frame))
+            // The same payload, for re-signing: kind byte, then the body after the header.
+            files.append(("packet/payload-\(index)", [1, frame[5]] + frame[Wire.headerSize..<(frame.count - Wire.signatureSize)]))
+        }
+        let lines = ["zombies up", "open 'vision 3'; save \"Joyce Byers\"", "echo a\\ b # comment", "profile new ann --password-file ~/pw",
+                     "open bob#3fa2", "chat", "remind 5 tea is ready", "\"unterminated", "emoji 🚶‍♂️ and 🏴󠁧󠁢󠁳󠁣󠁴󠁿", "zombies zombies stats"]
+        for (index, line) in lines.enumerated() { files.append(("tokenizer/line-\(index)", Array(line.utf8))) }
+        for (name, bytes) in files {
+            let path = directory + "/" + name
+            try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            FileManager.default.createFile(atPath: path, contents: Data(bytes))
+        }
+        print("wrote \(files.count) inputs to \(directory)")
+    }
+}
+
+/// Keys made from a seed, so the corpus is the same every time it is written.
+struct Identity {
+    let signing: Curve25519.Signing.PrivateKey
+    let agreement: Curve25519.KeyAgreement.PrivateKey
+    var signingKey: Data { signing.publicKey.rawRepresentation }
+
+    init(seed: UInt8) {
+        signing = try! .init(rawRepresentation: Data(repeating: seed, count: 32))
+        agreement = try! .init(rawRepresentation: Data(repeating: seed &+ 1, count: 32))
+    }
+}

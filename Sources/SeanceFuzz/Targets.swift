@@ -1,0 +1,68 @@
+import Crypto
+import Foundation
+import Nearby
+import Shell
+import Terminal
+
+/// What the fuzzer feeds: everything seance reads from outside that is parsed by hand.
+/// Each target also checks what must hold of whatever it accepted.
+enum FuzzTarget: String, CaseIterable {
+    case packet, tokenizer, image
+
+    /// One input. Crashes, traps and sanitizer reports are the findings; a broken invariant
+    /// traps too.
+    func run(_ bytes: [UInt8]) {
+        switch self {
+        case .packet: Self.packet(bytes)
+        case .tokenizer: Self.tokenizer(bytes)
+        case .image: Self.image(bytes)
+        }
+    }
+
+    /// A fixed key, so fuzzed payloads can be given a valid signature and reach the payload
+    /// decoder (random bytes alone never get past the signature check).
+    static let signer = try! Curve25519.Signing.PrivateKey(rawRepresentation: Data(repeating: 0x5E, count: 32))
+
+    static func packet(_ bytes: [UInt8]) {
+        guard let first = bytes.first else { return }
+        var frame = bytes
+        if first & 1 == 1, bytes.count >= 2 {
+            // Framing, key and signature made valid around a fuzzed type and payload.
+            let body = Array(bytes.dropFirst(2).prefix(Wire.maximumDatagram - Wire.headerSize - Wire.signatureSize))
+            frame = Wire.magic + [Wire.version, bytes[1] % 9, 0, 0] + signer.publicKey.rawRepresentation
+            frame += [0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, UInt8(body.count >> 8), UInt8(body.count & 0xFF)] + body
+            frame += try! signer.signature(for: frame)
+        }
+        guard let packet = try? Packet.decode(frame) else { return }
+        if case .announce(let announcement) = packet.payload {
+            precondition(NameRules.violation(announcement.name) == nil, "a decoded name breaks the rules")
+            precondition(!SafeText.containsUnsafe(announcement.name), "a decoded name is unsafe to print")
+            if case .emoji(let emoji) = announcement.avatar { precondition(NameRules.isEmoji(emoji)) }
+        }
+    }
+
+    static func tokenizer(_ bytes: [UInt8]) {
+        let line = String(decoding: bytes, as: UTF8.self)
+        if let commands = try? Tokenizer.commands(in: line) {
+            precondition(commands.allSatisfy { !$0.isEmpty })
+            // What the tokenizer reads, quoted back, reads the same.
+            for words in commands {
+                let quoted = words.map(Tokenizer.quote).joined(separator: " ")
+                precondition((try? Tokenizer.commands(in: quoted)) == [words], "quote does not round-trip \(words)")
+            }
+        }
+        _ = Tokenizer.partialCommand(line)
+        let shown = SafeText.visible(line, keepNewlines: true)
+        precondition(!shown.unicodeScalars.contains { $0.value < 0x20 && $0 != "\n" || (0x7F...0x9F).contains($0.value) })
+        _ = DisplayWidth.wrap(shown, width: 1 + Int(bytes.first ?? 0) % 80)
+    }
+
+    static func image(_ bytes: [UInt8]) {
+        if let header = ImageHeader.parse(bytes) { precondition(header.width >= 0 && header.height >= 0) }
+        // The whole decoder behind the header checks: only small images get this far.
+        if let image = try? ImageDecoder.decode(bytes) {
+            precondition(image.width <= ImageError.maximumSide && image.height <= ImageError.maximumSide)
+            _ = ImageRenderer(.plain).render(image, columns: 20, rows: 10)
+        }
+    }
+}
