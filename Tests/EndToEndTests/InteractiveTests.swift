@@ -212,4 +212,33 @@ import Testing
         try term.press("Enter")
         try term.waitFor { $0.contains("│ half-typed reply │") }
     }
+
+    /// A forged peer's message full of escapes, at a real terminal: the screen is not cleared,
+    /// the window title not changed; the sequences show as text.
+    @Test(.enabled(if: inPrivateNetwork, "opens sockets: only inside scripts/in-netns"))
+    func escapesFromAPeerShowAsTextInTheTerminal() throws {
+        let password = scratch.write("password", "correct horse\n")
+        _ = try runSeance(["--data-dir", scratch.dataDir, "-c", "profile new ann --password-file \(password)"], scratch: scratch)
+        let port = UInt16.random(in: 20_000...60_000)
+        let listener = GroupListener(port: port)
+        let term = try TerminalSession(arguments: ["--announce-interval", "0.2", "--interface", "lo", "--port", "\(port)"],
+                                       scratch: scratch)
+        let titleBefore = try term.tmux(["display-message", "-p", "#{pane_title}"])
+        try term.type("login ann --password-file \(password)")
+        try term.press("Enter")
+        try term.type("chat")
+        try term.press("Enter")
+        try term.waitFor { $0.contains("announcing ann#") }
+        let (annKey, ann) = try #require(listener.announcement(of: "ann", timeout: 5))
+        let eve = FakePeer(port: port)
+        eve.multicast(try eve.packet(eve.announcement(name: "eve")))
+        try term.waitFor { $0.contains("eve#") }
+        for bytes in try eve.message("hi \u{1B}]2;pwned\u{7}\u{1B}[2J\u{1B}[31mred", to: ann, key: annKey, sequence: 1) {
+            eve.send(bytes, port: ann.unicastPort)
+        }
+        let screen = try term.waitFor { $0.contains("hi ^[]2;pwned^G^[[2J^[[31mred") }
+        #expect(screen.contains("announcing ann#"), "the screen was cleared:\n\(screen)")
+        #expect(try term.tmux(["display-message", "-p", "#{pane_title}"]) == titleBefore)
+        #expect(!(try term.tmux(["display-message", "-p", "#{pane_title}"])).contains("pwned"))
+    }
 }
