@@ -23,18 +23,10 @@ final class LoopbackShells {
     func start(_ name: String, data: String, lines: [String], arguments: [String] = []) throws -> TestNetwork.Run {
         let script = scratch.write("script-\(name)-\(UUID().uuidString.prefix(4))",
                                    (["login \(name) --password-file \(password)"] + lines).joined(separator: "\n") + "\n")
-        let run = TestNetwork.Run(outputPath: scratch.path + "/out-\(name)-\(UUID().uuidString.prefix(4))")
-        _ = FileManager.default.createFile(atPath: run.outputPath, contents: nil)
-        run.process.executableURL = URL(fileURLWithPath: seanceBinary)
-        run.process.arguments = ["--data-dir", data, "--interface", "lo", "--port", "\(port)", "--announce-interval", "0.2"]
-            + arguments + [script]
-        run.process.environment = ["HOME": scratch.path, "PATH": "/usr/bin:/bin"]
-        let output = FileHandle(forWritingAtPath: run.outputPath)
-        run.process.standardOutput = output
-        run.process.standardError = output
-        run.process.standardInput = FileHandle.nullDevice
-        try run.process.run()
-        return run
+        return try TestNetwork.Run.launch(seanceBinary, ["--data-dir", data, "--interface", "lo", "--port", "\(port)",
+                                                         "--announce-interval", "0.2"] + arguments + [script],
+                                          environment: ["HOME": scratch.path, "PATH": "/usr/bin:/bin"],
+                                          outputPath: scratch.path + "/out-\(name)-\(UUID().uuidString.prefix(4))")
     }
 
     func query(_ data: String, _ sql: String) throws -> [String] {

@@ -81,6 +81,22 @@ final class TestNetwork {
         }
 
         func kill() { Glibc.kill(process.processIdentifier, SIGKILL) }
+
+        /// Starts `executable` with no input, its stdout and stderr both to `outputPath`.
+        static func launch(_ executable: String, _ arguments: [String], environment: [String: String],
+                           outputPath: String) throws -> Run {
+            let run = Run(outputPath: outputPath)
+            _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
+            run.process.executableURL = URL(fileURLWithPath: executable)
+            run.process.arguments = arguments
+            run.process.environment = environment
+            let output = FileHandle(forWritingAtPath: outputPath)
+            run.process.standardOutput = output
+            run.process.standardError = output
+            run.process.standardInput = FileHandle.nullDevice
+            try run.process.run()
+            return run
+        }
     }
 
     /// Creates profile `name` on `host` (in its own data directory) and returns the directory.
@@ -96,18 +112,10 @@ final class TestNetwork {
     func start(host: Int, data: String, name: String, arguments: [String] = [], lines: [String]) throws -> Run {
         let script = scratch.write("script-\(host)-\(UUID().uuidString.prefix(4))",
                                    (["login \(name) --password-file \(scratch.path)/password"] + lines).joined(separator: "\n") + "\n")
-        let run = Run(outputPath: scratch.path + "/out-\(host)-\(UUID().uuidString.prefix(4))")
-        _ = FileManager.default.createFile(atPath: run.outputPath, contents: nil)
-        run.process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-        run.process.arguments = ["netns", "exec", namespace(host), seanceBinary, "--data-dir", data,
-                                 "--announce-interval", "0.2", "--interface", "e0"] + arguments + [script]
-        run.process.environment = ["HOME": scratch.path, "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"]
-        let output = FileHandle(forWritingAtPath: run.outputPath)
-        run.process.standardOutput = output
-        run.process.standardError = output
-        run.process.standardInput = FileHandle.nullDevice
-        try run.process.run()
-        return run
+        return try Run.launch("/usr/sbin/ip", ["netns", "exec", namespace(host), seanceBinary, "--data-dir", data,
+                                               "--announce-interval", "0.2", "--interface", "e0"] + arguments + [script],
+                              environment: ["HOME": scratch.path, "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"],
+                              outputPath: scratch.path + "/out-\(host)-\(UUID().uuidString.prefix(4))")
     }
 
     private func shell(_ script: String) throws -> (status: Int32, output: String) {
