@@ -85,7 +85,8 @@ public final class ChatMode {
             prompt: { self.openConversation.map { "chat:" + SafeText.visible($0.peerName) } ?? "chat" },
             enter: { shell in try self.enter(shell) },
             leave: { _ in self.leave() },
-            rawLine: { shell, line in try self.sendLine(line, shell) }))
+            messages: MessageInput(isActive: { self.openConversation != nil && self.delivery != nil },
+                                   send: { shell, line in try self.sendLine(line, shell) })))
         registerConversationCommands(in: shell)
         shell.register(Command("nearby", aliases: ["who"], scope: .mode("chat"),
                                arguments: [.positional("what", .choice([Candidate("stats", "packets sent, received and dropped")]),
@@ -93,6 +94,12 @@ public final class ChatMode {
                                summary: "the people nearby you can see") { invocation in
             if invocation.arguments["what"] == "stats" { return try self.printStatistics(invocation.shell) }
             try self.list(invocation.shell)
+        })
+        shell.register(Command("trust", scope: .mode("chat"),
+                               arguments: [.positional("peer", help: "name#fingerprint of the key to trust for that name")],
+                               summary: "trust this key for its name (others using the name are flagged)") { invocation in
+            let shown = try ChatMode.trust(invocation.arguments["peer"]!, in: invocation.shell.session.openDatabase())
+            invocation.shell.console.print("\(shown) is now the trusted key for its name")
         })
         let link = self.link
         battery.observe { reading in link.planeChanged(to: reading.plane) }
@@ -217,8 +224,8 @@ public final class ChatMode {
         case .arrived(let peer):
             var lines: [String] = []
             if let previous = remember(peer, in: database) {
-                lines.append(styler.apply(.yellow + .bold, "!") + " \(peer.shownHandle) uses the name of \(previous) with a new key: "
-                             + "possibly an impersonation")
+                lines.append(styler.apply(.yellow + .bold, "!") + " \(peer.shownHandle) uses the name of \(previous), whom you trust, "
+                             + "with another key: possibly an impersonation (trust \(peer.shownHandle) to switch)")
             }
             if visible(peer) { lines.append(styler.apply(.green, "+") + " " + describe(peer) + " is nearby") }
             return lines
@@ -256,17 +263,37 @@ public final class ChatMode {
     /// keys must not push them out.
     static let knownPeerLimit = 5_000
 
-    /// Records the key under its name; returns the handle of an earlier key with the same name.
+    /// Records the key under its name (the first key of a name is trusted) and returns the
+    /// handle of the trusted key when this one is another: it is flagged every time it appears,
+    /// never the trusted one. A key we have a conversation with is never flagged.
     static func remember(_ peer: Peer, in database: SeanceDatabase) -> String? {
         try? database.write { db -> String? in
-            let earlier = try Data.fetchOne(db, sql: "SELECT signingKey FROM knownPeer WHERE name = ? AND signingKey != ? ORDER BY firstSeen LIMIT 1",
-                                            arguments: [peer.name, peer.signingKey])
             try db.execute(sql: """
-                INSERT OR IGNORE INTO knownPeer (signingKey, name, firstSeen)
-                SELECT ?, ?, ? WHERE (SELECT count(*) FROM knownPeer) < ?
-                """, arguments: [peer.signingKey, peer.name, peer.lastSeen, knownPeerLimit])
-            return earlier.map { SafeText.visible(peer.name) + "#" + PeerIdentity.fingerprint(of: $0) }
+                INSERT OR IGNORE INTO knownPeer (signingKey, name, firstSeen, trusted)
+                SELECT ?, ?, ?, NOT EXISTS (SELECT 1 FROM knownPeer WHERE name = ? AND trusted)
+                WHERE (SELECT count(*) FROM knownPeer) < ?
+                """, arguments: [peer.signingKey, peer.name, peer.lastSeen, peer.name, knownPeerLimit])
+            let trusted = try Data.fetchOne(db, sql: "SELECT signingKey FROM knownPeer WHERE name = ? AND trusted ORDER BY firstSeen LIMIT 1",
+                                            arguments: [peer.name])
+            guard let trusted, trusted != peer.signingKey else { return nil }
+            let talkedTo = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM conversation WHERE peerKey = ?)",
+                                             arguments: [peer.signingKey]) ?? false
+            return talkedTo ? nil : SafeText.visible(peer.name) + "#" + PeerIdentity.fingerprint(of: trusted)
         } ?? nil
+    }
+
+    /// `trust NAME#FP`: that key becomes the trusted one for its name.
+    static func trust(_ handle: String, in database: SeanceDatabase) throws -> String {
+        let (name, fingerprint) = splitHandle(handle)
+        guard let fingerprint else { throw UserError("give the key to trust as name#fingerprint (see nearby)") }
+        return try database.write { db in
+            let keys = try Data.fetchAll(db, sql: "SELECT signingKey FROM knownPeer WHERE name = ?", arguments: [name])
+            guard let key = keys.first(where: { PeerIdentity.fingerprint(of: $0) == fingerprint }) else {
+                throw UserError("no key \(SafeText.visible(handle)) has been seen nearby")
+            }
+            try db.execute(sql: "UPDATE knownPeer SET trusted = (signingKey = ?) WHERE name = ?", arguments: [key, name])
+            return SafeText.visible(name) + "#" + fingerprint
+        }
     }
 }
 

@@ -60,7 +60,7 @@ extension ChatMode {
                 if openBox.id == conversation {
                     let view = ConversationView(capabilities: capabilities, columns: columns)
                     for line in view.bubble(message) { inbox.post(line) }
-                    openBox.markShown?(message.number)
+                    openBox.markShown?(message.id)
                 } else {
                     let preview = DisplayWidth.truncate(SafeText.visible(message.text.replacingOccurrences(of: "\n", with: " ")), to: 40)
                     let sender = SafeText.visible(from)
@@ -111,24 +111,24 @@ extension ChatMode {
         openConversation = conversation
         openBox?.set(conversation.id) { [weak delivery] number in delivery?.shown(upTo: number, in: conversation) }
         let page = try store.page(conversation.id)
-        oldestShown = page.first?.number
+        oldestShown = page.first?.id
         let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
-        shell.console.print(shell.styler.bold(conversation.shownHandle) + (page.isEmpty ? " — no messages yet; type one and press Enter" : ""))
+        shell.console.print(shell.styler.bold(conversation.shownHandle) + (page.isEmpty ? " — no messages yet" : ""))
+        shell.console.print(shell.styler.dim("every line you type is sent; commands start with / (/back, /older, /tap N, /help); // sends a leading /"))
         for line in view.render(page, now: shell.session.clock()) { shell.console.print(line) }
-        if let last = page.last { delivery.shown(upTo: last.number, in: conversation) }
+        if let last = page.last { delivery.shown(upTo: last.id, in: conversation) }
     }
 
-    /// A plain line in an open conversation is a message.
-    func sendLine(_ line: String, _ shell: Shell) throws -> Bool {
-        guard let conversation = openConversation, let delivery else { return false }
+    /// A line typed in an open conversation is a message.
+    func sendLine(_ line: String, _ shell: Shell) throws {
+        guard let conversation = openConversation, let delivery else { throw UserError("open a conversation first: open NAME") }
         let text = line.trimmingCharacters(in: .whitespaces)
-        guard !text.isEmpty else { return true }
+        guard !text.isEmpty else { return }
         let message = try delivery.send(text, in: conversation)
         let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
         let bubble = view.bubble(message)
         if animate && shell.capabilities.interactive { slide(bubble, shell) }
         for row in bubble { shell.console.print(row) }
-        return true
     }
 
     /// The bubble travels from the left (where it was typed) to the right in a few frames.
@@ -139,7 +139,11 @@ extension ChatMode {
         for step in [0, lead / 3, 2 * lead / 3] {
             for row in bubble { console.print(String(repeating: " ", count: step) + String(row.dropFirst(lead))) }
             console.flush()
-            usleep(40_000)
+            // Ctrl-C cuts the slide short; the message is sent already and its bubble is drawn.
+            guard (try? shell.pause(0.04, showNotices: false)) != nil else {
+                console.write("\u{1B}[\(bubble.count)A\u{1B}[J")
+                return
+            }
             console.write("\u{1B}[\(bubble.count)A\u{1B}[J")
         }
     }
@@ -165,15 +169,18 @@ extension ChatMode {
         let store = MessageStore(database: try shell.session.openDatabase())
         let page = try store.page(conversation.id, before: oldest)
         guard !page.isEmpty else { return shell.console.print("nothing older") }
-        oldestShown = page.first?.number
-        let previous = try store.message(before: page.first!.number, in: conversation.id)
+        oldestShown = page.first?.id
+        let previous = try store.message(before: page.first!.id, in: conversation.id)
         let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
         for line in view.render(page, previous: previous, now: shell.session.clock()) { shell.console.print(line) }
     }
 
     private func tap(_ number: Int, _ shell: Shell) throws {
+        guard let conversation = openConversation else { throw UserError("open a conversation first: open NAME") }
         let store = MessageStore(database: try shell.session.openDatabase())
-        guard let (message, _) = try store.message(Int64(number)) else { throw UserError("there is no message #\(number)") }
+        guard let message = try store.message(number: Int64(number), in: conversation.id) else {
+            throw UserError("there is no message #\(number) with \(conversation.shownHandle)")
+        }
         let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
         let now = shell.session.clock()
         func stamp(_ time: Double) -> String {

@@ -9,8 +9,10 @@ public struct ChatMessage: Equatable, Sendable {
         case received
     }
 
-    /// The local number `tap N` takes.
+    /// The number shown and taken by `tap N`: #1, #2, … in each conversation.
     public var number: Int64
+    /// The stored row (paging and read marks go by it).
+    public var id: Int64
     public var outgoing: Bool
     public var text: String
     /// When the sender sent it (seconds since 1970).
@@ -19,7 +21,9 @@ public struct ChatMessage: Equatable, Sendable {
     public var receivedAt: Double?
     public var state: State
 
-    public init(number: Int64, outgoing: Bool, text: String, sentAt: Double, receivedAt: Double? = nil, state: State) {
+    public init(id: Int64? = nil, number: Int64, outgoing: Bool, text: String, sentAt: Double, receivedAt: Double? = nil,
+                state: State) {
+        self.id = id ?? number
         self.number = number
         self.outgoing = outgoing
         self.text = text

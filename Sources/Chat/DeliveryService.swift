@@ -133,10 +133,10 @@ public final class DeliveryService: Sendable {
         let now = clock()
         let pending = try store.queueOutgoing(text, fragments: pieces.count, in: conversation.id, now: now)
         try withLink(conversation) { link in
-            link.queue.enqueue(Self.fragments(pending), message: pending.number, now: now)
+            link.queue.enqueue(Self.fragments(pending), message: pending.id, now: now)
         }
         send(now: now)  // Out at once, not at the next timer tick.
-        return ChatMessage(number: pending.number, outgoing: true, text: text, sentAt: now, state: .sending)
+        return ChatMessage(id: pending.id, number: pending.number, outgoing: true, text: text, sentAt: now, state: .sending)
     }
 
     /// The fragments of a stored message (splitting is deterministic, so an outbox entry
@@ -155,7 +155,7 @@ public final class DeliveryService: Sendable {
               let outbox = try? store.outbox(conversation.id), !outbox.isEmpty else { return }
         let now = clock()
         try? withLink(conversation) { link in
-            for message in outbox { link.queue.enqueue(Self.fragments(message), message: message.number, now: now) }
+            for message in outbox { link.queue.enqueue(Self.fragments(message), message: message.id, now: now) }
             link.queue.restart(now: now)
         }
     }
@@ -166,7 +166,7 @@ public final class DeliveryService: Sendable {
         for conversation in try store.conversationsWithOutbox(myKey: myKey) {
             let outbox = try store.outbox(conversation.id)
             try withLink(conversation) { link in
-                for message in outbox { link.queue.enqueue(Self.fragments(message), message: message.number, now: now) }
+                for message in outbox { link.queue.enqueue(Self.fragments(message), message: message.id, now: now) }
             }
         }
     }
@@ -199,8 +199,10 @@ public final class DeliveryService: Sendable {
             return work
         }
         for (conversation, acknowledged, firstSent) in work {
-            if !firstSent.isEmpty, (try? store.markSent(firstSent)) != nil {
-                onEvent(.stateChanged(conversation: conversation, numbers: firstSent, state: .sent))
+            // Only messages still `sending` become `sent`: one acknowledged or read meanwhile
+            // never goes back.
+            if let numbers = try? store.markSent(firstSent), !numbers.isEmpty {
+                onEvent(.stateChanged(conversation: conversation, numbers: numbers, state: .sent))
             }
             if let numbers = try? store.acknowledge(conversation, upTo: acknowledged, now: now), !numbers.isEmpty {
                 onEvent(.stateChanged(conversation: conversation, numbers: numbers, state: .delivered))
@@ -265,7 +267,7 @@ public final class DeliveryService: Sendable {
             }
         case .read(let recipient, let sequence):
             guard recipient == myKey, let conversation = knownConversation(packet.sender) else { return }
-            if let numbers = try? store.markRead(conversation, upTo: sequence), !numbers.isEmpty {
+            if let numbers = try? store.markRead(conversation, upTo: sequence, now: clock()), !numbers.isEmpty {
                 onEvent(.stateChanged(conversation: conversation, numbers: numbers, state: .read))
             }
         default:
@@ -318,10 +320,10 @@ public final class DeliveryService: Sendable {
                         refused.append(reason)
                         continue
                     }
-                    guard let number = try? store.receive(message.text, in: conversation.id, firstSequence: message.firstSequence,
+                    guard let stored = try? store.receive(message.text, in: conversation.id, firstSequence: message.firstSequence,
                                                           lastSequence: message.lastSequence, sentAt: sentAt, now: now) else { return nil }
                     onEvent(.received(conversation: conversation.id,
-                                      message: ChatMessage(number: number, outgoing: false, text: message.text,
+                                      message: ChatMessage(id: stored.id, number: stored.number, outgoing: false, text: message.text,
                                                            sentAt: sentAt, receivedAt: now, state: .received),
                                       from: peer.handle))
                 }

@@ -21,6 +21,9 @@ public struct Conversation: Equatable, Sendable {
 
 /// An outgoing message still waiting for its acknowledgement.
 public struct PendingMessage: Equatable, Sendable {
+    /// The stored row.
+    public var id: Int64
+    /// The number shown in the conversation.
     public var number: Int64
     public var text: String
     public var firstSequence: UInt32
@@ -93,11 +96,13 @@ public struct MessageStore: Sendable {
             let last = try UInt32.fetchOne(db, sql: "SELECT sentSequence FROM conversation WHERE id = ?", arguments: [conversation]) ?? 0
             let first = last + 1, end = last + UInt32(fragments)
             try db.execute(sql: "UPDATE conversation SET sentSequence = ?, lastActivity = ? WHERE id = ?", arguments: [end, now, conversation])
+            let number = try Self.nextNumber(db, conversation)
             try db.execute(sql: """
-                INSERT INTO message (conversationId, outgoing, text, firstSequence, lastSequence, sentAt, state)
-                VALUES (?, 1, ?, ?, ?, ?, 'sending')
-                """, arguments: [conversation, text, first, end, now])
-            return PendingMessage(number: db.lastInsertedRowID, text: text, firstSequence: first, lastSequence: end, sentAt: now)
+                INSERT INTO message (conversationId, number, outgoing, text, firstSequence, lastSequence, sentAt, state)
+                VALUES (?, ?, 1, ?, ?, ?, ?, 'sending')
+                """, arguments: [conversation, number, text, first, end, now])
+            return PendingMessage(id: db.lastInsertedRowID, number: number, text: text, firstSequence: first, lastSequence: end,
+                                  sentAt: now)
         }
     }
 
@@ -105,10 +110,10 @@ public struct MessageStore: Sendable {
     public func outbox(_ conversation: Int64) throws -> [PendingMessage] {
         try database.read { db in
             try Row.fetchAll(db, sql: """
-                SELECT id, text, firstSequence, lastSequence, sentAt FROM message
+                SELECT id, number, text, firstSequence, lastSequence, sentAt FROM message
                 WHERE conversationId = ? AND state IN ('sending', 'sent') ORDER BY firstSequence
                 """, arguments: [conversation]).map {
-                PendingMessage(number: $0[0], text: $0[1], firstSequence: $0[2], lastSequence: $0[3], sentAt: $0[4])
+                PendingMessage(id: $0[0], number: $0[1], text: $0[2], firstSequence: $0[3], lastSequence: $0[4], sentAt: $0[5])
             }
         }
     }
@@ -123,12 +128,17 @@ public struct MessageStore: Sendable {
         }
     }
 
-    /// The messages went out at least once: `sending` becomes `sent` (they stay in the outbox
-    /// until acknowledged).
-    public func markSent(_ numbers: [Int64]) throws {
-        guard !numbers.isEmpty else { return }
-        try database.write { db in
-            try db.execute(sql: "UPDATE message SET state = 'sent' WHERE state = 'sending' AND id IN (\(numbers.map(String.init).joined(separator: ",")))")
+    /// The messages (rows `ids`) went out at least once: `sending` becomes `sent` (they stay in
+    /// the outbox until acknowledged). States only move forward: one already delivered or read
+    /// stays so. Returns the numbers of the messages this changed.
+    @discardableResult
+    public func markSent(_ ids: [Int64]) throws -> [Int64] {
+        guard !ids.isEmpty else { return [] }
+        return try database.write { db in
+            try Int64.fetchAll(db, sql: """
+                UPDATE message SET state = 'sent' WHERE state = 'sending' AND id IN (\(ids.map(String.init).joined(separator: ",")))
+                RETURNING number
+                """).sorted()
         }
     }
 
@@ -138,46 +148,50 @@ public struct MessageStore: Sendable {
     public func acknowledge(_ conversation: Int64, upTo sequence: UInt32, now: Double) throws -> [Int64] {
         try database.write { db in
             let changed = try Int64.fetchAll(db, sql: """
-                SELECT id FROM message WHERE conversationId = ? AND outgoing = 1 AND state IN ('sending', 'sent') AND lastSequence <= ?
-                """, arguments: [conversation, sequence])
-            try db.execute(sql: """
                 UPDATE message SET state = 'delivered', receivedAt = ?
                 WHERE conversationId = ? AND outgoing = 1 AND state IN ('sending', 'sent') AND lastSequence <= ?
-                """, arguments: [now, conversation, sequence])
+                RETURNING number
+                """, arguments: [now, conversation, sequence]).sorted()
             try db.execute(sql: "UPDATE conversation SET acknowledgedSequence = max(acknowledgedSequence, ?) WHERE id = ?",
                            arguments: [sequence, conversation])
             return changed
         }
     }
 
-    /// The peer has shown every message up to `sequence`.
+    /// The peer has shown every message up to `sequence` (so it was delivered too, even if the
+    /// acknowledgement is still on its way). Returns the numbers of the messages this changed.
     @discardableResult
-    public func markRead(_ conversation: Int64, upTo sequence: UInt32) throws -> [Int64] {
+    public func markRead(_ conversation: Int64, upTo sequence: UInt32, now: Double) throws -> [Int64] {
         try database.write { db in
-            let changed = try Int64.fetchAll(db, sql: """
-                SELECT id FROM message WHERE conversationId = ? AND outgoing = 1 AND state != 'read' AND lastSequence <= ?
-                """, arguments: [conversation, sequence])
-            try db.execute(sql: """
-                UPDATE message SET state = 'read' WHERE conversationId = ? AND outgoing = 1 AND state != 'read' AND lastSequence <= ?
-                """, arguments: [conversation, sequence])
-            return changed
+            try Int64.fetchAll(db, sql: """
+                UPDATE message SET state = 'read', receivedAt = coalesce(receivedAt, ?)
+                WHERE conversationId = ? AND outgoing = 1 AND state != 'read' AND lastSequence <= ?
+                RETURNING number
+                """, arguments: [now, conversation, sequence]).sorted()
         }
     }
 
     /// Stores a complete incoming message that arrived in order, and advances the delivered
-    /// sequence, in one transaction. Returns its number.
+    /// sequence, in one transaction. Returns its row and its number in the conversation.
     public func receive(_ text: String, in conversation: Int64, firstSequence: UInt32, lastSequence: UInt32,
-                        sentAt: Double, now: Double) throws -> Int64 {
+                        sentAt: Double, now: Double) throws -> (id: Int64, number: Int64) {
         try database.write { db in
+            let number = try Self.nextNumber(db, conversation)
             try db.execute(sql: """
-                INSERT INTO message (conversationId, outgoing, text, firstSequence, lastSequence, sentAt, receivedAt, state)
-                VALUES (?, 0, ?, ?, ?, ?, ?, 'received')
-                """, arguments: [conversation, text, firstSequence, lastSequence, sentAt, now])
-            let number = db.lastInsertedRowID
+                INSERT INTO message (conversationId, number, outgoing, text, firstSequence, lastSequence, sentAt, receivedAt, state)
+                VALUES (?, ?, 0, ?, ?, ?, ?, ?, 'received')
+                """, arguments: [conversation, number, text, firstSequence, lastSequence, sentAt, now])
+            let id = db.lastInsertedRowID
             try db.execute(sql: "UPDATE conversation SET deliveredSequence = ?, lastActivity = ?, unread = unread + 1 WHERE id = ?",
                            arguments: [lastSequence, now, conversation])
-            return number
+            return (id, number)
         }
+    }
+
+    /// The number the next message of `conversation` gets (one lookup on the unique index).
+    private static func nextNumber(_ db: Database, _ conversation: Int64) throws -> Int64 {
+        try Int64.fetchOne(db, sql: "SELECT coalesce(max(number), 0) + 1 FROM message WHERE conversationId = ?",
+                           arguments: [conversation]) ?? 1
     }
 
     /// An incoming message that was refused (over the limits): nothing of it is kept but the
@@ -189,8 +203,8 @@ public struct MessageStore: Sendable {
         }
     }
 
-    /// Incoming messages up to `number` have been shown. Returns the highest sequence now read,
-    /// for the read receipt, or nil when nothing changed.
+    /// Incoming messages up to row `number` have been shown. Returns the highest sequence now
+    /// read, for the read receipt, or nil when nothing changed.
     public func markShown(_ conversation: Int64, upTo number: Int64) throws -> UInt32? {
         try database.write { db in
             let sequence = try UInt32.fetchOne(db, sql: """
@@ -208,28 +222,29 @@ public struct MessageStore: Sendable {
     public func page(_ conversation: Int64, before: Int64? = nil, limit: Int = pageSize) throws -> [ChatMessage] {
         try database.read { db in
             try Row.fetchAll(db, sql: """
-                SELECT id, outgoing, text, sentAt, receivedAt, state FROM message
+                SELECT id, number, outgoing, text, sentAt, receivedAt, state FROM message
                 WHERE conversationId = ? AND id < ? ORDER BY id DESC LIMIT ?
-                """, arguments: [conversation, before ?? Int64.max, limit]).reversed().map { row in
-                ChatMessage(number: row[0], outgoing: row[1], text: row[2], sentAt: row[3], receivedAt: row[4],
-                            state: ChatMessage.State(rawValue: row[5]) ?? .received)
-            }
+                """, arguments: [conversation, before ?? Int64.max, limit]).reversed().map(Self.message)
         }
     }
 
-    /// The message just before `number` in the same conversation (for section headers).
-    public func message(before number: Int64, in conversation: Int64) throws -> ChatMessage? {
-        try page(conversation, before: number, limit: 1).first
+    /// The message just before row `id` in the same conversation (for section headers).
+    public func message(before id: Int64, in conversation: Int64) throws -> ChatMessage? {
+        try page(conversation, before: id, limit: 1).first
     }
 
-    public func message(_ number: Int64) throws -> (ChatMessage, conversation: Int64)? {
+    /// Message #`number` of `conversation`.
+    public func message(number: Int64, in conversation: Int64) throws -> ChatMessage? {
         try database.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM message WHERE id = ?", arguments: [number]).map { row in
-                (ChatMessage(number: row["id"], outgoing: row["outgoing"], text: row["text"], sentAt: row["sentAt"],
-                             receivedAt: row["receivedAt"], state: ChatMessage.State(rawValue: row["state"]) ?? .received),
-                 row["conversationId"])
-            }
+            try Row.fetchOne(db, sql: """
+                SELECT id, number, outgoing, text, sentAt, receivedAt, state FROM message WHERE conversationId = ? AND number = ?
+                """, arguments: [conversation, number]).map(Self.message)
         }
+    }
+
+    private static func message(_ row: Row) -> ChatMessage {
+        ChatMessage(id: row[0], number: row[1], outgoing: row[2], text: row[3], sentAt: row[4], receivedAt: row[5],
+                    state: ChatMessage.State(rawValue: row[6]) ?? .received)
     }
 
     private static func fetch(_ db: Database, sql: String, _ arguments: StatementArguments) throws -> Conversation? {

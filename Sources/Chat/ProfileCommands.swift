@@ -70,11 +70,7 @@ public final class Profiles {
         if let passwordFile {
             password = try Self.readPassword(passwordFile)
         } else {
-            password = try shell.ask("Password (8 characters or more):", field: "--password-file FILE", secret: true)
-            try ProfileStore.validate(password: password)
-            guard try shell.ask("Password again:", field: "--password-file FILE", secret: true) == password else {
-                throw ProfileError.passwordsDiffer
-            }
+            password = try Self.askNewPassword(shell)
         }
         try ProfileStore.validate(password: password)
         var avatarText = givenAvatar
@@ -87,6 +83,25 @@ public final class Profiles {
         let created = try store.create(name: name, password: password, avatar: avatar, gift: gift, now: shell.session.clock())
         current = created
         shell.console.print("created \(created.0.handle) and logged in")
+    }
+
+    /// Asks a new password twice. A password that is too short, or a confirmation that differs,
+    /// is said at once and asked again (three tries), so the form never ends with the user
+    /// typing the next secret at the command prompt, into the history.
+    static func askNewPassword(_ shell: Shell) throws -> String {
+        var lastProblem = ProfileError.passwordTooShort
+        for _ in 0..<3 {
+            let password = try shell.ask("Password (8 characters or more):", field: "--password-file FILE", secret: true)
+            do { try ProfileStore.validate(password: password) } catch {
+                lastProblem = error
+                shell.console.print(shell.styler.dim("\(error); try again"))
+                continue
+            }
+            if try shell.ask("Password again:", field: "--password-file FILE", secret: true) == password { return password }
+            lastProblem = .passwordsDiffer
+            shell.console.print(shell.styler.dim("the two passwords differ; try again"))
+        }
+        throw lastProblem
     }
 
     private func list(_ shell: Shell) throws {

@@ -49,7 +49,13 @@ public struct Completion: Equatable {
 extension Shell {
     /// Completions for the command being typed, in the current mode.
     public func completion(for textBeforeCursor: String) -> Completion {
-        let partial = Tokenizer.partialCommand(textBeforeCursor)
+        var text = textBeforeCursor
+        if let currentMode, let messages = registry.mode(named: currentMode)?.messages, messages.isActive() {
+            // In a conversation a line is a message; only `/command` lines complete.
+            guard text.hasPrefix("/"), !text.hasPrefix("//") else { return Completion(replacedScalarCount: 0, candidates: [], quotes: false) }
+            text.removeFirst()
+        }
+        let partial = Tokenizer.partialCommand(text)
         let candidates = candidates(words: partial.words, current: partial.current, mode: currentMode)
         return Completion(replacedScalarCount: partial.currentRawScalarCount, candidates: candidates, quotes: true)
     }

@@ -38,6 +38,12 @@ public final class AsyncInbox: Sendable {
         _ = write(wakeFDs.write, &byte, 1)
     }
 
+    /// Empties the wake-up pipe but keeps the queued lines, for a waiter that cannot print now.
+    public func clearWake() {
+        var drained: [UInt8] = Array(repeating: 0, count: 64)
+        while read(wakeFDs.read, &drained, drained.count) > 0 {}
+    }
+
     /// Takes every queued line, oldest first.
     public func drain() -> [String] {
         var drained: [UInt8] = Array(repeating: 0, count: 64)

@@ -10,7 +10,10 @@ import Terminal
 /// through `EL_CLIENTDATA`. Everything runs on the thread that calls `readLine`.
 public final class EditLineReader: LineReader {
     private let editLine: OpaquePointer
+    /// What Up and Ctrl-R walk: everything run this session, messages included.
     private let history: OpaquePointer
+    /// What the history file holds: commands only (messages are not kept on disk).
+    private let savedHistory: OpaquePointer
     private let historyPath: String?
     private let console: Console
     /// Completes the text before the cursor; set by whoever owns the shell.
@@ -46,15 +49,19 @@ public final class EditLineReader: LineReader {
         configureUTF8Locale()
         // Streams of libedit's own: Swift 6 forbids touching the C globals stdin/stdout/stderr.
         guard let input = fdopen(0, "r"), let output = fdopen(1, "w"), let errors = fdopen(2, "w"),
-              let editLine = el_init("seance", input, output, errors), let history = history_init() else { return nil }
+              let editLine = el_init("seance", input, output, errors), let history = history_init(),
+              let savedHistory = history_init() else { return nil }
         self.editLine = editLine
         self.history = history
+        self.savedHistory = savedHistory
         self.historyPath = historyPath.flatMap(Self.usableHistoryPath)
         self.console = console
 
-        seance_history_setsize(history, historySize)
-        seance_history_setunique(history, 1)  // Consecutive duplicates are dropped.
-        if let historyPath = self.historyPath { seance_history_load(history, historyPath) }
+        for list in [history, savedHistory] {
+            seance_history_setsize(list, historySize)
+            seance_history_setunique(list, 1)  // Consecutive duplicates are dropped.
+            if let historyPath = self.historyPath { seance_history_load(list, historyPath) }
+        }
 
         seance_el_set_clientdata(editLine, Unmanaged.passUnretained(self).toOpaque())
         seance_el_set_editor(editLine, "emacs")
@@ -81,6 +88,7 @@ public final class EditLineReader: LineReader {
         console.printAbovePrompt = nil
         el_end(editLine)
         history_end(history)
+        history_end(savedHistory)
         prompt?.deallocate()
     }
 
@@ -123,7 +131,7 @@ public final class EditLineReader: LineReader {
         return .line(line)
     }
 
-    public func remember(_ line: String) {
+    public func remember(_ line: String, persistent: Bool) {
         if let fromKey = lineFromKey, fromKey == line {
             lineFromKey = nil
             return  // Keys pressed in a mode are not history.
@@ -132,7 +140,9 @@ public final class EditLineReader: LineReader {
         var entry = Substring(line)
         while entry.last?.isWhitespace == true { entry.removeLast() }
         seance_history_enter(history, String(entry))
-        if let historyPath { seance_history_save(history, historyPath) }
+        guard persistent else { return }
+        seance_history_enter(savedHistory, String(entry))
+        if let historyPath { seance_history_save(savedHistory, historyPath) }
     }
 
     public func ask(_ question: String, secret: Bool, completions: ((String) -> [Candidate])?) -> String? {
@@ -165,12 +175,21 @@ public final class EditLineReader: LineReader {
         }
         var bytes: [UInt8] = []
         var byte: UInt8 = 0
+        Signals.interrupt.store(false, ordering: .relaxed)
         while true {
-            let n = Glibc.read(0, &byte, 1)
-            if n < 0 && errno == EINTR {
-                if Signals.interrupt.exchange(false, ordering: .relaxed) { return nil }
-                continue
+            // Wait on the wake-up pipe too: SIGINT restarts a plain read (SA_RESTART), so only
+            // the pipe tells us that Ctrl-C was pressed. Then nothing typed is kept or tried.
+            var fds = [pollfd(fd: 0, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: console.inbox.wakeFDs.read, events: Int16(POLLIN), revents: 0)]
+            if poll(&fds, 2, -1) < 0 && errno != EINTR { return nil }
+            if Signals.interrupt.exchange(false, ordering: .relaxed) {
+                console.write("^C")
+                return nil
             }
+            if fds[1].revents != 0 { console.inbox.clearWake() }
+            guard fds[0].revents != 0 else { continue }
+            let n = Glibc.read(0, &byte, 1)
+            if n < 0 && errno == EINTR { continue }
             if n <= 0 { return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self) }
             if byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\r") { break }
             bytes.append(byte)

@@ -14,8 +14,8 @@ public protocol LineReader: AnyObject {
     /// True when a person is typing: prompts, history and forms apply.
     var isInteractive: Bool { get }
     func readLine(prompt: String) -> LineInput
-    /// Records a line that was run, for history.
-    func remember(_ line: String)
+    /// Records a line that was run, for history; `persistent` false keeps it out of the file.
+    func remember(_ line: String, persistent: Bool)
     /// Keys that run a command at once in the current mode; empty restores ordinary editing.
     func setKeyCommands(_ commands: [SpecialKey: String])
     /// Asks one field of a form. `secret` turns echo off. Nil when the user gave up (Ctrl-C/Ctrl-D).
@@ -83,6 +83,10 @@ public final class BatchLineReader: LineReader {
         }
         if wakeFD >= 0 {
             var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
+            // About to wait: whatever was printed goes out first, so a program driving seance
+            // through a pipe sees each answer before it sends the next command. (Input already
+            // waiting is read without a flush: bulk batches keep their large writes.)
+            if poll(&fds, 1, 0) == 0 { onWake() }
             guard poll(&fds, 2, -1) >= 0 else { return }  // EINTR: try again.
             if fds[1].revents != 0 { onWake() }
             if fds[0].revents == 0 { return }
@@ -94,7 +98,7 @@ public final class BatchLineReader: LineReader {
         buffer.append(contentsOf: chunk[0..<n])
     }
 
-    public func remember(_ line: String) {}
+    public func remember(_ line: String, persistent: Bool) {}
     public func setKeyCommands(_ commands: [SpecialKey: String]) {}
     public func ask(_ question: String, secret: Bool, completions: ((String) -> [Candidate])?) -> String? { nil }
 }

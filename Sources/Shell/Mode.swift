@@ -16,14 +16,14 @@ public struct Mode {
     public var emptyLine: ((Shell) throws -> Void)?
     /// Keys that run a command immediately while the mode is active.
     public var keyCommands: [SpecialKey: String]
-    /// Takes a line that is not a command of this mode (a chat message); returns false to let
-    /// the shell treat it as usual. A line starting with a backslash always comes here, without it.
-    public var rawLine: ((Shell, String) throws -> Bool)?
+    /// Free text (an open conversation): while it is active every line is a message; commands
+    /// start with `/`, and `//` sends a line that starts with `/`.
+    public var messages: MessageInput?
 
     public init(name: String, summary: String, isAvailable: Bool = true, prompt: (() -> String)? = nil,
                 enter: @escaping (Shell) throws -> Void = { _ in }, leave: @escaping (Shell) -> Void = { _ in },
                 emptyLine: ((Shell) throws -> Void)? = nil, keyCommands: [SpecialKey: String] = [:],
-                rawLine: ((Shell, String) throws -> Bool)? = nil) {
+                messages: MessageInput? = nil) {
         self.name = name
         self.summary = summary
         self.isAvailable = isAvailable
@@ -32,11 +32,24 @@ public struct Mode {
         self.leave = leave
         self.emptyLine = emptyLine
         self.keyCommands = keyCommands
-        self.rawLine = rawLine
+        self.messages = messages
     }
 
     /// A mode that is announced but not built yet: entering it says so, and nothing else happens.
     public static func unavailable(_ name: String, summary: String) -> Mode {
         Mode(name: name, summary: summary, isAvailable: false)
+    }
+}
+
+/// How a mode takes lines that are messages rather than commands.
+public struct MessageInput {
+    /// True while lines are messages (a conversation is open).
+    public var isActive: () -> Bool
+    /// Sends one message (the line as typed, or without the first `/` of a `//` line).
+    public var send: (Shell, String) throws -> Void
+
+    public init(isActive: @escaping () -> Bool, send: @escaping (Shell, String) throws -> Void) {
+        self.isActive = isActive
+        self.send = send
     }
 }

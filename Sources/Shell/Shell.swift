@@ -77,13 +77,16 @@ public final class Shell {
                 continue
             case .line(let line):
                 lineNumber += 1
-                if options.echo { console.print(promptLabel + "> " + line) }
-                if !line.allSatisfy(\.isWhitespace) { reader.remember(line) }
-                if let failure = execute(line) {
+                let result = run(line: line, options: options)
+                if !line.allSatisfy(\.isWhitespace) {
+                    // Messages stay in this session's history (to fix a typo) but not in the file.
+                    reader.remember(line, persistent: !result.wasMessage)
+                }
+                for failure in result.failures {
                     allSucceeded = false
                     report(failure, lineNumber: lineNumber)
-                    if options.bail { return false }
                 }
+                if options.bail && !result.failures.isEmpty { return false }
             }
         }
         return allSucceeded
@@ -95,38 +98,62 @@ public final class Shell {
         return mode.prompt()
     }
 
+    /// What running one line did.
+    public struct LineResult {
+        /// Every command that failed, in order (without `bail`, one failure skips nothing).
+        public var failures: [Error] = []
+        /// The line was a message (sent in a conversation), not commands.
+        public var wasMessage = false
+    }
+
     /// Runs one line; returns the error of the first failing command, if any.
-    /// The commands of a line after a failing one are not run.
-    public func execute(_ line: String) -> Error? {
+    public func execute(_ line: String) -> Error? { run(line: line).failures.first }
+
+    /// Runs one line: a message when the mode takes free text, else its commands, each in turn.
+    /// `;` and new lines only separate commands: a failure stops the rest only with `bail`.
+    public func run(line: String, options: RunOptions = RunOptions()) -> LineResult {
+        var result = LineResult()
         if line.allSatisfy(\.isWhitespace) {
-            guard let currentMode, let emptyLine = registry.mode(named: currentMode)?.emptyLine else { return nil }
-            do { try emptyLine(self) } catch { return error }
-            return nil
+            guard let currentMode, let emptyLine = registry.mode(named: currentMode)?.emptyLine else { return result }
+            do { try emptyLine(self) } catch { result.failures.append(error) }
+            return result
         }
-        if let currentMode, let rawLine = registry.mode(named: currentMode)?.rawLine {
-            let escaped = line.hasPrefix("\\")
-            let first = String(line.drop(while: \.isWhitespace).prefix { !$0.isWhitespace })
-            let isCommand = registry.command(named: first, inMode: currentMode) != nil || registry.mode(named: first) != nil
-            if escaped || !isCommand {
-                do {
-                    if try rawLine(self, escaped ? String(line.dropFirst()) : line) { return nil }
-                } catch {
-                    return error
-                }
+        var commandText = line
+        // `/command` works everywhere (no command starts with a slash), as in chat clients.
+        if line.hasPrefix("/") && !line.hasPrefix("//") {
+            commandText = String(line.dropFirst())
+        } else if let currentMode, let messages = registry.mode(named: currentMode)?.messages, messages.isActive() {
+            do {
+                if options.echo { console.print(promptLabel + "> " + line) }
+                result.wasMessage = true
+                try messages.send(self, line.hasPrefix("//") ? String(line.dropFirst()) : line)
+            } catch {
+                result.failures.append(error)
             }
+            return result
         }
         let commands: [[String]]
-        do { commands = try Tokenizer.commands(in: line) } catch { return ShellError.syntax(error.description) }
+        do { commands = try Tokenizer.commands(in: commandText) } catch {
+            result.failures.append(ShellError.syntax(error.description))
+            return result
+        }
         for words in commands {
-            do { try dispatch(words, mode: currentMode) } catch { return error }
+            if options.echo { console.print(promptLabel + "> " + words.map(Tokenizer.quote).joined(separator: " ")) }
+            do { try dispatch(words, mode: currentMode) } catch {
+                result.failures.append(error)
+                if options.bail { break }
+            }
             if quitRequested { break }
         }
-        return nil
+        return result
     }
 
     /// Prints an error: `line N: message` in batch, `error: message` at a terminal.
     public func report(_ error: Error, lineNumber: Int) {
         let message = String(describing: error)
+        if isInteractive, error as? ShellError == .interrupted {
+            return console.print(styler.dim("cancelled"))
+        }
         if isInteractive {
             console.error(styler.error("error:") + " " + message)
         } else {
@@ -192,18 +219,29 @@ public final class Shell {
         return answer
     }
 
-    /// Waits `seconds`, printing asynchronous lines as they come.
-    public func pause(_ seconds: Double) {
+    /// Waits `seconds`, printing asynchronous lines as they come (unless `showNotices` is
+    /// false: an animation is drawing). Ctrl-C ends the wait with `ShellError.interrupted`, and
+    /// keys typed meanwhile are dropped rather than run afterwards.
+    public func pause(_ seconds: Double, showNotices: Bool = true) throws {
         var timespec = Glibc.timespec()
         clock_gettime(CLOCK_MONOTONIC, &timespec)
         let deadline = Double(timespec.tv_sec) + Double(timespec.tv_nsec) / 1e9 + seconds
         while true {
+            if Signals.interrupt.exchange(false, ordering: .relaxed) {
+                if isInteractive { tcflush(0, TCIFLUSH) }
+                throw ShellError.interrupted
+            }
             clock_gettime(CLOCK_MONOTONIC, &timespec)
             let left = deadline - (Double(timespec.tv_sec) + Double(timespec.tv_nsec) / 1e9)
             if left <= 0 { break }
             var fds = [pollfd(fd: console.inbox.wakeFDs.read, events: Int16(POLLIN), revents: 0)]
             _ = poll(&fds, 1, Int32(min(left * 1000, 1000).rounded(.up)))
-            console.printPending()
+            if showNotices {
+                console.printPending()
+            } else if fds[0].revents != 0 {
+                // Leave the lines queued (the animation owns the screen); the prompt prints them.
+                console.inbox.clearWake()
+            }
             console.flush()
         }
     }
@@ -248,7 +286,7 @@ public final class Shell {
             guard let seconds = Double(text), seconds >= 0, seconds <= 3_600 else {
                 throw ShellError.badArgument("seconds must be a number from 0 to 3600, not '\(text)'")
             }
-            invocation.shell.pause(seconds)
+            try invocation.shell.pause(seconds)
         })
         register(Command("echo", scope: .global,
                          arguments: [.positional("text", optional: true, rest: true)],

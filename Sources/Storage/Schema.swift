@@ -127,6 +127,27 @@ public enum Schema {
                 t.add(column: "nextLoginAt", .double).notNull().defaults(to: 0)
             }
         }),
+        ("v8-message-numbers", { db in
+            // Messages are numbered per conversation (#1, #2, … in each), as people see them;
+            // the row id stays the key for paging and read marks.
+            try db.execute(sql: "ALTER TABLE message ADD COLUMN number INTEGER NOT NULL DEFAULT 0")
+            try db.execute(sql: """
+                UPDATE message SET number = numbered.n
+                FROM (SELECT id, row_number() OVER (PARTITION BY conversationId ORDER BY id) AS n FROM message) AS numbered
+                WHERE message.id = numbered.id
+                """)
+            try db.execute(sql: "CREATE UNIQUE INDEX message_number ON message(conversationId, number)")
+        }),
+        ("v9-trusted-keys", { db in
+            // Trust on first use: the key first seen for a name (or the one `trust` chose) is the
+            // trusted one; any other key with that name is flagged, every time.
+            try db.execute(sql: "ALTER TABLE knownPeer ADD COLUMN trusted BOOLEAN NOT NULL DEFAULT 0")
+            try db.execute(sql: """
+                UPDATE knownPeer SET trusted = 1 WHERE signingKey IN
+                (SELECT signingKey FROM (SELECT signingKey, row_number() OVER (PARTITION BY name ORDER BY firstSeen) AS n
+                                         FROM knownPeer) WHERE n = 1)
+                """)
+        }),
     ]
 }
 

@@ -154,8 +154,10 @@ public final class VisionsMode {
         console.print(stamped)
         for frame in 0..<4 {
             console.flush()
-            usleep(140_000)
+            // Ctrl-C skips to the end: the rescue is recorded already, the stamp stays.
+            let interrupted = (try? shell.pause(0.14, showNotices: false)) == nil
             console.write("\u{1B}[\(height)A\r\u{1B}[J")
+            if interrupted { console.print(stamped); break }
             console.print(frame % 2 == 0 ? plain : stamped)
         }
         console.flush()

@@ -27,8 +27,8 @@ struct Seance: ParsableCommand {
     @Flag(help: "Plain ASCII drawing: no emoji, no box drawing.")
     var ascii = false
 
-    @Option(name: .customShort("c"), help: ArgumentHelp("Run these commands (separated by ';'), then exit.", valueName: "commands"))
-    var commands: String?
+    @Option(name: .customShort("c"), help: ArgumentHelp("Run these commands (separated by ';'), then exit (repeatable: one line each).", valueName: "commands"))
+    var commands: [String] = []
 
     @Flag(help: "Stop at the first command that fails.")
     var bail = false
@@ -69,7 +69,7 @@ struct Seance: ParsableCommand {
         options.seed = seed
         options.color = color
         options.ascii = ascii
-        options.commands = commands
+        options.commands = commands.isEmpty ? nil : commands.joined(separator: "\n")
         options.bail = bail
         options.echo = echo
         options.scriptPath = script

@@ -22,7 +22,8 @@ import Testing
         let b = try store.queueOutgoing(String(repeating: "x", count: 2000), fragments: 3, in: conversation.id, now: 2)
         let c = try store.queueOutgoing("three", fragments: 1, in: conversation.id, now: 3)
         #expect((a.firstSequence, a.lastSequence, b.firstSequence, b.lastSequence, c.firstSequence) == (1, 1, 2, 4, 5))
-        try store.markSent([a.number, b.number])
+        #expect(try store.markSent([a.id, b.id]) == [1, 2])
+        #expect(try store.markSent([a.id, b.id]).isEmpty)  // Already sent: nothing changes twice.
         #expect(try store.outbox(conversation.id).map(\.number) == [a.number, b.number, c.number])
         // Fragment 3 of b is confirmed but not fragment 4: b is still pending.
         #expect(try store.acknowledge(conversation.id, upTo: 3, now: 10) == [a.number])
@@ -30,21 +31,41 @@ import Testing
         #expect(try store.acknowledge(conversation.id, upTo: 5, now: 11) == [b.number, c.number])
         #expect(try store.outbox(conversation.id).isEmpty)
         #expect(try store.page(conversation.id).map(\.state) == [.delivered, .delivered, .delivered])
-        #expect(try store.markRead(conversation.id, upTo: 4) == [a.number, b.number])
+        #expect(try store.markRead(conversation.id, upTo: 4, now: 12) == [a.number, b.number])
         #expect(try store.page(conversation.id).map(\.state) == [.read, .read, .delivered])
+        #expect(try store.markSent([c.id]).isEmpty)  // States never go back.
+    }
+
+    /// Each conversation counts its own messages; a read receipt that overtakes the
+    /// acknowledgement still gives the message a delivery time.
+    @Test func numbersArePerConversationAndStatesOnlyMoveForward() throws {
+        let (store, conversation, dir) = try makeStore()
+        defer { _ = system("rm -rf \(dir)") }
+        let other = try store.conversation(myKey: Data([1]), peerKey: Data([9]), peerName: "carol",
+                                           peerAgreementKey: Data(repeating: 3, count: 32), now: 0)
+        let a = try store.queueOutgoing("to bob", fragments: 1, in: conversation.id, now: 1)
+        let b = try store.queueOutgoing("to carol", fragments: 1, in: other.id, now: 2)
+        let c = try store.receive("from bob", in: conversation.id, firstSequence: 1, lastSequence: 1, sentAt: 3, now: 3)
+        #expect((a.number, b.number, c.number) == (1, 1, 2))
+        #expect(try store.markRead(conversation.id, upTo: 1, now: 5) == [1])
+        #expect(try store.markSent([a.id]).isEmpty)
+        #expect(try store.acknowledge(conversation.id, upTo: 1, now: 6).isEmpty)
+        let message = try #require(try store.message(number: 1, in: conversation.id))
+        #expect(message.state == .read && message.receivedAt == 5)
+        #expect(try store.message(number: 1, in: other.id)?.text == "to carol")
     }
 
     @Test func incomingAdvanceTheDeliveredSequenceAndCountAsUnread() throws {
         let (store, conversation, dir) = try makeStore()
         defer { _ = system("rm -rf \(dir)") }
-        let n = try store.receive("hello", in: conversation.id, firstSequence: 1, lastSequence: 2, sentAt: 5, now: 6)
+        let n = try store.receive("hello", in: conversation.id, firstSequence: 1, lastSequence: 2, sentAt: 5, now: 6).id
         #expect(try store.conversation(id: conversation.id)?.deliveredSequence == 2)
         #expect(try store.conversations(myKey: Data([1])).first?.unread == 1)
         #expect(try store.markShown(conversation.id, upTo: n) == 2)
         #expect(try store.conversations(myKey: Data([1])).first?.unread == 0)
         #expect(try store.markShown(conversation.id, upTo: n) == nil)
-        let (message, inConversation) = try #require(try store.message(n))
-        #expect(message.sentAt == 5 && message.receivedAt == 6 && inConversation == conversation.id)
+        let message = try #require(try store.message(number: 1, in: conversation.id))
+        #expect(message.sentAt == 5 && message.receivedAt == 6 && message.id == n)
     }
 
     @Test func pagesGoBackwardsOldestFirst() throws {
@@ -53,9 +74,9 @@ import Testing
         for i in 1...45 { _ = try store.queueOutgoing("m\(i)", fragments: 1, in: conversation.id, now: Double(i)) }
         let newest = try store.page(conversation.id)
         #expect(newest.map(\.text) == (26...45).map { "m\($0)" })
-        let older = try store.page(conversation.id, before: newest.first!.number)
+        let older = try store.page(conversation.id, before: newest.first!.id)
         #expect(older.map(\.text) == (6...25).map { "m\($0)" })
-        #expect(try store.page(conversation.id, before: older.first!.number).map(\.text) == (1...5).map { "m\($0)" })
+        #expect(try store.page(conversation.id, before: older.first!.id).map(\.text) == (1...5).map { "m\($0)" })
     }
 
     @Test func pagingUsesTheIndex() throws {

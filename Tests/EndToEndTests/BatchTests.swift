@@ -33,10 +33,33 @@ import Testing
         let ok = try run("", ["-c", "echo a; echo b;echo 'c;d'"])
         #expect(ok.stdout == "a\nb\nc;d\n")
         #expect(ok.status == 0)
+        // `;` only separates: a failure skips nothing (without --bail), as in sh.
         let failing = try run("echo from stdin is ignored", ["-c", "echo a; nope; echo b"])
-        #expect(failing.stdout == "a\n")
+        #expect(failing.stdout == "a\nb\n")
         #expect(failing.stderr == "line 1: unknown command 'nope' (type 'help' for the list)\n")
         #expect(failing.status == 1)
+        let bailed = try run("", ["--bail", "-c", "echo a; nope; echo b"])
+        #expect(bailed.stdout == "a\n" && bailed.status == 1)
+        // Every -c is a line of its own, in order; --echo shows each command as it runs.
+        let several = try run("", ["--echo", "-c", "echo a; echo b", "-c", "nope", "-c", "echo 'c d'"])
+        #expect(several.stdout == "seance> echo a\na\nseance> echo b\nb\nseance> nope\nseance> echo 'c d'\nc d\n")
+        #expect(several.stderr == "line 2: unknown command 'nope' (type 'help' for the list)\n")
+    }
+
+    /// A program that drives seance through pipes sees each answer before it sends the next
+    /// command, and notices (a reminder) as soon as they fire, in order with the answers.
+    @Test func aDriverThroughPipesGetsEachAnswerAtOnce() throws {
+        let driver = try PipeDriver(arguments: ["--data-dir", scratch.dataDir], scratch: scratch)
+        defer { driver.close() }
+        try driver.send("echo one")
+        #expect(try driver.read(until: "one\n", timeout: 10))
+        try driver.send("zombies stats")
+        #expect(try driver.read(until: "wins: 0", timeout: 10))
+        try driver.send("remind 0.2 ring")
+        #expect(try driver.read(until: "reminder: ring\n", timeout: 10))
+        try driver.send("echo two; nope; echo three")
+        #expect(try driver.read(until: "two\nthree\n", timeout: 10))
+        #expect(try driver.readError(until: "line 4: unknown command 'nope'", timeout: 10))
     }
 
     @Test func scriptFile() throws {

@@ -46,10 +46,10 @@ struct HostilePeerIntegrationTests {
         let bob = try shells.makeProfile("bob"), alice = try shells.makeProfile("alice")
         let listener = GroupListener(port: shells.port)
         let runB = try shells.start("bob", data: bob, lines: ["chat", "sleep 4", "nearby", "nearby stats", "chats", "open eve",
-                                                            "open alice", "back", "back", "sleep 0.3"])
+                                                            "/open alice", "/back", "back", "sleep 0.3"])
         defer { runB.kill() }
         // alice types escapes into an ordinary seance, in a conversation.
-        let runA = try shells.start("alice", data: alice, lines: ["chat", "sleep 1.5", "open bob", "typed" + Self.escapes, "sleep 2"])
+        let runA = try shells.start("alice", data: alice, lines: ["chat", "sleep 1.5", "open bob", "typed" + Self.escapes, "/sleep 2"])
         defer { runA.kill() }
         let (bobKey, bobAnnouncement) = try #require(listener.announcement(of: "bob", timeout: 5))
         // eve: a valid name, a message full of escapes; mallory: a name with escapes (dropped).
@@ -132,7 +132,7 @@ struct HostilePeerIntegrationTests {
         let listener = GroupListener(port: shells.port)
         // bob writes to decoy, who never acknowledges: the message waits, retransmitted.
         let decoy = FakePeer(port: shells.port)
-        let runB = try shells.start("bob", data: bob, lines: ["chat", "sleep 1", "open decoy", "are you there?", "back",
+        let runB = try shells.start("bob", data: bob, lines: ["chat", "sleep 1", "open decoy", "are you there?", "/back",
                                                             "sleep 14", "nearby stats"])
         defer { runB.kill() }
         _ = try #require(listener.announcement(of: "bob", timeout: 5))
@@ -155,7 +155,7 @@ struct HostilePeerIntegrationTests {
         let idle = try #require(cpuSeconds(of: pid)) - before
         #expect(idle < 0.15, "bob used \(idle) s of CPU in 3 s after the flood")  // Under 5 %.
         let sentAt = Date().timeIntervalSince1970
-        let runA = try shells.start("alice", data: alice, lines: ["chat", "sleep 1", "open bob", "through the crowd", "sleep 2"])
+        let runA = try shells.start("alice", data: alice, lines: ["chat", "sleep 1", "open bob", "through the crowd", "/sleep 2"])
         defer { runA.kill() }
         _ = runA.wait()
         let output = runB.wait()

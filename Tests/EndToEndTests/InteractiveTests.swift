@@ -191,7 +191,7 @@ import Testing
         try term.press("Enter")
         try term.waitFor { $0.contains("announcing ann#") }
         let benScript = scratch.write("ben.seance", "login ben --password-file \(password)\nchat\nsleep 1.5\nopen ann\n"
-                                      + "hello from ben\nsleep 1.5\nsecond line\nsleep 2\n")
+                                      + "hello from ben\n/sleep 1.5\nsecond line\n/sleep 2\n")
         let ben = Process()
         ben.executableURL = URL(fileURLWithPath: seanceBinary)
         ben.arguments = ["--data-dir", scratch.path + "/ben", "--announce-interval", "0.2", "--interface", "lo", benScript]

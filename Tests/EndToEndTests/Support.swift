@@ -189,3 +189,52 @@ func spawn(_ argv: [String]) throws -> String {
     while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
     return String(decoding: output, as: UTF8.self)
 }
+
+/// seance as a coprocess: commands go in through a pipe one at a time, and the driver waits
+/// (with a timeout) for each answer before sending the next, as a program would.
+final class PipeDriver {
+    let process = Process()
+    private let input = Pipe(), output = Pipe(), errors = Pipe()
+    private var received = "", receivedErrors = ""
+
+    init(arguments: [String], scratch: Scratch) throws {
+        process.executableURL = URL(fileURLWithPath: seanceBinary)
+        process.arguments = arguments
+        process.environment = ["HOME": scratch.path, "PATH": "/usr/bin:/bin"]
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+    }
+
+    func send(_ line: String) throws { try input.fileHandleForWriting.write(contentsOf: Data((line + "\n").utf8)) }
+
+    /// Reads stdout until it contains `text`; false when `timeout` seconds pass first.
+    func read(until text: String, timeout: Double) throws -> Bool {
+        try wait(for: text, in: output.fileHandleForReading, into: &received, timeout: timeout)
+    }
+
+    func readError(until text: String, timeout: Double) throws -> Bool {
+        try wait(for: text, in: errors.fileHandleForReading, into: &receivedErrors, timeout: timeout)
+    }
+
+    private func wait(for text: String, in handle: FileHandle, into buffer: inout String, timeout: Double) throws -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !buffer.contains(text) {
+            let left = deadline.timeIntervalSinceNow
+            guard left > 0 else { return false }
+            var poller = pollfd(fd: handle.fileDescriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, Int32(left * 1000)) > 0 else { return false }
+            var bytes = [UInt8](repeating: 0, count: 4096)
+            let count = Glibc.read(handle.fileDescriptor, &bytes, bytes.count)
+            guard count > 0 else { return false }
+            buffer += String(decoding: bytes[0..<count], as: UTF8.self)
+        }
+        return true
+    }
+
+    func close() {
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+    }
+}

@@ -87,10 +87,16 @@ final class Recorder { var events: [String] = [] }
         #expect(recorder.events.last == "empty line")
     }
 
-    @Test func aFailureStopsTheRestOfTheLine() {
+    /// `;` separates, like a new line: a failure skips nothing, unless with `bail`.
+    @Test func aFailureSkipsNothingButWithBail() {
         let (shell, recorder) = makeShell()
-        #expect(shell.execute("zombies up; fail; zombies up") as? UserError == UserError("it failed"))
-        #expect(recorder.events == ["up in zombies"])
+        let result = shell.run(line: "zombies up; fail; bogus; zombies up")
+        #expect(result.failures.count == 2)
+        #expect(result.failures.first as? UserError == UserError("it failed"))
+        #expect(recorder.events == ["up in zombies", "up in zombies"])
+        let bailed = shell.run(line: "zombies up; fail; zombies up", options: Shell.RunOptions(bail: true))
+        #expect(bailed.failures.count == 1)
+        #expect(recorder.events == ["up in zombies", "up in zombies", "up in zombies"])
     }
 
     @Test func argumentsAreChecked() {
