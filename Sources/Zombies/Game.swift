@@ -49,27 +49,23 @@ public struct Game: Equatable, Sendable {
     /// Moves the player one square. A refused move changes nothing.
     public mutating func move(_ direction: Direction) -> MoveResult {
         precondition(outcome == nil, "dismiss the end-of-round message first")
-        if let obstacle = room.obstacle(direction) { return .refused(obstacle) }
-        let wasLit = room.isLit
-        room.player = room.player.moved(direction)
-        if wasLit {
-            room.zombies = room.zombies.map { room.chaseStep(from: $0) }
-        }
-        if let flashlight = room.flashlight, room.isVisible(flashlight) { room.isLit = true }
-        // Found by a zombie beats reaching the SOS in the same move.
-        if room.zombies.contains(where: { $0.isNeighbour(of: room.player) }) {
+        let (next, outcome) = room.step(direction)
+        if case .refused(let obstacle) = outcome { return .refused(obstacle) }
+        room = next
+        switch outcome {
+        case .found:
             lives -= 1
             if lives == 0 {
                 losses += 1
                 return end(.lost)
             }
             return end(.caught)
-        }
-        if room.player.isNeighbour(of: Room.sos) {
+        case .reachedSOS:
             wins += 1
             return end(.won)
+        case .moved, .refused:
+            return .moved
         }
-        return .moved
     }
 
     private mutating func end(_ outcome: Outcome) -> MoveResult {

@@ -55,7 +55,7 @@ public enum Variant: String, CaseIterable, Sendable {
 }
 
 /// One layout of the dark room: where everything is, and what the player has seen.
-public struct Room: Equatable, Sendable {
+public struct Room: Hashable, Sendable {
     public static let size = 5
     /// The SOS signpost shines in the top-left corner.
     public static let sos = Position(0, 0)
@@ -127,22 +127,48 @@ public struct Room: Equatable, Sendable {
         }
     }
 
-    /// True when a path of moves leads from the player to a square next to the SOS without ever
-    /// standing next to a zombie (where it would be found) or walking into the block.
+    /// True when some sequence of moves wins the round: a search over every state the round can
+    /// reach (player, zombies, lit or not), with the same rules as play (`step`). For the dark
+    /// variants this is a path that never passes next to a zombie; with the flashlight it also
+    /// follows the chase once the room is lit, so a room where the zombie, woken at once,
+    /// shadows the player to the end is drawn again.
     public var isSolvable: Bool {
-        func safe(_ p: Position) -> Bool {
-            Room.contains(p) && p != block && !zombies.contains(p) && !zombies.contains { $0.isNeighbour(of: p) }
-        }
-        guard safe(player) else { return false }
-        var seen: Set<Position> = [player]
-        var frontier = [player]
-        while let square = frontier.popLast() {
-            if square.isNeighbour(of: Room.sos) { return true }
-            for next in square.neighbours where safe(next) && next != Room.sos && seen.insert(next).inserted {
-                frontier.append(next)
+        guard !zombies.contains(where: { $0 == player || $0.isNeighbour(of: player) }) else { return false }
+        var seen: Set<Room> = [self]
+        var frontier = [self]
+        while let room = frontier.popLast() {
+            for direction in Direction.allCases {
+                let (next, outcome) = room.step(direction)
+                switch outcome {
+                case .reachedSOS: return true
+                case .moved where seen.insert(next).inserted: frontier.append(next)
+                default: continue
+                }
             }
         }
         return false
+    }
+
+    /// What one move does.
+    public enum StepOutcome: Equatable, Sendable {
+        case refused(Obstacle)
+        case moved
+        /// A zombie is next to the player: found (this beats reaching the SOS in the same move).
+        case found
+        case reachedSOS
+    }
+
+    /// The room after the player moves one square, and what happened: the rules of a move, in
+    /// one place for play and for the solvability search.
+    public func step(_ direction: Direction) -> (room: Room, outcome: StepOutcome) {
+        if let obstacle = obstacle(direction) { return (self, .refused(obstacle)) }
+        var next = self
+        next.player = player.moved(direction)
+        if isLit { next.zombies = next.zombies.map { next.chaseStep(from: $0) } }
+        if let flashlight = next.flashlight, next.isVisible(flashlight) { next.isLit = true }
+        if next.zombies.contains(where: { $0 == next.player || $0.isNeighbour(of: next.player) }) { return (next, .found) }
+        if next.player.isNeighbour(of: Room.sos) { return (next, .reachedSOS) }
+        return (next, .moved)
     }
 
     // MARK: The chase

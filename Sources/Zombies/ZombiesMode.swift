@@ -45,8 +45,9 @@ public final class ZombiesMode {
     // MARK: Actions
 
     private func move(_ direction: Direction, _ shell: Shell) throws {
-        // A move while the message covers the room only dismisses it, like a tap would.
-        if try dismissIfOver(shell) { return }
+        // A move while the round's message shows starts the next round with that move, as
+        // players expect of an arrow key.
+        try dismissIfOver(shell, draw: false)
         var game = try loadGame(shell)
         let result = game.move(direction)
         self.game = game
@@ -98,12 +99,9 @@ public final class ZombiesMode {
         let console = shell.console
         if shell.capabilities.interactive {
             console.write("\u{1B}[H\u{1B}[2J")
-            if let outcome = game.outcome {
-                console.print(view.coveringMessage(outcome))
-                console.print(view.stats(game))
-            } else {
-                console.print(view.render(game))
-            }
+            // The room stays in sight under the message, revealed: what caught him is shown.
+            console.print(view.render(game))
+            if let outcome = game.outcome { console.print(view.coveringMessage(outcome)) }
             return
         }
         console.print(view.render(game))

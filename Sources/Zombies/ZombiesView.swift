@@ -24,22 +24,23 @@ public struct ZombiesView: Sendable {
                      life: "❤️", separator: "")
     }
 
-    /// The glyph of one square as the player sees it.
-    func cell(_ position: Position, in room: Room) -> String {
+    /// The glyph of one square as the player sees it (everything, once the round is over).
+    func cell(_ position: Position, in room: Room, revealed: Bool = false) -> String {
         let g = glyphs
         if position == room.player { return g.player }
         if position == Room.sos { return g.sos }
-        guard room.isVisible(position) else { return g.dark }
+        guard revealed || room.isVisible(position) else { return g.dark }
         if room.zombies.contains(position) { return g.zombie }
         if position == room.block { return g.block }
         if position == room.flashlight { return g.flashlight }
         return g.floor
     }
 
-    /// The room, then lives and score, then the arrows (refused ones greyed out, or `-`).
+    /// The room, then lives and score, then the arrows (refused ones greyed out, or `-`). When
+    /// the round is over the whole room is shown: the player sees what caught him.
     public func render(_ game: Game) -> String {
         var lines = (0..<Room.size).map { row in
-            (0..<Room.size).map { cell(Position(row, $0), in: game.room) }.joined(separator: glyphs.separator)
+            (0..<Room.size).map { cell(Position(row, $0), in: game.room, revealed: game.outcome != nil) }.joined(separator: glyphs.separator)
         }
         let hearts = Array(repeating: glyphs.life, count: game.lives).joined(separator: ascii ? " " : "")
         lines.append((hearts.isEmpty ? "" : hearts + "  ") + "W: \(game.wins)  L: \(game.losses)")
@@ -70,7 +71,7 @@ public struct ZombiesView: Sendable {
     /// The message drawn large in a frame as wide as the room, for a terminal.
     public func coveringMessage(_ outcome: Outcome) -> String {
         let text = styler.bold(message(outcome))
-        let hint = "Enter: next round"
+        let hint = "Enter or an arrow: next round"
         let width = max(22, hint.count + 4)
         let (h, v, tl, tr, bl, br) = ascii ? ("-", "|", "+", "+", "+", "+") : ("─", "│", "╭", "╮", "╰", "╯")
         func centred(_ s: String) -> String {

@@ -106,9 +106,10 @@ import Testing
         try term.waitFor { $0.contains("# # # . @\n# # # # .") }
         // Seed 7: up, up, left, left, up, left, up reaches the SOS.
         for key in ["Up", "Left", "Left", "Up", "Left", "Up"] { try term.press(key) }
-        try term.waitFor { $0.contains("You won!") && $0.contains("wins: 1") }
+        // The room stays in sight, revealed, above the message.
+        try term.waitFor { $0.contains("You won!") && $0.contains("W: 1  L: 0") && $0.contains("S @") }
         try term.press("Enter")
-        try term.waitFor { $0.contains("W: 1  L: 0") && $0.contains("# # # . @") }
+        try term.waitFor { $0.contains("W: 1  L: 0") && $0.contains("# # # . @") && !$0.contains("You won!") }
         try term.press("Down")
         try term.waitFor { $0.contains("you cannot go down: there is a wall") }
         // Outside the mode the arrows edit and recall history again.
