@@ -78,8 +78,10 @@ public enum App {
         let colorOn = options.color.enablesColor(isTTY: interactive && TerminalSize.isTTY(1), environment: environment)
         let capabilities = Capabilities(color: ColorDepth.detect(colorEnabled: colorOn, environment: environment),
                                         ascii: options.ascii, interactive: interactive)
-        let console = Console(capabilities: capabilities, columns: TerminalSize.columns(environment: environment),
-                              rows: TerminalSize.rows(environment: environment))
+        // A batch has no window: nothing is cut to a height unless LINES asks for one.
+        let rows = interactive ? TerminalSize.rows(environment: environment)
+            : environment["LINES"].flatMap(Int.init).map { max(4, $0) } ?? 100_000
+        let console = Console(capabilities: capabilities, columns: TerminalSize.columns(environment: environment), rows: rows)
         let dataDirectory = DataDirectory(path: options.dataDirectory ?? DataDirectory.defaultPath(environment: environment))
         let session = Session(dataDirectory: dataDirectory,
                               random: options.seed.map { SeededRandom(seed: $0) } ?? SeededRandom())

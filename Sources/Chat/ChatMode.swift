@@ -207,7 +207,7 @@ public final class ChatMode {
         switch avatar {
         case .none: return ascii ? "-" : "👤"
         case .emoji(let emoji): return ascii ? "*" : SafeText.visible(emoji)
-        case .image: return ascii ? "[]" : "🖼️"
+        case .image: return ascii ? "[]" : "📷"
         }
     }
 

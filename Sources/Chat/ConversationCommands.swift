@@ -110,12 +110,11 @@ extension ChatMode {
         }
         openConversation = conversation
         openBox?.set(conversation.id) { [weak delivery] number in delivery?.shown(upTo: number, in: conversation) }
-        let page = try store.page(conversation.id)
+        let (page, lines) = try fittingPage(conversation, before: nil, store: store, shell, reserved: 3)
         oldestShown = page.first?.id
-        let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
         shell.console.print(shell.styler.bold(conversation.shownHandle) + (page.isEmpty ? " — no messages yet" : ""))
         shell.console.print(shell.styler.dim("every line you type is sent; commands start with / (/back, /older, /tap N, /help); // sends a leading /"))
-        for line in view.render(page, now: shell.session.clock()) { shell.console.print(line) }
+        for line in lines { shell.console.print(line) }
         if let last = page.last { delivery.shown(upTo: last.id, in: conversation) }
     }
 
@@ -167,12 +166,26 @@ extension ChatMode {
         guard let conversation = openConversation else { throw UserError("open a conversation first: open NAME") }
         guard let oldest = oldestShown else { return shell.console.print("nothing older") }
         let store = MessageStore(database: try shell.session.openDatabase())
-        let page = try store.page(conversation.id, before: oldest)
+        let (page, lines) = try fittingPage(conversation, before: oldest, store: store, shell, reserved: 1)
         guard !page.isEmpty else { return shell.console.print("nothing older") }
         oldestShown = page.first?.id
-        let previous = try store.message(before: page.first!.id, in: conversation.id)
+        for line in lines { shell.console.print(line) }
+    }
+
+    /// The newest messages before `before` (nil: the newest of all) that fit the window with
+    /// `reserved` lines to spare, at most a page of them, and their rendering. At least one
+    /// message is shown, however tall.
+    private func fittingPage(_ conversation: Conversation, before: Int64?, store: MessageStore, _ shell: Shell,
+                             reserved: Int) throws -> ([ChatMessage], [String]) {
+        var page = try store.page(conversation.id, before: before)
         let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
-        for line in view.render(page, previous: previous, now: shell.session.clock()) { shell.console.print(line) }
+        let now = shell.session.clock()
+        while true {
+            let previous = try page.first.flatMap { try store.message(before: $0.id, in: conversation.id) }
+            let lines = view.render(page, previous: previous, now: now)
+            if page.count <= 1 || lines.count + reserved + 1 <= shell.console.rows { return (page, lines) }
+            page.removeFirst()
+        }
     }
 
     private func tap(_ number: Int, _ shell: Shell) throws {

@@ -27,7 +27,7 @@ public enum Avatar: Equatable, Sendable {
     public func glyph(ascii: Bool) -> String {
         switch self {
         case .emoji(let emoji): return ascii ? "*" : emoji
-        case .image: return ascii ? "[]" : "🖼️"
+        case .image: return ascii ? "[]" : "📷"
         }
     }
 }

@@ -54,10 +54,10 @@ public struct CommandRegistry {
     }
 
     /// `help` for a mode: its commands, the commands that work everywhere, and the modes.
-    public func helpText(inMode mode: String?, styler: Styler) -> String {
+    public func helpText(inMode mode: String?, styler: Styler, columns: Int = 80) -> String {
         func rows(_ list: [(String, String)]) -> [String] {
             let width = min(28, (list.map { $0.0.displayWidth }.max() ?? 0) + 2)
-            return list.map { "  " + DisplayWidth.pad($0.0, to: width) + $0.1 }
+            return list.flatMap { DisplayWidth.described($0.0, $0.1, labelWidth: width, totalWidth: columns) }
         }
         func label(_ command: Command) -> String {
             command.aliases.isEmpty ? command.name : command.name + " (" + command.aliases.joined(separator: " ") + ")"
@@ -65,28 +65,37 @@ public struct CommandRegistry {
         var lines: [String] = []
         if let mode {
             let own = commands.filter { $0.scope == .mode(mode) }
-            lines.append(styler.bold("Commands in \(mode) mode:"))
-            lines += rows(own.map { (label($0), $0.summary) })
+            if own.isEmpty {
+                lines.append(self.mode(named: mode)?.isAvailable == false ? "\(mode) mode is not available yet." : "\(mode) mode has no commands of its own.")
+            } else {
+                lines.append(styler.bold("Commands in \(mode) mode:"))
+                lines += rows(own.map { (label($0), $0.summary) })
+            }
             lines.append("")
         }
         lines.append(styler.bold(mode == nil ? "Commands:" : "Everywhere:"))
         lines += rows(commands.filter { $0.scope == .global }.map { (label($0), $0.summary) })
         lines.append("")
-        lines.append(styler.bold("Modes") + " (type a name to enter, 'back' to leave, or prefix a command: 'zombies up'):")
+        lines.append(styler.bold("Modes:"))
         lines += rows(modes.map { ($0.name, $0.summary + ($0.isAvailable ? "" : " (not available yet)")) })
         lines.append("")
-        lines.append("'help COMMAND' shows one command in detail.")
+        lines += DisplayWidth.wrap("Type a mode's name to enter it and 'back' to leave, or put it before a command: 'zombies up'. "
+                                   + "'help COMMAND' shows one command in detail.", width: max(20, columns))
         return lines.joined(separator: "\n")
     }
 
     /// `help NAME`: usage, summary, arguments and details of one command, or a mode's overview.
-    public func helpText(for name: String, inMode mode: String?, styler: Styler) throws(ShellError) -> String {
+    public func helpText(for name: String, inMode mode: String?, styler: Styler, columns: Int = 80) throws(ShellError) -> String {
         if let target = self.mode(named: name) {
-            return "\(target.name): \(target.summary)\n\n" + helpText(inMode: target.name, styler: styler)
+            return "\(target.name): \(target.summary)\n\n" + helpText(inMode: target.name, styler: styler, columns: columns)
         }
         guard let command = command(named: name, inMode: mode) else {
-            if let owner = modesOwning(name).first { throw .wrongMode(command: name, mode: owner) }
-            throw .unknownCommand(name, suggestion: suggestion(for: name, inMode: mode))
+            let owners = modesOwning(name)
+            guard !owners.isEmpty else { throw .unknownCommand(name, suggestion: suggestion(for: name, inMode: mode)) }
+            // At the top level `help open` explains every mode's `open`, each with its prefix.
+            return try owners.map { owner throws(ShellError) in
+                "In \(owner) mode ('\(owner) \(name)' from elsewhere):\n" + (try helpText(for: name, inMode: owner, styler: styler, columns: columns))
+            }.joined(separator: "\n\n")
         }
         var lines = [styler.bold(command.usage), "  " + command.summary]
         if !command.aliases.isEmpty { lines.append("  aliases: " + command.aliases.joined(separator: ", ")) }
@@ -94,9 +103,13 @@ public struct CommandRegistry {
         if !described.isEmpty {
             lines.append("")
             let width = (described.map { ($0.flag ?? $0.name).count }.max() ?? 0) + 2
-            lines += described.map { "  " + DisplayWidth.pad($0.flag ?? $0.name, to: width) + $0.help }
+            lines += described.flatMap { DisplayWidth.described($0.flag ?? $0.name, $0.help, labelWidth: width, totalWidth: columns) }
         }
-        if !command.details.isEmpty { lines += ["", command.details] }
+        if !command.details.isEmpty {
+            lines.append("")
+            lines += command.details.split(separator: "\n", omittingEmptySubsequences: false)
+                .flatMap { DisplayWidth.wrap(String($0), width: max(20, columns - 2)) }
+        }
         return lines.joined(separator: "\n")
     }
 }

@@ -38,10 +38,10 @@ public struct Completion: Equatable {
     /// Candidates laid out one a line with their descriptions in a column.
     public func listing(columns: Int) -> String {
         let width = min(32, (candidates.map { $0.text.displayWidth }.max() ?? 0) + 2)
-        return candidates.map { candidate in
-            guard !candidate.description.isEmpty else { return "  " + candidate.text }
-            let padding = String(repeating: " ", count: max(1, width - candidate.text.displayWidth))
-            return "  " + candidate.text + padding + candidate.description
+        return candidates.flatMap { candidate in
+            guard !candidate.description.isEmpty else { return ["  " + candidate.text] }
+            return DisplayWidth.described(candidate.text, candidate.description, labelWidth: max(width, candidate.text.displayWidth + 1),
+                                          totalWidth: columns)
         }.joined(separator: "\n")
     }
 }

@@ -254,9 +254,10 @@ public final class Shell {
                          summary: "list the commands of this mode, or explain one") { invocation in
             let shell = invocation.shell
             if let name = invocation.arguments["command"] {
-                shell.console.print(try shell.registry.helpText(for: name, inMode: invocation.mode, styler: shell.styler))
+                shell.console.print(try shell.registry.helpText(for: name, inMode: invocation.mode, styler: shell.styler,
+                                                                      columns: shell.console.columns))
             } else {
-                shell.console.print(shell.registry.helpText(inMode: invocation.mode, styler: shell.styler))
+                shell.console.print(shell.registry.helpText(inMode: invocation.mode, styler: shell.styler, columns: shell.console.columns))
             }
         })
         register(Command("back", scope: .global, summary: "leave the current mode") { invocation in

@@ -96,6 +96,20 @@ public enum DisplayWidth {
         return lines
     }
 
+    /// A label and its description in two columns, the description wrapped at word boundaries
+    /// to `totalWidth` and continued under itself (help, Tab listings).
+    public static func described(_ label: String, _ text: String, labelWidth: Int, totalWidth: Int, indent: Int = 2) -> [String] {
+        let lead = String(repeating: " ", count: indent)
+        let first = lead + pad(label, to: labelWidth)
+        let column = first.strippingANSI.displayWidth
+        // Too narrow for two columns: the description goes under the label.
+        guard totalWidth - column >= 20 else {
+            return [lead + label] + wrap(text, width: max(10, totalWidth - indent - 2)).map { lead + "  " + $0 }
+        }
+        let lines = wrap(text, width: totalWidth - column)
+        return [first + (lines.first ?? "")] + lines.dropFirst().map { String(repeating: " ", count: column) + $0 }
+    }
+
     /// Pads `text` with spaces on the right to `width` columns (never truncates).
     public static func pad(_ text: String, to width: Int) -> String {
         let missing = width - text.strippingANSI.displayWidth

@@ -44,9 +44,19 @@ public struct VisionsView: Sendable {
 
     public func rescuerList(_ rescuers: [Rescuer]) -> String {
         var lines = [styler.bold("Rescuers") + " — \(rescuers.count) in all"]
+        var entries: [String] = []
         for rescuer in rescuers {
             let portrait = thumbnail(rescuer.portrait)
-            lines += entry(portrait, [styler.bold(SafeText.visible(rescuer.name)), "rescues: \(rescuer.rescues)"])
+            entries += entry(portrait, [styler.bold(SafeText.visible(rescuer.name)), "rescues: \(rescuer.rescues)"])
+        }
+        // Portraits when they fit the window's height (with the heading and the prompt), one
+        // line a rescuer otherwise, so the page never scrolls away.
+        if entries.count + 2 <= rows {
+            lines += entries
+        } else {
+            let width = min(24, (rescuers.map { SafeText.visible($0.name).displayWidth }.max() ?? 0) + 2)
+            lines += rescuers.map { "  " + DisplayWidth.pad(styler.bold(SafeText.visible($0.name)), to: width) + "rescues: \($0.rescues)" }
+            if rescuers.count + 3 <= rows { lines.append(styler.dim("open NAME shows a portrait")) }
         }
         return lines.joined(separator: "\n")
     }

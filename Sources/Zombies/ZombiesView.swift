@@ -21,7 +21,7 @@ public struct ZombiesView: Sendable {
             ? Glyphs(floor: ".", dark: "#", player: "@", zombie: "Z", sos: "S", block: "X", flashlight: "F",
                      life: "<3", separator: " ")
             : Glyphs(floor: "⬜️", dark: "⬛️", player: "🚶‍♂️", zombie: "🧟", sos: "🆘", block: "🚧", flashlight: "🔦",
-                     life: "❤️", separator: "")
+                     life: "💖", separator: "")
     }
 
     /// The glyph of one square as the player sees it (everything, once the round is over).
@@ -64,7 +64,7 @@ public struct ZombiesView: Sendable {
         switch outcome {
         case .won: return ascii ? "You won!" : "You won! 🥳"
         case .caught: return ascii ? "Try again!" : "Try again! 🤞"
-        case .lost: return ascii ? "You lost!" : "You lost! ☠️"
+        case .lost: return ascii ? "You lost!" : "You lost! 💀"
         }
     }
 

@@ -1,6 +1,7 @@
 import Glibc
 import Storage
 import Testing
+import Terminal
 @testable import Shell
 
 /// A shell with a capturing console, a throwaway data directory and two small modes.
@@ -168,7 +169,19 @@ final class Recorder { var events: [String] = [] }
         let text = shell.console.takeCaptured()
         #expect(text.contains("usage: add name --image path"))
         #expect(text.contains("--image"))
-        #expect(shell.execute("help up") as? ShellError == .wrongMode(command: "up", mode: "zombies"))
+        // At the top level a mode's command is explained with the mode it belongs to.
+        #expect(shell.execute("help up") == nil)
+        #expect(shell.console.takeCaptured().contains("In zombies mode ('zombies up' from elsewhere):"))
+        #expect(shell.execute("help nonsense") as? ShellError == .unknownCommand("nonsense", suggestion: nil))
+    }
+
+    /// Descriptions wrap at word boundaries under themselves, never mid-word past the edge.
+    @Test func helpFitsANarrowTerminal() {
+        let registry = makeShell().0.registry
+        for columns in [60, 40] {
+            let text = registry.helpText(inMode: "zombies", styler: Styler(.plain), columns: columns)
+            for line in text.split(separator: "\n") { #expect(line.displayWidth <= columns, "\(columns): \(line)") }
+        }
     }
 }
 

@@ -150,10 +150,28 @@ import Testing
     @Test func messages() {
         #expect(emoji.message(.won) == "You won! 🥳")
         #expect(emoji.message(.caught) == "Try again! 🤞")
-        #expect(emoji.message(.lost) == "You lost! ☠️")
+        #expect(emoji.message(.lost) == "You lost! 💀")
         #expect(ascii.message(.lost) == "You lost!")
         let box = emoji.coveringMessage(.won).split(separator: "\n")
         #expect(Set(box.map { $0.displayWidth }).count == 1)  // A clean rectangle.
         #expect(box.contains { $0.contains("You won! 🥳") })
+    }
+
+    /// A text-default symbol made emoji by U+FE0F (❤️ ☠️ 🖼️) is drawn two columns wide by some
+    /// terminals and one by others (tmux among them), so no glyph drawn here is one: each is
+    /// ASCII, or begins with a scalar that is an emoji by default, or is one of the squares
+    /// (⬜ ⬛, emoji by default too).
+    @Test func everyGlyphIsDrawnAlikeByEveryTerminal() {
+        let g = emoji.glyphs
+        var texts = [g.floor, g.dark, g.player, g.zombie, g.sos, g.block, g.flashlight, g.life]
+        texts += [Outcome.won, .caught, .lost].map { emoji.message($0) }
+        for text in texts {
+            for character in text where !character.isASCII {
+                #expect(character.unicodeScalars.first!.properties.isEmojiPresentation, "\(text): \(character)")
+            }
+        }
+        for outcome in [Outcome.won, .caught, .lost] {
+            #expect(Set(emoji.coveringMessage(outcome).split(separator: "\n").map { $0.displayWidth }).count == 1)
+        }
     }
 }
