@@ -103,6 +103,12 @@ public final class ChatMode {
         })
         let link = self.link
         battery.observe { reading in link.planeChanged(to: reading.plane) }
+        // Another profile, or none: this one is no longer announced.
+        profiles.onChange.append { [unowned self] shell in
+            guard self.service != nil else { return }
+            if shell.currentMode == "chat" { shell.leaveMode() } else { self.leave() }
+            shell.console.print("offline")
+        }
     }
 
     // MARK: Entering and leaving
@@ -169,6 +175,7 @@ public final class ChatMode {
     // MARK: Views
 
     func list(_ shell: Shell) throws {
+        guard profiles.current != nil else { throw ProfileError.notLoggedIn }
         guard let service else { throw UserError("enter chat mode first: chat") }
         let mine = link.plane.withLock { $0 }
         let now = shell.session.clock()

@@ -93,20 +93,25 @@ extension ChatMode {
         let mine = link.plane.withLock { $0 }
         let visible = present.filter { Plane(wireValue: $0.announcement.plane).map(mine.canReach) ?? false }
         let store = MessageStore(database: try shell.session.openDatabase())
+        let past = try store.conversations(myKey: me.identity.signingPublicKey, peerName: name).filter {
+            fingerprint == nil || PeerIdentity.fingerprint(of: $0.peerKey) == fingerprint
+        }
+        // Everyone the name could mean, in sight or talked to before: more than one key is a
+        // question to ask, never a silent pick.
+        var handles = visible.map(\.shownHandle)
+        for conversation in past where !visible.contains(where: { $0.signingKey == conversation.peerKey }) {
+            handles.append(conversation.shownHandle + " (not in sight)")
+        }
+        guard handles.count <= 1 else {
+            throw UserError("several peers are called \(SafeText.visible(name)): " + handles.joined(separator: ", ") + "; give name#fingerprint")
+        }
         let conversation: Conversation
-        if visible.count > 1 {
-            throw UserError("several peers are called \(name): " + visible.map(\.shownHandle).joined(separator: ", ") + "; give name#fingerprint")
-        } else if let peer = visible.first {
+        if let peer = visible.first {
             conversation = try delivery.conversation(with: peer)
+        } else if let earlier = past.first {
+            conversation = earlier
         } else {
-            let past = try store.conversations(myKey: me.identity.signingPublicKey, peerName: name).filter {
-                fingerprint == nil || PeerIdentity.fingerprint(of: $0.peerKey) == fingerprint
-            }
-            guard past.count == 1 else {
-                throw UserError(past.isEmpty ? "nobody called \(wanted) is in sight, and you have no conversation with them"
-                                             : "several conversations with \(name); give name#fingerprint")
-            }
-            conversation = past[0]
+            throw UserError("nobody called \(SafeText.visible(wanted)) is in sight, and you have no conversation with them")
         }
         openConversation = conversation
         openBox?.set(conversation.id) { [weak delivery] number in delivery?.shown(upTo: number, in: conversation) }

@@ -11,8 +11,16 @@ public final class Profiles {
     var sleep: (Double) -> Void = { seconds in if seconds > 0 { usleep(useconds_t(seconds * 1_000_000)) } }
     /// scrypt's N for new profiles.
     let rounds: Int
+    /// Told when the profile in use changes or goes (chat goes offline: it announced that one).
+    var onChange: [(Shell) -> Void] = []
 
     public init(rounds: Int = PasswordVault.defaultRounds) { self.rounds = rounds }
+
+    private func setCurrent(_ new: (profile: Profile, identity: Identity)?, _ shell: Shell) {
+        let changed = new?.profile.id != current?.profile.id
+        current = new
+        if changed { onChange.forEach { $0(shell) } }
+    }
 
     func store(_ shell: Shell) throws -> ProfileStore {
         ProfileStore(database: try shell.session.openDatabase(), rounds: rounds)
@@ -55,7 +63,7 @@ public final class Profiles {
         })
         shell.register(Command("logout", scope: .global, summary: "stop using the current profile") { invocation in
             guard let current = self.current else { throw ProfileError.notLoggedIn }
-            self.current = nil
+            self.setCurrent(nil, invocation.shell)
             invocation.console.print("logged out of \(current.profile.handle)")
         })
     }
@@ -81,7 +89,7 @@ public final class Profiles {
         let avatar = try avatarText.flatMap { $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : try Self.avatar(from: $0) }
         let gift = shell.session.random.next() % 4 == 0
         let created = try store.create(name: name, password: password, avatar: avatar, gift: gift, now: shell.session.clock())
-        current = created
+        setCurrent(created, shell)
         shell.console.print("created \(created.0.handle) and logged in")
     }
 
@@ -155,7 +163,7 @@ public final class Profiles {
         guard let profile = try store.profile(named: name) else { throw ProfileError.noSuchProfile(name) }
         _ = try unlock(profile, passwordFile: passwordFile, store: store, shell)
         try store.delete(profile)
-        if current?.profile.id == profile.id { current = nil }
+        if current?.profile.id == profile.id { setCurrent(nil, shell) }
         shell.console.print("deleted \(profile.handle)")
     }
 
@@ -163,7 +171,7 @@ public final class Profiles {
         let store = try store(shell)
         guard let profile = try store.profile(named: name) else { throw ProfileError.noSuchProfile(name) }
         let identity = try unlock(profile, passwordFile: passwordFile, store: store, shell)
-        current = (profile, identity)
+        setCurrent((profile, identity), shell)
         shell.console.print("logged in as \(profile.handle)")
     }
 

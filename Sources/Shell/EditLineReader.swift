@@ -215,6 +215,13 @@ public final class EditLineReader: LineReader {
                 errno = EINTR
                 return -1
             }
+            if Signals.resumed.exchange(false, ordering: .relaxed) {
+                // Back from Ctrl-Z: the shell that ran `fg` drew its own lines; draw ours again.
+                el_resize(editLine)
+                console.write("\n")
+                console.flush()
+                seance_el_refresh(editLine)
+            }
             if Signals.resize.exchange(false, ordering: .relaxed) {
                 el_resize(editLine)
                 console.columns = TerminalSize.columns(); console.rows = TerminalSize.rows()

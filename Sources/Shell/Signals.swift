@@ -6,16 +6,19 @@ import Synchronization
 enum Signals {
     static let interrupt = Atomic<Bool>(false)
     static let resize = Atomic<Bool>(false)
+    /// Set on SIGCONT: back from Ctrl-Z and `fg`, the line being edited must be drawn again.
+    static let resumed = Atomic<Bool>(false)
     /// The write end of the reader's wake-up pipe, or -1.
     static let wakeFD = Atomic<Int32>(-1)
 
-    /// Installs SIGINT and SIGWINCH handlers that wake `fd`.
+    /// Installs SIGINT, SIGWINCH and SIGCONT handlers that wake `fd`.
     static func install(wakeFD fd: Int32) {
         wakeFD.store(fd, ordering: .relaxed)
         var action = sigaction()
         action.__sigaction_handler.sa_handler = { signal in
             if signal == SIGINT { Signals.interrupt.store(true, ordering: .relaxed) }
             if signal == SIGWINCH { Signals.resize.store(true, ordering: .relaxed) }
+            if signal == SIGCONT { Signals.resumed.store(true, ordering: .relaxed) }
             var byte: UInt8 = 0
             _ = write(Signals.wakeFD.load(ordering: .relaxed), &byte, 1)
         }
@@ -23,6 +26,7 @@ enum Signals {
         action.sa_flags = SA_RESTART
         sigaction(SIGINT, &action, nil)
         sigaction(SIGWINCH, &action, nil)
+        sigaction(SIGCONT, &action, nil)
         // A parent may have left them blocked (the mask survives exec): Ctrl-C must work anyway.
         var unblock = sigset_t()
         sigemptyset(&unblock)

@@ -110,6 +110,15 @@ public struct VisionStore: Sendable {
         }
     }
 
+    /// Every vision's number, rescuer and state, for Tab.
+    public func visionNumbers() throws -> [(id: Int64, rescuer: String, rescued: Bool)] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT vision.id, rescuer.name, vision.rescued FROM vision JOIN rescuer ON rescuer.id = vision.rescuerId ORDER BY vision.id
+                """).map { ($0[0], $0[1], $0[2]) }
+        }
+    }
+
     public func visionCount() throws -> Int {
         try database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM vision") ?? 0 }
     }

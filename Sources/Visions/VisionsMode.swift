@@ -40,9 +40,15 @@ public final class VisionsMode {
             }
             try self.showList(shell)
         }
-        let names = ArgumentKind.dynamic { [unowned shell] in
+        let rescuerNames = { [unowned shell] () -> [Candidate] in
             (try? VisionStore(database: shell.session.openDatabase()).rescuers().map { Candidate($0.name, "rescues: \($0.rescues)") }) ?? []
         }
+        let visionNumbers = { [unowned shell] () -> [Candidate] in
+            (try? VisionStore(database: shell.session.openDatabase()).visionNumbers().map {
+                Candidate(String($0.id), SafeText.visible($0.rescuer) + ($0.rescued ? ", rescued" : ""))
+            }) ?? []
+        }
+        let names = ArgumentKind.dynamic(rescuerNames)
         shell.register(mode: "visions", "add", arguments: [.positional("name", names, optional: true, help: "who is assigned to save Will"),
                                           .option("--image", "path", .path, help: "a PNG, JPEG, GIF or BMP file")],
                 summary: "add a vision (asks for the rescuer and the image)",
@@ -50,15 +56,17 @@ public final class VisionsMode {
                     + "In a batch, give both: add NAME --image PATH. A new name creates a rescuer.") { shell, arguments in
             try self.add(name: arguments["name"], path: arguments["path"], shell)
         }
-        shell.register(mode: "visions", "open", arguments: [.positional("what", names, help: "a vision number, or a rescuer's name")],
+        let numbers = ArgumentKind.dynamic(visionNumbers)
+        let numbersAndNames = ArgumentKind.dynamic { visionNumbers() + rescuerNames() }
+        shell.register(mode: "visions", "open", arguments: [.positional("N|NAME", numbersAndNames, help: "a vision number, or a rescuer's name")],
                 summary: "show vision N, or rescuer NAME") { shell, arguments in
-            try self.open(arguments["what"]!, shell)
+            try self.open(arguments["N|NAME"]!, shell)
         }
         shell.register(mode: "visions", "save", arguments: [.positional("name", names, optional: true, rest: true, help: "who is rescuing Will")],
                 summary: "rescue the open vision: name its rescuer") { shell, arguments in
             try self.save(arguments["name"], shell)
         }
-        shell.register(mode: "visions", "delete", arguments: [.positional("number", .integer, help: "the vision's number")],
+        shell.register(mode: "visions", "delete", arguments: [.positional("number", numbers, help: "the vision's number")],
                 summary: "delete vision N (asks first at a terminal)") { shell, arguments in
             try self.delete(try arguments.integer("number")!, shell)
         }
@@ -100,7 +108,8 @@ public final class VisionsMode {
         let name = try VisionStore.normalise(givenName ?? shell.ask("Rescuer:", field: "rescuer name", completions: { _ in known }))
         if try store.rescuer(named: name) == nil && shell.isInteractive {
             let answer = try shell.ask("No rescuer is called \(name) yet. Create one? [y/N]", field: "confirmation")
-            guard answer.lowercased().hasPrefix("y") else { throw UserError("nothing added") }
+            // Declining is an answer, not an error.
+            guard answer.lowercased().hasPrefix("y") else { return shell.console.print("nothing added") }
         }
         let path = try givenPath ?? shell.ask("Image file:", field: "--image PATH",
                                            completions: { PathCompletion.candidates(for: $0) })
@@ -117,7 +126,8 @@ public final class VisionsMode {
         if let number = Int64(what.hasPrefix("#") ? String(what.dropFirst()) : what) {
             let vision = try store.vision(number)
             openVision = vision.id
-            shell.console.print(view(shell).vision(vision))
+            // A rescued vision keeps its RESCUED stamp.
+            shell.console.print(view(shell).vision(vision, stamped: vision.rescued))
             return
         }
         guard let rescuer = try store.rescuer(named: what.trimmingCharacters(in: .whitespaces)) else {
@@ -169,7 +179,7 @@ public final class VisionsMode {
         let vision = try store.vision(id)
         if shell.isInteractive {
             let answer = try shell.ask("Delete vision #\(id) (\(vision.rescuerName))? [y/N]", field: "confirmation")
-            guard answer.lowercased().hasPrefix("y") else { throw UserError("nothing deleted") }
+            guard answer.lowercased().hasPrefix("y") else { return shell.console.print("nothing deleted") }
         }
         try store.delete(id)
         if openVision == id { openVision = nil }

@@ -152,7 +152,16 @@ import Testing
         try term.waitFor { $0.hasSuffix("No rescuer is called Vecna yet. Create one? [y/N]") }
         try term.type("n")
         try term.press("Enter")
-        try term.waitFor { $0.contains("error: nothing added") }
+        // Declining is an answer, not an error.
+        let declined = try term.waitFor { $0.contains("nothing added") }
+        #expect(!declined.contains("error: nothing added"))
+        // The stamp is kept: the vision opened again still shows it.
+        try term.type("open 1")
+        try term.press("Enter")
+        try term.waitFor { screen in
+            guard let reopened = screen.range(of: "visions> open 1", options: .backwards) else { return false }
+            return screen[reopened.upperBound...].contains(" RESCUED ")
+        }
     }
 
     @Test func profileNewAsksWithoutEchoingThePassword() throws {
@@ -176,6 +185,60 @@ import Testing
         // Not in history either.
         try term.press("Up")
         try term.waitFor { $0.hasSuffix("seance> profile new") }
+    }
+
+    /// A too-short password is said at once and asked again: the form goes on, so the next
+    /// secret is never typed at the command prompt, run, or written to the history file.
+    @Test func aShortPasswordIsAskedAgainAndNoAnswerReachesTheHistory() throws {
+        let term = try TerminalSession(scratch: scratch)
+        try term.type("profile new")
+        try term.press("Enter")
+        try term.waitFor { $0.hasSuffix("Username:") }
+        try term.type("bob")
+        try term.press("Enter")
+        try term.waitFor { $0.hasSuffix("Password (8 characters or more):") }
+        try term.type("short")
+        try term.press("Enter")
+        try term.waitFor { $0.contains("at least 8 characters; try again") && $0.hasSuffix("Password (8 characters or more):") }
+        try term.type("long-enough-1")
+        try term.press("Enter")
+        try term.waitFor { $0.hasSuffix("Password again:") }
+        try term.type("long-enough-1")
+        try term.press("Enter")
+        try term.waitFor { $0.hasSuffix("Enter for none):") }
+        try term.press("Enter")
+        try term.waitFor { $0.contains("created bob#") }
+        try term.type("quit")
+        try term.press("Enter")
+        try term.waitFor { $0.contains("EXIT=0") }
+        let history = try String(contentsOfFile: scratch.dataDir + "/history", encoding: .utf8)
+        #expect(history.contains("profile") && !history.contains("short") && !history.contains("long-enough"), "\(history)")
+        let mode = try FileManager.default.attributesOfItem(atPath: scratch.dataDir + "/history")[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+    }
+
+    /// Ctrl-C cancels a password prompt (nothing is tried, nothing counted) and interrupts a
+    /// running command.
+    @Test func ctrlCCancelsAPasswordPromptAndInterruptsSleep() throws {
+        let password = scratch.write("password", "correct horse\n")
+        _ = try runSeance(["--data-dir", scratch.dataDir, "-c", "profile new ann --password-file \(password)"], scratch: scratch)
+        let term = try TerminalSession(scratch: scratch)
+        try term.type("login ann")
+        try term.press("Enter")
+        try term.waitFor { $0.hasSuffix("Password for ann:") }
+        try term.type("wrong guess")
+        try term.press("C-c")
+        let screen = try term.waitFor { $0.contains("cancelled") && $0.hasSuffix("seance>") }
+        #expect(!screen.contains("wrong password"))
+        #expect(try sh("sqlite3 '\(scratch.dataDir)/seance.sqlite' 'SELECT failedLogins FROM profile'") == "0\n")
+        try term.type("sleep 30")
+        try term.press("Enter")
+        usleep(300_000)
+        try term.type("echo typed meanwhile")
+        try term.press("C-c")
+        try term.waitFor(timeout: 5) { $0.hasSuffix("seance>") && $0.components(separatedBy: "cancelled").count == 3 }
+        usleep(300_000)
+        #expect(!(try term.screen()).contains("\ntyped meanwhile"))  // Keys typed meanwhile are dropped, not run.
     }
 
     @Test(.enabled(if: inPrivateNetwork, "opens sockets: only inside scripts/in-netns"))
@@ -212,6 +275,22 @@ import Testing
         #expect(lines.firstIndex { $0.contains("second line") }! < lines.count - 1)
         try term.press("Enter")
         try term.waitFor { $0.contains("│ half-typed reply │") }
+        // Lines that begin with a command's name are messages too; commands take a slash.
+        try term.type("who knows?")
+        try term.press("Enter")
+        try term.waitFor { $0.contains("│ who knows? │") }
+        try term.type("/who")
+        try term.press("Enter")
+        try term.waitFor { $0.contains("seen ") }
+        try term.type("//etc is a path")
+        try term.press("Enter")
+        try term.waitFor { $0.contains("│ /etc is a path │") }
+        try term.type("/quit")
+        try term.press("Enter")
+        try term.waitFor { $0.contains("EXIT=0") }
+        // Messages are kept out of the history file; the commands are in it.
+        let history = try String(contentsOfFile: scratch.dataDir + "/history", encoding: .utf8)
+        #expect(history.contains("open") && !history.contains("reply") && !history.contains("knows"), "\(history)")
     }
 
     /// A forged peer's message full of escapes, at a real terminal: the screen is not cleared,
