@@ -167,3 +167,32 @@ struct HostilePeerIntegrationTests {
         #expect(output.components(separatedBy: "\n").count < 1_000, "\(output.count) bytes of output")
     }
 }
+
+/// A program driving seance through pipes, over a chat session: each command's answer comes
+/// before the next command is sent, and notices (an arrival, a message) come as they happen.
+@Suite(.enabled(if: inPrivateNetwork, "runs only inside scripts/in-netns (make test)"))
+struct PipeDrivenChatTests {
+    @Test func aDriverSeesAnswersAndNoticesAsTheyHappen() throws {
+        let shells = LoopbackShells()
+        let ann = try shells.makeProfile("ann"), ben = try shells.makeProfile("ben")
+        let driver = try PipeDriver(arguments: ["--data-dir", ann, "--interface", "lo", "--port", "\(shells.port)",
+                                                "--announce-interval", "0.2"], scratch: shells.scratch)
+        defer { driver.close() }
+        try driver.send("login ann --password-file \(shells.password)")
+        #expect(try driver.read(until: "logged in as ann#", timeout: 10))
+        try driver.send("chat")
+        #expect(try driver.read(until: "nobody you can see is nearby", timeout: 10))
+        let runB = try shells.start("ben", data: ben, lines: ["chat", "sleep 1", "open ann", "hello ann", "/sleep 4"])
+        defer { runB.kill() }
+        #expect(try driver.read(until: "ben#", timeout: 10))       // The arrival, unasked.
+        #expect(try driver.read(until: "hello ann", timeout: 10))  // The message notice.
+        try driver.send("open ben")
+        #expect(try driver.read(until: "every line you type is sent", timeout: 10))
+        try driver.send("hi ben")
+        #expect(try driver.read(until: "#2 sending", timeout: 10))
+        try driver.send("/nearby")
+        #expect(try driver.read(until: "seen ", timeout: 10))
+        try driver.send("/tap 2")
+        #expect(try driver.read(until: "#2: sent ", timeout: 10))
+    }
+}
