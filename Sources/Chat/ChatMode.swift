@@ -42,12 +42,24 @@ final class PlaneLink: Sendable {
         onOwnChange.withLock { $0 }?(old, plane, service.peers())
     }
 
+    /// Which run of the battery poll is current: going offline and online again within one
+    /// period must not leave two polls running.
+    private let pollGeneration = Mutex(0)
+
     /// Reads the battery every `seconds` while the service runs.
     func poll(_ battery: Battery, every seconds: Double) {
+        let generation = pollGeneration.withLock { value in
+            value += 1
+            return value
+        }
+        schedulePoll(battery, every: seconds, generation: generation)
+    }
+
+    private func schedulePoll(_ battery: Battery, every seconds: Double, generation: Int) {
         DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [weak self] in
-            guard let self, self.service.withLock({ $0 }) != nil else { return }
+            guard let self, self.pollGeneration.withLock({ $0 }) == generation, self.service.withLock({ $0 }) != nil else { return }
             self.planeChanged(to: battery.reading.plane)
-            self.poll(battery, every: seconds)
+            self.schedulePoll(battery, every: seconds, generation: generation)
         }
     }
 }
@@ -84,7 +96,9 @@ public final class ChatMode {
             name: "chat", summary: "find people nearby (and the dead) on the local network",
             prompt: { self.openConversation.map { "chat:" + SafeText.visible($0.peerName) } ?? "chat" },
             enter: { shell in try self.enter(shell) },
-            leave: { _ in self.leave() },
+            // Leaving chat mode closes the conversation; you stay online in every mode until
+            // `offline`, `logout` or the end of the session.
+            leave: { _ in self.closeConversation() },
             messages: MessageInput(isActive: { self.openConversation != nil && self.delivery != nil },
                                    send: { shell, line in try self.sendLine(line, shell) })))
         registerConversationCommands(in: shell)
@@ -95,6 +109,15 @@ public final class ChatMode {
             if invocation.arguments["what"] == "stats" { return try self.printStatistics(invocation.shell) }
             try self.list(invocation.shell)
         })
+        shell.register(Command("offline", scope: .global, summary: "stop being announced and reachable (chat brings you back)") { invocation in
+            guard self.service != nil else { return invocation.shell.console.print("you are not online") }
+            if invocation.shell.currentMode == "chat" { invocation.shell.leaveMode() }
+            self.goOffline()
+            invocation.shell.console.print("offline")
+        })
+        shell.onExit.append { [unowned self] in self.goOffline() }
+        let ascii = shell.capabilities.ascii
+        shell.promptMarks.append { [unowned self] in self.service == nil ? "" : (ascii ? "*" : "●") }
         shell.register(Command("trust", scope: .mode("chat"),
                                arguments: [.positional("peer", help: "name#fingerprint of the key to trust for that name")],
                                summary: "trust this key for its name (others using the name are flagged)") { invocation in
@@ -106,7 +129,8 @@ public final class ChatMode {
         // Another profile, or none: this one is no longer announced.
         profiles.onChange.append { [unowned self] shell in
             guard self.service != nil else { return }
-            if shell.currentMode == "chat" { shell.leaveMode() } else { self.leave() }
+            if shell.currentMode == "chat" { shell.leaveMode() }
+            self.goOffline()
             shell.console.print("offline")
         }
     }
@@ -149,7 +173,12 @@ public final class ChatMode {
         let delivery = makeDelivery(store: MessageStore(database: database), identity: identity, shell: shell)
         deliveryBox.set(delivery)
         delivery.attach(service)
-        try delivery.loadOutboxes()
+        do {
+            try delivery.loadOutboxes()
+        } catch {
+            goOffline()  // Nothing half-started stays behind: sockets, loop, timers.
+            throw error
+        }
         self.delivery = delivery
         link.onOwnChange.withLock {
             $0 = { old, new, peers in
@@ -162,9 +191,16 @@ public final class ChatMode {
         try list(shell)
     }
 
-    private func leave() {
+    private func closeConversation() {
         openConversation = nil
+        oldestShown = nil
+    }
+
+    /// Says goodbye and releases everything going online took. Safe to call when offline.
+    func goOffline() {
+        closeConversation()
         delivery = nil
+        link.onOwnChange.withLock { $0 = nil }
         let running = link.service.withLock { service in
             defer { service = nil }
             return service

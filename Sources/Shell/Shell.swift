@@ -15,6 +15,10 @@ public final class Shell {
     public var isInteractive: Bool { reader?.isInteractive ?? false }
 
     private var quitRequested = false
+    /// Marks after the mode in the prompt (`●` while online); each returns "" when it has none.
+    public var promptMarks: [() -> String] = []
+    /// Run when the session ends, after the mode is left (going offline, and the like).
+    public var onExit: [() -> Void] = []
 
     public init(console: Console, session: Session) {
         self.console = console
@@ -58,6 +62,7 @@ public final class Shell {
         self.reader = reader
         defer {
             leaveMode()  // A mode may have goodbyes to say.
+            onExit.forEach { $0() }
             self.reader = nil
             console.printPending()
             console.flush()
@@ -94,8 +99,9 @@ public final class Shell {
 
     /// The prompt without its `> `: the mode and its page, or `seance`.
     public var promptLabel: String {
-        guard let currentMode, let mode = registry.mode(named: currentMode) else { return "seance" }
-        return mode.prompt()
+        let marks = promptMarks.map { $0() }.joined()
+        guard let currentMode, let mode = registry.mode(named: currentMode) else { return "seance" + marks }
+        return mode.prompt() + marks
     }
 
     /// What running one line did.

@@ -266,11 +266,11 @@ import Testing
         try term.waitFor { $0.contains("+ 👤 ben#") }
         try term.type("open ben")
         try term.press("Enter")
-        try term.waitFor { $0.hasSuffix("chat:ben>") || $0.contains("hello from ben") }
+        try term.waitFor { $0.hasSuffix("chat:ben●>") || $0.contains("hello from ben") }
         try term.waitFor { $0.contains("│ hello from ben │") }
         try term.type("half-typed reply")
         // The bubble is printed above, then the prompt and the half-typed line are redrawn.
-        let screen = try term.waitFor { $0.contains("│ second line │") && $0.hasSuffix("chat:ben> half-typed reply") }
+        let screen = try term.waitFor { $0.contains("│ second line │") && $0.hasSuffix("chat:ben●> half-typed reply") }
         let lines = screen.split(separator: "\n")
         #expect(lines.firstIndex { $0.contains("second line") }! < lines.count - 1)
         try term.press("Enter")
