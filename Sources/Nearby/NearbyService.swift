@@ -64,6 +64,11 @@ public final class NearbyService: Sendable {
         var avatars: [Data: Data] = [:]
         /// Avatar hashes asked for, and when.
         var requested: [Data: Double] = [:]
+        /// Whether our "who is there?" went out (once, right after the first announcement).
+        var queried = false
+        /// An answer to someone's query is scheduled; when we last announced.
+        var answerPending = false
+        var lastAnnounced = -Double.infinity
         /// When each peer was last sent our avatar: one answer per key per `avatarAnswerGap`.
         var avatarAnswered: [Data: Double] = [:]
         var random = SystemRandomNumberGenerator()
@@ -248,9 +253,41 @@ public final class NearbyService: Sendable {
         let (due, events) = state.withLock { state -> (Bool, [PresenceEvent]) in
             (state.schedule.isDue(now: now, using: &state.random), state.table.expire(now: now))
         }
-        if due { send(.announce(state.withLock { $0.announcement })) }
+        if due { announce(now: now) }
+        // A newcomer asks who is there right after saying who it is: everyone in range answers
+        // within a fraction of a second instead of at their next refresh.
+        if due, state.withLock({ state in defer { state.queried = true }; return !state.queried }) { send(.query) }
         events.forEach(onEvent)
         hooks.withLock { $0.tick }?(now)
+    }
+
+    private func announce(now: Double) {
+        let announcement = state.withLock { state in
+            state.lastAnnounced = now
+            return state.announcement
+        }
+        send(.announce(announcement))
+    }
+
+    /// The query's answer range, and the least time between two of our answers: many queries
+    /// at once (a crowd arriving, or a flood) cost one announcement each quarter second.
+    static let answerDelay = 0.02...0.12
+    static let answerGap = 0.25
+
+    /// Someone asked who is there: announce after a random 20–120 ms (so a crowd does not
+    /// answer at once), unless an answer is already on its way.
+    private func answerQuery(now: Double) {
+        let delay = state.withLock { state -> Double? in
+            guard !state.answerPending else { return nil }
+            state.answerPending = true
+            let earliest = state.lastAnnounced + Self.answerGap - now
+            return max(Double.random(in: Self.answerDelay, using: &state.random), earliest)
+        }
+        guard let delay, let loop = state.withLock({ $0.multicast?.eventLoop }) else { return }
+        loop.scheduleTask(in: .microseconds(Int64(delay * 1_000_000))) {
+            self.state.withLock { $0.answerPending = false }
+            self.announce(now: self.clock())
+        }
     }
 
     /// Sends to the group on every interface (or once, unicast, to `target`).
@@ -302,6 +339,9 @@ public final class NearbyService: Sendable {
             }
         case .message, .ack, .read:
             hooks.withLock { $0.packet }?(packet, host)
+        case .query:
+            state.withLock { $0.statistics.received += 1 }
+            answerQuery(now: now)
         case .announce, .goodbye:
             let events = state.withLock { state -> [PresenceEvent] in
                 state.statistics.received += 1

@@ -161,7 +161,7 @@ public struct PresenceTable: Sendable {
                 return []
             }
             return [.left(remove(packet.sender, newest: freshness), .goodbye)]
-        case .avatarRequest, .avatar, .message, .ack, .read:
+        case .avatarRequest, .avatar, .message, .ack, .read, .query:
             return []
         }
     }

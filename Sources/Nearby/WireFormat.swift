@@ -1,8 +1,11 @@
 import Crypto
 import Foundation
 
-/// The packets seance sends on the local network, version 1. `docs/PROTOCOL.md` is the
-/// reference; this file and that document change together.
+/// The packets seance sends on the local network, version 2. `docs/PROTOCOL.md` is the
+/// reference; this file and that document change together. Version 2 is version 1 made
+/// forward compatible: a payload may end with extension fields (tag, length, value) that a
+/// reader skips when it does not know them, and a kind a reader does not know is counted and
+/// ignored, so a later seance can add fields and kinds without becoming invisible.
 ///
 ///     offset  size  field
 ///     0       4     magic "SEAN"
@@ -17,7 +20,9 @@ import Foundation
 ///     54+N    64    Ed25519 signature of bytes 0 ..< 54+N
 public enum Wire {
     public static let magic: [UInt8] = Array("SEAN".utf8)
-    public static let version: UInt8 = 1
+    public static let version: UInt8 = 2
+    /// Versions this reader accepts (1 had no extension fields; it reads the same).
+    public static let readableVersions: ClosedRange<UInt8> = 1...2
     public static let headerSize = 54
     public static let signatureSize = 64
     /// No datagram is larger: it fits the smallest IPv6 MTU with room to spare.
@@ -32,6 +37,8 @@ public enum PacketType: UInt8, Sendable {
     case message = 5
     case ack = 6
     case read = 7
+    /// "Who is there?": every peer that hears it announces itself soon (mDNS-style).
+    case query = 8
 }
 
 /// Why a datagram was dropped. Every case is counted; none is fatal.
@@ -112,6 +119,8 @@ public enum Payload: Equatable, Sendable {
     case ack(recipient: Data, sequence: UInt32)
     /// Every message up to fragment `sequence` has been shown.
     case read(recipient: Data, sequence: UInt32)
+    /// A newcomer asks who is there.
+    case query
 
     var type: PacketType {
         switch self {
@@ -122,6 +131,7 @@ public enum Payload: Equatable, Sendable {
         case .message: return .message
         case .ack: return .ack
         case .read: return .read
+        case .query: return .query
         }
     }
 }
@@ -162,7 +172,7 @@ extension Packet {
         guard bytes.count <= Wire.maximumDatagram else { throw .oversized }
         guard bytes.count >= 6 else { throw .truncated }
         guard Array(bytes[0..<4]) == Wire.magic else { throw .badMagic }
-        guard bytes[4] == Wire.version else { throw .unknownVersion(bytes[4]) }
+        guard Wire.readableVersions.contains(bytes[4]) else { throw .unknownVersion(bytes[4]) }
         guard let type = PacketType(rawValue: bytes[5]) else { throw .unknownType(bytes[5]) }
         guard bytes.count >= Wire.headerSize + Wire.signatureSize else { throw .truncated }
         var reader = ByteReader(bytes[8..<Wire.headerSize])
@@ -205,7 +215,7 @@ extension Payload {
             }
             bytes.appendBigEndian(a.unicastPort)
             bytes.appendBigEndian(a.intervalMilliseconds)
-        case .goodbye:
+        case .goodbye, .query:
             break
         case .avatarRequest(let hash):
             bytes += hash
@@ -263,6 +273,8 @@ extension Payload {
                                              unicastPort: port, intervalMilliseconds: interval))
         case .goodbye:
             payload = .goodbye
+        case .query:
+            payload = .query
         case .avatarRequest:
             payload = .avatarRequest(hash: Data(try need(reader.take(32))))
         case .avatar:
@@ -280,7 +292,14 @@ extension Payload {
         case .read:
             payload = .read(recipient: Data(try need(reader.take(32))), sequence: try need(reader.uint32()))
         }
-        guard reader.isAtEnd else { throw .malformedPayload("extra bytes") }
+        // What follows the known fields is extension fields, each a tag (1 byte), a length
+        // (2 bytes) and a value: none is known yet, so each is skipped; only their framing is
+        // checked. (A message's sealed box runs to the end: it has none.)
+        while !reader.isAtEnd {
+            guard reader.byte() != nil, let length = reader.uint16(), reader.take(Int(length)) != nil else {
+                throw .malformedPayload("extension fields")
+            }
+        }
         return payload
     }
 }

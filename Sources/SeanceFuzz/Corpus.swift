@@ -21,7 +21,8 @@ enum Corpus {
                                              key: key, sender: signer.publicKey.rawRepresentation, recipient: other.signingKey)
         let payloads: [Payload] = [.announce(announce), .announce(imageAnnounce), .goodbye, .avatarRequest(hash: hash),
                                    .avatar(hash: hash, pixels: pixels), .message(recipient: other.signingKey, sealed: sealed),
-                                   .ack(recipient: other.signingKey, sequence: 3), .read(recipient: other.signingKey, sequence: 3)]
+                                   .ack(recipient: other.signingKey, sequence: 3), .read(recipient: other.signingKey, sequence: 3),
+                                   .query]
         var files: [(String, [UInt8])] = []
         for (index, payload) in payloads.enumerated() {
             let frame = try! Packet.encode(payload, signer: signer, timestamp: 1_700_000_000_000, sequence: UInt32(index))

@@ -104,3 +104,31 @@ struct NearbyIntegrationTests {
         #expect(row.hasPrefix("\u{1B}[0;38;") && row.contains("▀"), "\(row)")
     }
 }
+
+/// mDNS-style discovery: a newcomer asks who is there and hears everyone at once, not at their
+/// next refresh (every 5 s here).
+@Suite(.enabled(if: inPrivateNetwork, "runs only inside scripts/in-netns (make test)"))
+struct NewcomerDiscoveryTests {
+    @Test func aNewcomerListsEveryPeerWithinAQuarterSecondTwentyTimesInARow() throws {
+        let net = try TestNetwork(hosts: 10)
+        var runs: [TestNetwork.Run] = []
+        for host in 1...9 {
+            let data = try net.makeProfile("p\(host)", host: host)
+            runs.append(try net.start(host: host, data: data, name: "p\(host)", arguments: ["--announce-interval", "5"],
+                                      lines: ["chat", "sleep 120"]))
+        }
+        defer { runs.forEach { $0.kill() } }
+        let newcomer = try net.makeProfile("new", host: 10)
+        usleep(1_500_000)  // The nine are up (their first two announcements are over).
+        for attempt in 1...20 {
+            // `chat`, then a quarter of a second, then the list: all nine must be in it.
+            let run = try net.start(host: 10, data: newcomer, name: "new", arguments: ["--announce-interval", "5"],
+                                    lines: ["chat", "sleep 0.25", "echo LIST", "nearby"])
+            let output = run.wait()
+            let listed = output.components(separatedBy: "LIST\n").last ?? ""
+            let seen = (1...9).filter { listed.contains("p\($0)#") }
+            #expect(seen.count == 9, "attempt \(attempt): saw \(seen)\n\(output)")
+            if seen.count != 9 { break }
+        }
+    }
+}

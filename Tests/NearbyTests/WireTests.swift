@@ -31,7 +31,7 @@ import Testing
     @Test func theLayoutIsAsDocumented() throws {
         let bytes = try encode(.goodbye, sequence: 0x0102_0304)
         #expect(Array(bytes[0..<4]) == Array("SEAN".utf8))
-        #expect(bytes[4] == 1 && bytes[5] == 2 && bytes[6] == 0 && bytes[7] == 0)
+        #expect(bytes[4] == Wire.version && bytes[5] == 2 && bytes[6] == 0 && bytes[7] == 0)
         #expect(Data(bytes[8..<40]) == key.publicKey.rawRepresentation)
         #expect(Array(bytes[48..<52]) == [1, 2, 3, 4])
         #expect(Array(bytes[52..<54]) == [0, 0])
@@ -58,8 +58,8 @@ import Testing
         let good = try encode(.goodbye)
         var foreign = good; foreign[0] = UInt8(ascii: "X")
         #expect(throws: DecodeError.badMagic) { try Packet.decode(foreign) }
-        var future = good; future[4] = 2
-        #expect(throws: DecodeError.unknownVersion(2)) { try Packet.decode(future) }
+        var future = good; future[4] = 3
+        #expect(throws: DecodeError.unknownVersion(3)) { try Packet.decode(future) }
         var strange = good; strange[5] = 99
         #expect(throws: DecodeError.unknownType(99)) { try Packet.decode(strange) }
         #expect(throws: DecodeError.oversized) { try Packet.decode([UInt8](repeating: 0, count: 1201)) }
@@ -144,5 +144,43 @@ import Testing
         #expect(String(decoding: pieces.reduce(Data(), +), as: UTF8.self) == text)
         #expect(pieces.allSatisfy { String(data: $0, encoding: .utf8) != nil })
         #expect(MessageCrypto.split("") == [Data()])
+    }
+
+}
+
+@Suite struct WireVersionTwoTests {
+    let key = Curve25519.Signing.PrivateKey()
+    let announcement = Announcement(name: "alice 👻", agreementKey: Data(repeating: 9, count: 32), plane: 2,
+                                    avatar: .emoji("👻"), unicastPort: 47_778, intervalMilliseconds: 5_000)
+
+    func encode(_ payload: Payload) throws -> [UInt8] {
+        try Packet.encode(payload, signer: key, timestamp: 1_700_000_000_123, sequence: 7)
+    }
+
+    /// Version 2: a later seance may add fields at the end of a payload (tag, length, value),
+    /// and this reader, built from today's rules, still reads the packet.
+    @Test func extensionFieldsAreSkippedAndKindsAreNew() throws {
+        let plain = try encode(.announce(announcement))
+        let bodyEnd = plain.count - Wire.signatureSize
+        var extended = Array(plain[..<bodyEnd])
+        let extra: [UInt8] = [0x7F, 0, 3] + Array("new".utf8) + [0x01, 0, 0]
+        extended += extra
+        let length = UInt16(bodyEnd - Wire.headerSize + extra.count)
+        extended[52] = UInt8(length >> 8); extended[53] = UInt8(length & 0xFF)
+        extended += try key.signature(for: extended)
+        let packet = try Packet.decode(extended)
+        #expect(packet.payload == .announce(announcement))
+        // Broken framing of the extensions is still malformed.
+        var broken = Array(plain[..<bodyEnd]) + [0x7F, 0, 9, 1]
+        let brokenLength = UInt16(broken.count - Wire.headerSize)
+        broken[52] = UInt8(brokenLength >> 8); broken[53] = UInt8(brokenLength & 0xFF)
+        broken += try key.signature(for: broken)
+        #expect(throws: DecodeError.malformedPayload("extension fields")) { try Packet.decode(broken) }
+        // Version 1 packets are still read; the query is a kind of its own.
+        var older = try encode(.goodbye)
+        older[4] = 1
+        older.replaceSubrange((older.count - 64)..., with: try key.signature(for: Array(older[..<(older.count - 64)])))
+        #expect(try Packet.decode(older).payload == .goodbye)
+        #expect(try Packet.decode(try encode(.query)).payload == .query)
     }
 }
