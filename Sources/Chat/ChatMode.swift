@@ -160,8 +160,11 @@ public final class ChatMode {
         let link = self.link
         let deliveryBox = DeliveryBox()
         let limiter = NoticeLimiter()
+        // One serial engine for presence and delivery: every packet, timer and database write
+        // the network causes happens there, never on the socket's thread.
+        let engine = Engine()
         let service = NearbyService(configuration: configuration, signer: identity.signing, announcement: announcement,
-                                    ownAvatarPixels: pixels) { event in
+                                    ownAvatarPixels: pixels, engine: engine) { event in
             let lines = ChatMode.liveLines(for: event, myPlane: link.plane.withLock { $0 }, database: database,
                                            styler: styler, ascii: ascii)
             for line in limiter.admit(lines, now: Date().timeIntervalSince1970) { inbox.post(line) }
@@ -170,7 +173,7 @@ public final class ChatMode {
         }
         try service.start()
         link.service.withLock { $0 = service }
-        let delivery = makeDelivery(store: MessageStore(database: database), identity: identity, shell: shell)
+        let delivery = makeDelivery(store: MessageStore(database: database), identity: identity, engine: engine, shell: shell)
         deliveryBox.set(delivery)
         delivery.attach(service)
         do {

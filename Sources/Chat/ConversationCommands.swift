@@ -47,14 +47,14 @@ extension ChatMode {
         }
     }
 
-    func makeDelivery(store: MessageStore, identity: Identity, shell: Shell) -> DeliveryService {
+    func makeDelivery(store: MessageStore, identity: Identity, engine: Engine, shell: Shell) -> DeliveryService {
         let inbox = shell.console.inbox
         let link = self.link
         let capabilities = shell.capabilities
         let columns = shell.console.columns
         let openBox = OpenConversationBox()
         self.openBox = openBox
-        return DeliveryService(store: store, identity: identity, myPlane: { link.plane.withLock { $0 } }) { event in
+        return DeliveryService(store: store, identity: identity, myPlane: { link.plane.withLock { $0 } }, engine: engine) { event in
             switch event {
             case .received(let conversation, let message, let from):
                 if openBox.id == conversation {

@@ -33,7 +33,11 @@ public struct DeliveryNetwork: Sendable {
 /// first, sent in fragments over unicast, retransmitted until acknowledged, and kept in the
 /// outbox while the peer is away. Incoming fragments are checked (signature, recipient, plane,
 /// decryption) and reassembled in order before they are stored and acknowledged.
-public final class DeliveryService: Sendable {
+///
+/// Everything runs on the engine's serial queue: public methods hop there (the shell thread
+/// waits; the network has handed its packets over already), so the state below is confined to
+/// it and takes no lock.
+public final class DeliveryService: @unchecked Sendable {
     private struct Link {
         var conversationRecord: Conversation
         var key: SymmetricKey
@@ -54,18 +58,22 @@ public final class DeliveryService: Sendable {
     private let identity: Identity
     private let myPlane: @Sendable () -> Plane
     private let onEvent: @Sendable (DeliveryEvent) -> Void
-    private let links = Mutex<[Data: Link]>([:])
-    private let network = Mutex<DeliveryNetwork?>(nil)
-    private let dropped = Mutex<[String: Int]>([:])
+    private let engine: Engine
+    // Confined to `engine`.
+    private var links: [Data: Link] = [:]
+    private var network: DeliveryNetwork?
+    private var dropped: [String: Int] = [:]
     /// Fragments held by every link's assembler together.
-    private let bufferedTotal = Mutex(0)
+    private var bufferedTotal = 0
+    private var lastFlush = 0.0
     private let clock: @Sendable () -> Double
 
     public static let maximumLength = 4_000
 
     public init(store: MessageStore, identity: Identity, myPlane: @escaping @Sendable () -> Plane,
-                clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
+                engine: Engine = Engine(), clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
                 onEvent: @escaping @Sendable (DeliveryEvent) -> Void) {
+        self.engine = engine
         self.store = store
         self.identity = identity
         self.myPlane = myPlane
@@ -84,15 +92,15 @@ public final class DeliveryService: Sendable {
     }
 
     /// Uses `network` for peers and sending (tests give an in-memory one).
-    public func connect(_ network: DeliveryNetwork) { self.network.withLock { $0 = network } }
+    public func connect(_ network: DeliveryNetwork) { engine.sync { self.network = network } }
 
     private func transmit(_ payload: Payload, to peer: Peer) {
-        network.withLock { $0 }?.send(payload, peer.host, peer.announcement.unicastPort)
+        network?.send(payload, peer.host, peer.announcement.unicastPort)
     }
 
-    public var droppedCounts: [String: Int] { dropped.withLock { $0 } }
+    public var droppedCounts: [String: Int] { engine.sync { dropped } }
 
-    private func drop(_ reason: String) { dropped.withLock { $0[reason, default: 0] += 1 } }
+    private func drop(_ reason: String) { dropped[reason, default: 0] += 1 }
 
     // MARK: Sending
 
@@ -115,6 +123,10 @@ public final class DeliveryService: Sendable {
 
     /// The conversation with a peer, made if new.
     public func conversation(with peer: Peer) throws -> Conversation {
+        try engine.sync { try makeConversation(with: peer) }
+    }
+
+    private func makeConversation(with peer: Peer) throws -> Conversation {
         try store.conversation(myKey: myKey, peerKey: peer.signingKey, peerName: peer.name,
                                peerAgreementKey: peer.announcement.agreementKey, now: clock())
     }
@@ -122,6 +134,10 @@ public final class DeliveryService: Sendable {
     /// Stores `text` for the conversation and queues it; it goes now if the peer is in range and
     /// the planes allow it, or later from the outbox.
     public func send(_ text: String, in conversation: Conversation) throws -> ChatMessage {
+        try engine.sync { try queueMessage(text, in: conversation) }
+    }
+
+    private func queueMessage(_ text: String, in conversation: Conversation) throws -> ChatMessage {
         guard !text.isEmpty else { throw SendError.empty }
         guard !text.unicodeScalars.contains("\0") else { throw SendError.nul }
         guard text.count <= Self.maximumLength else { throw SendError.tooLong(text.count) }
@@ -151,6 +167,10 @@ public final class DeliveryService: Sendable {
 
     /// A peer came (back) into range: its outbox is loaded and everything is sent at once.
     public func peerArrived(_ peer: Peer) {
+        engine.sync { loadOutbox(of: peer) }
+    }
+
+    private func loadOutbox(of peer: Peer) {
         guard let conversation = try? store.existingConversation(myKey: myKey, peerKey: peer.signingKey),
               let outbox = try? store.outbox(conversation.id), !outbox.isEmpty else { return }
         let now = clock()
@@ -162,6 +182,10 @@ public final class DeliveryService: Sendable {
 
     /// Loads every outbox at start, so messages written while away go when their peer appears.
     public func loadOutboxes() throws {
+        try engine.sync { try loadAllOutboxes() }
+    }
+
+    private func loadAllOutboxes() throws {
         let now = clock()
         for conversation in try store.conversationsWithOutbox(myKey: myKey) {
             let outbox = try store.outbox(conversation.id)
@@ -174,29 +198,23 @@ public final class DeliveryService: Sendable {
     /// Sends what is due to the peers in range, and (from the timer) writes the state changes
     /// gathered since the last write.
     public func tick(now: Double) {
-        send(now: now)
-        flushStates(now: now)
+        engine.sync {
+            send(now: now)
+            flushStates(now: now)
+        }
     }
-
-    private let lastFlush = Mutex<Double>(0)
 
     /// Records acknowledgements and first transmissions in the store, one transaction per
     /// conversation, at most every `flushInterval`.
     private func flushStates(now: Double) {
-        guard lastFlush.withLock({ last in
-            guard now - last >= Self.flushInterval else { return false }
-            last = now
-            return true
-        }) else { return }
-        let work = links.withLock { links -> [(Int64, UInt32, [Int64])] in
-            var work: [(Int64, UInt32, [Int64])] = []
-            for (key, var link) in links where link.acknowledged > link.conversationRecord.acknowledgedSequence || !link.firstSent.isEmpty {
-                work.append((link.conversation, link.acknowledged, link.firstSent))
-                link.conversationRecord.acknowledgedSequence = link.acknowledged
-                link.firstSent = []
-                links[key] = link
-            }
-            return work
+        guard now - lastFlush >= Self.flushInterval else { return }
+        lastFlush = now
+        var work: [(Int64, UInt32, [Int64])] = []
+        for (key, var link) in links where link.acknowledged > link.conversationRecord.acknowledgedSequence || !link.firstSent.isEmpty {
+            work.append((link.conversation, link.acknowledged, link.firstSent))
+            link.conversationRecord.acknowledgedSequence = link.acknowledged
+            link.firstSent = []
+            links[key] = link
         }
         for (conversation, acknowledged, firstSent) in work {
             // Only messages still `sending` become `sent`: one acknowledged or read meanwhile
@@ -213,21 +231,16 @@ public final class DeliveryService: Sendable {
     private func send(now: Double) {
         // Most ticks have nothing to send: do not even look at who is in range; when something
         // waits, only its peers are looked up, so the cost does not grow with the crowd.
-        let waiting = links.withLock { $0.compactMap { $0.value.queue.isEmpty ? nil : $0.key } }
-        guard !waiting.isEmpty, let network = network.withLock({ $0 }) else { return }
-        var present: [Data: Peer] = [:]
-        for key in waiting { present[key] = network.peer(key) }
-        let outgoing: [(Peer, SymmetricKey, [Fragment])] = links.withLock { links in
-            var result: [(Peer, SymmetricKey, [Fragment])] = []
-            for (key, var link) in links where !link.queue.isEmpty {
-                guard let peer = present[key], let theirs = Plane(wireValue: peer.announcement.plane),
-                      myPlane().canReach(theirs) else { continue }
-                let (fragments, first) = link.queue.due(now: now)
-                link.firstSent += first.sorted()
-                links[key] = link
-                if !fragments.isEmpty { result.append((peer, link.key, fragments)) }
-            }
-            return result
+        let waiting = links.compactMap { $0.value.queue.isEmpty ? nil : $0.key }
+        guard !waiting.isEmpty, let network else { return }
+        var outgoing: [(Peer, SymmetricKey, [Fragment])] = []
+        for key in waiting {
+            guard var link = links[key], let peer = network.peer(key), let theirs = Plane(wireValue: peer.announcement.plane),
+                  myPlane().canReach(theirs) else { continue }
+            let (fragments, first) = link.queue.due(now: now)
+            link.firstSent += first.sorted()
+            links[key] = link
+            if !fragments.isEmpty { outgoing.append((peer, link.key, fragments)) }
         }
         for (peer, key, fragments) in outgoing {
             for fragment in fragments {
@@ -240,6 +253,10 @@ public final class DeliveryService: Sendable {
     // MARK: Receiving
 
     public func receive(_ packet: Packet, from host: String) {
+        engine.sync { handle(packet) }
+    }
+
+    private func handle(_ packet: Packet) {
         switch packet.payload {
         case .message(let recipient, let sealed):
             guard recipient == myKey else { return drop("not for us") }
@@ -250,21 +267,19 @@ public final class DeliveryService: Sendable {
             guard theirs.canReach(myPlane()) else { return drop("plane") }
             // The conversation is looked up once per peer, not for every fragment; a stranger's
             // is made only for a fragment that decrypts, so noise creates nothing.
-            let known = links.withLock { $0[packet.sender]?.conversationRecord }
+            let known = links[packet.sender]?.conversationRecord
             if known == nil {
                 guard (try? store.existingConversation(myKey: myKey, peerKey: peer.signingKey)) ?? nil != nil
                         || opens(sealed, from: peer) else { return drop("cannot decrypt") }
             }
-            guard let conversation = known ?? (try? self.conversation(with: peer)) else { return drop("storage") }
+            guard let conversation = known ?? (try? makeConversation(with: peer)) else { return drop("storage") }
             receiveFragment(sealed, from: peer, conversation: conversation)
         case .ack(let recipient, let sequence):
             guard recipient == myKey else { return }
-            links.withLock { links in
-                guard var link = links[packet.sender] else { return }
-                link.queue.acknowledge(upTo: sequence)
-                link.acknowledged = max(link.acknowledged, sequence)
-                links[packet.sender] = link
-            }
+            guard var link = links[packet.sender] else { return }
+            link.queue.acknowledge(upTo: sequence)
+            link.acknowledged = max(link.acknowledged, sequence)
+            links[packet.sender] = link
         case .read(let recipient, let sequence):
             guard recipient == myKey, let conversation = knownConversation(packet.sender) else { return }
             if let numbers = try? store.markRead(conversation, upTo: sequence, now: clock()), !numbers.isEmpty {
@@ -297,84 +312,88 @@ public final class DeliveryService: Sendable {
     }
 
     private func receiveFragment(_ sealed: Data, from peer: Peer, conversation: Conversation) {
-        var refused: [String] = []
-        let outcome: IncomingAssembler.Outcome? = try? withLink(conversation) { link -> IncomingAssembler.Outcome? in
-            guard let fragment = try? MessageCrypto.open(sealed, key: link.key, sender: peer.signingKey, recipient: myKey) else {
-                return nil
-            }
-            if fragment.sequence > link.assembler.delivered,
-               linksBuffered(exceeding: Self.totalBufferLimit) { return .outOfWindow }
-            var assembler = link.assembler
-            let outcome = assembler.receive(fragment)
-            let held = assembler.bufferedCount - link.assembler.bufferedCount
-            if case .messages(let messages) = outcome {
-                // Stored before acknowledged: a crash between the two only repeats the ack. A
-                // message over the limits is acknowledged too (the sender would repeat it
-                // forever otherwise) but only its sequence numbers are kept.
-                for message in messages {
-                    let now = clock()
-                    var sentAt = Double(message.sentAt) / 1000
-                    if sentAt > now + Self.allowedClockSkew { sentAt = now }
-                    if let reason = Self.refusal(of: message) {
-                        guard (try? store.skip(in: conversation.id, upTo: message.lastSequence, now: now)) != nil else { return nil }
-                        refused.append(reason)
-                        continue
-                    }
-                    guard let stored = try? store.receive(message.text, in: conversation.id, firstSequence: message.firstSequence,
-                                                          lastSequence: message.lastSequence, sentAt: sentAt, now: now) else { return nil }
-                    onEvent(.received(conversation: conversation.id,
-                                      message: ChatMessage(id: stored.id, number: stored.number, outgoing: false, text: message.text,
-                                                           sentAt: sentAt, receivedAt: now, state: .received),
-                                      from: peer.handle))
+        guard var link = try? link(for: conversation) else { return drop("storage") }
+        guard let fragment = try? MessageCrypto.open(sealed, key: link.key, sender: peer.signingKey, recipient: myKey) else {
+            return drop("cannot decrypt")
+        }
+        if fragment.sequence > link.assembler.delivered && bufferedTotal >= Self.totalBufferLimit { return drop("out of window") }
+        let heldBefore = link.assembler.bufferedCount
+        let delivered = link.assembler.delivered
+        let outcome = link.assembler.receive(fragment)
+        if case .messages(let messages) = outcome {
+            // Stored before acknowledged: a crash between the two only repeats the ack. A
+            // message over the limits is acknowledged too (the sender would repeat it forever
+            // otherwise) but only its sequence numbers are kept.
+            var kept = delivered
+            for message in messages {
+                do {
+                    try keep(message, from: peer, in: conversation)
+                    kept = message.lastSequence
+                } catch {
+                    // The database refused (full disk, a lock, …): what is stored stays stored,
+                    // and the rest is asked for again, so the conversation never sticks.
+                    drop("storage")
+                    link.assembler = IncomingAssembler(delivered: kept)
+                    break
                 }
             }
-            link.assembler = assembler
-            bufferedTotal.withLock { $0 += held }
-            return outcome
-        } ?? nil
-        refused.forEach(drop)
-        guard let outcome else { return drop("cannot decrypt") }
+        }
+        bufferedTotal += link.assembler.bufferedCount - heldBefore
+        links[peer.signingKey] = link
         if outcome == .outOfWindow { return drop("out of window") }
-        let delivered = links.withLock { $0[peer.signingKey]?.assembler.delivered } ?? 0
-        transmit(.ack(recipient: peer.signingKey, sequence: delivered), to: peer)
+        transmit(.ack(recipient: peer.signingKey, sequence: link.assembler.delivered), to: peer)
+    }
+
+    /// Stores one whole message (or, when it breaks the limits, only its sequence numbers) and
+    /// tells the view.
+    private func keep(_ message: AssembledMessage, from peer: Peer, in conversation: Conversation) throws {
+        let now = clock()
+        var sentAt = Double(message.sentAt) / 1000
+        if sentAt > now + Self.allowedClockSkew { sentAt = now }
+        if let reason = Self.refusal(of: message) {
+            try store.skip(in: conversation.id, upTo: message.lastSequence, now: now)
+            return drop(reason)
+        }
+        let stored = try store.receive(message.text, in: conversation.id, firstSequence: message.firstSequence,
+                                       lastSequence: message.lastSequence, sentAt: sentAt, now: now)
+        onEvent(.received(conversation: conversation.id,
+                          message: ChatMessage(id: stored.id, number: stored.number, outgoing: false, text: message.text,
+                                               sentAt: sentAt, receivedAt: now, state: .received),
+                          from: peer.handle))
     }
 
     /// Incoming messages up to `number` were shown: tell the peer (a read receipt).
     public func shown(upTo number: Int64, in conversation: Conversation) {
-        guard let sequence = try? store.markShown(conversation.id, upTo: number),
-              let peer = presentPeer(conversation.peerKey) else { return }
-        transmit(.read(recipient: peer.signingKey, sequence: sequence), to: peer)
+        engine.sync {
+            guard let sequence = try? store.markShown(conversation.id, upTo: number),
+                  let peer = presentPeer(conversation.peerKey) else { return }
+            transmit(.read(recipient: peer.signingKey, sequence: sequence), to: peer)
+        }
     }
 
     // MARK: Links
 
-    private func presentPeer(_ key: Data) -> Peer? {
-        network.withLock { $0 }?.peer(key)
+    private func presentPeer(_ key: Data) -> Peer? { network?.peer(key) }
+
+    private func knownConversation(_ peerKey: Data) -> Int64? { links[peerKey]?.conversation }
+
+    /// The link of `conversation`, created (key derived, assembler resumed from the stored
+    /// delivered sequence) on first use.
+    private func link(for conversation: Conversation) throws -> Link {
+        if let link = links[conversation.peerKey] { return link }
+        let key = try MessageCrypto.key(mine: identity.agreement, theirs: conversation.peerAgreementKey,
+                                        mySigningKey: myKey, theirSigningKey: conversation.peerKey)
+        let link = Link(conversationRecord: conversation, key: key, assembler: IncomingAssembler(delivered: conversation.deliveredSequence),
+                        acknowledged: conversation.acknowledgedSequence)
+        links[conversation.peerKey] = link
+        return link
     }
 
-    /// True when the fragments buffered across every link reach `limit`. (Called inside the
-    /// links lock: it reads a running total kept beside it, not the links.)
-    private func linksBuffered(exceeding limit: Int) -> Bool {
-        bufferedTotal.withLock { $0 } >= limit
-    }
-
-    private func knownConversation(_ peerKey: Data) -> Int64? {
-        links.withLock { $0[peerKey]?.conversation }
-    }
-
-    /// Runs `body` on the link of `conversation`, creating it (key derived, assembler resumed
-    /// from the stored delivered sequence) on first use.
+    /// Runs `body` on the link of `conversation` and keeps what it changed.
     @discardableResult
     private func withLink<T>(_ conversation: Conversation, _ body: (inout Link) throws -> T) throws -> T {
-        try links.withLock { links in
-            if links[conversation.peerKey] == nil {
-                let key = try MessageCrypto.key(mine: identity.agreement, theirs: conversation.peerAgreementKey,
-                                                mySigningKey: myKey, theirSigningKey: conversation.peerKey)
-                links[conversation.peerKey] = Link(conversationRecord: conversation, key: key,
-                                                   assembler: IncomingAssembler(delivered: conversation.deliveredSequence),
-                                                   acknowledged: conversation.acknowledgedSequence)
-            }
-            return try body(&links[conversation.peerKey]!)
-        }
+        var link = try link(for: conversation)
+        defer { links[conversation.peerKey] = link }
+        return try body(&link)
     }
 }

@@ -72,7 +72,6 @@ public final class NearbyService: Sendable {
         /// When each peer was last sent our avatar: one answer per key per `avatarAnswerGap`.
         var avatarAnswered: [Data: Double] = [:]
         var random = SystemRandomNumberGenerator()
-        var repeater: RepeatedTask?
     }
 
     public let configuration: NearbyConfiguration
@@ -105,13 +104,20 @@ public final class NearbyService: Sendable {
     public var publicKey: Data { signer.publicKey.rawRepresentation }
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private let state: Mutex<State>
+    /// Where packets are handled, timers run and events are told: never the socket's thread.
+    public let engine: Engine
+    /// The presence tick, on the engine. Set and cancelled by `start` and `stop` only (the
+    /// shell's thread), never touched elsewhere.
+    nonisolated(unsafe) private var timer: DispatchSourceTimer?
 
     /// - Parameters:
     ///   - ownAvatarPixels: the 16x16 RGBA avatar to hand out when asked, if it is an image.
     ///   - onEvent: called on the event loop for every arrival, change and departure.
     public init(configuration: NearbyConfiguration, signer: Curve25519.Signing.PrivateKey, announcement: Announcement,
-                ownAvatarPixels: Data? = nil, clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
+                ownAvatarPixels: Data? = nil, engine: Engine = Engine(),
+                clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
                 onEvent: @escaping @Sendable (PresenceEvent) -> Void) {
+        self.engine = engine
         self.configuration = configuration
         self.signer = signer
         self.ownAvatar = ownAvatarPixels
@@ -159,9 +165,11 @@ public final class NearbyService: Sendable {
         } catch {
             throw NearbyError.socket("\(error)")
         }
-        let loop = group.next()
-        let task = loop.scheduleRepeatedTask(initialDelay: .zero, delay: .milliseconds(50)) { _ in self.tick() }
-        state.withLock { $0.repeater = task }
+        let timer = DispatchSource.makeTimerSource(queue: engine.queue)
+        timer.schedule(deadline: .now(), repeating: .milliseconds(50), leeway: .milliseconds(5))
+        timer.setEventHandler { [weak self] in self?.tick() }
+        self.timer = timer
+        timer.resume()
     }
 
     /// Binds the group's port and joins the group on every usable interface (listing and
@@ -213,9 +221,10 @@ public final class NearbyService: Sendable {
 
     /// Says goodbye and closes everything. Safe to call twice.
     public func stop() {
-        let (multicast, unicast, repeater) = state.withLock { ($0.multicast, $0.unicast, $0.repeater) }
+        let (multicast, unicast) = state.withLock { ($0.multicast, $0.unicast) }
         guard multicast != nil || unicast != nil else { return }
-        repeater?.cancel()
+        timer?.cancel()
+        timer = nil
         if let multicast { try? multicast.eventLoop.submit { self.send(.goodbye) }.wait() }
         try? multicast?.close().wait()
         try? unicast?.close().wait()
@@ -246,7 +255,7 @@ public final class NearbyService: Sendable {
         }
     }
 
-    // MARK: On the event loop
+    // MARK: On the engine
 
     private func tick() {
         let now = clock()
@@ -283,8 +292,8 @@ public final class NearbyService: Sendable {
             let earliest = state.lastAnnounced + Self.answerGap - now
             return max(Double.random(in: Self.answerDelay, using: &state.random), earliest)
         }
-        guard let delay, let loop = state.withLock({ $0.multicast?.eventLoop }) else { return }
-        loop.scheduleTask(in: .microseconds(Int64(delay * 1_000_000))) {
+        guard let delay else { return }
+        engine.after(delay) {
             self.state.withLock { $0.answerPending = false }
             self.announce(now: self.clock())
         }
@@ -319,6 +328,8 @@ public final class NearbyService: Sendable {
         state.withLock { $0.statistics.sent += 1; $0.statistics.sentBytes += bytes.count }
     }
 
+    /// On the socket's thread: only the checks of the frame and its signature, then the packet
+    /// goes to the engine.
     fileprivate func receive(_ bytes: [UInt8], from address: SocketAddress) {
         let packet: Packet
         do {
@@ -328,8 +339,13 @@ public final class NearbyService: Sendable {
             return
         }
         guard packet.sender != signer.publicKey.rawRepresentation else { return }  // Our own, looped back.
-        let now = clock()
         let host = address.ipAddress ?? "?"
+        engine.async { self.handle(packet, from: host) }
+    }
+
+    /// On the engine: what a verified packet changes.
+    private func handle(_ packet: Packet, from host: String) {
+        let now = clock()
         switch packet.payload {
         case .avatarRequest(let hash):
             answerAvatarRequest(from: packet.sender, hash: hash, now: now)

@@ -117,3 +117,32 @@ import Testing
         #expect(shown == ["… 995 more presence notices not shown (nearby lists who is here)", "+ later"])
     }
 }
+
+/// A storage failure half-way through a batch of received messages: what was stored stays,
+/// the rest is asked for again, and the conversation goes on (it used to stick until restart).
+@Suite struct StorageFailureTests {
+    @Test func aFailedWriteWhileReceivingNeverSticksTheConversation() throws {
+        let pair = try Pair()
+        let conversation = try pair.conversationAtAlice()
+        for text in ["one", "poison", "three"] { _ = try pair.aliceDelivery.send(text, in: conversation) }
+        pair.aliceDelivery.tick(now: 0)
+        let fragments = pair.toBob.take()
+        #expect(fragments.count == 3)
+        // The database refuses "poison" (an injected failure), once.
+        try pair.bobStore.database.write { db in
+            try db.execute(sql: """
+                CREATE TEMP TRIGGER refuse BEFORE INSERT ON message WHEN NEW.text = 'poison'
+                BEGIN SELECT RAISE(ABORT, 'injected failure'); END
+                """)
+        }
+        // Out of order, so the three messages complete in one batch when the first arrives.
+        for packet in fragments.reversed() { pair.bobDelivery.receive(packet, from: "h") }
+        #expect(pair.received.withLock { $0 } == ["one"])
+        #expect(pair.bobDelivery.droppedCounts["storage"] == 1)
+        try pair.bobStore.database.write { try $0.execute(sql: "DROP TRIGGER refuse") }
+        // The acknowledgement said "one" only: alice sends the rest again, and it arrives.
+        pair.exchange(rounds: 4, now: 10)
+        #expect(pair.received.withLock { $0 } == ["one", "poison", "three"])
+        #expect(try pair.aliceStore.outbox(conversation.id).isEmpty)
+    }
+}

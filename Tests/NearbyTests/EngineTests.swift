@@ -1,0 +1,33 @@
+import Crypto
+import Foundation
+import Synchronization
+import Testing
+@testable import Nearby
+
+/// The threading contract: the socket's thread only checks frames; what a packet changes, and
+/// every event, happens on the engine's queue.
+@Suite(.enabled(if: ProcessInfo.processInfo.environment["SEANCE_IN_NETNS"] == "1", "opens sockets: only inside scripts/in-netns"))
+struct EngineTests {
+    @Test func eventsAreToldOnTheEngineNotOnTheSocketThread() throws {
+        let port = Int.random(in: 20_000...60_000)
+        let configuration = NearbyConfiguration(port: port, interfaces: ["lo"], timing: PresenceTiming(interval: 0.2, startupGap: 0.1))
+        func announcement(_ name: String) -> Announcement {
+            Announcement(name: name, agreementKey: Data(repeating: 1, count: 32), plane: 0, avatar: .none, unicastPort: 0,
+                         intervalMilliseconds: 0)
+        }
+        let engine = Engine()
+        let seen = Mutex<[Bool]>([])
+        let listener = NearbyService(configuration: configuration, signer: .init(), announcement: announcement("ann"), engine: engine) { _ in
+            seen.withLock { $0.append(engine.isCurrent) }
+        }
+        let speaker = NearbyService(configuration: configuration, signer: .init(), announcement: announcement("ben")) { _ in }
+        try listener.start()
+        try speaker.start()
+        defer { speaker.stop(); listener.stop() }
+        let deadline = Date().addingTimeInterval(10)
+        while seen.withLock({ $0.isEmpty }) && Date() < deadline { usleep(20_000) }
+        #expect(!seen.withLock { $0 }.isEmpty)
+        #expect(seen.withLock { $0 }.allSatisfy { $0 })
+        #expect(!engine.isCurrent)  // And this test's thread is not the engine.
+    }
+}
