@@ -228,9 +228,45 @@ def nearby(binary, work, env, runs, peers, watch_seconds):
     print(f"observer among {peers} peers  {busy / watch_seconds * 100:7.2f} % of a core over {watch_seconds} s"
           f"   RSS {rss:5.1f} MiB   (target: under 1 % of a core)")
     print(f"observer alone             {alone * 100:7.2f} % of a core   (reference)")
+    newcomer_discovery(binary, work, env, password, peers, runs=10)
     for proc in crowd:
         proc.kill()
     observer.kill()
+
+
+def newcomer_discovery(binary, work, env, password, peers, runs):
+    """From a newcomer's `chat` to its listing every one of the crowd (it asks who is there and
+    they answer within 20-120 ms), and the packets its arrival brings in during its first second."""
+    data = os.path.join(work, "newcomer")
+    make_profile(binary, data, "newcomer", password, env)
+    times, received = [], []
+    for _ in range(runs):
+        script = [f"login newcomer --password-file {password}", "chat"]
+        script += ["sleep 0.01\necho :::\nnearby"] * 150 + ["echo :::", "nearby stats"]
+        proc = subprocess.Popen([binary, "--data-dir", data], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, env=env, text=True, bufsize=1)
+        proc.stdin.write("\n".join(script) + "\n")
+        proc.stdin.close()
+        start = wait_for_line(proc, "announcing", 10)
+        listed, seen_all = 0, None
+        for line in proc.stdout:
+            if line.startswith(":::"):
+                if listed >= peers and seen_all is None:
+                    seen_all = time.perf_counter()
+                listed = 0
+            elif re.search(r" p\d+#.* seen ", line):  # A line of the list, not a live notice.
+                listed += 1
+            elif line.startswith("sent "):
+                received.append(int(line.split("received ")[1].split(",")[0]))
+        proc.wait()
+        if start is not None and seen_all is not None:
+            times.append(seen_all - start)
+    if times:
+        print(f"newcomer lists all {peers}    median {statistics.median(times) * 1000:7.1f} ms   worst {max(times) * 1000:7.1f} ms"
+              f"   ({len(times)} of {runs} saw everyone; target: under 250 ms median)")
+    if received:
+        print(f"packets a newcomer gets     median {statistics.median(received):7.0f} in its first ~2 s among {peers} peers"
+              f"   (one answer each to its query, plus their refreshes every 5 s)")
 
 
 def udp_ping_pong(rounds):

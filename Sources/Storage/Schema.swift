@@ -10,6 +10,8 @@ public enum Schema {
     }()
 
     static let migrationNames = Set(migrations.map(\.0))
+    /// The names in the order they run (a test pins the released ones).
+    static let orderedMigrationNames = migrations.map(\.0)
 
     private static let migrations: [(String, @Sendable (Database) throws -> Void)] = [
         ("v1-settings", { db in

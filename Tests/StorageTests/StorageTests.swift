@@ -138,3 +138,13 @@ final class TemporaryDirectory {
         #expect(throws: StorageError.notADatabase(path: path)) { try SeanceDatabase(path: path) }
     }
 }
+
+/// A released migration never changes name or place: databases in the field record these
+/// names, and a renamed one would be run again (or refused as unknown). New ones go at the end.
+@Suite struct ReleasedMigrationsTests {
+    @Test func releasedMigrationNamesArePinned() {
+        let released = ["v1-settings", "v2-zombies", "v3-visions", "v4-profiles", "v5-known-peers", "v6-conversations",
+                        "v7-login-slots", "v8-message-numbers", "v9-trusted-keys"]
+        #expect(Array(Schema.orderedMigrationNames.prefix(released.count)) == released)
+    }
+}
