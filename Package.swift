@@ -23,13 +23,24 @@ let package = Package(
         .target(name: "Shell", dependencies: ["CEditLine", "Terminal", "Storage"]),
         .target(name: "Zombies", dependencies: ["Shell", "Terminal", "Storage"]),
         .target(name: "Visions", dependencies: ["Shell", "Terminal", "Storage", .product(name: "GRDB", package: "GRDB.swift")]),
+        // The signed frame codec, name rules, fingerprints and message sealing: what any
+        // transport and any feature agree on, with no sockets and no storage.
+        .target(name: "Wire", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        // Profiles, their sealed keys and login: what the store needs, without the network.
+        .target(name: "Accounts", dependencies: [
+            "Wire", "Storage", "Terminal",
+            .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "_CryptoExtras", package: "swift-crypto"),
+        ]),
         .target(name: "Nearby", dependencies: [
+            "Wire",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
         .target(name: "Chat", dependencies: [
-            "Nearby",
+            "Nearby", "Accounts",
             "Shell", "Terminal", "Storage",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Crypto", package: "swift-crypto"),
@@ -42,15 +53,17 @@ let package = Package(
         ]),
         // libFuzzer targets for what is parsed by hand (`make fuzz`); a corpus replayer otherwise.
         .executableTarget(name: "SeanceFuzz", dependencies: [
-            "Nearby", "Shell", "Terminal", .product(name: "Crypto", package: "swift-crypto"),
+            "Wire", "Shell", "Terminal", .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .testTarget(name: "TerminalTests", dependencies: ["Terminal"]),
         .testTarget(name: "ShellTests", dependencies: ["Shell", "Terminal", "Storage"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "ZombiesTests", dependencies: ["Zombies", "Terminal"]),
-        .testTarget(name: "NearbyTests", dependencies: ["Nearby", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(name: "WireTests", dependencies: ["Wire", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(name: "NearbyTests", dependencies: ["Nearby", "Wire", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "AppTests", dependencies: ["App", "Nearby", "Storage"]),
-        .testTarget(name: "ChatTests", dependencies: ["Chat", "Storage", "Shell"]),
+        .testTarget(name: "AccountsTests", dependencies: ["Accounts", "Storage"]),
+        .testTarget(name: "ChatTests", dependencies: ["Chat", "Accounts", "Storage", "Shell"]),
         .testTarget(name: "VisionsTests", dependencies: ["Visions", "Storage", "Terminal", "Shell"]),
         // The end-to-end tests run the built binary; they link the wire code only to play a
         // hostile peer (forged, flooding, replaying packets) against it.

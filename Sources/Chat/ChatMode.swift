@@ -1,3 +1,4 @@
+import Accounts
 import Crypto
 import Foundation
 import GRDB
@@ -127,7 +128,7 @@ public final class ChatMode {
         let link = self.link
         battery.observe { reading in link.planeChanged(to: reading.plane) }
         // Another profile, or none: this one is no longer announced.
-        profiles.onChange.append { [unowned self] shell in
+        profiles.session.onChange.append { [unowned self, unowned shell] in
             guard self.service != nil else { return }
             if shell.currentMode == "chat" { shell.leaveMode() }
             self.goOffline()

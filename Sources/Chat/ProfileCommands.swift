@@ -1,26 +1,26 @@
+import Accounts
 import Foundation
 import Glibc
 import Shell
 import Terminal
 
-/// The logged-in profile of this shell, and the commands that manage profiles.
+/// The commands that manage profiles and the login (the session itself is `Accounts`').
 public final class Profiles {
+    /// Who is logged in: shared with every feature that acts as the user.
+    public let session: LoginSession
     /// The profile in use and its unlocked keys.
-    public private(set) var current: (profile: Profile, identity: Identity)?
+    public var current: LoginSession.Login? { session.current }
     /// Pauses before answering a wrong password; tests replace it.
     var sleep: (Double) -> Void = { seconds in if seconds > 0 { usleep(useconds_t(seconds * 1_000_000)) } }
     /// scrypt's N for new profiles.
     let rounds: Int
-    /// Told when the profile in use changes or goes (chat goes offline: it announced that one).
-    var onChange: [(Shell) -> Void] = []
 
-    public init(rounds: Int = PasswordVault.defaultRounds) { self.rounds = rounds }
-
-    private func setCurrent(_ new: (profile: Profile, identity: Identity)?, _ shell: Shell) {
-        let changed = new?.profile.id != current?.profile.id
-        current = new
-        if changed { onChange.forEach { $0(shell) } }
+    public init(session: LoginSession = LoginSession(), rounds: Int = PasswordVault.defaultRounds) {
+        self.session = session
+        self.rounds = rounds
     }
+
+    private func setCurrent(_ new: LoginSession.Login?, _ shell: Shell) { session.set(new) }
 
     func store(_ shell: Shell) throws -> ProfileStore {
         ProfileStore(database: try shell.session.openDatabase(), rounds: rounds)
@@ -153,7 +153,7 @@ public final class Profiles {
         try store(shell).setAvatar(avatar, of: current.profile)
         var profile = current.profile
         profile.avatar = avatar
-        self.current = (profile, current.identity)
+        session.set((profile, current.identity))  // The same profile: observers are not told.
         shell.console.print("avatar of \(profile.handle) changed")
     }
 

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+@_exported import Wire
 
 /// Timing of presence, mDNS-like: announce at once and again after `startupGap`, then every
 /// `interval` give or take `jitter` (a fraction), so peers do not fall into step. A peer that
@@ -76,14 +77,7 @@ public struct Peer: Equatable, Sendable {
 
     public var name: String { announcement.name }
     public var fingerprint: String { PeerIdentity.fingerprint(of: signingKey) }
-    public var handle: String { name + "#" + fingerprint }
-}
-
-public enum PeerIdentity {
-    /// The same four hex digits profiles show: the first two bytes of SHA-256 of the key.
-    public static func fingerprint(of signingKey: Data) -> String {
-        SHA256.hash(data: signingKey).prefix(2).map { String(format: "%02x", $0) }.joined()
-    }
+    public var handle: String { PeerIdentity.handle(name: name, signingKey: signingKey) }
 }
 
 public enum PresenceEvent: Equatable, Sendable {

@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import Nearby
+import Wire
 
 /// The seed corpus: real packets of every kind (the first byte 0 makes the packet target read
 /// them as they are; 1 and the kind make it re-sign a fuzzed payload), lines people type, and

@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import Nearby
+import Wire
 import Shell
 import Terminal
 

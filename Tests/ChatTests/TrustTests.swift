@@ -1,3 +1,4 @@
+import Accounts
 import Foundation
 import Glibc
 import Nearby

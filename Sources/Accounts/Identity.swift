@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import Nearby
+import Wire
 import _CryptoExtras
 
 /// A profile's keys: Ed25519 to sign every packet, X25519 to agree on message keys.

@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import Storage
 import Testing
-@testable import Chat
+@testable import Accounts
 
 func temporaryStore() throws -> (ProfileStore, String) {
     var template = Array("/tmp/seance-profiles-XXXXXX".utf8CString)
@@ -128,5 +128,26 @@ func temporaryStore() throws -> (ProfileStore, String) {
         let picture = Avatar.image(from: .init(width: 2, height: 2, pixels: [UInt8](repeating: 200, count: 16)))
         try store.setAvatar(picture, of: bob)
         #expect(try store.profile(named: "bob")?.avatar == picture)
+    }
+}
+
+@Suite struct LoginSessionTests {
+    /// A purchase asks the password again: the same check and delay as a login.
+    @Test func reauthenticationChecksThePasswordOfWhoIsLoggedIn() throws {
+        let (store, dir) = try temporaryStore()
+        defer { _ = system("rm -rf \(dir)") }
+        let session = LoginSession()
+        var told = 0
+        session.onChange.append { told += 1 }
+        #expect(throws: ProfileError.notLoggedIn) { try session.reauthenticate(password: "password1", store: store, now: 0) }
+        let created = try store.create(name: "ann", password: "password1", avatar: nil, gift: false, now: 0)
+        session.set(created)
+        session.set(created)  // The same profile again: nobody is told twice.
+        #expect(told == 1)
+        #expect(throws: ProfileError.wrongPassword) { try session.reauthenticate(password: "nope nope", store: store, now: 1) }
+        #expect(try session.reauthenticate(password: "password1", store: store, now: 2).identity.signingPublicKey
+                    == created.1.signingPublicKey)
+        session.set(nil)
+        #expect(told == 2 && session.current == nil)
     }
 }

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import Testing
-@testable import Nearby
+@testable import Wire
 
 @Suite struct WireTests {
     let key = Curve25519.Signing.PrivateKey()

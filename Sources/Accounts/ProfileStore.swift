@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import Nearby
+import Wire
 import Storage
 import Terminal
 

@@ -1,0 +1,13 @@
+import Crypto
+import Foundation
+
+/// How a signing key is shown after a name, in one place: `alice#3fa2`.
+public enum PeerIdentity {
+    /// The same four hex digits profiles show: the first two bytes of SHA-256 of the key.
+    public static func fingerprint(of signingKey: Data) -> String {
+        SHA256.hash(data: signingKey).prefix(2).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// `name#fp`: the name as given, and the key's fingerprint.
+    public static func handle(name: String, signingKey: Data) -> String { name + "#" + fingerprint(of: signingKey) }
+}
