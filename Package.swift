@@ -46,7 +46,13 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "_CryptoExtras", package: "swift-crypto"),
         ]),
-        .target(name: "App", dependencies: ["Shell", "Terminal", "Storage", "Zombies", "Visions", "Chat", "Nearby"]),
+        // The store: catalogue, signed receipts, inventory, candles and medallions.
+        .target(name: "Store", dependencies: [
+            "Accounts", "Shell", "Storage", "Terminal",
+            .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
+        .target(name: "App", dependencies: ["Shell", "Terminal", "Storage", "Zombies", "Visions", "Chat", "Nearby", "Store", "Accounts"]),
         .executableTarget(name: "seance", dependencies: [
             "App",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -62,6 +68,7 @@ let package = Package(
         .testTarget(name: "WireTests", dependencies: ["Wire", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "NearbyTests", dependencies: ["Nearby", "Wire", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "AppTests", dependencies: ["App", "Nearby", "Storage"]),
+        .testTarget(name: "StoreTests", dependencies: ["Store", "Accounts", "Storage", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "AccountsTests", dependencies: ["Accounts", "Storage"]),
         .testTarget(name: "ChatTests", dependencies: ["Chat", "Accounts", "Storage", "Shell"]),
         .testTarget(name: "VisionsTests", dependencies: ["Visions", "Storage", "Terminal", "Shell"]),

@@ -3,6 +3,7 @@ import Glibc
 import Nearby
 import Shell
 import Storage
+import Store
 import Terminal
 import Visions
 import Zombies
@@ -145,6 +146,6 @@ public enum App {
         ZombiesMode().register(in: shell)
         VisionsMode().register(in: shell)
         ChatMode(profiles: profiles, battery: battery, configuration: nearby, animate: animate).register(in: shell)
-        shell.register(Mode.unavailable("store", summary: "Holy candles and Saint's medallions"))
+        StoreMode(session: profiles.session).register(in: shell)
     }
 }

@@ -184,11 +184,7 @@ public final class Profiles {
     }
 
     /// The first line of a password file.
-    static func readPassword(_ path: String) throws -> String {
-        let text = try FileContents.text(path)
-        let line = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
-        return line.hasSuffix("\r") ? String(line.dropLast()) : line
-    }
+    static func readPassword(_ path: String) throws -> String { try PasswordFile.read(path) }
 
     static func avatar(from text: String) throws -> Avatar {
         if let emoji = Avatar.emoji(from: text) { return emoji }

@@ -321,4 +321,34 @@ import Testing
         #expect(try term.tmux(["display-message", "-p", "#{pane_title}"]) == titleBefore)
         #expect(!(try term.tmux(["display-message", "-p", "#{pane_title}"])).contains("pwned"))
     }
+
+    /// `buy` asks the password at the terminal without echoing it; Ctrl-C cancels and nothing is
+    /// bought; the right password buys.
+    @Test func theStoreAsksThePasswordWithoutEchoAndCtrlCBuysNothing() throws {
+        let password = scratch.write("password", "correct horse\n")
+        _ = try runSeance(["--data-dir", scratch.dataDir, "-c", "profile new ann --password-file \(password)"], scratch: scratch)
+        let term = try TerminalSession(scratch: scratch)
+        try term.type("login ann --password-file \(password)")
+        try term.press("Enter")
+        try term.type("store")
+        try term.press("Enter")
+        try term.waitFor { $0.hasSuffix("store>") }
+        try term.type("buy medallion 2")
+        try term.press("Enter")
+        try term.waitFor { $0.contains("2 Saint's medallions for $5.98") && $0.hasSuffix("Password for ann, to confirm:") }
+        try term.type("correct hor")
+        try term.press("C-c")
+        let cancelled = try term.waitFor { $0.contains("cancelled") && $0.hasSuffix("store>") }
+        #expect(!cancelled.contains("correct hor"))
+        try term.type("buy candle")
+        try term.press("Enter")
+        try term.waitFor { $0.hasSuffix("Password for ann, to confirm:") }
+        try term.type("correct horse")
+        try term.press("Enter")
+        let bought = try term.waitFor { $0.contains("bought 1 Holy candle") }
+        #expect(!bought.contains("correct horse"))
+        try term.type("inventory")
+        try term.press("Enter")
+        try term.waitFor { $0.contains("Holy candles        1") && $0.contains("Saint's medallions  0") }
+    }
 }

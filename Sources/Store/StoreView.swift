@@ -1,0 +1,66 @@
+import Foundation
+import Terminal
+
+/// The store's text: the catalogue, the inventory, receipts as a table.
+public struct StoreView: Sendable {
+    public let styler: Styler
+    public let ascii: Bool
+
+    public init(styler: Styler, ascii: Bool) {
+        self.styler = styler
+        self.ascii = ascii
+    }
+
+    /// Name, price and what it does in aligned columns; the glyph last, where a terminal that
+    /// draws it a column narrower or wider moves nothing after it.
+    public func catalogue() -> [String] {
+        let nameWidth = (Item.allCases.map { $0.name.count }.max() ?? 0) + 2
+        return [styler.bold("The store") + " — prices are recorded, not charged"] + Item.allCases.map { item in
+            "  " + DisplayWidth.pad(item.name, to: nameWidth) + styler.apply(.green + .bold, dollars(item.priceCents)) + "   "
+                + item.summary + "  " + item.glyph(ascii: ascii)
+        } + ["buy candle|medallion [N] — you are asked your password to confirm"]
+    }
+
+    public func inventory(_ counts: [Item: Int], worn: Medallion?, now: Double) -> [String] {
+        var lines = Item.allCases.map { item in
+            "  " + DisplayWidth.pad(item.plural, to: 20) + String(counts[item] ?? 0)
+        }
+        if let worn {
+            let minutes = Int((worn.secondsLeft(at: now) / 60).rounded(.up))
+            lines.append("  a Saint's medallion is worn: it breaks in \(minutes) min (at \(Self.clock(worn.breaksAt)))")
+        }
+        return lines
+    }
+
+    public func receipts(_ receipts: [Receipt]) -> [String] {
+        guard !receipts.isEmpty else { return ["no purchases yet: buy candle or buy medallion"] }
+        let header = styler.bold(["ID      ", "TIME            ", "ITEM               ", "QTY", "   TOTAL"].joined(separator: "  "))
+        let rows = receipts.map { receipt in
+            [String(receipt.id.prefix(8)), Self.clock(Double(receipt.timeMilliseconds) / 1000),
+             DisplayWidth.pad(Item(rawValue: receipt.item)?.name ?? SafeText.visible(receipt.item), to: 19),
+             String(format: "%3d", receipt.quantity), String(repeating: " ", count: max(0, 8 - dollars(receipt.totalCents).count))
+                + dollars(receipt.totalCents)].joined(separator: "  ")
+        }
+        return [header] + rows + ["total spent: " + styler.bold(dollars(receipts.reduce(0) { $0 + $1.totalCents }))]
+    }
+
+    public func receipt(_ receipt: Receipt, problem: String?) -> [String] {
+        let item = Item(rawValue: receipt.item)
+        return ["receipt " + receipt.id,
+                "  item        " + (item?.name ?? SafeText.visible(receipt.item)),
+                "  quantity    \(receipt.quantity)",
+                "  unit price  " + dollars(receipt.unitCents),
+                "  total       " + dollars(receipt.totalCents),
+                "  time        " + Self.clock(Double(receipt.timeMilliseconds) / 1000),
+                "  profile key " + receipt.profileKey.prefix(8).map { String(format: "%02x", $0) }.joined() + "…",
+                "  signature   " + (problem.map { styler.apply(.red + .bold, "INVALID") + " (\($0))" } ?? styler.apply(.green, "valid"))]
+    }
+
+    /// A time as `2026-11-23 05:30` in the local zone.
+    static func clock(_ time: Double) -> String {
+        var seconds = time_t(time)
+        var parts = tm()
+        localtime_r(&seconds, &parts)
+        return String(format: "%04d-%02d-%02d %02d:%02d", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday, parts.tm_hour, parts.tm_min)
+    }
+}
