@@ -111,7 +111,9 @@ public final class StoreMode {
     private func showReceipt(_ id: String, _ shell: Shell) throws {
         let login = try login()
         let receipt = try ledger(shell).receipt(id, profile: login.profile.id)
-        for line in view(shell).receipt(receipt, problem: receipt.problem(ownerKey: login.profile.signingKey)) { shell.console.print(line) }
+        for line in view(shell).receipt(receipt, owner: login.profile.handle, problem: receipt.problem(ownerKey: login.profile.signingKey)) {
+            shell.console.print(line)
+        }
     }
 
     private func useCandle(_ shell: Shell) throws {

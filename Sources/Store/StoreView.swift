@@ -44,7 +44,7 @@ public struct StoreView: Sendable {
         return [header] + rows + ["total spent: " + styler.bold(dollars(receipts.reduce(0) { $0 + $1.totalCents }))]
     }
 
-    public func receipt(_ receipt: Receipt, problem: String?) -> [String] {
+    public func receipt(_ receipt: Receipt, owner: String, problem: String?) -> [String] {
         let item = Item(rawValue: receipt.item)
         return ["receipt " + receipt.id,
                 "  item        " + (item?.name ?? SafeText.visible(receipt.item)),
@@ -52,7 +52,7 @@ public struct StoreView: Sendable {
                 "  unit price  " + dollars(receipt.unitCents),
                 "  total       " + dollars(receipt.totalCents),
                 "  time        " + Self.clock(Double(receipt.timeMilliseconds) / 1000),
-                "  profile key " + receipt.profileKey.prefix(8).map { String(format: "%02x", $0) }.joined() + "…",
+                "  profile     " + owner + " (key " + receipt.profileKey.prefix(8).map { String(format: "%02x", $0) }.joined() + "…)",
                 "  signature   " + (problem.map { styler.apply(.red + .bold, "INVALID") + " (\($0))" } ?? styler.apply(.green, "valid"))]
     }
 
