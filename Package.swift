@@ -33,11 +33,16 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "_CryptoExtras", package: "swift-crypto"),
         ]),
+        // The local network as a transport: UDP multicast and unicast on swift-nio, bytes only.
+        .target(name: "LAN", dependencies: [
+            "Wire",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+        ]),
+        // The engine: presence, planes, delivery over any transport.
         .target(name: "Nearby", dependencies: [
             "Wire",
             .product(name: "Crypto", package: "swift-crypto"),
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOPosix", package: "swift-nio"),
         ]),
         .target(name: "Chat", dependencies: [
             "Nearby", "Accounts",
@@ -52,7 +57,7 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
-        .target(name: "App", dependencies: ["Shell", "Terminal", "Storage", "Zombies", "Visions", "Chat", "Nearby", "Store", "Accounts"]),
+        .target(name: "App", dependencies: ["Shell", "Terminal", "Storage", "Zombies", "Visions", "Chat", "Nearby", "Store", "Accounts", "LAN"]),
         .executableTarget(name: "seance", dependencies: [
             "App",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -66,7 +71,7 @@ let package = Package(
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "ZombiesTests", dependencies: ["Zombies", "Terminal"]),
         .testTarget(name: "WireTests", dependencies: ["Wire", .product(name: "Crypto", package: "swift-crypto")]),
-        .testTarget(name: "NearbyTests", dependencies: ["Nearby", "Wire", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(name: "NearbyTests", dependencies: ["Nearby", "Wire", "LAN", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "AppTests", dependencies: ["App", "Nearby", "Storage"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Accounts", "Storage", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "AccountsTests", dependencies: ["Accounts", "Storage"]),

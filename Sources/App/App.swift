@@ -1,5 +1,6 @@
 import Chat
 import Glibc
+import LAN
 import Nearby
 import Shell
 import Storage
@@ -145,7 +146,9 @@ public enum App {
     static func registerModes(in shell: Shell, profiles: Profiles, battery: Battery, nearby: NearbyConfiguration, animate: Bool) {
         ZombiesMode().register(in: shell)
         VisionsMode().register(in: shell)
-        ChatMode(profiles: profiles, battery: battery, configuration: nearby, animate: animate).register(in: shell)
+        let lan = LANTransport.Configuration(group: nearby.group, port: nearby.port, interfaces: nearby.interfaces)
+        ChatMode(profiles: profiles, battery: battery, configuration: nearby, animate: animate,
+                 makeTransport: { LANTransport(configuration: lan) }).register(in: shell)
         StoreMode(session: profiles.session).register(in: shell)
     }
 }

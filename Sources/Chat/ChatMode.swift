@@ -85,7 +85,12 @@ public final class ChatMode {
     /// Sent messages slide into place at a terminal, unless `--no-anim`.
     let animate: Bool
 
-    public init(profiles: Profiles, battery: Battery, configuration: NearbyConfiguration, animate: Bool = true) {
+    /// Makes the transport each time the user goes online (the LAN's sockets, in the app).
+    private let makeTransport: () -> Transport
+
+    public init(profiles: Profiles, battery: Battery, configuration: NearbyConfiguration, animate: Bool = true,
+                makeTransport: @escaping () -> Transport) {
+        self.makeTransport = makeTransport
         self.profiles = profiles
         self.battery = battery
         self.configuration = configuration
@@ -164,8 +169,8 @@ public final class ChatMode {
         // One serial engine for presence and delivery: every packet, timer and database write
         // the network causes happens there, never on the socket's thread.
         let engine = Engine()
-        let service = NearbyService(configuration: configuration, signer: identity.signing, announcement: announcement,
-                                    ownAvatarPixels: pixels, engine: engine) { event in
+        let service = NearbyService(transport: makeTransport(), timing: configuration.timing, signer: identity.signing,
+                                    announcement: announcement, ownAvatarPixels: pixels, engine: engine) { event in
             let lines = ChatMode.liveLines(for: event, myPlane: link.plane.withLock { $0 }, database: database,
                                            styler: styler, ascii: ascii)
             for line in limiter.admit(lines, now: Date().timeIntervalSince1970) { inbox.post(line) }

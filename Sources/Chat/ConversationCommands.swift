@@ -24,8 +24,15 @@ extension ChatMode {
             }
             return candidates
         }
-        shell.register(mode: "chat", "open", arguments: [.positional("peer", peers, help: "a name, or name#fingerprint")],
+        shell.register(mode: "chat", "open", arguments: [.positional("peer", peers, help: "a name, or name#fingerprint"),
+                                                         .option("--wait", "seconds", help: "wait up to this long for them to come into sight (scripts)")],
                 summary: "start or resume a conversation; then a plain line sends it") { shell, arguments in
+            if let text = arguments["seconds"] {
+                guard let seconds = Double(text), (0...3_600).contains(seconds) else {
+                    throw ShellError.badArgument("--wait takes seconds from 0 to 3600, not '\(text)'")
+                }
+                try self.waitForPeer(arguments["peer"]!, seconds: seconds, shell)
+            }
             try self.open(arguments["peer"]!, shell)
         }
         shell.register(mode: "chat", "back", summary: "close the conversation (or, with none open, leave chat mode)") { shell, _ in
@@ -80,6 +87,22 @@ extension ChatMode {
     private func requireDelivery() throws -> DeliveryService {
         guard let delivery else { throw UserError("enter chat mode first: chat") }
         return delivery
+    }
+
+    /// Waits (printing what arrives meanwhile) until a peer called `wanted` is in sight, or
+    /// `seconds` have passed; `open` then says what it finds.
+    private func waitForPeer(_ wanted: String, seconds: Double, _ shell: Shell) throws {
+        let (name, fingerprint) = Self.splitHandle(wanted)
+        let mine = link.plane.withLock { $0 }
+        let deadline = Session.systemTime() + seconds
+        while Session.systemTime() < deadline {
+            let inSight = (service?.peers() ?? []).contains {
+                $0.name.caseInsensitiveCompare(name) == .orderedSame && (fingerprint == nil || $0.fingerprint == fingerprint)
+                    && (Plane(wireValue: $0.announcement.plane).map(mine.canReach) ?? false)
+            }
+            if inSight { return }
+            try shell.pause(0.05)
+        }
     }
 
     /// Finds the peer: present ones first (`name#fp` picks between equal names), then past

@@ -17,15 +17,15 @@ public enum DeliveryEvent: Sendable {
 public struct DeliveryNetwork: Sendable {
     /// The present peer with a signing key (a lookup: the table of peers can be large).
     public var peer: @Sendable (Data) -> Peer?
-    public var send: @Sendable (Payload, _ host: String, _ port: UInt16) -> Void
+    public var send: @Sendable (Payload, Peer) -> Void
 
-    public init(peer: @escaping @Sendable (Data) -> Peer?, send: @escaping @Sendable (Payload, String, UInt16) -> Void) {
+    public init(peer: @escaping @Sendable (Data) -> Peer?, send: @escaping @Sendable (Payload, Peer) -> Void) {
         self.peer = peer
         self.send = send
     }
 
     /// A network of a few peers, listed (tests).
-    public init(peers: @escaping @Sendable () -> [Peer], send: @escaping @Sendable (Payload, String, UInt16) -> Void) {
+    public init(peers: @escaping @Sendable () -> [Peer], send: @escaping @Sendable (Payload, Peer) -> Void) {
         self.init(peer: { key in peers().first { $0.signingKey == key } }, send: send)
     }
 }
@@ -87,7 +87,7 @@ public final class DeliveryService: @unchecked Sendable {
     /// Connects to a started nearby service.
     public func attach(_ nearby: NearbyService) {
         connect(DeliveryNetwork(peer: { [weak nearby] key in nearby?.peer(key) },
-                                send: { [weak nearby] payload, host, port in nearby?.sendDirect(payload, host: host, port: port) }))
+                                send: { [weak nearby] payload, peer in nearby?.sendDirect(payload, to: peer) }))
         nearby.setDirectHooks(.init(packet: { [weak self] packet, host in self?.receive(packet, from: host) },
                                     tick: { [weak self] now in self?.tick(now: now) }))
     }
@@ -96,7 +96,7 @@ public final class DeliveryService: @unchecked Sendable {
     public func connect(_ network: DeliveryNetwork) { engine.sync { self.network = network } }
 
     private func transmit(_ payload: Payload, to peer: Peer) {
-        network?.send(payload, peer.host, peer.announcement.unicastPort)
+        network?.send(payload, peer)
     }
 
     public var droppedCounts: [String: Int] { engine.sync { dropped } }

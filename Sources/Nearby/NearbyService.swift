@@ -1,8 +1,6 @@
 import Crypto
 import Glibc
 import Foundation
-import NIOCore
-import NIOPosix
 import Synchronization
 
 /// Where and how presence is sent.
@@ -25,21 +23,6 @@ public struct NearbyConfiguration: Sendable {
     }
 }
 
-public enum NearbyError: Error, CustomStringConvertible {
-    case noInterface([String]?, reason: String?)
-    case socket(String)
-
-    public var description: String {
-        switch self {
-        case .noInterface(let names?, let reason):
-            return "no usable multicast interface among: \(names.joined(separator: ", "))" + (reason.map { " (\($0))" } ?? "")
-        case .noInterface(nil, let reason):
-            return "no network interface is up and able to multicast" + (reason.map { " (\($0))" } ?? "")
-        case .socket(let why): return "cannot open the nearby socket: \(why)"
-        }
-    }
-}
-
 /// Counts of what came and went, for `nearby --stats` and the benchmarks.
 public struct NearbyStatistics: Sendable, Equatable {
     public var sent = 0
@@ -48,18 +31,17 @@ public struct NearbyStatistics: Sendable, Equatable {
     public var dropped: [String: Int] = [:]
 }
 
-/// Presence on the local network: announces this profile over UDP multicast (TTL 1), keeps the
-/// table of peers, says goodbye on stop, and trades image avatars by unicast on request.
-/// All network work runs on one event loop; the shell reads snapshots.
+/// Presence over a transport: announces this profile, keeps the table of peers, asks newcomers'
+/// questions and answers others', says goodbye on stop, trades image avatars on request, and
+/// hands every other kind of packet to whoever registered it (`handle`). The transport's thread
+/// only checks frames; everything else runs on the engine. The shell reads snapshots.
 public final class NearbyService: Sendable {
     private struct State {
         var table: PresenceTable
         var schedule: AnnounceSchedule
         var announcement: Announcement
         var sequence: UInt32 = 0
-        var multicast: Channel?
-        var unicast: Channel?
-        var devices: [NIONetworkDevice] = []
+        var running = false
         var statistics = NearbyStatistics()
         var avatars: [Data: Data] = [:]
         /// Avatar hashes asked for, and when.
@@ -74,7 +56,8 @@ public final class NearbyService: Sendable {
         var random = SystemRandomNumberGenerator()
     }
 
-    public let configuration: NearbyConfiguration
+    public let transport: Transport
+    public let timing: PresenceTiming
     private let signer: Curve25519.Signing.PrivateKey
     private let ownAvatar: Data?
     private let clock: @Sendable () -> Double
@@ -94,15 +77,45 @@ public final class NearbyService: Sendable {
 
     public func setDirectHooks(_ hooks: DirectHooks) { self.hooks.withLock { $0 = hooks } }
 
-    /// Sends a direct packet to a peer's unicast address. Safe from any thread.
-    public func sendDirect(_ payload: Payload, host: String, port: UInt16) {
-        guard let address = try? SocketAddress(ipAddress: host, port: Int(port)) else { return }
-        send(payload, to: address)
+    /// Sends a direct packet to a peer, by the route its announcements came. Safe from any thread.
+    public func sendDirect(_ payload: Payload, to peer: Peer) { send(payload, to: directRoute(of: peer)) }
+
+    private func directRoute(of peer: Peer) -> Route {
+        transport.directRoute(from: Route(transport: transport.name, address: peer.host), port: peer.announcement.unicastPort)
+    }
+
+    /// Handlers of the kinds features added, by kind number.
+    private let handlers = Mutex<[UInt8: @Sendable (Packet, [UInt8]) -> Void]>([:])
+
+    /// A feature's packet kind: `handler` gets each one that arrives (on the engine), with its
+    /// sender if that is a present peer. One registration is all a new kind needs here.
+    public func handle<Kind: PacketKind>(_ kind: Kind.Type, _ handler: @escaping @Sendable (Kind, _ sender: Data, Peer?) -> Void) {
+        handlers.withLock {
+            $0[Kind.code] = { [weak self] packet, body in
+                var reader = ByteReader(body[...])
+                guard let self else { return }
+                guard let value = try? Kind(reading: &reader) else {
+                    return self.state.withLock { $0.statistics.dropped["malformed", default: 0] += 1 }
+                }
+                handler(value, packet.sender, self.peer(packet.sender))
+            }
+        }
+    }
+
+    /// Sends a feature's packet to everyone in range.
+    public func broadcast<Kind: PacketKind>(_ packet: Kind) { send(Self.payload(packet)) }
+
+    /// Sends a feature's packet to one peer.
+    public func send<Kind: PacketKind>(_ packet: Kind, to peer: Peer) { send(Self.payload(packet), to: directRoute(of: peer)) }
+
+    private static func payload<Kind: PacketKind>(_ packet: Kind) -> Payload {
+        var body: [UInt8] = []
+        packet.write(to: &body)
+        return .other(code: Kind.code, body: body)
     }
 
     /// This shell's signing key, as peers see it.
     public var publicKey: Data { signer.publicKey.rawRepresentation }
-    private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private let state: Mutex<State>
     /// Where packets are handled, timers run and events are told: never the socket's thread.
     public let engine: Engine
@@ -113,57 +126,29 @@ public final class NearbyService: Sendable {
     /// - Parameters:
     ///   - ownAvatarPixels: the 16x16 RGBA avatar to hand out when asked, if it is an image.
     ///   - onEvent: called on the event loop for every arrival, change and departure.
-    public init(configuration: NearbyConfiguration, signer: Curve25519.Signing.PrivateKey, announcement: Announcement,
+    public init(transport: Transport, timing: PresenceTiming, signer: Curve25519.Signing.PrivateKey, announcement: Announcement,
                 ownAvatarPixels: Data? = nil, engine: Engine = Engine(),
                 clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
                 onEvent: @escaping @Sendable (PresenceEvent) -> Void) {
         self.engine = engine
-        self.configuration = configuration
+        self.transport = transport
+        self.timing = timing
         self.signer = signer
         self.ownAvatar = ownAvatarPixels
         self.clock = clock
         self.onEvent = onEvent
         var first = announcement
-        first.intervalMilliseconds = UInt32(configuration.timing.interval * 1000)
-        state = Mutex(State(table: PresenceTable(timing: configuration.timing),
-                            schedule: AnnounceSchedule(timing: configuration.timing, now: clock()),
+        first.intervalMilliseconds = UInt32(timing.interval * 1000)
+        state = Mutex(State(table: PresenceTable(timing: timing), schedule: AnnounceSchedule(timing: timing, now: clock()),
                             announcement: first))
     }
 
-    /// Opens the sockets, joins the group on each interface and starts announcing.
+    /// Starts the transport and announcing.
     public func start() throws {
-        do {
-            var attempt = 0
-            var opened: (Channel, [NIONetworkDevice])?
-            while opened == nil {
-                attempt += 1
-                do {
-                    opened = try openMulticast()
-                } catch NearbyError.noInterface(_, _) where attempt < 3 {
-                    // Seen under load: a socket on which every join fails. A fresh one joins.
-                    usleep(50_000)
-                }
-            }
-            let (multicast, joined) = opened!
-            let unicast = try DatagramBootstrap(group: group)
-                .channelInitializer { channel in channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(Receiver(service: self))
-                } }
-                .bind(host: "0.0.0.0", port: 0).wait()
-            // Direct packets are for the local segment only, like the multicast ones: a forged
-            // source address elsewhere on the internet is never answered.
-            try unicast.setOption(ChannelOptions.ipOption(NIOBSDSocket.Option(rawValue: IP_TTL)), value: 1).wait()
-            let port = UInt16(unicast.localAddress?.port ?? 0)
-            state.withLock {
-                $0.multicast = multicast
-                $0.unicast = unicast
-                $0.devices = joined
-                $0.announcement.unicastPort = port
-            }
-        } catch let error as NearbyError {
-            throw error
-        } catch {
-            throw NearbyError.socket("\(error)")
+        try transport.start { [weak self] bytes, route in self?.receive(bytes, from: route) }
+        state.withLock {
+            $0.running = true
+            $0.announcement.unicastPort = transport.directPort
         }
         let timer = DispatchSource.makeTimerSource(queue: engine.queue)
         timer.schedule(deadline: .now(), repeating: .milliseconds(50), leeway: .milliseconds(5))
@@ -172,64 +157,14 @@ public final class NearbyService: Sendable {
         timer.resume()
     }
 
-    /// Binds the group's port and joins the group on every usable interface (listing and
-    /// joining again a few times: interfaces come and go, and listing them while they change can
-    /// come back short). An interface that cannot join is skipped; none at all is an error.
-    private func openMulticast() throws -> (Channel, [NIONetworkDevice]) {
-        let multicast = try DatagramBootstrap(group: group)
-            .channelOption(.socketOption(.so_reuseaddr), value: 1)
-            .channelOption(ChannelOptions.socketOption(NIOBSDSocket.Option(rawValue: SO_REUSEPORT)), value: 1)
-            .channelInitializer { channel in channel.eventLoop.makeCompletedFuture {
-                try channel.pipeline.syncOperations.addHandler(Receiver(service: self))
-            } }
-            .bind(host: "0.0.0.0", port: configuration.port).wait()
-        try multicast.setOption(ChannelOptions.ipOption(.ip_multicast_ttl), value: 1).wait()
-        try multicast.setOption(ChannelOptions.ipOption(.ip_multicast_loop), value: 1).wait()
-        guard let options = multicast as? SocketOptionProvider else { throw NearbyError.socket("multicast unsupported") }
-        var group4 = in_addr()
-        guard inet_pton(AF_INET, configuration.group, &group4) == 1 else { throw NearbyError.socket("bad group address") }
-        var joined: [NIONetworkDevice] = []
-        var lastFailure: String?
-        for attempt in 0..<5 where joined.isEmpty {
-            if attempt > 0 { usleep(50_000) }
-            do {
-                let devices = try Self.devices(named: configuration.interfaces)
-                if devices.isEmpty { lastFailure = "none listed" }
-                for device in devices {
-                    guard case .v4(let interface)? = device.address else { continue }
-                    // IP_ADD_MEMBERSHIP directly: NIO's joinGroup checks the channel's cached
-                    // local address first, which under load was seen to refuse a good socket.
-                    let request = ip_mreq(imr_multiaddr: group4, imr_interface: interface.address.sin_addr)
-                    do {
-                        try options.unsafeSetSocketOption(level: .init(rawValue: CInt(IPPROTO_IP)),
-                                                          name: .init(rawValue: IP_ADD_MEMBERSHIP), value: request).wait()
-                        joined.append(device)
-                    } catch {
-                        lastFailure = "\(device.name): \(error)"
-                    }
-                }
-            } catch {
-                lastFailure = "listing interfaces: \(error)"
-            }
-        }
-        guard !joined.isEmpty else {
-            try? multicast.close().wait()
-            throw NearbyError.noInterface(configuration.interfaces, reason: lastFailure)
-        }
-        return (multicast, joined)
-    }
-
-    /// Says goodbye and closes everything. Safe to call twice.
+    /// Says goodbye and stops the transport. Safe to call twice.
     public func stop() {
-        let (multicast, unicast) = state.withLock { ($0.multicast, $0.unicast) }
-        guard multicast != nil || unicast != nil else { return }
+        guard state.withLock({ $0.running }) else { return }
         timer?.cancel()
         timer = nil
-        if let multicast { try? multicast.eventLoop.submit { self.send(.goodbye) }.wait() }
-        try? multicast?.close().wait()
-        try? unicast?.close().wait()
-        state.withLock { $0.multicast = nil; $0.unicast = nil }
-        try? group.syncShutdownGracefully()
+        send(.goodbye)
+        state.withLock { $0.running = false }
+        transport.stop()
     }
 
     /// The present peer with this signing key: a lookup, whatever the size of the table.
@@ -299,38 +234,22 @@ public final class NearbyService: Sendable {
         }
     }
 
-    /// Sends to the group on every interface (or once, unicast, to `target`).
-    private func send(_ payload: Payload, to target: SocketAddress? = nil) {
+    /// Sends to everyone in range, or to `route` only.
+    private func send(_ payload: Payload, to route: Route? = nil) {
         let timestamp = UInt64(clock() * 1000)
-        let (sequence, multicast, unicast, devices) = state.withLock { state in
+        let sequence = state.withLock { state -> UInt32? in
+            guard state.running else { return nil }
             state.sequence &+= 1
-            return (state.sequence, state.multicast, state.unicast, state.devices)
+            return state.sequence
         }
-        guard let bytes = try? Packet.encode(payload, signer: signer, timestamp: timestamp, sequence: sequence),
-              let multicast, let groupAddress = try? SocketAddress(ipAddress: configuration.group, port: configuration.port) else { return }
-        if let target, let unicast {
-            write(bytes, to: target, on: unicast)
-            return
-        }
-        for device in devices {
-            if case .v4(let address)? = device.address {
-                // The kernel reads the first four bytes as the interface's in_addr.
-                let interfaceAddress = Int(address.address.sin_addr.s_addr)
-                _ = multicast.setOption(ChannelOptions.ipOption(.ip_multicast_if), value: interfaceAddress)
-            }
-            write(bytes, to: groupAddress, on: multicast)
-        }
-    }
-
-    private func write(_ bytes: [UInt8], to address: SocketAddress, on channel: Channel) {
-        let buffer = channel.allocator.buffer(bytes: bytes)
-        channel.writeAndFlush(AddressedEnvelope(remoteAddress: address, data: buffer), promise: nil)
+        guard let sequence, let bytes = try? Packet.encode(payload, signer: signer, timestamp: timestamp, sequence: sequence) else { return }
+        if let route { transport.send(bytes, to: route) } else { transport.broadcast(bytes) }
         state.withLock { $0.statistics.sent += 1; $0.statistics.sentBytes += bytes.count }
     }
 
     /// On the socket's thread: only the checks of the frame and its signature, then the packet
     /// goes to the engine.
-    fileprivate func receive(_ bytes: [UInt8], from address: SocketAddress) {
+    private func receive(_ bytes: [UInt8], from route: Route) {
         let packet: Packet
         do {
             packet = try Packet.decode(bytes)
@@ -339,7 +258,7 @@ public final class NearbyService: Sendable {
             return
         }
         guard packet.sender != signer.publicKey.rawRepresentation else { return }  // Our own, looped back.
-        let host = address.ipAddress ?? "?"
+        let host = route.address
         engine.async { self.handle(packet, from: host) }
     }
 
@@ -358,6 +277,13 @@ public final class NearbyService: Sendable {
         case .query:
             state.withLock { $0.statistics.received += 1 }
             answerQuery(now: now)
+        case .other(let code, let body):
+            // A feature's kind, or a later version's that nobody here knows: counted, ignored.
+            guard let handler = handlers.withLock({ $0[code] }) else {
+                return state.withLock { $0.statistics.dropped["type", default: 0] += 1 }
+            }
+            state.withLock { $0.statistics.received += 1 }
+            handler(packet, body)
         case .announce, .goodbye:
             let events = state.withLock { state -> [PresenceEvent] in
                 state.statistics.received += 1
@@ -391,8 +317,8 @@ public final class NearbyService: Sendable {
             state.avatarAnswered[key] = now
             return peer
         }
-        guard let peer, let address = try? SocketAddress(ipAddress: peer.host, port: Int(peer.announcement.unicastPort)) else { return }
-        send(.avatar(hash: hash, pixels: ownAvatar), to: address)
+        guard let peer else { return }
+        send(.avatar(hash: hash, pixels: ownAvatar), to: directRoute(of: peer))
     }
 
     static let avatarRetryGap = 1.0
@@ -415,32 +341,6 @@ public final class NearbyService: Sendable {
             state.requested[hash] = now
             return true
         }
-        if ask, let address = try? SocketAddress(ipAddress: peer.host, port: Int(peer.announcement.unicastPort)) {
-            send(.avatarRequest(hash: hash), to: address)
-        }
-    }
-
-    /// Up, multicast-capable IPv4 interfaces, optionally only those named.
-    static func devices(named names: [String]?) throws -> [NIONetworkDevice] {
-        let all = try System.enumerateDevices().filter { device in
-            guard case .v4? = device.address else { return false }
-            return device.multicastSupported
-        }
-        guard let names else { return all }
-        return all.filter { names.contains($0.name) }
-    }
-}
-
-private final class Receiver: ChannelInboundHandler {
-    typealias InboundIn = AddressedEnvelope<ByteBuffer>
-    let service: NearbyService
-
-    init(service: NearbyService) { self.service = service }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let envelope = unwrapInboundIn(data)
-        var buffer = envelope.data
-        let bytes = buffer.readBytes(length: buffer.readableBytes) ?? []
-        service.receive(bytes, from: envelope.remoteAddress)
+        if ask { send(.avatarRequest(hash: hash), to: directRoute(of: peer)) }
     }
 }

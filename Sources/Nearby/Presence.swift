@@ -155,7 +155,7 @@ public struct PresenceTable: Sendable {
                 return []
             }
             return [.left(remove(packet.sender, newest: freshness), .goodbye)]
-        case .avatarRequest, .avatar, .message, .ack, .read, .query:
+        case .avatarRequest, .avatar, .message, .ack, .read, .query, .other:
             return []
         }
     }

@@ -143,7 +143,9 @@ public final class Shell {
             result.failures.append(ShellError.syntax(error.description))
             return result
         }
-        for words in commands {
+        for var words in commands {
+            // `/cmd` is a command wherever it stands, after a `;` too.
+            if let first = words.first, first.hasPrefix("/"), !first.hasPrefix("//"), first.count > 1 { words[0].removeFirst() }
             if options.echo { console.print(promptLabel + "> " + words.map(Tokenizer.quote).joined(separator: " ")) }
             do { try dispatch(words, mode: currentMode) } catch {
                 result.failures.append(error)

@@ -29,6 +29,8 @@ public enum Wire {
     public static let maximumDatagram = 1200
 }
 
+/// The kinds this reader knows itself (numbers from `KindTable`); other kinds reach the engine
+/// as `Payload.other` for the feature that registered them.
 public enum PacketType: UInt8, Sendable {
     case announce = 1
     case goodbye = 2
@@ -121,9 +123,18 @@ public enum Payload: Equatable, Sendable {
     case read(recipient: Data, sequence: UInt32)
     /// A newcomer asks who is there.
     case query
+    /// A kind this reader does not know itself: a feature's (`PacketKind`), or a later
+    /// version's. The signature is checked; the payload is the feature's to read.
+    case other(code: UInt8, body: [UInt8])
 
-    var type: PacketType {
+    var code: UInt8 {
+        if case .other(let code, _) = self { return code }
+        return type!.rawValue
+    }
+
+    var type: PacketType? {
         switch self {
+        case .other: return nil
         case .announce: return .announce
         case .goodbye: return .goodbye
         case .avatarRequest: return .avatarRequest
@@ -156,7 +167,7 @@ extension Packet {
     public static func encode(_ payload: Payload, signer: Curve25519.Signing.PrivateKey, timestamp: UInt64,
                               sequence: UInt32) throws -> [UInt8] {
         let body = try payload.encoded()
-        var bytes = Wire.magic + [Wire.version, payload.type.rawValue, 0, 0]
+        var bytes = Wire.magic + [Wire.version, payload.code, 0, 0]
         bytes += signer.publicKey.rawRepresentation
         bytes.appendBigEndian(timestamp)
         bytes.appendBigEndian(sequence)
@@ -173,7 +184,6 @@ extension Packet {
         guard bytes.count >= 6 else { throw .truncated }
         guard Array(bytes[0..<4]) == Wire.magic else { throw .badMagic }
         guard Wire.readableVersions.contains(bytes[4]) else { throw .unknownVersion(bytes[4]) }
-        guard let type = PacketType(rawValue: bytes[5]) else { throw .unknownType(bytes[5]) }
         guard bytes.count >= Wire.headerSize + Wire.signatureSize else { throw .truncated }
         var reader = ByteReader(bytes[8..<Wire.headerSize])
         let sender = Data(reader.take(32)!)
@@ -185,7 +195,12 @@ extension Packet {
         let signature = bytes[(Wire.headerSize + length)...]
         guard let key = try? Curve25519.Signing.PublicKey(rawRepresentation: sender),
               key.isValidSignature(Data(signature), for: Data(signed)) else { throw .badSignature }
-        let payload = try Payload.decode(type, ByteReader(bytes[Wire.headerSize..<(Wire.headerSize + length)]))
+        let body = bytes[Wire.headerSize..<(Wire.headerSize + length)]
+        // A kind this reader does not know goes up as it is, signed, for a feature to read.
+        guard let type = PacketType(rawValue: bytes[5]) else {
+            return Packet(sender: sender, timestamp: timestamp, sequence: sequence, payload: .other(code: bytes[5], body: Array(body)))
+        }
+        let payload = try Payload.decode(type, ByteReader(body))
         return Packet(sender: sender, timestamp: timestamp, sequence: sequence, payload: payload)
     }
 }
@@ -217,6 +232,8 @@ extension Payload {
             bytes.appendBigEndian(a.intervalMilliseconds)
         case .goodbye, .query:
             break
+        case .other(_, let body):
+            bytes += body
         case .avatarRequest(let hash):
             bytes += hash
         case .avatar(let hash, let pixels):
@@ -305,28 +322,28 @@ extension Payload {
 }
 
 /// Reads big-endian fields from a slice, returning nil past its end.
-struct ByteReader {
+public struct ByteReader {
     private var bytes: ArraySlice<UInt8>
 
-    init(_ bytes: ArraySlice<UInt8>) { self.bytes = bytes }
+    public init(_ bytes: ArraySlice<UInt8>) { self.bytes = bytes }
 
-    var isAtEnd: Bool { bytes.isEmpty }
-    var remaining: Int { bytes.count }
+    public var isAtEnd: Bool { bytes.isEmpty }
+    public var remaining: Int { bytes.count }
 
-    mutating func take(_ count: Int) -> ArraySlice<UInt8>? {
+    public mutating func take(_ count: Int) -> ArraySlice<UInt8>? {
         guard bytes.count >= count else { return nil }
         defer { bytes = bytes.dropFirst(count) }
         return bytes.prefix(count)
     }
 
-    mutating func byte() -> UInt8? { take(1)?.first }
-    mutating func uint16() -> UInt16? { take(2).map { $0.reduce(0) { $0 << 8 | UInt16($1) } } }
-    mutating func uint32() -> UInt32? { take(4).map { $0.reduce(0) { $0 << 8 | UInt32($1) } } }
-    mutating func uint64() -> UInt64? { take(8).map { $0.reduce(0) { $0 << 8 | UInt64($1) } } }
+    public mutating func byte() -> UInt8? { take(1)?.first }
+    public mutating func uint16() -> UInt16? { take(2).map { $0.reduce(0) { $0 << 8 | UInt16($1) } } }
+    public mutating func uint32() -> UInt32? { take(4).map { $0.reduce(0) { $0 << 8 | UInt32($1) } } }
+    public mutating func uint64() -> UInt64? { take(8).map { $0.reduce(0) { $0 << 8 | UInt64($1) } } }
 }
 
 extension Array where Element == UInt8 {
-    mutating func appendBigEndian<T: FixedWidthInteger>(_ value: T) {
+    public mutating func appendBigEndian<T: FixedWidthInteger>(_ value: T) {
         for shift in stride(from: T.bitWidth - 8, through: 0, by: -8) { append(UInt8(truncatingIfNeeded: value >> shift)) }
     }
 }

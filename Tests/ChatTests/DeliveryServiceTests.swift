@@ -45,10 +45,10 @@ final class Pair: Sendable {
         let (alice, bob, toBob, toAlice) = (self.alice, self.bob, self.toBob, self.toAlice)
         aliceDelivery.connect(DeliveryNetwork(
             peers: { [Pair.peer(bob, "bob", bobPlane.withLock { $0 })] },
-            send: { payload, _, _ in toBob.withLock { $0.append(Pair.packet(payload, from: alice)) } }))
+            send: { payload, _ in toBob.withLock { $0.append(Pair.packet(payload, from: alice)) } }))
         bobDelivery.connect(DeliveryNetwork(
             peers: { [Pair.peer(alice, "alice", alicePlane.withLock { $0 })] },
-            send: { payload, _, _ in toAlice.withLock { $0.append(Pair.packet(payload, from: bob)) } }))
+            send: { payload, _ in toAlice.withLock { $0.append(Pair.packet(payload, from: bob)) } }))
     }
 
     deinit { _ = system("rm -rf \(directory)") }

@@ -28,7 +28,7 @@ struct DeliveryIntegrationTests {
         let runB = try net.start(host: 2, data: b, name: "ben", lines: ["chat", "sleep 60"])
         let messages = (1...1_000).map { "message \($0)" }
         let runA = try net.start(host: 1, data: a, name: "ann", arguments: ["--bail"],
-                                 lines: ["chat", "sleep 1.5", "open ben"] + messages + ["/sleep 60"])
+                                 lines: ["chat", "open ben --wait 30"] + messages + ["/sleep 60"])
         defer { runA.kill(); runB.kill() }
         let arrived = try eventually(timeout: 60) {
             try query(a, "SELECT count(*) FROM message WHERE outgoing = 1 AND state IN ('delivered', 'read')") == ["1000"]
@@ -45,7 +45,7 @@ struct DeliveryIntegrationTests {
         var runB = try net.start(host: 2, data: b, name: "ben", lines: ["chat", "sleep 60"])
         let messages = (1...400).map { "line \($0) " + String(repeating: "·", count: $0 % 50 + 1) }
         let runA = try net.start(host: 1, data: a, name: "ann",
-                                 lines: ["chat", "sleep 1.5", "open ben"] + messages + ["/sleep 60"])
+                                 lines: ["chat", "open ben --wait 30"] + messages + ["/sleep 60"])
         defer { runA.kill() }
         let someArrived = try eventually(timeout: 30) {
             (Int(try query(b, "SELECT count(*) FROM message WHERE outgoing = 0").first ?? "0") ?? 0) >= 50

@@ -45,11 +45,15 @@ struct HostilePeerIntegrationTests {
         let shells = LoopbackShells()
         let bob = try shells.makeProfile("bob"), alice = try shells.makeProfile("alice")
         let listener = GroupListener(port: shells.port)
-        let runB = try shells.start("bob", data: bob, lines: ["chat", "sleep 4", "nearby", "nearby stats", "chats", "open eve",
-                                                            "/open alice", "/back", "back", "sleep 0.3"])
-        defer { runB.kill() }
+        // bob is driven step by step (so load on the machine cannot reorder anything); his whole
+        // output is checked at the end.
+        let driver = try PipeDriver(arguments: ["--data-dir", bob, "--interface", "lo", "--port", "\(shells.port)",
+                                                "--announce-interval", "0.2"], scratch: shells.scratch)
+        defer { driver.close() }
+        try driver.send("login bob --password-file \(shells.password)\nchat")
+        #expect(try driver.read(until: "nobody you can see is nearby", timeout: 20))
         // alice types escapes into an ordinary seance, in a conversation.
-        let runA = try shells.start("alice", data: alice, lines: ["chat", "sleep 1.5", "open bob", "typed" + Self.escapes, "/sleep 2"])
+        let runA = try shells.start("alice", data: alice, lines: ["chat", "open bob --wait 20", "typed" + Self.escapes, "/sleep 2"])
         defer { runA.kill() }
         let (bobKey, bobAnnouncement) = try #require(listener.announcement(of: "bob", timeout: 5))
         // eve: a valid name, a message full of escapes; mallory: a name with escapes (dropped).
@@ -58,14 +62,18 @@ struct HostilePeerIntegrationTests {
         mallory.multicast(try mallory.packet(mallory.announcement(name: "mallory", avatar: .emoji("\u{1B}[2J"))))
         eve.multicast(try eve.packet(eve.announcement(name: "eve")))
         noise.multicast(try noise.packet(noise.announcement(name: "noise")))
-        usleep(300_000)
+        #expect(try driver.read(until: "eve#", timeout: 20))
         for bytes in try eve.message("forged" + Self.escapes, to: bobAnnouncement, key: bobKey, sequence: 1) {
             eve.send(bytes, port: bobAnnouncement.unicastPort)
         }
         // Noise that does not decrypt makes no conversation.
         noise.send(try noise.packet(.message(recipient: bobKey, sealed: Data(repeating: 7, count: 64))), port: bobAnnouncement.unicastPort)
+        #expect(try driver.read(until: "forged", timeout: 20))
+        #expect(try driver.read(until: "typed", timeout: 30))
+        try driver.send("nearby\nnearby stats\nchats\nopen eve\n/open alice\n/back\nback\necho END")
+        #expect(try driver.read(until: "END", timeout: 20))
         _ = runA.wait()
-        let output = runB.wait()
+        let output = driver.output
         let bytes = Array(output.utf8)
         #expect(!bytes.contains(0x1B) && !bytes.contains(0x07), "\(output.debugDescription)")
         #expect(!output.unicodeScalars.contains { (0x80...0x9F).contains($0.value) }, "\(output.debugDescription)")
@@ -160,7 +168,7 @@ struct HostilePeerIntegrationTests {
         let idle = after - before
         #expect(idle < 0.15, "bob used \(idle) s of CPU in 3 s after the flood")  // Under 5 %.
         let sentAt = Date().timeIntervalSince1970
-        let runA = try shells.start("alice", data: alice, lines: ["chat", "sleep 1", "open bob", "through the crowd", "/sleep 2"])
+        let runA = try shells.start("alice", data: alice, lines: ["chat", "open bob --wait 30", "through the crowd", "/sleep 2"])
         defer { runA.kill() }
         _ = runA.wait()
         runB.kill()
@@ -188,7 +196,7 @@ struct PipeDrivenChatTests {
         #expect(try driver.read(until: "logged in as ann#", timeout: 10))
         try driver.send("chat")
         #expect(try driver.read(until: "nobody you can see is nearby", timeout: 10))
-        let runB = try shells.start("ben", data: ben, lines: ["chat", "sleep 1", "open ann", "hello ann", "/sleep 4"])
+        let runB = try shells.start("ben", data: ben, lines: ["chat", "open ann --wait 30", "hello ann", "/sleep 4"])
         defer { runB.kill() }
         #expect(try driver.read(until: "ben#", timeout: 10))       // The arrival, unasked.
         #expect(try driver.read(until: "hello ann", timeout: 10))  // The message notice.
@@ -210,19 +218,22 @@ struct OnlineEverywhereTests {
     @Test func aMessageReachesSomeonePlayingZombiesUntilOffline() throws {
         let shells = LoopbackShells()
         let ann = try shells.makeProfile("ann"), ben = try shells.makeProfile("ben")
-        let runA = try shells.start("ann", data: ann, lines: ["chat", "zombies", "sleep 2.5", "echo still here", "offline",
-                                                              "sleep 2", "echo done"])
-        defer { runA.kill() }
-        let runB = try shells.start("ben", data: ben, lines: ["chat", "sleep 1", "open ann", "hello while you play",
-                                                              "/sleep 3", "/nearby"])
+        let flags = ["--interface", "lo", "--port", "\(shells.port)", "--announce-interval", "0.2"]
+        let annShell = try PipeDriver(arguments: ["--data-dir", ann] + flags, scratch: shells.scratch)
+        defer { annShell.close() }
+        try annShell.send("login ann --password-file \(shells.password)\nchat\nzombies")
+        #expect(try annShell.read(until: "W: 0  L: 0", timeout: 20))
+        let runB = try shells.start("ben", data: ben, lines: ["chat", "open ann --wait 30", "hello while you play", "/sleep 30"])
         defer { runB.kill() }
-        let outA = runA.wait(), outB = runB.wait()
-        #expect(outA.contains("✉ ben#") && outA.contains("hello while you play"), "\(outA)")
-        let zombies = try #require(outA.range(of: "W: 0  L: 0"))
-        #expect(outA[zombies.upperBound...].contains("hello while you play"), "the notice came while in zombies mode:\n\(outA)")
-        #expect(outA.contains("offline"))
-        // ann's goodbye: ben no longer sees her.
-        #expect(outB.hasSuffix("nobody you can see is nearby\n") || outB.contains("- ann#"), "\(outB)")
-        #expect(try shells.query(ben, "SELECT state FROM message WHERE outgoing = 1") != ["sending"])
+        // The message comes as a notice while ann is in zombies mode.
+        #expect(try annShell.read(until: "hello while you play", timeout: 30))
+        #expect(annShell.output.contains("✉ ben#"), "\(annShell.output)")
+        try annShell.send("offline\necho END")
+        #expect(try annShell.read(until: "END", timeout: 20))
+        #expect(annShell.output.contains("offline\n"))
+        // ann's goodbye reaches ben: he is told she left.
+        let left = Date().addingTimeInterval(20)
+        while Date() < left, !((try? String(contentsOfFile: runB.outputPath, encoding: .utf8)) ?? "").contains("- ann#") { usleep(100_000) }
+        #expect(((try? String(contentsOfFile: runB.outputPath, encoding: .utf8)) ?? "").contains("- ann#"))
     }
 }

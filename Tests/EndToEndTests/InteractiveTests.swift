@@ -254,7 +254,7 @@ import Testing
         try term.type("chat")
         try term.press("Enter")
         try term.waitFor { $0.contains("announcing ann#") }
-        let benScript = scratch.write("ben.seance", "login ben --password-file \(password)\nchat\nsleep 1.5\nopen ann\n"
+        let benScript = scratch.write("ben.seance", "login ben --password-file \(password)\nchat\nopen ann --wait 30\n"
                                       + "hello from ben\n/sleep 1.5\nsecond line\n/sleep 2\n")
         let ben = Process()
         ben.executableURL = URL(fileURLWithPath: seanceBinary)

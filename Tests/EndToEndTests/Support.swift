@@ -124,7 +124,7 @@ final class TerminalSession {
 
     /// Polls the screen until `condition` holds; fails the test after `timeout` seconds.
     @discardableResult
-    func waitFor(timeout: Double = 10, sourceLocation: SourceLocation = #_sourceLocation,
+    func waitFor(timeout: Double = 30, sourceLocation: SourceLocation = #_sourceLocation,
                  _ condition: (String) -> Bool) throws -> String {
         let deadline = Date().addingTimeInterval(timeout)
         var text = ""
@@ -194,7 +194,7 @@ func spawn(_ argv: [String]) throws -> String {
 /// (with a timeout) for each answer before sending the next, as a program would.
 final class PipeDriver {
     let process = Process()
-    private let input = Pipe(), output = Pipe(), errors = Pipe()
+    private let input = Pipe(), outputPipe = Pipe(), errors = Pipe()
     private var received = "", receivedErrors = ""
 
     init(arguments: [String], scratch: Scratch) throws {
@@ -202,16 +202,19 @@ final class PipeDriver {
         process.arguments = arguments
         process.environment = ["HOME": scratch.path, "PATH": "/usr/bin:/bin"]
         process.standardInput = input
-        process.standardOutput = output
+        process.standardOutput = outputPipe
         process.standardError = errors
         try process.run()
     }
 
     func send(_ line: String) throws { try input.fileHandleForWriting.write(contentsOf: Data((line + "\n").utf8)) }
 
+    /// Everything read from stdout so far.
+    var output: String { received }
+
     /// Reads stdout until it contains `text`; false when `timeout` seconds pass first.
     func read(until text: String, timeout: Double) throws -> Bool {
-        try wait(for: text, in: output.fileHandleForReading, into: &received, timeout: timeout)
+        try wait(for: text, in: outputPipe.fileHandleForReading, into: &received, timeout: timeout)
     }
 
     func readError(until text: String, timeout: Double) throws -> Bool {

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Synchronization
+import LAN
 import Testing
 @testable import Nearby
 
@@ -10,17 +11,20 @@ import Testing
 struct EngineTests {
     @Test func eventsAreToldOnTheEngineNotOnTheSocketThread() throws {
         let port = Int.random(in: 20_000...60_000)
-        let configuration = NearbyConfiguration(port: port, interfaces: ["lo"], timing: PresenceTiming(interval: 0.2, startupGap: 0.1))
+        let lan = LANTransport.Configuration(port: port, interfaces: ["lo"])
+        let timing = PresenceTiming(interval: 0.2, startupGap: 0.1)
         func announcement(_ name: String) -> Announcement {
             Announcement(name: name, agreementKey: Data(repeating: 1, count: 32), plane: 0, avatar: .none, unicastPort: 0,
                          intervalMilliseconds: 0)
         }
         let engine = Engine()
         let seen = Mutex<[Bool]>([])
-        let listener = NearbyService(configuration: configuration, signer: .init(), announcement: announcement("ann"), engine: engine) { _ in
+        let listener = NearbyService(transport: LANTransport(configuration: lan), timing: timing, signer: .init(),
+                                     announcement: announcement("ann"), engine: engine) { _ in
             seen.withLock { $0.append(engine.isCurrent) }
         }
-        let speaker = NearbyService(configuration: configuration, signer: .init(), announcement: announcement("ben")) { _ in }
+        let speaker = NearbyService(transport: LANTransport(configuration: lan), timing: timing, signer: .init(),
+                                    announcement: announcement("ben")) { _ in }
         try listener.start()
         try speaker.start()
         defer { speaker.stop(); listener.stop() }

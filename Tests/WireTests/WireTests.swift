@@ -60,8 +60,11 @@ import Testing
         #expect(throws: DecodeError.badMagic) { try Packet.decode(foreign) }
         var future = good; future[4] = 3
         #expect(throws: DecodeError.unknownVersion(3)) { try Packet.decode(future) }
+        // A kind this reader does not know is still checked (signature), then handed up as it is.
         var strange = good; strange[5] = 99
-        #expect(throws: DecodeError.unknownType(99)) { try Packet.decode(strange) }
+        #expect(throws: DecodeError.badSignature) { try Packet.decode(strange) }
+        strange.replaceSubrange((strange.count - 64)..., with: try key.signature(for: Array(strange[..<(strange.count - 64)])))
+        #expect(try Packet.decode(strange).payload == .other(code: 99, body: []))
         #expect(throws: DecodeError.oversized) { try Packet.decode([UInt8](repeating: 0, count: 1201)) }
         var unsigned = good; unsigned.replaceSubrange((good.count - 64)..., with: [UInt8](repeating: 0, count: 64))
         #expect(throws: DecodeError.badSignature) { try Packet.decode(unsigned) }

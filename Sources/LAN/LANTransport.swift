@@ -1,0 +1,219 @@
+import Foundation
+import Glibc
+import NIOCore
+import NIOPosix
+import Synchronization
+import Wire
+
+/// The local network as a `Transport`: UDP multicast to a group (TTL 1) on every usable
+/// interface, and a unicast socket for direct packets. It moves bytes only; its NIO thread
+/// hands each datagram to `deliver`.
+public final class LANTransport: Transport {
+    public struct Configuration: Sendable, Equatable {
+        public var group: String
+        public var port: Int
+        /// Interface names to use; nil means every interface that is up and can multicast.
+        public var interfaces: [String]?
+
+        public static let defaultGroup = "239.255.77.77"
+        public static let defaultPort = 47_777
+
+        public init(group: String = defaultGroup, port: Int = defaultPort, interfaces: [String]? = nil) {
+            self.group = group
+            self.port = port
+            self.interfaces = interfaces
+        }
+    }
+
+    public enum Failure: Error, CustomStringConvertible {
+        case noInterface([String]?, reason: String?)
+        case socket(String)
+
+        public var description: String {
+            switch self {
+            case .noInterface(let names?, let reason):
+                return "no usable multicast interface among: \(names.joined(separator: ", "))" + (reason.map { " (\($0))" } ?? "")
+            case .noInterface(nil, let reason):
+                return "no network interface is up and able to multicast" + (reason.map { " (\($0))" } ?? "")
+            case .socket(let why): return "cannot open the nearby socket: \(why)"
+            }
+        }
+    }
+
+    private struct Sockets {
+        var multicast: Channel?
+        var unicast: Channel?
+        var devices: [NIONetworkDevice] = []
+        var port: UInt16 = 0
+    }
+
+    public let name = "lan"
+    public let configuration: Configuration
+    private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    private let sockets = Mutex(Sockets())
+
+    public init(configuration: Configuration) { self.configuration = configuration }
+
+    public var directPort: UInt16 { sockets.withLock { $0.port } }
+
+    public func directRoute(from source: Route, port: UInt16) -> Route {
+        let host = source.address.split(separator: ":").first.map(String.init) ?? source.address
+        return Route(transport: name, address: "\(host):\(port)")
+    }
+
+    /// Opens the sockets and joins the group on each interface. Whatever fails releases what
+    /// was opened before it.
+    public func start(deliver: @escaping @Sendable ([UInt8], Route) -> Void) throws {
+        let receiver = { Receiver(deliver: deliver) }
+        do {
+            var attempt = 0
+            var opened: (Channel, [NIONetworkDevice])?
+            while opened == nil {
+                attempt += 1
+                do {
+                    opened = try openMulticast(receiver)
+                } catch Failure.noInterface(_, _) where attempt < 3 {
+                    // Seen under load: a socket on which every join fails. A fresh one joins.
+                    usleep(50_000)
+                }
+            }
+            let (multicast, joined) = opened!
+            let unicast: Channel
+            do {
+                unicast = try DatagramBootstrap(group: group)
+                    .channelInitializer { channel in channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(receiver())
+                    } }
+                    .bind(host: "0.0.0.0", port: 0).wait()
+                // Direct packets are for the local segment only, like the multicast ones: a
+                // forged source address elsewhere on the internet is never answered.
+                try unicast.setOption(ChannelOptions.ipOption(NIOBSDSocket.Option(rawValue: IP_TTL)), value: 1).wait()
+            } catch {
+                try? multicast.close().wait()
+                throw error
+            }
+            sockets.withLock {
+                $0.multicast = multicast
+                $0.unicast = unicast
+                $0.devices = joined
+                $0.port = UInt16(unicast.localAddress?.port ?? 0)
+            }
+        } catch let error as Failure {
+            try? group.syncShutdownGracefully()
+            throw error
+        } catch {
+            try? group.syncShutdownGracefully()
+            throw Failure.socket("\(error)")
+        }
+    }
+
+    /// Binds the group's port and joins the group on every usable interface (listing and
+    /// joining again a few times: interfaces come and go, and listing them while they change can
+    /// come back short). An interface that cannot join is skipped; none at all is an error.
+    private func openMulticast(_ receiver: @escaping () -> Receiver) throws -> (Channel, [NIONetworkDevice]) {
+        let multicast = try DatagramBootstrap(group: group)
+            .channelOption(.socketOption(.so_reuseaddr), value: 1)
+            .channelOption(ChannelOptions.socketOption(NIOBSDSocket.Option(rawValue: SO_REUSEPORT)), value: 1)
+            .channelInitializer { channel in channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHandler(receiver())
+            } }
+            .bind(host: "0.0.0.0", port: configuration.port).wait()
+        do {
+            try multicast.setOption(ChannelOptions.ipOption(.ip_multicast_ttl), value: 1).wait()
+            try multicast.setOption(ChannelOptions.ipOption(.ip_multicast_loop), value: 1).wait()
+            guard let options = multicast as? SocketOptionProvider else { throw Failure.socket("multicast unsupported") }
+            var group4 = in_addr()
+            guard inet_pton(AF_INET, configuration.group, &group4) == 1 else { throw Failure.socket("bad group address") }
+            var joined: [NIONetworkDevice] = []
+            var lastFailure: String?
+            for attempt in 0..<5 where joined.isEmpty {
+                if attempt > 0 { usleep(50_000) }
+                do {
+                    let devices = try Self.devices(named: configuration.interfaces)
+                    if devices.isEmpty { lastFailure = "none listed" }
+                    for device in devices {
+                        guard case .v4(let interface)? = device.address else { continue }
+                        // IP_ADD_MEMBERSHIP directly: NIO's joinGroup checks the channel's cached
+                        // local address first, which under load was seen to refuse a good socket.
+                        let request = ip_mreq(imr_multiaddr: group4, imr_interface: interface.address.sin_addr)
+                        do {
+                            try options.unsafeSetSocketOption(level: .init(rawValue: CInt(IPPROTO_IP)),
+                                                              name: .init(rawValue: IP_ADD_MEMBERSHIP), value: request).wait()
+                            joined.append(device)
+                        } catch {
+                            lastFailure = "\(device.name): \(error)"
+                        }
+                    }
+                } catch {
+                    lastFailure = "listing interfaces: \(error)"
+                }
+            }
+            guard !joined.isEmpty else { throw Failure.noInterface(configuration.interfaces, reason: lastFailure) }
+            return (multicast, joined)
+        } catch {
+            try? multicast.close().wait()
+            throw error
+        }
+    }
+
+    public func broadcast(_ bytes: [UInt8]) {
+        let (multicast, devices) = sockets.withLock { ($0.multicast, $0.devices) }
+        guard let multicast, let address = try? SocketAddress(ipAddress: configuration.group, port: configuration.port) else { return }
+        for device in devices {
+            if case .v4(let interface)? = device.address {
+                // The kernel reads the first four bytes as the interface's in_addr.
+                _ = multicast.setOption(ChannelOptions.ipOption(.ip_multicast_if), value: Int(interface.address.sin_addr.s_addr))
+            }
+            write(bytes, to: address, on: multicast)
+        }
+    }
+
+    public func send(_ bytes: [UInt8], to route: Route) {
+        let parts = route.address.split(separator: ":")
+        guard route.transport == name, parts.count == 2, let port = Int(parts[1]),
+              let address = try? SocketAddress(ipAddress: String(parts[0]), port: port),
+              let unicast = sockets.withLock({ $0.unicast }) else { return }
+        write(bytes, to: address, on: unicast)
+    }
+
+    private func write(_ bytes: [UInt8], to address: SocketAddress, on channel: Channel) {
+        channel.writeAndFlush(AddressedEnvelope(remoteAddress: address, data: channel.allocator.buffer(bytes: bytes)), promise: nil)
+    }
+
+    /// Closes the sockets after what was written has gone. Safe to call twice.
+    public func stop() {
+        let (multicast, unicast) = sockets.withLock { state in
+            defer { state.multicast = nil; state.unicast = nil }
+            return (state.multicast, state.unicast)
+        }
+        guard multicast != nil || unicast != nil else { return }
+        try? multicast?.close().wait()
+        try? unicast?.close().wait()
+        try? group.syncShutdownGracefully()
+    }
+
+    /// Up, multicast-capable IPv4 interfaces, optionally only those named.
+    static func devices(named names: [String]?) throws -> [NIONetworkDevice] {
+        let all = try System.enumerateDevices().filter { device in
+            guard case .v4? = device.address else { return false }
+            return device.multicastSupported
+        }
+        guard let names else { return all }
+        return all.filter { names.contains($0.name) }
+    }
+}
+
+private final class Receiver: ChannelInboundHandler {
+    typealias InboundIn = AddressedEnvelope<ByteBuffer>
+    let deliver: @Sendable ([UInt8], Route) -> Void
+
+    init(deliver: @escaping @Sendable ([UInt8], Route) -> Void) { self.deliver = deliver }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let envelope = unwrapInboundIn(data)
+        var buffer = envelope.data
+        let bytes = buffer.readBytes(length: buffer.readableBytes) ?? []
+        let address = envelope.remoteAddress
+        deliver(bytes, Route(transport: "lan", address: "\(address.ipAddress ?? "?"):\(address.port ?? 0)"))
+    }
+}

@@ -1,0 +1,23 @@
+/// A kind of packet a feature adds: its number in the kind table (`KindTable`), and how its
+/// payload is written and read. A feature registers a handler for it with the engine
+/// (`NearbyService.handle`) and sends it with `broadcast`/`send`; nothing else changes.
+public protocol PacketKind: Sendable {
+    static var code: UInt8 { get }
+    init(reading reader: inout ByteReader) throws(DecodeError)
+    func write(to bytes: inout [UInt8])
+}
+
+/// The one table of packet kind numbers. A new kind takes the next free number here, and
+/// `docs/PROTOCOL.md` describes it.
+public enum KindTable {
+    public static let announce: UInt8 = 1
+    public static let goodbye: UInt8 = 2
+    public static let avatarRequest: UInt8 = 3
+    public static let avatar: UInt8 = 4
+    public static let message: UInt8 = 5
+    public static let ack: UInt8 = 6
+    public static let read: UInt8 = 7
+    public static let query: UInt8 = 8
+    /// Kinds 240–255 are for tests and experiments: never sent by a released seance.
+    public static let experimental: ClosedRange<UInt8> = 240...255
+}

@@ -1,0 +1,81 @@
+import Synchronization
+
+/// Where a packet came from, or goes: which transport, and an address only that transport
+/// understands. Nothing above a transport looks inside the address.
+public struct Route: Hashable, Sendable, CustomStringConvertible {
+    public let transport: String
+    public let address: String
+
+    public init(transport: String, address: String) {
+        self.transport = transport
+        self.address = address
+    }
+
+    public var description: String { transport + ":" + address }
+}
+
+/// Moves signed frames, and nothing else: the LAN's sockets, a broker, or memory in tests.
+/// Its thread hands each datagram to `deliver` and returns; all meaning is decided elsewhere.
+public protocol Transport: AnyObject, Sendable {
+    /// A short name for routes and `nearby`: `lan`, `broker`, `memory`.
+    var name: String { get }
+    /// Opens whatever it needs; `deliver` is called (on the transport's own thread) with each
+    /// datagram and the route it came from.
+    func start(deliver: @escaping @Sendable ([UInt8], Route) -> Void) throws
+    /// To everyone in range (multicast, a topic, every other memory transport).
+    func broadcast(_ bytes: [UInt8])
+    /// To one route.
+    func send(_ bytes: [UInt8], to route: Route)
+    /// The port peers send direct packets to, as announced (0 when the transport needs none).
+    var directPort: UInt16 { get }
+    /// The route of a peer's direct packets, from the route its announcement came by and the
+    /// port it announced.
+    func directRoute(from source: Route, port: UInt16) -> Route
+    /// Closes everything `start` opened. Safe to call twice.
+    func stop()
+}
+
+/// A network in memory for tests: every transport made on it hears the others' broadcasts,
+/// and gets what is sent to its address. Delivery is synchronous, on the sender's thread.
+public final class MemoryNetwork: Sendable {
+    private let members = Mutex<[String: @Sendable ([UInt8], Route) -> Void]>([:])
+    /// Datagrams that did not arrive (for tests that lose some): called for each; true drops it.
+    private let loss = Mutex<(@Sendable ([UInt8]) -> Bool)?>(nil)
+
+    public init() {}
+
+    public func setLoss(_ drop: (@Sendable ([UInt8]) -> Bool)?) { loss.withLock { $0 = drop } }
+
+    func join(_ address: String, deliver: @escaping @Sendable ([UInt8], Route) -> Void) {
+        members.withLock { $0[address] = deliver }
+    }
+
+    func leave(_ address: String) { _ = members.withLock { $0.removeValue(forKey: address) } }
+
+    func carry(_ bytes: [UInt8], from address: String, to target: String?) {
+        if loss.withLock({ $0 })?(bytes) == true { return }
+        let receivers = members.withLock { members in
+            members.filter { $0.key != address && (target == nil || $0.key == target) }.map(\.value)
+        }
+        for deliver in receivers { deliver(bytes, Route(transport: "memory", address: address)) }
+    }
+}
+
+/// One member of a `MemoryNetwork`.
+public final class MemoryTransport: Transport {
+    public let name = "memory"
+    public let address: String
+    private let network: MemoryNetwork
+
+    public init(network: MemoryNetwork, address: String) {
+        self.network = network
+        self.address = address
+    }
+
+    public func start(deliver: @escaping @Sendable ([UInt8], Route) -> Void) throws { network.join(address, deliver: deliver) }
+    public func broadcast(_ bytes: [UInt8]) { network.carry(bytes, from: address, to: nil) }
+    public func send(_ bytes: [UInt8], to route: Route) { network.carry(bytes, from: address, to: route.address) }
+    public var directPort: UInt16 { 0 }
+    public func directRoute(from source: Route, port: UInt16) -> Route { source }
+    public func stop() { network.leave(address) }
+}
