@@ -20,9 +20,11 @@ let package = Package(
         .target(name: "CStbImage"),
         .target(name: "Terminal", dependencies: ["CStbImage"]),
         .target(name: "Storage", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
-        .target(name: "Shell", dependencies: ["CEditLine", "Terminal", "Storage"]),
+        .target(name: "Shell", dependencies: ["CEditLine", "Terminal", "Storage", "Runtime"]),
         .target(name: "Zombies", dependencies: ["Shell", "Terminal", "Storage"]),
         .target(name: "Visions", dependencies: ["Shell", "Terminal", "Storage", .product(name: "GRDB", package: "GRDB.swift")]),
+        // One clock and one scheduler for everything that waits (a manual one in tests).
+        .target(name: "Runtime"),
         // The signed frame codec, name rules, fingerprints and message sealing: what any
         // transport and any feature agree on, with no sockets and no storage.
         .target(name: "Wire", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
@@ -41,7 +43,7 @@ let package = Package(
         ]),
         // The engine: presence, planes, delivery over any transport.
         .target(name: "Nearby", dependencies: [
-            "Wire",
+            "Wire", "Runtime",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .target(name: "Chat", dependencies: [
@@ -70,12 +72,13 @@ let package = Package(
         .testTarget(name: "ShellTests", dependencies: ["Shell", "Terminal", "Storage"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage"]),
         .testTarget(name: "ZombiesTests", dependencies: ["Zombies", "Terminal"]),
+        .testTarget(name: "LANTests", dependencies: ["LAN", "Wire"]),
         .testTarget(name: "WireTests", dependencies: ["Wire", .product(name: "Crypto", package: "swift-crypto")]),
-        .testTarget(name: "NearbyTests", dependencies: ["Nearby", "Wire", "LAN", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(name: "NearbyTests", dependencies: ["Nearby", "Wire", "LAN", "Runtime", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "AppTests", dependencies: ["App", "Nearby", "Storage"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Accounts", "Storage", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "AccountsTests", dependencies: ["Accounts", "Storage"]),
-        .testTarget(name: "ChatTests", dependencies: ["Chat", "Accounts", "Storage", "Shell"]),
+        .testTarget(name: "ChatTests", dependencies: ["Chat", "Accounts", "Storage", "Shell", "Nearby"]),
         .testTarget(name: "VisionsTests", dependencies: ["Visions", "Storage", "Terminal", "Shell"]),
         // The end-to-end tests run the built binary; they link the wire code only to play a
         // hostile peer (forged, flooding, replaying packets) against it.

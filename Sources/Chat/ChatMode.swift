@@ -170,7 +170,9 @@ public final class ChatMode {
         // the network causes happens there, never on the socket's thread.
         let engine = Engine()
         let service = NearbyService(transport: makeTransport(), timing: configuration.timing, signer: identity.signing,
-                                    announcement: announcement, ownAvatarPixels: pixels, engine: engine) { event in
+                                    announcement: announcement, ownAvatarPixels: pixels, engine: engine,
+                                    // Jitter and answer delays follow --seed like every other choice.
+                                    random: SeededRandom(seed: shell.session.random.next())) { event in
             let lines = ChatMode.liveLines(for: event, myPlane: link.plane.withLock { $0 }, database: database,
                                            styler: styler, ascii: ascii)
             for line in limiter.admit(lines, now: Date().timeIntervalSince1970) { inbox.post(line) }

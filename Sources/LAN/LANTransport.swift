@@ -57,8 +57,23 @@ public final class LANTransport: Transport {
     public var directPort: UInt16 { sockets.withLock { $0.port } }
 
     public func directRoute(from source: Route, port: UInt16) -> Route {
-        let host = source.address.split(separator: ":").first.map(String.init) ?? source.address
+        let host = Self.hostAndPort(source.address)?.host ?? source.address
         return Route(transport: name, address: "\(host):\(port)")
+    }
+
+    /// `host:port` split at the last colon (an IPv6 host has colons of its own).
+    static func hostAndPort(_ address: String) -> (host: String, port: Int)? {
+        guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]) else { return nil }
+        return (String(address[..<colon]), port)
+    }
+
+    /// An address as routes name it: an IPv4 address a dual-stack socket reports in its IPv6
+    /// form (`::ffff:127.0.0.1`) as plain IPv4, and the unspecified address (a packet looped
+    /// back) as 127.0.0.1.
+    static func hostName(_ ip: String) -> String {
+        var host = ip
+        if host.lowercased().hasPrefix("::ffff:"), host.contains(".") { host = String(host.dropFirst(7)) }
+        return host == "0.0.0.0" ? "127.0.0.1" : host
     }
 
     /// Opens the sockets and joins the group on each interface. Whatever fails releases what
@@ -160,18 +175,20 @@ public final class LANTransport: Transport {
         let (multicast, devices) = sockets.withLock { ($0.multicast, $0.devices) }
         guard let multicast, let address = try? SocketAddress(ipAddress: configuration.group, port: configuration.port) else { return }
         for device in devices {
-            if case .v4(let interface)? = device.address {
-                // The kernel reads the first four bytes as the interface's in_addr.
-                _ = multicast.setOption(ChannelOptions.ipOption(.ip_multicast_if), value: Int(interface.address.sin_addr.s_addr))
+            if case .v4(let interface)? = device.address, let options = multicast as? SocketOptionProvider {
+                // IP_MULTICAST_IF with the interface's in_addr, so the packet leaves by that
+                // interface with its address as the source (without it, on lo the source was
+                // 0.0.0.0, and peers' direct packets went nowhere once another interface existed).
+                _ = options.unsafeSetSocketOption(level: .init(rawValue: CInt(IPPROTO_IP)), name: .init(rawValue: IP_MULTICAST_IF),
+                                                  value: interface.address.sin_addr)
             }
             write(bytes, to: address, on: multicast)
         }
     }
 
     public func send(_ bytes: [UInt8], to route: Route) {
-        let parts = route.address.split(separator: ":")
-        guard route.transport == name, parts.count == 2, let port = Int(parts[1]),
-              let address = try? SocketAddress(ipAddress: String(parts[0]), port: port),
+        guard route.transport == name, let (host, port) = Self.hostAndPort(route.address),
+              let address = try? SocketAddress(ipAddress: host, port: port),
               let unicast = sockets.withLock({ $0.unicast }) else { return }
         write(bytes, to: address, on: unicast)
     }
@@ -214,6 +231,7 @@ private final class Receiver: ChannelInboundHandler {
         var buffer = envelope.data
         let bytes = buffer.readBytes(length: buffer.readableBytes) ?? []
         let address = envelope.remoteAddress
-        deliver(bytes, Route(transport: "lan", address: "\(address.ipAddress ?? "?"):\(address.port ?? 0)"))
+        guard let ip = address.ipAddress, let port = address.port else { return }
+        deliver(bytes, Route(transport: "lan", address: "\(LANTransport.hostName(ip)):\(port)"))
     }
 }

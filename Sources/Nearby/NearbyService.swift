@@ -53,7 +53,7 @@ public final class NearbyService: Sendable {
         var lastAnnounced = -Double.infinity
         /// When each peer was last sent our avatar: one answer per key per `avatarAnswerGap`.
         var avatarAnswered: [Data: Double] = [:]
-        var random = SystemRandomNumberGenerator()
+        var random: SeededRandom
     }
 
     public let transport: Transport
@@ -121,15 +121,15 @@ public final class NearbyService: Sendable {
     public let engine: Engine
     /// The presence tick, on the engine. Set and cancelled by `start` and `stop` only (the
     /// shell's thread), never touched elsewhere.
-    nonisolated(unsafe) private var timer: DispatchSourceTimer?
+    nonisolated(unsafe) private var timer: Cancellable?
 
     /// - Parameters:
     ///   - ownAvatarPixels: the 16x16 RGBA avatar to hand out when asked, if it is an image.
     ///   - onEvent: called on the event loop for every arrival, change and departure.
     public init(transport: Transport, timing: PresenceTiming, signer: Curve25519.Signing.PrivateKey, announcement: Announcement,
-                ownAvatarPixels: Data? = nil, engine: Engine = Engine(),
-                clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
+                ownAvatarPixels: Data? = nil, engine: Engine = Engine(), random: SeededRandom = SeededRandom(),
                 onEvent: @escaping @Sendable (PresenceEvent) -> Void) {
+        let clock: @Sendable () -> Double = { engine.now }
         self.engine = engine
         self.transport = transport
         self.timing = timing
@@ -140,7 +140,7 @@ public final class NearbyService: Sendable {
         var first = announcement
         first.intervalMilliseconds = UInt32(timing.interval * 1000)
         state = Mutex(State(table: PresenceTable(timing: timing), schedule: AnnounceSchedule(timing: timing, now: clock()),
-                            announcement: first))
+                            announcement: first, random: random))
     }
 
     /// Starts the transport and announcing.
@@ -150,11 +150,7 @@ public final class NearbyService: Sendable {
             $0.running = true
             $0.announcement.unicastPort = transport.directPort
         }
-        let timer = DispatchSource.makeTimerSource(queue: engine.queue)
-        timer.schedule(deadline: .now(), repeating: .milliseconds(50), leeway: .milliseconds(5))
-        timer.setEventHandler { [weak self] in self?.tick() }
-        self.timer = timer
-        timer.resume()
+        timer = engine.every(0.05) { [weak self] in self?.tick() }
     }
 
     /// Says goodbye and stops the transport. Safe to call twice.

@@ -1,4 +1,5 @@
 import Glibc
+@_exported import Runtime
 import Storage
 
 /// What every command may use besides the terminal: the data directory, the database (opened

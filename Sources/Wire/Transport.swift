@@ -54,8 +54,9 @@ public final class MemoryNetwork: Sendable {
 
     func carry(_ bytes: [UInt8], from address: String, to target: String?) {
         if loss.withLock({ $0 })?(bytes) == true { return }
-        let receivers = members.withLock { members in
-            members.filter { $0.key != address && (target == nil || $0.key == target) }.map(\.value)
+        let receivers = members.withLock { members -> [@Sendable ([UInt8], Route) -> Void] in
+            guard members[address] != nil else { return [] }  // A stopped transport sends nothing.
+            return members.filter { $0.key != address && (target == nil || $0.key == target) }.map(\.value)
         }
         for deliver in receivers { deliver(bytes, Route(transport: "memory", address: address)) }
     }

@@ -157,8 +157,14 @@ struct HostilePeerIntegrationTests {
                                                                       intervalMilliseconds: UInt32.max)))
             if index % 200 == 0 { usleep(10_000) }
         }
-        usleep(1_000_000)  // Let bob take in what reached it.
+        // Let bob take in what reached it (checking signatures takes a while on a busy machine):
+        // the window is measured once a half second passes with little work.
         let pid = runB.process.processIdentifier
+        let settled = Date().addingTimeInterval(30)
+        while Date() < settled, let start = cpuSeconds(of: pid) {
+            usleep(500_000)
+            if let end = cpuSeconds(of: pid), end - start < 0.05 { break }
+        }
         let before = cpuSeconds(of: pid)
         usleep(3_000_000)
         guard let before, let after = cpuSeconds(of: pid) else {
@@ -226,7 +232,8 @@ struct OnlineEverywhereTests {
         let runB = try shells.start("ben", data: ben, lines: ["chat", "open ann --wait 30", "hello while you play", "/sleep 30"])
         defer { runB.kill() }
         // The message comes as a notice while ann is in zombies mode.
-        #expect(try annShell.read(until: "hello while you play", timeout: 30))
+        #expect(try annShell.read(until: "hello while you play", timeout: 30),
+                "ben said: \((try? String(contentsOfFile: runB.outputPath, encoding: .utf8)) ?? "")")
         #expect(annShell.output.contains("✉ ben#"), "\(annShell.output)")
         try annShell.send("offline\necho END")
         #expect(try annShell.read(until: "END", timeout: 20))

@@ -212,9 +212,15 @@ final class PipeDriver {
     /// Everything read from stdout so far.
     var output: String { received }
 
-    /// Reads stdout until it contains `text`; false when `timeout` seconds pass first.
+    /// Reads stdout until it contains `text`; false when `timeout` seconds pass first (then the
+    /// process's threads are recorded, to show where it waits).
     func read(until text: String, timeout: Double) throws -> Bool {
-        try wait(for: text, in: outputPipe.fileHandleForReading, into: &received, timeout: timeout)
+        let found = try wait(for: text, in: outputPipe.fileHandleForReading, into: &received, timeout: timeout)
+        if !found {
+            let stacks = (try? sh("gdb -p \(process.processIdentifier) -batch -ex 'thread apply all bt 12' 2>/dev/null | grep -E '^(Thread|#)' | head -120")) ?? ""
+            Issue.record("no '\(text)' after \(timeout) s; the threads:\n\(stacks)")
+        }
+        return found
     }
 
     func readError(until text: String, timeout: Double) throws -> Bool {

@@ -1,0 +1,62 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import Nearby
+
+/// The engine on a manual clock and scheduler, over the in-memory network: presence and expiry
+/// happen exactly when the rules say, with no sleeping.
+@Suite struct DeterministicEngineTests {
+    final class Log: Sendable {
+        private let items = Mutex<[String]>([])
+        func append(_ item: String) { items.withLock { $0.append(item) } }
+        var all: [String] { items.withLock { $0 } }
+    }
+
+    final class Node {
+        let engine: Engine
+        let transport: MemoryTransport
+        let service: NearbyService
+        let events = Log()
+
+        init(_ name: String, network: MemoryNetwork, scheduler: ManualScheduler) {
+            engine = Engine(scheduler: scheduler)
+            transport = MemoryTransport(network: network, address: name)
+            let events = self.events
+            service = NearbyService(transport: transport, timing: PresenceTiming(interval: 1, jitter: 0, startupGap: 0.5),
+                                    signer: .init(),
+                                    announcement: Announcement(name: name, agreementKey: Data(repeating: 1, count: 32), plane: 0,
+                                                               avatar: .none, unicastPort: 0, intervalMilliseconds: 0),
+                                    engine: engine, random: SeededRandom(seed: 1)) { event in
+                switch event {
+                case .arrived(let peer): events.append("+\(peer.name)")
+                case .left(let peer, let reason): events.append("-\(peer.name) \(reason)")
+                case .changed: break
+                }
+            }
+        }
+    }
+
+    /// Lets each engine finish what the last step handed it.
+    func settle(_ nodes: [Node]) { for _ in 0..<3 { for node in nodes { node.engine.sync {} } } }
+
+    @Test func presenceAndExpiryFollowTheClock() throws {
+        let scheduler = ManualScheduler()
+        let network = MemoryNetwork()
+        let ann = Node("ann", network: network, scheduler: scheduler), ben = Node("ben", network: network, scheduler: scheduler)
+        try ann.service.start()
+        try ben.service.start()
+        defer { ann.service.stop(); ben.service.stop() }
+        scheduler.advance(by: 0)
+        settle([ann, ben])
+        #expect(ann.events.all == ["+ben"] && ben.events.all == ["+ann"])
+        // ann vanishes without a goodbye: ben lets her go after 3.5 of her 1 s intervals, not before.
+        ann.transport.stop()
+        scheduler.advance(by: 3.4)
+        settle([ann, ben])
+        #expect(ben.events.all == ["+ann"])
+        scheduler.advance(by: 0.2)
+        settle([ann, ben])
+        #expect(ben.events.all == ["+ann", "-ann expired"])
+        #expect(ben.service.peers().isEmpty)
+    }
+}
