@@ -223,7 +223,7 @@ public final class ChatMode {
 
     func list(_ shell: Shell) throws {
         guard profiles.current != nil else { throw ProfileError.notLoggedIn }
-        guard let service else { throw UserError("enter chat mode first: chat") }
+        guard let service else { throw UserError("you are offline: chat brings you online") }
         let mine = link.plane.withLock { $0 }
         let now = shell.session.clock()
         let visible = service.peers().filter { Plane(wireValue: $0.announcement.plane).map(mine.canReach) ?? false }
@@ -238,7 +238,7 @@ public final class ChatMode {
     }
 
     private func printStatistics(_ shell: Shell) throws {
-        guard let service else { throw UserError("enter chat mode first: chat") }
+        guard let service else { throw UserError("you are offline: chat brings you online") }
         let stats = service.statistics
         // Packets dropped by the wire checks and by the delivery checks, by reason.
         let all = stats.dropped.merging(delivery?.droppedCounts ?? [:], uniquingKeysWith: +)

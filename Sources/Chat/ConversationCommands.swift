@@ -85,7 +85,7 @@ extension ChatMode {
     // MARK: Actions
 
     private func requireDelivery() throws -> DeliveryService {
-        guard let delivery else { throw UserError("enter chat mode first: chat") }
+        guard let delivery else { throw UserError("you are offline: chat brings you online") }
         return delivery
     }
 
