@@ -362,9 +362,9 @@ def conversations(binary, work, env, count):
     db = os.path.join(a_dir, "seance.sqlite")
     subprocess.run(["sqlite3", db, """
         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000000)
-        INSERT INTO message (conversationId, outgoing, text, firstSequence, lastSequence, sentAt, receivedAt, state)
-        SELECT 1, i % 2, 'filler message number ' || i, 100000 + i, 100000 + i, 1700000000 + i, 1700000000 + i,
-               'read' FROM n;
+        INSERT INTO message (conversationId, number, outgoing, text, firstSequence, lastSequence, sentAt, receivedAt, state)
+        SELECT 1, (SELECT coalesce(max(number), 0) FROM message WHERE conversationId = 1) + i, i % 2,
+               'filler message number ' || i, 100000 + i, 100000 + i, 1700000000 + i, 1700000000 + i, 'read' FROM n;
     """], check=True)
     login = f"login ann --password-file {password}; chat"
     base, _ = median_time([binary, "--data-dir", a_dir, "-c", login], 15, env)
