@@ -37,7 +37,7 @@ import Testing
     }
 
     @Test func valuesAreChecked() {
-        #expect(throws: SettingsError.self) { try ConfigFile.resolve(flags: NearbySettings(group: "10.0.0.1"), file: NearbySettings()) }
+        #expect(throws: SettingsError.self) { try ConfigFile.resolve(flags: NearbySettings(group: "198.18.0.1"), file: NearbySettings()) }
         #expect(throws: SettingsError.self) { try ConfigFile.resolve(flags: NearbySettings(port: 0), file: NearbySettings()) }
         #expect(throws: SettingsError.self) { try ConfigFile.resolve(flags: NearbySettings(announceInterval: 0.001), file: NearbySettings()) }
     }

@@ -54,16 +54,16 @@ struct FixedRandom: RandomNumberGenerator {
 
     @Test func arrivalChangeAndGoodbye() {
         var table = PresenceTable(timing: timing)
-        guard case .arrived(let peer)? = table.receive(announce(at: 1), from: "10.0.0.2", now: 0).first else {
+        guard case .arrived(let peer)? = table.receive(announce(at: 1), from: "198.18.0.2", now: 0).first else {
             Issue.record("no arrival"); return
         }
         #expect(peer.handle == "alice#" + PeerIdentity.fingerprint(of: alice.publicKey.rawRepresentation))
-        #expect(table.receive(announce(at: 2), from: "10.0.0.2", now: 5).isEmpty)  // A refresh, nothing new.
-        let change = table.receive(announce(3, at: 3), from: "10.0.0.2", now: 6)
+        #expect(table.receive(announce(at: 2), from: "198.18.0.2", now: 5).isEmpty)  // A refresh, nothing new.
+        let change = table.receive(announce(3, at: 3), from: "198.18.0.2", now: 6)
         guard case .changed(let from, let to)? = change.first else { Issue.record("no change"); return }
         #expect(from.announcement.plane == 0 && to.announcement.plane == 3)
         let goodbye = Packet(sender: alice.publicKey.rawRepresentation, timestamp: 4, sequence: 0, payload: .goodbye)
-        guard case .left(_, .goodbye)? = table.receive(goodbye, from: "10.0.0.2", now: 7).first else {
+        guard case .left(_, .goodbye)? = table.receive(goodbye, from: "198.18.0.2", now: 7).first else {
             Issue.record("no goodbye"); return
         }
         #expect(table.peers.isEmpty)
