@@ -1,3 +1,5 @@
+import Glibc
+
 /// Who is logged in to this shell, with their unlocked keys. Every feature that acts as the
 /// user (chat announces them, the store signs their receipts) asks here.
 public final class LoginSession {
@@ -9,6 +11,9 @@ public final class LoginSession {
     public var onChange: [() -> Void] = []
 
     public init() {}
+
+    /// Waits out a login delay (the `wait` of `ProfileStore.unlock`); tests put their own.
+    public static func sleep(_ seconds: Double) { if seconds > 0 { usleep(useconds_t(seconds * 1_000_000)) } }
 
     /// Makes `login` current (nil: logs out), telling the observers when that changes who it is.
     public func set(_ login: Login?) {

@@ -92,16 +92,20 @@ extension ChatMode {
     /// Waits (printing what arrives meanwhile) until a peer called `wanted` is in sight, or
     /// `seconds` have passed; `open` then says what it finds.
     private func waitForPeer(_ wanted: String, seconds: Double, _ shell: Shell) throws {
-        let (name, fingerprint) = Self.splitHandle(wanted)
-        let mine = link.plane.withLock { $0 }
         let deadline = Session.systemTime() + seconds
         while Session.systemTime() < deadline {
-            let inSight = (service?.peers() ?? []).contains {
-                $0.name.caseInsensitiveCompare(name) == .orderedSame && (fingerprint == nil || $0.fingerprint == fingerprint)
-                    && (Plane(wireValue: $0.announcement.plane).map(mine.canReach) ?? false)
-            }
-            if inSight { return }
+            if !visiblePeers(matching: wanted).isEmpty { return }
             try shell.pause(0.05)
+        }
+    }
+
+    /// The present peers `wanted` (a name, or `name#fp`) can mean that this plane lets us see.
+    private func visiblePeers(matching wanted: String) -> [Peer] {
+        let (name, fingerprint) = Self.splitHandle(wanted)
+        let mine = link.plane.withLock { $0 }
+        return (service?.peers() ?? []).filter {
+            $0.name.caseInsensitiveCompare(name) == .orderedSame && (fingerprint == nil || $0.fingerprint == fingerprint)
+                && (Plane(wireValue: $0.announcement.plane).map(mine.canReach) ?? false)
         }
     }
 
@@ -111,11 +115,7 @@ extension ChatMode {
         let delivery = try requireDelivery()
         guard let me = profiles.current else { throw ProfileError.notLoggedIn }
         let (name, fingerprint) = Self.splitHandle(wanted)
-        let present = (service?.peers() ?? []).filter {
-            $0.name.caseInsensitiveCompare(name) == .orderedSame && (fingerprint == nil || $0.fingerprint == fingerprint)
-        }
-        let mine = link.plane.withLock { $0 }
-        let visible = present.filter { Plane(wireValue: $0.announcement.plane).map(mine.canReach) ?? false }
+        let visible = visiblePeers(matching: wanted)
         let store = MessageStore(database: try shell.session.openDatabase())
         let past = try store.conversations(myKey: me.identity.signingPublicKey, peerName: name).filter {
             fingerprint == nil || PeerIdentity.fingerprint(of: $0.peerKey) == fingerprint

@@ -156,14 +156,9 @@ public final class DeliveryService: @unchecked Sendable {
         return ChatMessage(id: pending.id, number: pending.number, outgoing: true, text: text, sentAt: now, state: .sending)
     }
 
-    /// The fragments of a stored message (splitting is deterministic, so an outbox entry
-    /// reloaded after a restart gets the same fragments).
+    /// The fragments of a stored message.
     static func fragments(_ message: PendingMessage) -> [Fragment] {
-        let pieces = MessageCrypto.split(message.text)
-        let sentAt = UInt64(message.sentAt * 1000)
-        return pieces.enumerated().map { index, piece in
-            Fragment(sequence: message.firstSequence + UInt32(index), isLast: index == pieces.count - 1, sentAt: sentAt, text: piece)
-        }
+        MessageCrypto.fragments(of: message.text, firstSequence: message.firstSequence, sentAt: UInt64(message.sentAt * 1000))
     }
 
     /// A peer came (back) into range: its outbox is loaded and everything is sent at once.

@@ -11,7 +11,7 @@ public final class Profiles {
     /// The profile in use and its unlocked keys.
     public var current: LoginSession.Login? { session.current }
     /// Pauses before answering a wrong password; tests replace it.
-    var sleep: (Double) -> Void = { seconds in if seconds > 0 { usleep(useconds_t(seconds * 1_000_000)) } }
+    var sleep: (Double) -> Void = LoginSession.sleep
     /// scrypt's N for new profiles.
     let rounds: Int
 

@@ -12,7 +12,7 @@ public final class StoreMode {
     /// The curses a candle can lift; set by the curses feature (none until then).
     public var curses: CurseBook?
     /// Waits out the password delay; tests replace it.
-    var sleep: (Double) -> Void = { seconds in if seconds > 0 { usleep(useconds_t(seconds * 1_000_000)) } }
+    var sleep: (Double) -> Void = LoginSession.sleep
 
     public init(session: LoginSession) { self.session = session }
 

@@ -63,6 +63,15 @@ public enum MessageCrypto {
         return Fragment(sequence: sequence, isLast: flags == 1, sentAt: sentAt, text: Data(reader.take(reader.remaining) ?? []))
     }
 
+    /// A message's fragments, numbered from `firstSequence`, the last one marked (deterministic:
+    /// an outbox entry reloaded after a restart gets the same fragments).
+    public static func fragments(of text: String, firstSequence: UInt32, sentAt: UInt64) -> [Fragment] {
+        let pieces = split(text)
+        return pieces.enumerated().map { index, piece in
+            Fragment(sequence: firstSequence + UInt32(index), isLast: index == pieces.count - 1, sentAt: sentAt, text: piece)
+        }
+    }
+
     /// Splits a message's UTF-8 into fragments of at most `fragmentText` bytes, on character
     /// boundaries.
     public static func split(_ text: String, limit: Int = fragmentText) -> [Data] {

@@ -14,9 +14,9 @@ import Testing
                        sentAt: UInt64 = 1_000, endless: Bool = false) throws -> [Packet] {
         let key = try MessageCrypto.key(mine: sender.agreement, theirs: recipient.agreementPublicKey,
                                         mySigningKey: sender.signingPublicKey, theirSigningKey: recipient.signingPublicKey)
-        let pieces = MessageCrypto.split(text)
-        return try pieces.enumerated().map { index, piece in
-            let fragment = Fragment(sequence: first + UInt32(index), isLast: !endless && index == pieces.count - 1, sentAt: sentAt, text: piece)
+        return try MessageCrypto.fragments(of: text, firstSequence: first, sentAt: sentAt).map { whole in
+            var fragment = whole
+            if endless { fragment.isLast = false }
             let sealed = try MessageCrypto.seal(fragment, key: key, sender: sender.signingPublicKey, recipient: recipient.signingPublicKey)
             return Pair.packet(.message(recipient: recipient.signingPublicKey, sealed: sealed), from: sender)
         }

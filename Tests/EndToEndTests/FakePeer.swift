@@ -84,9 +84,7 @@ final class FakePeer {
     func message(_ text: String, to peer: Announcement, key peerKey: Data, sequence first: UInt32,
                  sentAt: UInt64 = UInt64(Date().timeIntervalSince1970 * 1000)) throws -> [[UInt8]] {
         let key = try MessageCrypto.key(mine: agreement, theirs: peer.agreementKey, mySigningKey: signingKey, theirSigningKey: peerKey)
-        let pieces = MessageCrypto.split(text)
-        return try pieces.enumerated().map { index, piece in
-            let fragment = Fragment(sequence: first + UInt32(index), isLast: index == pieces.count - 1, sentAt: sentAt, text: piece)
+        return try MessageCrypto.fragments(of: text, firstSequence: first, sentAt: sentAt).map { fragment in
             let sealed = try MessageCrypto.seal(fragment, key: key, sender: signingKey, recipient: peerKey)
             return try packet(.message(recipient: peerKey, sealed: sealed))
         }
