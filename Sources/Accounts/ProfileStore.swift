@@ -45,7 +45,7 @@ public struct Profile: Equatable, Sendable {
 
     public var fingerprint: String { Identity.fingerprint(of: signingKey) }
     /// `name#abcd`: equal names told apart.
-    public var handle: String { name + "#" + fingerprint }
+    public var handle: String { PeerIdentity.handle(name: name, signingKey: signingKey) }
 }
 
 public enum ProfileError: Error, Equatable, CustomStringConvertible {

@@ -117,9 +117,7 @@ public final class ChatMode {
         })
         shell.register(Command("offline", scope: .global, summary: "stop being announced and reachable (chat brings you back)") { invocation in
             guard self.service != nil else { return invocation.shell.console.print("you are not online") }
-            if invocation.shell.currentMode == "chat" { invocation.shell.leaveMode() }
-            self.goOffline()
-            invocation.shell.console.print("offline")
+            self.takeOffline(invocation.shell)
         })
         shell.onExit.append { [unowned self] in self.goOffline() }
         let ascii = shell.capabilities.ascii
@@ -134,10 +132,7 @@ public final class ChatMode {
         battery.observe { reading in link.planeChanged(to: reading.plane) }
         // Another profile, or none: this one is no longer announced.
         profiles.session.onChange.append { [unowned self, unowned shell] in
-            guard self.service != nil else { return }
-            if shell.currentMode == "chat" { shell.leaveMode() }
-            self.goOffline()
-            shell.console.print("offline")
+            if self.service != nil { self.takeOffline(shell) }
         }
     }
 
@@ -205,6 +200,13 @@ public final class ChatMode {
     private func closeConversation() {
         openConversation = nil
         oldestShown = nil
+    }
+
+    /// `offline`, or a logout: out of chat mode if there, then offline, and say so.
+    private func takeOffline(_ shell: Shell) {
+        if shell.currentMode == "chat" { shell.leaveMode() }
+        goOffline()
+        shell.console.print("offline")
     }
 
     /// Says goodbye and releases everything going online took. Safe to call when offline.
@@ -332,7 +334,7 @@ public final class ChatMode {
             guard let trusted, trusted != peer.signingKey else { return nil }
             let talkedTo = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM conversation WHERE peerKey = ?)",
                                              arguments: [peer.signingKey]) ?? false
-            return talkedTo ? nil : SafeText.visible(peer.name) + "#" + PeerIdentity.fingerprint(of: trusted)
+            return talkedTo ? nil : SafeText.visible(PeerIdentity.handle(name: peer.name, signingKey: trusted))
         } ?? nil
     }
 
@@ -346,7 +348,7 @@ public final class ChatMode {
                 throw UserError("no key \(SafeText.visible(handle)) has been seen nearby")
             }
             try db.execute(sql: "UPDATE knownPeer SET trusted = (signingKey = ?) WHERE name = ?", arguments: [key, name])
-            return SafeText.visible(name) + "#" + fingerprint
+            return SafeText.visible(PeerIdentity.handle(name: name, signingKey: key))
         }
     }
 }

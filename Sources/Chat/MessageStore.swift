@@ -17,7 +17,7 @@ public struct Conversation: Equatable, Sendable {
     public var lastActivity: Double
 
     /// `name#abcd`, as peers are shown.
-    public var handle: String { peerName + "#" + PeerIdentity.fingerprint(of: peerKey) }
+    public var handle: String { PeerIdentity.handle(name: peerName, signingKey: peerKey) }
 }
 
 /// An outgoing message still waiting for its acknowledgement.
