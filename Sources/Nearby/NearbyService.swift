@@ -60,6 +60,8 @@ public final class NearbyService: Sendable {
     public let timing: PresenceTiming
     private let signer: Curve25519.Signing.PrivateKey
     private let ownAvatar: Data?
+    /// Its hash, computed once: every request (a stranger can send many) is compared with it.
+    private let ownAvatarHash: Data?
     private let clock: @Sendable () -> Double
     private let onEvent: @Sendable (PresenceEvent) -> Void
     /// Direct traffic (messages, acknowledgements, read receipts) and the periodic tick, for the
@@ -95,7 +97,7 @@ public final class NearbyService: Sendable {
                 var reader = ByteReader(body[...])
                 guard let self else { return }
                 guard let value = try? Kind(reading: &reader) else {
-                    return self.state.withLock { $0.statistics.dropped["malformed", default: 0] += 1 }
+                    return self.drop("malformed")
                 }
                 handler(value, packet.sender, self.peer(packet.sender))
             }
@@ -135,6 +137,7 @@ public final class NearbyService: Sendable {
         self.timing = timing
         self.signer = signer
         self.ownAvatar = ownAvatarPixels
+        ownAvatarHash = ownAvatarPixels.map { Data(SHA256.hash(data: $0)) }
         self.clock = clock
         self.onEvent = onEvent
         var first = announcement
@@ -250,7 +253,7 @@ public final class NearbyService: Sendable {
         do {
             packet = try Packet.decode(bytes)
         } catch {
-            state.withLock { $0.statistics.dropped[error.counterName, default: 0] += 1 }
+            drop(error.counterName)
             return
         }
         guard packet.sender != signer.publicKey.rawRepresentation else { return }  // Our own, looped back.
@@ -276,7 +279,7 @@ public final class NearbyService: Sendable {
         case .other(let code, let body):
             // A feature's kind, or a later version's that nobody here knows: counted, ignored.
             guard let handler = handlers.withLock({ $0[code] }) else {
-                return state.withLock { $0.statistics.dropped["type", default: 0] += 1 }
+                return drop("type")
             }
             state.withLock { $0.statistics.received += 1 }
             handler(packet, body)
@@ -292,12 +295,15 @@ public final class NearbyService: Sendable {
         }
     }
 
+    /// Counts a packet dropped, by reason.
+    private func drop(_ reason: String) { state.withLock { $0.statistics.dropped[reason, default: 0] += 1 } }
+
     static let avatarAnswerGap = 10.0
 
     /// Our avatar goes only to a peer that announced itself, at the address it announced (not
     /// to the request's source, which can be forged), at most once per `avatarAnswerGap`.
     private func answerAvatarRequest(from key: Data, hash: Data, now: Double) {
-        guard let ownAvatar, Data(SHA256.hash(data: ownAvatar)) == hash else { return }
+        guard let ownAvatar, ownAvatarHash == hash else { return }
         let peer = state.withLock { state -> Peer? in
             guard let peer = state.table.peer(key) else {
                 state.statistics.dropped["avatar request", default: 0] += 1

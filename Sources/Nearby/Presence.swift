@@ -74,6 +74,8 @@ public struct Peer: Equatable, Sendable {
     public var lastSeen: Double
     /// The newest packet seen from them: anything not newer is a replay.
     var newest: Freshness
+    /// How many announcements it has made here while present (1: not yet confirmed).
+    var announcements = 1
 
     public var name: String { announcement.name }
     public var fingerprint: String { PeerIdentity.fingerprint(of: signingKey) }
@@ -98,8 +100,6 @@ public struct PresenceTable: Sendable {
     public let timing: PresenceTiming
     public let capacity: Int
     public private(set) var peers: [Data: Peer] = [:]
-    /// How many announcements each present peer has made here (1: not yet confirmed).
-    private var announcements: [Data: Int] = [:]
     /// The newest packet seen from keys that left, oldest departure first.
     private var retired: [Data: Freshness] = [:]
     private var retiredOrder: [Data] = []
@@ -133,14 +133,14 @@ public struct PresenceTable: Sendable {
         if let newest = known?.newest ?? retired[packet.sender], freshness <= newest { return [] }
         switch packet.payload {
         case .announce(let announcement):
-            let peer = Peer(signingKey: packet.sender, announcement: announcement, host: host, lastSeen: now,
+            var peer = Peer(signingKey: packet.sender, announcement: announcement, host: host, lastSeen: now,
                             newest: freshness)
             var events: [PresenceEvent] = []
             if known == nil, peers.count >= capacity, let victim = evictionCandidate() {
                 events.append(.left(remove(victim, newest: peers[victim]!.newest), .evicted))
             }
+            peer.announcements = (known?.announcements ?? 0) + 1
             peers[packet.sender] = peer
-            announcements[packet.sender, default: 0] += 1
             retired[packet.sender] = nil  // Its order entry goes when it comes round.
             nextExpiry = min(nextExpiry, now + timing.lifetime(ofInterval: Self.interval(of: announcement)))
             guard let known else { return events + [.arrived(peer)] }
@@ -186,7 +186,7 @@ public struct PresenceTable: Sendable {
 
     /// The stalest peer heard from only once, else the stalest of all.
     private func evictionCandidate() -> Data? {
-        let unconfirmed = peers.values.filter { announcements[$0.signingKey, default: 0] <= 1 }
+        let unconfirmed = peers.values.filter { $0.announcements <= 1 }
         let pool = unconfirmed.isEmpty ? Array(peers.values) : unconfirmed
         return pool.min { $0.lastSeen < $1.lastSeen }?.signingKey
     }
@@ -194,7 +194,6 @@ public struct PresenceTable: Sendable {
     /// Takes a peer out, remembering how far its packets have gone.
     private mutating func remove(_ key: Data, newest: Freshness) -> Peer {
         let peer = peers.removeValue(forKey: key)!
-        announcements[key] = nil
         retire(key, newest: newest)
         return peer
     }
