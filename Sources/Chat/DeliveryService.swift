@@ -17,16 +17,19 @@ public enum DeliveryEvent: Sendable {
 public struct DeliveryNetwork: Sendable {
     /// The present peer with a signing key (a lookup: the table of peers can be large).
     public var peer: @Sendable (Data) -> Peer?
-    public var send: @Sendable (Payload, Peer) -> Void
+    /// Sends a packet to a peer: by every route it has when `everyRoute`, back by `reply` when
+    /// that is one of its routes, else by the preferred one.
+    public var send: @Sendable (_ payload: Payload, _ to: Peer, _ everyRoute: Bool, _ reply: Route?) -> Void
 
-    public init(peer: @escaping @Sendable (Data) -> Peer?, send: @escaping @Sendable (Payload, Peer) -> Void) {
+    public init(peer: @escaping @Sendable (Data) -> Peer?,
+                send: @escaping @Sendable (_ payload: Payload, _ to: Peer, _ everyRoute: Bool, _ reply: Route?) -> Void) {
         self.peer = peer
         self.send = send
     }
 
-    /// A network of a few peers, listed (tests).
+    /// A network of a few peers, listed, each with one route (tests).
     public init(peers: @escaping @Sendable () -> [Peer], send: @escaping @Sendable (Payload, Peer) -> Void) {
-        self.init(peer: { key in peers().first { $0.signingKey == key } }, send: send)
+        self.init(peer: { key in peers().first { $0.signingKey == key } }, send: { payload, peer, _, _ in send(payload, peer) })
     }
 }
 
@@ -87,16 +90,18 @@ public final class DeliveryService: @unchecked Sendable {
     /// Connects to a started nearby service.
     public func attach(_ nearby: NearbyService) {
         connect(DeliveryNetwork(peer: { [weak nearby] key in nearby?.peer(key) },
-                                send: { [weak nearby] payload, peer in nearby?.sendDirect(payload, to: peer) }))
-        nearby.setDirectHooks(.init(packet: { [weak self] packet, host in self?.receive(packet, from: host) },
+                                send: { [weak nearby] payload, peer, everyRoute, reply in
+                                    nearby?.sendDirect(payload, to: peer, everyRoute: everyRoute, reply: reply)
+                                }))
+        nearby.setDirectHooks(.init(packet: { [weak self] packet, route in self?.receive(packet, from: route) },
                                     tick: { [weak self] now in self?.tick(now: now) }))
     }
 
     /// Uses `network` for peers and sending (tests give an in-memory one).
     public func connect(_ network: DeliveryNetwork) { engine.sync { self.network = network } }
 
-    private func transmit(_ payload: Payload, to peer: Peer) {
-        network?.send(payload, peer)
+    private func transmit(_ payload: Payload, to peer: Peer, everyRoute: Bool = false, reply: Route? = nil) {
+        network?.send(payload, peer, everyRoute, reply)
     }
 
     public var droppedCounts: [String: Int] { engine.sync { dropped } }
@@ -229,30 +234,33 @@ public final class DeliveryService: @unchecked Sendable {
         // waits, only its peers are looked up, so the cost does not grow with the crowd.
         let waiting = links.compactMap { $0.value.queue.isEmpty ? nil : $0.key }
         guard !waiting.isEmpty, let network else { return }
-        var outgoing: [(Peer, SymmetricKey, [Fragment])] = []
+        var outgoing: [(Peer, SymmetricKey, [Fragment], Bool)] = []
         for key in waiting {
             guard var link = links[key], let peer = network.peer(key), let theirs = Plane(wireValue: peer.announcement.plane),
                   myPlane().canReach(theirs) else { continue }
-            let (fragments, first) = link.queue.due(now: now)
+            let (fragments, first, again) = link.queue.due(now: now)
             link.firstSent += first.sorted()
             links[key] = link
-            if !fragments.isEmpty { outgoing.append((peer, link.key, fragments)) }
+            if !fragments.isEmpty { outgoing.append((peer, link.key, fragments, again)) }
         }
-        for (peer, key, fragments) in outgoing {
+        // A first copy goes by the preferred route; a copy sent again goes by every route the
+        // peer has, in case the preferred one stopped working (the receiver keeps one copy).
+        for (peer, key, fragments, again) in outgoing {
             for fragment in fragments {
                 guard let sealed = try? MessageCrypto.seal(fragment, key: key, sender: myKey, recipient: peer.signingKey) else { continue }
-                transmit(.message(recipient: peer.signingKey, sealed: sealed), to: peer)
+                transmit(.message(recipient: peer.signingKey, sealed: sealed), to: peer, everyRoute: again)
             }
         }
     }
 
     // MARK: Receiving
 
-    public func receive(_ packet: Packet, from host: String) {
-        engine.sync { handle(packet) }
+    /// A direct packet that came by `route` (an acknowledgement goes back the same way).
+    public func receive(_ packet: Packet, from route: Route) {
+        engine.sync { handle(packet, from: route) }
     }
 
-    private func handle(_ packet: Packet) {
+    private func handle(_ packet: Packet, from route: Route) {
         switch packet.payload {
         case .message(let recipient, let sealed):
             guard recipient == myKey else { return drop("not for us") }
@@ -269,7 +277,7 @@ public final class DeliveryService: @unchecked Sendable {
                         || opens(sealed, from: peer) else { return drop("cannot decrypt") }
             }
             guard let conversation = known ?? (try? makeConversation(with: peer)) else { return drop("storage") }
-            receiveFragment(sealed, from: peer, conversation: conversation)
+            receiveFragment(sealed, from: peer, by: route, conversation: conversation)
         case .ack(let recipient, let sequence):
             guard recipient == myKey else { return }
             guard var link = links[packet.sender] else { return }
@@ -307,7 +315,7 @@ public final class DeliveryService: @unchecked Sendable {
         return nil
     }
 
-    private func receiveFragment(_ sealed: Data, from peer: Peer, conversation: Conversation) {
+    private func receiveFragment(_ sealed: Data, from peer: Peer, by route: Route, conversation: Conversation) {
         guard var link = try? link(for: conversation) else { return drop("storage") }
         guard let fragment = try? MessageCrypto.open(sealed, key: link.key, sender: peer.signingKey, recipient: myKey) else {
             return drop("cannot decrypt")
@@ -337,7 +345,7 @@ public final class DeliveryService: @unchecked Sendable {
         bufferedTotal += link.assembler.bufferedCount - heldBefore
         links[peer.signingKey] = link
         if outcome == .outOfWindow { return drop("out of window") }
-        transmit(.ack(recipient: peer.signingKey, sequence: link.assembler.delivered), to: peer)
+        transmit(.ack(recipient: peer.signingKey, sequence: link.assembler.delivered), to: peer, reply: route)
     }
 
     /// Stores one whole message (or, when it breaks the limits, only its sequence numbers) and

@@ -56,7 +56,7 @@ public final class LANTransport: Transport {
 
     public var directPort: UInt16 { sockets.withLock { $0.port } }
 
-    public func directRoute(from source: Route, port: UInt16) -> Route {
+    public func directRoute(from source: Route, port: UInt16, signingKey: Data) -> Route {
         let host = Self.hostAndPort(source.address)?.host ?? source.address
         return Route(transport: name, address: "\(host):\(port)")
     }

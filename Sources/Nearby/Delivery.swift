@@ -33,18 +33,20 @@ public struct OutgoingQueue: Sendable {
     }
 
     /// The fragments to (re)send now: those in the window whose time has come. Each gets its
-    /// next deadline. Returns also the messages sent for the first time.
-    public mutating func due(now: Double) -> (fragments: [Fragment], firstSent: Set<Int64>) {
+    /// next deadline. Returns also the messages sent for the first time, and whether any
+    /// fragment is being sent again (then it goes by every route the peer has).
+    public mutating func due(now: Double) -> (fragments: [Fragment], firstSent: Set<Int64>, again: Bool) {
         var fragments: [Fragment] = []
         var first: Set<Int64> = []
+        var again = false
         for index in entries.indices.prefix(Self.window) where entries[index].nextAt <= now {
-            if entries[index].attempts == 0 { first.insert(entries[index].message) }
+            if entries[index].attempts == 0 { first.insert(entries[index].message) } else { again = true }
             entries[index].attempts += 1
             let backoff = min(Self.maximumBackoff, Self.initialBackoff * Double(1 << min(entries[index].attempts - 1, 8)))
             entries[index].nextAt = now + backoff
             fragments.append(entries[index].fragment)
         }
-        return (fragments, first)
+        return (fragments, first, again)
     }
 
     /// The peer has every fragment up to `sequence`: they leave the queue.

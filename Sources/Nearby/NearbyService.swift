@@ -56,7 +56,8 @@ public final class NearbyService: Sendable {
         var random: SeededRandom
     }
 
-    public let transport: Transport
+    /// Every transport this shell is online on, the preferred first (the LAN before a broker).
+    public let transports: [Transport]
     public let timing: PresenceTiming
     private let signer: Curve25519.Signing.PrivateKey
     private let ownAvatar: Data?
@@ -69,9 +70,9 @@ public final class NearbyService: Sendable {
     private let hooks = Mutex<DirectHooks>(DirectHooks())
 
     public struct DirectHooks: Sendable {
-        public var packet: (@Sendable (Packet, String) -> Void)?
+        public var packet: (@Sendable (Packet, Route) -> Void)?
         public var tick: (@Sendable (Double) -> Void)?
-        public init(packet: (@Sendable (Packet, String) -> Void)? = nil, tick: (@Sendable (Double) -> Void)? = nil) {
+        public init(packet: (@Sendable (Packet, Route) -> Void)? = nil, tick: (@Sendable (Double) -> Void)? = nil) {
             self.packet = packet
             self.tick = tick
         }
@@ -79,12 +80,28 @@ public final class NearbyService: Sendable {
 
     public func setDirectHooks(_ hooks: DirectHooks) { self.hooks.withLock { $0 = hooks } }
 
-    /// Sends a direct packet to a peer, by the route its announcements came. Safe from any thread.
-    public func sendDirect(_ payload: Payload, to peer: Peer) { send(payload, to: directRoute(of: peer)) }
-
-    private func directRoute(of peer: Peer) -> Route {
-        transport.directRoute(from: Route(transport: transport.name, address: peer.host), port: peer.announcement.unicastPort)
+    /// Sends a direct packet to a peer, by its preferred live route (the first transport in
+    /// `transports` that still hears it). `everyRoute` sends it by each live route instead: for
+    /// a packet sent again, whose first copy may have gone by a route that no longer works.
+    /// `reply` is the route a packet being answered came by: used when it is one of the peer's
+    /// own direct routes (an answer goes back the way that worked). Safe from any thread.
+    public func sendDirect(_ payload: Payload, to peer: Peer, everyRoute: Bool = false, reply: Route? = nil) {
+        let routes = directRoutes(of: peer)
+        if let reply, routes.contains(reply) { return send(payload, to: [reply]) }
+        send(payload, to: everyRoute ? routes : Array(routes.prefix(1)))
     }
+
+    /// The peer's direct routes, the preferred first.
+    public func directRoutes(of peer: Peer) -> [Route] {
+        let lifetime = timing.lifetime(ofInterval: PresenceTable.interval(of: peer.announcement))
+        return peer.liveRoutes(now: clock(), lifetime: lifetime, preference: transports.map(\.name)).compactMap { route in
+            transports.first { $0.name == route.transport }?.directRoute(
+                from: route.source, port: peer.announcement.unicastPort, signingKey: peer.signingKey)
+        }
+    }
+
+    /// The names of the transports a peer is heard on, the preferred first (for `nearby`).
+    public func routeNames(of peer: Peer) -> [String] { directRoutes(of: peer).map(\.transport) }
 
     /// Handlers of the kinds features added, by kind number.
     private let handlers = Mutex<[UInt8: @Sendable (Packet, [UInt8]) -> Void]>([:])
@@ -108,7 +125,7 @@ public final class NearbyService: Sendable {
     public func broadcast<Kind: PacketKind>(_ packet: Kind) { send(Self.payload(packet)) }
 
     /// Sends a feature's packet to one peer.
-    public func send<Kind: PacketKind>(_ packet: Kind, to peer: Peer) { send(Self.payload(packet), to: directRoute(of: peer)) }
+    public func send<Kind: PacketKind>(_ packet: Kind, to peer: Peer) { sendDirect(Self.payload(packet), to: peer) }
 
     private static func payload<Kind: PacketKind>(_ packet: Kind) -> Payload {
         var body: [UInt8] = []
@@ -128,12 +145,22 @@ public final class NearbyService: Sendable {
     /// - Parameters:
     ///   - ownAvatarPixels: the 16x16 RGBA avatar to hand out when asked, if it is an image.
     ///   - onEvent: called on the event loop for every arrival, change and departure.
-    public init(transport: Transport, timing: PresenceTiming, signer: Curve25519.Signing.PrivateKey, announcement: Announcement,
+    public convenience init(transport: Transport, timing: PresenceTiming, signer: Curve25519.Signing.PrivateKey, announcement: Announcement,
+                            ownAvatarPixels: Data? = nil, engine: Engine = Engine(), random: SeededRandom = SeededRandom(),
+                            onEvent: @escaping @Sendable (PresenceEvent) -> Void) {
+        self.init(transports: [transport], timing: timing, signer: signer, announcement: announcement,
+                  ownAvatarPixels: ownAvatarPixels, engine: engine, random: random, onEvent: onEvent)
+    }
+
+    /// - Parameters:
+    ///   - transports: the preferred first; the same frames go out on each.
+    public init(transports: [Transport], timing: PresenceTiming, signer: Curve25519.Signing.PrivateKey, announcement: Announcement,
                 ownAvatarPixels: Data? = nil, engine: Engine = Engine(), random: SeededRandom = SeededRandom(),
                 onEvent: @escaping @Sendable (PresenceEvent) -> Void) {
         let clock: @Sendable () -> Double = { engine.now }
         self.engine = engine
-        self.transport = transport
+        precondition(!transports.isEmpty, "presence needs a transport")
+        self.transports = transports
         self.timing = timing
         self.signer = signer
         self.ownAvatar = ownAvatarPixels
@@ -146,24 +173,36 @@ public final class NearbyService: Sendable {
                             announcement: first, random: random))
     }
 
-    /// Starts the transport and announcing.
+    /// Starts every transport and announcing. When one cannot start, those already started
+    /// are stopped again and the error is thrown.
     public func start() throws {
-        try transport.start { [weak self] bytes, route in self?.receive(bytes, from: route) }
+        var started: [Transport] = []
+        do {
+            for transport in transports {
+                try transport.start { [weak self] bytes, route in self?.receive(bytes, from: route) }
+                started.append(transport)
+            }
+        } catch {
+            started.forEach { $0.stop() }
+            throw error
+        }
+        // The LAN's unicast port is the one announced (a broker needs none).
+        let port = transports.lazy.map(\.directPort).first { $0 != 0 } ?? 0
         state.withLock {
             $0.running = true
-            $0.announcement.unicastPort = transport.directPort
+            $0.announcement.unicastPort = port
         }
         timer = engine.every(0.05) { [weak self] in self?.tick() }
     }
 
-    /// Says goodbye and stops the transport. Safe to call twice.
+    /// Says goodbye and stops the transports. Safe to call twice.
     public func stop() {
         guard state.withLock({ $0.running }) else { return }
         timer?.cancel()
         timer = nil
         send(.goodbye)
         state.withLock { $0.running = false }
-        transport.stop()
+        transports.forEach { $0.stop() }
     }
 
     /// The present peer with this signing key: a lookup, whatever the size of the table.
@@ -233,17 +272,34 @@ public final class NearbyService: Sendable {
         }
     }
 
-    /// Sends to everyone in range, or to `route` only.
-    private func send(_ payload: Payload, to route: Route? = nil) {
+    /// Sends to everyone in range on every transport.
+    private func send(_ payload: Payload) {
+        guard let bytes = frame(payload) else { return }
+        for transport in transports { transport.broadcast(bytes) }
+        count(bytes, copies: transports.count)
+    }
+
+    /// Sends one frame by each of `routes`.
+    private func send(_ payload: Payload, to routes: [Route]) {
+        guard !routes.isEmpty, let bytes = frame(payload) else { return }
+        for route in routes { transports.first { $0.name == route.transport }?.send(bytes, to: route) }
+        count(bytes, copies: routes.count)
+    }
+
+    /// The payload signed, with the next sequence number; nil once stopped.
+    private func frame(_ payload: Payload) -> [UInt8]? {
         let timestamp = UInt64(clock() * 1000)
         let sequence = state.withLock { state -> UInt32? in
             guard state.running else { return nil }
             state.sequence &+= 1
             return state.sequence
         }
-        guard let sequence, let bytes = try? Packet.encode(payload, signer: signer, timestamp: timestamp, sequence: sequence) else { return }
-        if let route { transport.send(bytes, to: route) } else { transport.broadcast(bytes) }
-        state.withLock { $0.statistics.sent += 1; $0.statistics.sentBytes += bytes.count }
+        guard let sequence else { return nil }
+        return try? Packet.encode(payload, signer: signer, timestamp: timestamp, sequence: sequence)
+    }
+
+    private func count(_ bytes: [UInt8], copies: Int) {
+        state.withLock { $0.statistics.sent += copies; $0.statistics.sentBytes += bytes.count * copies }
     }
 
     /// On the socket's thread: only the checks of the frame and its signature, then the packet
@@ -257,12 +313,11 @@ public final class NearbyService: Sendable {
             return
         }
         guard packet.sender != signer.publicKey.rawRepresentation else { return }  // Our own, looped back.
-        let host = route.address
-        engine.async { self.handle(packet, from: host) }
+        engine.async { self.handle(packet, from: route) }
     }
 
     /// On the engine: what a verified packet changes.
-    private func handle(_ packet: Packet, from host: String) {
+    private func handle(_ packet: Packet, from route: Route) {
         let now = clock()
         switch packet.payload {
         case .avatarRequest(let hash):
@@ -272,7 +327,7 @@ public final class NearbyService: Sendable {
                 if state.requested[hash] != nil { state.avatars[hash] = pixels }
             }
         case .message, .ack, .read:
-            hooks.withLock { $0.packet }?(packet, host)
+            hooks.withLock { $0.packet }?(packet, route)
         case .query:
             state.withLock { $0.statistics.received += 1 }
             answerQuery(now: now)
@@ -286,7 +341,7 @@ public final class NearbyService: Sendable {
         case .announce, .goodbye:
             let events = state.withLock { state -> [PresenceEvent] in
                 state.statistics.received += 1
-                return state.table.receive(packet, from: host, now: now)
+                return state.table.receive(packet, from: route, now: now)
             }
             // Every announcement may prompt the avatar request again: the first can be refused
             // when it reaches the peer before our own announcement did.
@@ -320,7 +375,7 @@ public final class NearbyService: Sendable {
             return peer
         }
         guard let peer else { return }
-        send(.avatar(hash: hash, pixels: ownAvatar), to: directRoute(of: peer))
+        sendDirect(.avatar(hash: hash, pixels: ownAvatar), to: peer)
     }
 
     static let avatarRetryGap = 1.0
@@ -343,6 +398,6 @@ public final class NearbyService: Sendable {
             state.requested[hash] = now
             return true
         }
-        if ask { send(.avatarRequest(hash: hash), to: directRoute(of: peer)) }
+        if ask { sendDirect(.avatarRequest(hash: hash), to: peer) }
     }
 }

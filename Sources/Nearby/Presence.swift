@@ -52,25 +52,38 @@ public struct AnnounceSchedule: Sendable {
     public mutating func announceSoon(now: Double) { nextAt = min(nextAt, now) }
 }
 
-/// Someone nearby, as their last announcement described them.
+/// One way a peer was heard: by which transport, from where, and when last.
+public struct PeerRoute: Equatable, Sendable {
+    /// The route its announcements came by (the transport turns it into a direct route).
+    public var source: Route
+    public var lastSeen: Double
+    /// The newest announcement heard by this transport: a copy of it again is a duplicate.
+    var newest = Freshness(timestamp: 0, sequence: 0)
+
+    public init(source: Route, lastSeen: Double) {
+        self.source = source
+        self.lastSeen = lastSeen
+    }
+
+    public var transport: String { source.transport }
+}
+
+/// Someone nearby, as their last announcement described them: one entry per signing key,
+/// whichever transports it was heard on (the LAN, a broker, both).
 public struct Peer: Equatable, Sendable {
-    public init(signingKey: Data, announcement: Announcement, host: String, lastSeen: Double) {
+    public init(signingKey: Data, announcement: Announcement, route: Route, lastSeen: Double) {
         self.signingKey = signingKey
         self.announcement = announcement
-        self.host = host
+        self.routes = [PeerRoute(source: route, lastSeen: lastSeen)]
         self.lastSeen = lastSeen
         self.newest = Freshness(timestamp: 0, sequence: 0)
     }
 
-    init(signingKey: Data, announcement: Announcement, host: String, lastSeen: Double, newest: Freshness) {
-        self.init(signingKey: signingKey, announcement: announcement, host: host, lastSeen: lastSeen)
-        self.newest = newest
-    }
-
     public var signingKey: Data
     public var announcement: Announcement
-    /// Where their packets come from (for direct messages).
-    public var host: String
+    /// Each transport it was heard on, at most one route each, in the order first heard.
+    public var routes: [PeerRoute]
+    /// The last time it was heard on any transport.
     public var lastSeen: Double
     /// The newest packet seen from them: anything not newer is a replay.
     var newest: Freshness
@@ -80,6 +93,26 @@ public struct Peer: Equatable, Sendable {
     public var name: String { announcement.name }
     public var fingerprint: String { PeerIdentity.fingerprint(of: signingKey) }
     public var handle: String { PeerIdentity.handle(name: name, signingKey: signingKey) }
+
+    /// The routes heard within `lifetime` of `now`, ranked by `preference` (transport names, the
+    /// preferred first); a route still live is never passed over for a stale one.
+    public func liveRoutes(now: Double, lifetime: Double, preference: [String]) -> [PeerRoute] {
+        let rank = { (route: PeerRoute) in preference.firstIndex(of: route.transport) ?? preference.count }
+        let live = routes.filter { now - $0.lastSeen <= lifetime }
+        return (live.isEmpty ? routes : live).sorted { rank($0) < rank($1) }
+    }
+
+    /// Records that the announcement `freshness` came by `route`.
+    mutating func heard(by route: Route, freshness: Freshness, now: Double) {
+        var entry = PeerRoute(source: route, lastSeen: now)
+        entry.newest = freshness
+        if let index = routes.firstIndex(where: { $0.transport == route.transport }) {
+            routes[index] = entry
+        } else {
+            routes.append(entry)
+        }
+        lastSeen = max(lastSeen, now)
+    }
 }
 
 public enum PresenceEvent: Equatable, Sendable {
@@ -125,16 +158,28 @@ public struct PresenceTable: Sendable {
         min(maximumInterval, max(minimumInterval, Double(announcement.intervalMilliseconds) / 1000))
     }
 
-    /// Takes one verified packet. Packets not newer than the newest seen from the same sender,
-    /// present or departed, are dropped (a replay, or reordering).
-    public mutating func receive(_ packet: Packet, from host: String, now: Double) -> [PresenceEvent] {
+    /// Takes one verified packet that came by `route`. Packets not newer than the newest seen
+    /// from the same sender, present or departed, are dropped (a replay, or reordering), with one
+    /// exception: the newest announcement arriving again by another transport adds or refreshes
+    /// that transport's route (the same frame is broadcast on every transport). It may not move
+    /// a route already known elsewhere, so a replay cannot redirect anyone's messages.
+    public mutating func receive(_ packet: Packet, from route: Route, now: Double) -> [PresenceEvent] {
         let known = peers[packet.sender]
         let freshness = Freshness(timestamp: packet.timestamp, sequence: packet.sequence)
+        if var peer = known, freshness == peer.newest, case .announce = packet.payload {
+            if let existing = peer.routes.first(where: { $0.transport == route.transport }),
+               existing.source != route || existing.newest >= freshness { return [] }
+            peer.heard(by: route, freshness: freshness, now: now)
+            peers[packet.sender] = peer
+            return []
+        }
         if let newest = known?.newest ?? retired[packet.sender], freshness <= newest { return [] }
         switch packet.payload {
         case .announce(let announcement):
-            var peer = Peer(signingKey: packet.sender, announcement: announcement, host: host, lastSeen: now,
-                            newest: freshness)
+            var peer = known ?? Peer(signingKey: packet.sender, announcement: announcement, route: route, lastSeen: now)
+            peer.announcement = announcement
+            peer.newest = freshness
+            peer.heard(by: route, freshness: freshness, now: now)
             var events: [PresenceEvent] = []
             if known == nil, peers.count >= capacity, let victim = evictionCandidate() {
                 events.append(.left(remove(victim, newest: peers[victim]!.newest), .evicted))
@@ -172,13 +217,18 @@ public struct PresenceTable: Sendable {
         expiryScans += 1
         var events: [PresenceEvent] = []
         var next = Double.infinity
-        for (key, peer) in peers {
-            let deadline = peer.lastSeen + timing.lifetime(ofInterval: Self.interval(of: peer.announcement))
-            if now > deadline {
+        for (key, var peer) in peers {
+            let lifetime = timing.lifetime(ofInterval: Self.interval(of: peer.announcement))
+            if now > peer.lastSeen + lifetime {
                 events.append(.left(remove(key, newest: peer.newest), .expired))
-            } else {
-                next = min(next, deadline)
+                continue
             }
+            // A transport it went quiet on is forgotten; it stays while another still hears it.
+            if peer.routes.count > 1, peer.routes.contains(where: { now > $0.lastSeen + lifetime }) {
+                peer.routes.removeAll { now > $0.lastSeen + lifetime }
+                peers[key] = peer
+            }
+            next = min(next, peer.routes.map { $0.lastSeen + lifetime }.min() ?? peer.lastSeen + lifetime)
         }
         nextExpiry = next
         return events

@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// Where a packet came from, or goes: which transport, and an address only that transport
@@ -28,9 +29,9 @@ public protocol Transport: AnyObject, Sendable {
     func send(_ bytes: [UInt8], to route: Route)
     /// The port peers send direct packets to, as announced (0 when the transport needs none).
     var directPort: UInt16 { get }
-    /// The route of a peer's direct packets, from the route its announcement came by and the
-    /// port it announced.
-    func directRoute(from source: Route, port: UInt16) -> Route
+    /// The route of a peer's direct packets, from the route its announcement came by, the port
+    /// it announced and its signing key (what each transport needs of them differs).
+    func directRoute(from source: Route, port: UInt16, signingKey: Data) -> Route
     /// Closes everything `start` opened. Safe to call twice.
     func stop()
 }
@@ -52,31 +53,33 @@ public final class MemoryNetwork: Sendable {
 
     func leave(_ address: String) { _ = members.withLock { $0.removeValue(forKey: address) } }
 
-    func carry(_ bytes: [UInt8], from address: String, to target: String?) {
+    func carry(_ bytes: [UInt8], from address: String, by transport: String, to target: String?) {
         if loss.withLock({ $0 })?(bytes) == true { return }
         let receivers = members.withLock { members -> [@Sendable ([UInt8], Route) -> Void] in
             guard members[address] != nil else { return [] }  // A stopped transport sends nothing.
             return members.filter { $0.key != address && (target == nil || $0.key == target) }.map(\.value)
         }
-        for deliver in receivers { deliver(bytes, Route(transport: "memory", address: address)) }
+        for deliver in receivers { deliver(bytes, Route(transport: transport, address: address)) }
     }
 }
 
 /// One member of a `MemoryNetwork`.
 public final class MemoryTransport: Transport {
-    public let name = "memory"
+    public let name: String
     public let address: String
     private let network: MemoryNetwork
 
-    public init(network: MemoryNetwork, address: String) {
+    /// `name` lets a test give one shell two transports (a "lan" and a "broker") on two networks.
+    public init(network: MemoryNetwork, address: String, name: String = "memory") {
         self.network = network
         self.address = address
+        self.name = name
     }
 
     public func start(deliver: @escaping @Sendable ([UInt8], Route) -> Void) throws { network.join(address, deliver: deliver) }
-    public func broadcast(_ bytes: [UInt8]) { network.carry(bytes, from: address, to: nil) }
-    public func send(_ bytes: [UInt8], to route: Route) { network.carry(bytes, from: address, to: route.address) }
+    public func broadcast(_ bytes: [UInt8]) { network.carry(bytes, from: address, by: name, to: nil) }
+    public func send(_ bytes: [UInt8], to route: Route) { network.carry(bytes, from: address, by: name, to: route.address) }
     public var directPort: UInt16 { 0 }
-    public func directRoute(from source: Route, port: UInt16) -> Route { source }
+    public func directRoute(from source: Route, port: UInt16, signingKey: Data) -> Route { source }
     public func stop() { network.leave(address) }
 }

@@ -57,7 +57,7 @@ final class Pair: Sendable {
         Peer(signingKey: identity.signingPublicKey,
              announcement: Announcement(name: name, agreementKey: identity.agreementPublicKey, plane: plane.wireValue,
                                         avatar: .none, unicastPort: 1, intervalMilliseconds: 5000),
-             host: "198.18.0.1", lastSeen: 0)
+             route: Route(transport: "memory", address: "198.18.0.1"), lastSeen: 0)
     }
 
     static func packet(_ payload: Payload, from identity: Identity) -> Packet {
@@ -70,8 +70,8 @@ final class Pair: Sendable {
     func exchange(rounds: Int = 3, now: Double = 0) {
         for round in 0..<rounds {
             aliceDelivery.tick(now: now + Double(round) * 10)
-            for packet in toBob.take() { bobDelivery.receive(packet, from: "h") }
-            for packet in toAlice.take() { aliceDelivery.receive(packet, from: "h") }
+            for packet in toBob.take() { bobDelivery.receive(packet, from: Route(transport: "memory", address: "h")) }
+            for packet in toAlice.take() { aliceDelivery.receive(packet, from: Route(transport: "memory", address: "h")) }
         }
     }
 }
@@ -95,7 +95,7 @@ final class Pair: Sendable {
         _ = try pair.aliceDelivery.send("only once", in: conversation)
         pair.aliceDelivery.tick(now: 0)
         let captured = pair.toBob.withLock { $0 }
-        for _ in 0..<3 { for packet in captured { pair.bobDelivery.receive(packet, from: "h") } }
+        for _ in 0..<3 { for packet in captured { pair.bobDelivery.receive(packet, from: Route(transport: "memory", address: "h")) } }
         #expect(pair.received.withLock { $0 } == ["only once"])
         let bobConversation = try pair.bobDelivery.conversation(with: Pair.peer(pair.alice, "alice", .human))
         #expect(try pair.bobStore.page(bobConversation.id).count == 1)
@@ -111,11 +111,11 @@ final class Pair: Sendable {
         }
         var corrupted = sealed
         corrupted[corrupted.count - 1] ^= 1
-        pair.bobDelivery.receive(Pair.packet(.message(recipient: recipient, sealed: corrupted), from: pair.alice), from: "h")
+        pair.bobDelivery.receive(Pair.packet(.message(recipient: recipient, sealed: corrupted), from: pair.alice), from: Route(transport: "memory", address: "h"))
         // Someone else's packet for bob, claiming to be from an unknown key.
-        pair.bobDelivery.receive(Pair.packet(.message(recipient: recipient, sealed: sealed), from: Identity()), from: "h")
+        pair.bobDelivery.receive(Pair.packet(.message(recipient: recipient, sealed: sealed), from: Identity()), from: Route(transport: "memory", address: "h"))
         // Alice's packet addressed to somebody else.
-        pair.bobDelivery.receive(Pair.packet(.message(recipient: Data(repeating: 0, count: 32), sealed: sealed), from: pair.alice), from: "h")
+        pair.bobDelivery.receive(Pair.packet(.message(recipient: Data(repeating: 0, count: 32), sealed: sealed), from: pair.alice), from: Route(transport: "memory", address: "h"))
         #expect(pair.received.withLock { $0 }.isEmpty)
         #expect(pair.bobDelivery.droppedCounts == ["cannot decrypt": 1, "unknown sender": 1, "not for us": 1])
     }
@@ -128,7 +128,7 @@ final class Pair: Sendable {
         _ = try pair.aliceDelivery.send("boo", in: conversation)
         pair.aliceDelivery.tick(now: 0)
         pair.alicePlane.withLock { $0 = .dying }
-        for packet in pair.toBob.withLock({ $0 }) { pair.bobDelivery.receive(packet, from: "h") }
+        for packet in pair.toBob.withLock({ $0 }) { pair.bobDelivery.receive(packet, from: Route(transport: "memory", address: "h")) }
         #expect(pair.received.withLock { $0 }.isEmpty)
         #expect(pair.bobDelivery.droppedCounts["plane"] == 1)
         // And the sender refuses at once when the table forbids it.

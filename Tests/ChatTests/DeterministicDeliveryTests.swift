@@ -57,4 +57,76 @@ import Testing
         #expect(received.withLock { $0 } == ["hello"], "ann sent \(annService.statistics)")
         withExtendedLifetime(benDelivery) {}  // The service holds its delivery weakly.
     }
+
+    /// One shell on two transports (a "lan" and a "broker", each its own network): the peer is
+    /// listed once with both routes, the LAN preferred; each message is stored once; when the
+    /// LAN stops carrying anything, the next copy goes by the broker as well and arrives.
+    @Test func aPeerOnTwoTransportsIsOnePeerAndSurvivesTheLossOfOne() throws {
+        var template = Array("/tmp/seance-routes-XXXXXX".utf8CString)
+        let directory = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+        defer { _ = system("rm -rf \(directory)") }
+        let scheduler = ManualScheduler()
+        let lan = MemoryNetwork(), broker = MemoryNetwork()
+        let received = Mutex<[String]>([])
+        let arrivals = Mutex(0)
+        func node(_ name: String) throws -> (NearbyService, DeliveryService, Identity, Engine, MessageStore) {
+            let identity = Identity()
+            let engine = Engine(scheduler: scheduler)
+            let service = NearbyService(transports: [MemoryTransport(network: lan, address: name, name: "lan"),
+                                                     MemoryTransport(network: broker, address: name, name: "broker")],
+                                        timing: PresenceTiming(interval: 1, jitter: 0, startupGap: 0.5), signer: identity.signing,
+                                        announcement: Announcement(name: name, agreementKey: identity.agreementPublicKey, plane: 0,
+                                                                   avatar: .none, unicastPort: 0, intervalMilliseconds: 0),
+                                        engine: engine) { event in
+                if case .arrived = event { arrivals.withLock { $0 += 1 } }
+            }
+            let store = MessageStore(database: try SeanceDatabase(path: directory + "/\(name).sqlite"))
+            let delivery = DeliveryService(store: store, identity: identity, myPlane: { .human }, engine: engine, clock: { scheduler.now }) { event in
+                if case .received(_, let message, _) = event { received.withLock { $0.append(message.text) } }
+            }
+            delivery.attach(service)
+            try service.start()
+            return (service, delivery, identity, engine, store)
+        }
+        let (annService, ann, _, annEngine, annStore) = try node("ann")
+        let (benService, benDelivery, ben, benEngine, _) = try node("ben")
+        defer { annService.stop(); benService.stop() }
+        func settle() { for _ in 0..<3 { annEngine.sync {}; benEngine.sync {} } }
+        scheduler.advance(by: 0)
+        settle()
+        #expect(arrivals.withLock { $0 } == 2, "each side hears the other once, not once per transport")
+        let benPeer = try #require(annService.peer(ben.signingPublicKey))
+        #expect(annService.peers().count == 1)
+        #expect(annService.routeNames(of: benPeer) == ["lan", "broker"])
+
+        let conversation = try ann.conversation(with: benPeer)
+        _ = try ann.send("by the lan", in: conversation)
+        settle()
+        scheduler.advance(by: 0.05)
+        settle()
+        #expect(received.withLock { $0 } == ["by the lan"])
+
+        // The LAN goes dark: the first copy (by the LAN) is lost; the copy sent again goes by
+        // both routes and the broker's arrives, once.
+        lan.setLoss { _ in true }
+        _ = try ann.send("by the broker", in: conversation)
+        settle()
+        scheduler.advance(by: 0.05)
+        settle()
+        #expect(received.withLock { $0 } == ["by the lan"])
+        scheduler.advance(by: 0.3)
+        settle()
+        #expect(received.withLock { $0 } == ["by the lan", "by the broker"])
+        scheduler.advance(by: 2)
+        settle()
+        #expect(received.withLock { $0 } == ["by the lan", "by the broker"], "stored exactly once")
+        #expect(try annStore.outbox(conversation.id).isEmpty, "acknowledged by the route that worked")
+
+        // After a few silent intervals the LAN route is forgotten and the broker is preferred.
+        scheduler.advance(by: 5)
+        settle()
+        let later = try #require(annService.peer(ben.signingPublicKey))
+        #expect(annService.routeNames(of: later) == ["broker"])
+        withExtendedLifetime(benDelivery) {}
+    }
 }

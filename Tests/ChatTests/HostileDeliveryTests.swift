@@ -39,11 +39,11 @@ import Testing
         guard case .message(let recipient, var sealed) = packets[0].payload else { return }
         sealed[sealed.count - 1] ^= 1
         packets[0].payload = .message(recipient: recipient, sealed: sealed)
-        for _ in 0..<5 { pair.bobDelivery.receive(packets[0], from: "h") }
+        for _ in 0..<5 { pair.bobDelivery.receive(packets[0], from: Route(transport: "memory", address: "h")) }
         #expect(try bobsConversation(pair) == nil)
         #expect(pair.bobDelivery.droppedCounts == ["cannot decrypt": 5])
         // A fragment that decrypts does make it.
-        pair.bobDelivery.receive(try Self.forged("hello", from: pair.alice, to: pair.bob)[0], from: "h")
+        pair.bobDelivery.receive(try Self.forged("hello", from: pair.alice, to: pair.bob)[0], from: Route(transport: "memory", address: "h"))
         #expect(try bobsConversation(pair) != nil)
         #expect(pair.received.withLock { $0 } == ["hello"])
     }
@@ -53,12 +53,12 @@ import Testing
     @Test func overLongMessagesAreSkippedNotStored() throws {
         let pair = try Pair()
         let tooLong = try Self.forged(String(repeating: "y", count: DeliveryService.maximumLength + 1), from: pair.alice, to: pair.bob)
-        for packet in tooLong { pair.bobDelivery.receive(packet, from: "h") }
+        for packet in tooLong { pair.bobDelivery.receive(packet, from: Route(transport: "memory", address: "h")) }
         let endless = try Self.forged(String(repeating: "z", count: 900 * IncomingAssembler.maximumFragments), from: pair.alice, to: pair.bob,
                                       first: UInt32(tooLong.count) + 1, endless: true)
-        for packet in endless { pair.bobDelivery.receive(packet, from: "h") }
+        for packet in endless { pair.bobDelivery.receive(packet, from: Route(transport: "memory", address: "h")) }
         let after = UInt32(tooLong.count + endless.count)
-        for packet in try Self.forged("fine", from: pair.alice, to: pair.bob, first: after + 1) { pair.bobDelivery.receive(packet, from: "h") }
+        for packet in try Self.forged("fine", from: pair.alice, to: pair.bob, first: after + 1) { pair.bobDelivery.receive(packet, from: Route(transport: "memory", address: "h")) }
         #expect(pair.received.withLock { $0 } == ["fine"])
         #expect(acknowledged(pair) == after + 1)
         let conversation = try #require(try bobsConversation(pair))
@@ -71,7 +71,7 @@ import Testing
         let pair = try Pair()
         let conversation = try pair.conversationAtAlice()
         #expect(throws: DeliveryService.SendError.nul) { try pair.aliceDelivery.send("before\0after", in: conversation) }
-        for packet in try Self.forged("before\0after", from: pair.alice, to: pair.bob) { pair.bobDelivery.receive(packet, from: "h") }
+        for packet in try Self.forged("before\0after", from: pair.alice, to: pair.bob) { pair.bobDelivery.receive(packet, from: Route(transport: "memory", address: "h")) }
         #expect(pair.received.withLock { $0 }.isEmpty)
         #expect(pair.bobDelivery.droppedCounts["NUL character"] == 1)
         #expect(acknowledged(pair) == 1)
@@ -80,7 +80,7 @@ import Testing
     @Test func aSendTimeFarInTheFutureIsNotBelieved() throws {
         let pair = try Pair()
         for packet in try Self.forged("from the future", from: pair.alice, to: pair.bob, sentAt: 1 << 63) {
-            pair.bobDelivery.receive(packet, from: "h")
+            pair.bobDelivery.receive(packet, from: Route(transport: "memory", address: "h"))
         }
         let conversation = try #require(try bobsConversation(pair))
         #expect(try pair.bobStore.page(conversation.id).map(\.sentAt) == [0])  // The receiver's clock.
@@ -96,7 +96,7 @@ import Testing
         let peer = Peer(signingKey: Data(repeating: 7, count: 32),
                         announcement: Announcement(name: "eve" + evil, agreementKey: Data(repeating: 1, count: 32), plane: 0,
                                                    avatar: .emoji(evil), unicastPort: 1, intervalMilliseconds: 5000),
-                        host: "h", lastSeen: 0)
+                        route: Route(transport: "memory", address: "h"), lastSeen: 0)
         var lines = ChatMode.liveLines(for: .arrived(peer), myPlane: .human, database: database, styler: Styler(.plain), ascii: false)
         lines += ChatMode.liveLines(for: .left(peer, .goodbye), myPlane: .human, database: database, styler: Styler(.plain), ascii: false)
         let view = ConversationView(capabilities: .plain, columns: 60)
@@ -137,7 +137,7 @@ import Testing
                 """)
         }
         // Out of order, so the three messages complete in one batch when the first arrives.
-        for packet in fragments.reversed() { pair.bobDelivery.receive(packet, from: "h") }
+        for packet in fragments.reversed() { pair.bobDelivery.receive(packet, from: Route(transport: "memory", address: "h")) }
         #expect(pair.received.withLock { $0 } == ["one"])
         #expect(pair.bobDelivery.droppedCounts["storage"] == 1)
         try pair.bobStore.database.write { try $0.execute(sql: "DROP TRIGGER refuse") }

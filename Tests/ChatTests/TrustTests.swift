@@ -14,7 +14,7 @@ import Testing
         Peer(signingKey: Data(repeating: key, count: 32),
              announcement: Announcement(name: name, agreementKey: Data(repeating: 1, count: 32), plane: 0, avatar: .none,
                                         unicastPort: 1, intervalMilliseconds: 5000),
-             host: "h", lastSeen: Double(key))
+             route: Route(transport: "memory", address: "h"), lastSeen: Double(key))
     }
 
     @Test func theFirstKeyStaysTrustedAndTheOtherIsFlaggedEveryTime() throws {

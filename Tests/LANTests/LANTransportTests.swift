@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import Wire
 @testable import LAN
@@ -14,6 +15,6 @@ import Wire
         #expect(LANTransport.hostAndPort("fe80::1:47777")! == ("fe80::1", 47_777))
         #expect(LANTransport.hostAndPort("nonsense") == nil)
         let lan = LANTransport(configuration: .init())
-        #expect(lan.directRoute(from: Route(transport: "lan", address: "198.18.0.2:47777"), port: 40_000).address == "198.18.0.2:40000")
+        #expect(lan.directRoute(from: Route(transport: "lan", address: "198.18.0.2:47777"), port: 40_000, signingKey: Data()).address == "198.18.0.2:40000")
     }
 }

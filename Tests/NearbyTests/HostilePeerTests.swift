@@ -41,11 +41,11 @@ import Testing
     @Test func theTableIsBoundedAndKeepsEstablishedPeers() {
         var table = PresenceTable(timing: PresenceTiming(interval: 5), capacity: 16)
         let real = Curve25519.Signing.PrivateKey()
-        _ = table.receive(Self.announce(real, name: "real", at: 1), from: "h", now: 0)
-        _ = table.receive(Self.announce(real, name: "real", at: 2), from: "h", now: 1)
+        _ = table.receive(Self.announce(real, name: "real", at: 1), from: Route(transport: "lan", address: "h"), now: 0)
+        _ = table.receive(Self.announce(real, name: "real", at: 2), from: Route(transport: "lan", address: "h"), now: 1)
         var evicted = 0
         for i in 0..<500 {
-            let events = table.receive(Self.announce(.init(), at: 1, interval: UInt32.max), from: "h", now: 2 + Double(i) / 1000)
+            let events = table.receive(Self.announce(.init(), at: 1, interval: UInt32.max), from: Route(transport: "lan", address: "h"), now: 2 + Double(i) / 1000)
             evicted += events.filter { if case .left(_, .evicted) = $0 { return true } else { return false } }.count
         }
         #expect(table.peers.count == 16)
@@ -57,7 +57,7 @@ import Testing
     /// scan of the table.
     @Test func intervalsAreClampedAndIdleTicksScanNothing() {
         var table = PresenceTable(timing: PresenceTiming(interval: 5))
-        for _ in 0..<200 { _ = table.receive(Self.announce(.init(), at: 1, interval: UInt32.max), from: "h", now: 0) }
+        for _ in 0..<200 { _ = table.receive(Self.announce(.init(), at: 1, interval: UInt32.max), from: Route(transport: "lan", address: "h"), now: 0) }
         for tick in 1...10_000 { #expect(table.expire(now: Double(tick) * 0.05).isEmpty) }
         #expect(table.expiryScans == 0)
         #expect(table.expire(now: 3_600 * 3.5 + 1).count == 200)
@@ -68,19 +68,38 @@ import Testing
         var table = PresenceTable(timing: PresenceTiming(interval: 5))
         let bob = Curve25519.Signing.PrivateKey()
         let captured = Self.announce(bob, name: "bob", at: 10, sequence: 1)
-        _ = table.receive(captured, from: "198.18.0.2", now: 0)
+        _ = table.receive(captured, from: Route(transport: "lan", address: "198.18.0.2"), now: 0)
         let goodbye = Packet(sender: bob.publicKey.rawRepresentation, timestamp: 20, sequence: 2, payload: .goodbye)
-        #expect(table.receive(goodbye, from: "198.18.0.2", now: 1).count == 1)
-        #expect(table.receive(captured, from: "198.18.0.66", now: 2).isEmpty)
+        #expect(table.receive(goodbye, from: Route(transport: "lan", address: "198.18.0.2"), now: 1).count == 1)
+        #expect(table.receive(captured, from: Route(transport: "lan", address: "198.18.0.66"), now: 2).isEmpty)
         #expect(table.peers.isEmpty)
         // Expired and evicted keys are remembered too; a genuinely newer announcement returns.
-        #expect(table.receive(Self.announce(bob, name: "bob", at: 30, sequence: 3), from: "198.18.0.2", now: 3).count == 1)
+        #expect(table.receive(Self.announce(bob, name: "bob", at: 30, sequence: 3), from: Route(transport: "lan", address: "198.18.0.2"), now: 3).count == 1)
+    }
+
+    /// The same announcement by a second transport adds that route; replayed by someone else on
+    /// a transport that already has one, it neither moves the route nor keeps a silent peer alive.
+    @Test func aReplayCannotRedirectOrProlongAPeer() {
+        var table = PresenceTable(timing: PresenceTiming(interval: 1))
+        let bob = Curve25519.Signing.PrivateKey()
+        let latest = Self.announce(bob, name: "bob", at: 10, sequence: 1, interval: 1000)
+        let lan = Route(transport: "lan", address: "198.18.0.2:47777")
+        #expect(table.receive(latest, from: lan, now: 0).count == 1)
+        #expect(table.receive(latest, from: Route(transport: "broker", address: "bob"), now: 0.01).isEmpty)
+        #expect(table.peers.count == 1)
+        #expect(table.peer(bob.publicKey.rawRepresentation)?.routes.map(\.transport) == ["lan", "broker"])
+        // Mallory replays it on the LAN from her own address, and again from bob's.
+        _ = table.receive(latest, from: Route(transport: "lan", address: "198.18.0.66:47777"), now: 3)
+        _ = table.receive(latest, from: lan, now: 3)
+        #expect(table.peer(bob.publicKey.rawRepresentation)?.routes.first?.source == lan)
+        #expect(table.peer(bob.publicKey.rawRepresentation)?.lastSeen == 0.01)
+        #expect(table.expire(now: 4).count == 1, "bob went quiet: the replays did not keep him")
     }
 
     @Test func replayMemoryIsBoundedToo() {
         var table = PresenceTable(timing: PresenceTiming(interval: 5), capacity: 8)
         for i in 0..<(PresenceTable.retiredCapacity * 3) {
-            _ = table.receive(Self.announce(.init(), at: 1), from: "h", now: Double(i))
+            _ = table.receive(Self.announce(.init(), at: 1), from: Route(transport: "lan", address: "h"), now: Double(i))
         }
         #expect(table.peers.count == 8)
         #expect(table.retiredCount <= PresenceTable.retiredCapacity)

@@ -54,16 +54,16 @@ struct FixedRandom: RandomNumberGenerator {
 
     @Test func arrivalChangeAndGoodbye() {
         var table = PresenceTable(timing: timing)
-        guard case .arrived(let peer)? = table.receive(announce(at: 1), from: "198.18.0.2", now: 0).first else {
+        guard case .arrived(let peer)? = table.receive(announce(at: 1), from: Route(transport: "lan", address: "198.18.0.2"), now: 0).first else {
             Issue.record("no arrival"); return
         }
         #expect(peer.handle == "alice#" + PeerIdentity.fingerprint(of: alice.publicKey.rawRepresentation))
-        #expect(table.receive(announce(at: 2), from: "198.18.0.2", now: 5).isEmpty)  // A refresh, nothing new.
-        let change = table.receive(announce(3, at: 3), from: "198.18.0.2", now: 6)
+        #expect(table.receive(announce(at: 2), from: Route(transport: "lan", address: "198.18.0.2"), now: 5).isEmpty)  // A refresh, nothing new.
+        let change = table.receive(announce(3, at: 3), from: Route(transport: "lan", address: "198.18.0.2"), now: 6)
         guard case .changed(let from, let to)? = change.first else { Issue.record("no change"); return }
         #expect(from.announcement.plane == 0 && to.announcement.plane == 3)
         let goodbye = Packet(sender: alice.publicKey.rawRepresentation, timestamp: 4, sequence: 0, payload: .goodbye)
-        guard case .left(_, .goodbye)? = table.receive(goodbye, from: "198.18.0.2", now: 7).first else {
+        guard case .left(_, .goodbye)? = table.receive(goodbye, from: Route(transport: "lan", address: "198.18.0.2"), now: 7).first else {
             Issue.record("no goodbye"); return
         }
         #expect(table.peers.isEmpty)
@@ -71,18 +71,18 @@ struct FixedRandom: RandomNumberGenerator {
 
     @Test func replaysAndReorderedPacketsAreIgnored() {
         var table = PresenceTable(timing: timing)
-        _ = table.receive(announce(at: 10, sequence: 5), from: "h", now: 0)
-        #expect(table.receive(announce(2, at: 10, sequence: 5), from: "h", now: 1).isEmpty)  // Same packet again.
-        #expect(table.receive(announce(2, at: 9, sequence: 9), from: "h", now: 1).isEmpty)  // Older.
+        _ = table.receive(announce(at: 10, sequence: 5), from: Route(transport: "lan", address: "h"), now: 0)
+        #expect(table.receive(announce(2, at: 10, sequence: 5), from: Route(transport: "lan", address: "h"), now: 1).isEmpty)  // Same packet again.
+        #expect(table.receive(announce(2, at: 9, sequence: 9), from: Route(transport: "lan", address: "h"), now: 1).isEmpty)  // Older.
         #expect(table.peers.values.first?.announcement.plane == 0)
         let oldGoodbye = Packet(sender: alice.publicKey.rawRepresentation, timestamp: 5, sequence: 0, payload: .goodbye)
-        #expect(table.receive(oldGoodbye, from: "h", now: 2).isEmpty)
+        #expect(table.receive(oldGoodbye, from: Route(transport: "lan", address: "h"), now: 2).isEmpty)
         #expect(table.peers.count == 1)
     }
 
     @Test func expiryAfterThreeMissedRefreshes() {
         var table = PresenceTable(timing: timing)
-        _ = table.receive(announce(at: 1), from: "h", now: 100)
+        _ = table.receive(announce(at: 1), from: Route(transport: "lan", address: "h"), now: 100)
         #expect(table.expire(now: 100 + 15).isEmpty)    // Two missed: still here.
         #expect(table.expire(now: 100 + 17.4).isEmpty)
         guard case .left(_, .expired)? = table.expire(now: 100 + 17.6).first else { Issue.record("not expired"); return }
@@ -91,7 +91,7 @@ struct FixedRandom: RandomNumberGenerator {
 
     @Test func expiryFollowsThePeersOwnInterval() {
         var table = PresenceTable(timing: timing)
-        _ = table.receive(announce(at: 1, interval: 200), from: "h", now: 0)  // A fast peer: 0.2 s.
+        _ = table.receive(announce(at: 1, interval: 200), from: Route(transport: "lan", address: "h"), now: 0)  // A fast peer: 0.2 s.
         #expect(table.expire(now: 0.6).isEmpty)
         #expect(table.expire(now: 0.8).count == 1)
     }
