@@ -21,7 +21,7 @@ let package = Package(
         .target(name: "Terminal", dependencies: ["CStbImage"]),
         .target(name: "Storage", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
         .target(name: "Shell", dependencies: ["CEditLine", "Terminal", "Storage", "Runtime"]),
-        .target(name: "Zombies", dependencies: ["Shell", "Terminal", "Storage"]),
+        .target(name: "Zombies", dependencies: ["Shell", "Terminal", "Storage", .product(name: "GRDB", package: "GRDB.swift")]),
         .target(name: "Visions", dependencies: ["Shell", "Terminal", "Storage", .product(name: "GRDB", package: "GRDB.swift")]),
         // One clock and one scheduler for everything that waits (a manual one in tests).
         .target(name: "Runtime"),
@@ -68,18 +68,20 @@ let package = Package(
         .executableTarget(name: "SeanceFuzz", dependencies: [
             "Wire", "Shell", "Terminal", .product(name: "Crypto", package: "swift-crypto"),
         ]),
+        // What the test targets share: temporary directories and a database with every table.
+        .target(name: "TestSupport", dependencies: ["App", "Storage"], path: "Tests/TestSupport"),
         .testTarget(name: "TerminalTests", dependencies: ["Terminal"]),
-        .testTarget(name: "ShellTests", dependencies: ["Shell", "Terminal", "Storage"]),
-        .testTarget(name: "StorageTests", dependencies: ["Storage"]),
+        .testTarget(name: "ShellTests", dependencies: ["TestSupport", "Shell", "Terminal", "Storage"]),
+        .testTarget(name: "StorageTests", dependencies: ["TestSupport", "Storage"]),
         .testTarget(name: "ZombiesTests", dependencies: ["Zombies", "Terminal"]),
         .testTarget(name: "LANTests", dependencies: ["LAN", "Wire"]),
         .testTarget(name: "WireTests", dependencies: ["Wire", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "NearbyTests", dependencies: ["Nearby", "Wire", "LAN", "Runtime", .product(name: "Crypto", package: "swift-crypto")]),
-        .testTarget(name: "AppTests", dependencies: ["App", "Nearby", "Storage"]),
-        .testTarget(name: "StoreTests", dependencies: ["Store", "Accounts", "Storage", .product(name: "Crypto", package: "swift-crypto")]),
-        .testTarget(name: "AccountsTests", dependencies: ["Accounts", "Storage"]),
-        .testTarget(name: "ChatTests", dependencies: ["Chat", "Accounts", "Storage", "Shell", "Nearby"]),
-        .testTarget(name: "VisionsTests", dependencies: ["Visions", "Storage", "Terminal", "Shell"]),
+        .testTarget(name: "AppTests", dependencies: ["TestSupport", "App", "Nearby", "Storage"]),
+        .testTarget(name: "StoreTests", dependencies: ["TestSupport", "Store", "Accounts", "Storage", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(name: "AccountsTests", dependencies: ["TestSupport", "Accounts", "Storage"]),
+        .testTarget(name: "ChatTests", dependencies: ["TestSupport", "Chat", "Accounts", "Storage", "Shell", "Nearby"]),
+        .testTarget(name: "VisionsTests", dependencies: ["TestSupport", "Visions", "Storage", "Terminal", "Shell"]),
         // The end-to-end tests run the built binary; they link the wire code only to play a
         // hostile peer (forged, flooding, replaying packets) against it.
         .testTarget(name: "EndToEndTests", dependencies: ["Nearby", .product(name: "Crypto", package: "swift-crypto")],

@@ -1,3 +1,4 @@
+import Accounts
 import Chat
 import Glibc
 import LAN
@@ -24,8 +25,8 @@ public struct LaunchOptions: Sendable {
     public var battery: Int?
     /// `--no-anim`: no animations at a terminal.
     public var noAnimation = false
-    /// Where chat mode announces, as given by flags; `seance.conf` fills in the rest.
-    public var nearby = NearbySettings()
+    /// Chat settings given as flags (`Settings.all`); `seance.conf` fills in the rest.
+    public var settings = SettingValues()
 
     public init() {}
 }
@@ -44,6 +45,26 @@ public enum Outcome: Equatable, Sendable {
         case .commandFailed, .startFailed: return 1
         }
     }
+}
+
+extension Schema {
+    /// Every feature's migrations in the one order they run in (the order they were released).
+    public static let seance = Schema([
+        Migration.settings,
+        ZombiesSchema.score,
+        VisionsSchema.visionsAndRescuers,
+        AccountsSchema.profiles,
+        ChatSchema.knownPeers,
+        ChatSchema.conversations,
+        AccountsSchema.loginSlots,
+        ChatSchema.messageNumbers,
+        ChatSchema.trustedKeys,
+        StoreSchema.receiptsAndInventory,
+    ])
+
+    /// Each feature's list, for the test that every one is in the order above.
+    static let features: [[Migration]] = [[.settings], ZombiesSchema.migrations, VisionsSchema.migrations, AccountsSchema.migrations,
+                                         ChatSchema.migrations, StoreSchema.migrations]
 }
 
 /// Builds the shell with every mode and runs it.
@@ -85,27 +106,27 @@ public enum App {
             : environment["LINES"].flatMap(Int.init).map { max(4, $0) } ?? 100_000
         let console = Console(capabilities: capabilities, columns: TerminalSize.columns(environment: environment), rows: rows)
         let dataDirectory = DataDirectory(path: options.dataDirectory ?? DataDirectory.defaultPath(environment: environment))
-        let session = Session(dataDirectory: dataDirectory,
+        let session = Session(dataDirectory: dataDirectory, schema: .seance,
                               random: options.seed.map { SeededRandom(seed: $0) } ?? SeededRandom())
         let shell = Shell(console: console, session: session)
-        let nearby: NearbyConfiguration
+        let network: NetworkConfiguration
         do {
             // A data directory that is a file is the problem to name, not the config inside it.
             try dataDirectory.checkExisting()
             let configPath = ConfigFile.path(in: dataDirectory)
-            var file = NearbySettings()
+            var file = SettingValues()
             do {
                 file = try ConfigFile.parse(try FileContents.text(configPath), path: configPath)
             } catch let failure as FileContents.Failure where failure.isMissing {
                 // No config file: the defaults and the flags.
             }
-            nearby = try ConfigFile.resolve(flags: options.nearby, file: file)
+            network = try Settings.resolve(flags: options.settings, file: file)
         } catch {
             return .startFailed(String(describing: error))
         }
         let battery = Battery(override: options.battery)
         let profiles = Profiles()
-        registerModes(in: shell, profiles: profiles, battery: battery, nearby: nearby, animate: !options.noAnimation)
+        registerModes(in: shell, profiles: profiles, battery: battery, network: network, animate: !options.noAnimation)
         battery.register(in: shell)
         profiles.register(in: shell)
 
@@ -143,12 +164,11 @@ public enum App {
         return succeeded || interactive ? .success : .commandFailed
     }
 
-    static func registerModes(in shell: Shell, profiles: Profiles, battery: Battery, nearby: NearbyConfiguration, animate: Bool) {
+    static func registerModes(in shell: Shell, profiles: Profiles, battery: Battery, network: NetworkConfiguration, animate: Bool) {
         ZombiesMode().register(in: shell)
         VisionsMode().register(in: shell)
-        let lan = LANTransport.Configuration(group: nearby.group, port: nearby.port, interfaces: nearby.interfaces)
-        ChatMode(profiles: profiles, battery: battery, configuration: nearby, animate: animate,
-                 makeTransport: { LANTransport(configuration: lan) }).register(in: shell)
+        ChatMode(profiles: profiles, battery: battery, timing: network.timing, animate: animate,
+                 makeTransports: { [LANTransport(configuration: network.lan)] }).register(in: shell)
         StoreMode(session: profiles.session).register(in: shell)
     }
 }

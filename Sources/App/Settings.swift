@@ -1,18 +1,28 @@
+import LAN
 import Nearby
 import Storage
 
-/// Nearby settings from one source (the flags, or the config file); nil means "not given".
-public struct NearbySettings: Sendable, Equatable {
-    public var group: String?
-    public var port: Int?
-    public var interfaces: [String]?
-    public var announceInterval: Double?
+/// Where and how chat goes online, resolved from the flags, `seance.conf` and the defaults.
+public struct NetworkConfiguration: Sendable, Equatable {
+    public var lan = LANTransport.Configuration()
+    public var timing = PresenceTiming()
 
-    public init(group: String? = nil, port: Int? = nil, interfaces: [String]? = nil, announceInterval: Double? = nil) {
-        self.group = group
-        self.port = port
-        self.interfaces = interfaces
-        self.announceInterval = announceInterval
+    public init() {}
+}
+
+/// Raw setting values from one source (the flags, or the config file), by key; a repeatable
+/// setting keeps every value given. Nothing here is checked yet: `Settings.resolve` does that,
+/// the same way for both sources.
+public struct SettingValues: Sendable, Equatable {
+    public private(set) var values: [String: [String]] = [:]
+
+    public init(_ pairs: [(key: String, value: String)] = []) {
+        for (key, value) in pairs { values[key, default: []].append(value) }
+    }
+
+    public subscript(key: String) -> [String]? {
+        get { values[key] }
+        set { values[key] = newValue }
     }
 }
 
@@ -20,13 +30,91 @@ public struct SettingsError: Error, Equatable, CustomStringConvertible {
     public let description: String
 }
 
-/// `seance.conf` in the data directory: `key = value` lines, `#` comments. Keys: group, port,
-/// interface (comma-separated names), announce-interval (seconds). Flags win over the file.
+/// One setting, declared once: its flag (`--KEY`) and `seance.conf` key, what it means, its
+/// default, and how a value is read and checked.
+public struct Setting: Sendable {
+    public let key: String
+    /// What the value is, in help: `address`, `seconds`, …
+    public let valueName: String
+    /// Help text, ending with the default when there is one.
+    public let help: String
+    /// Given once per value as a flag, comma-separated in the file.
+    public let repeatable: Bool
+    /// Reads and checks the values given, into the configuration; throws a `SettingsError`.
+    let apply: @Sendable (inout NetworkConfiguration, [String]) throws -> Void
+}
+
+extension Setting {
+    func check(_ configuration: inout NetworkConfiguration, _ values: [String]) throws(SettingsError) {
+        do { try apply(&configuration, values) } catch let error as SettingsError { throw error } catch {
+            throw SettingsError(description: "\(key): \(error)")
+        }
+    }
+}
+
+public enum Settings {
+    private static let defaults = NetworkConfiguration()
+
+    /// Every chat setting, in the order help lists them.
+    public static let all: [Setting] = [
+        Setting(key: "group", valueName: "address",
+                help: "Multicast group chat mode announces on (default \(defaults.lan.group)).", repeatable: false) { config, values in
+            let group = values.last!
+            let octets = group.split(separator: ".", omittingEmptySubsequences: false).map { UInt8($0) }
+            guard octets.count == 4, octets.allSatisfy({ $0 != nil }), (224...239).contains(octets[0]!) else {
+                throw SettingsError(description: "group must be an IPv4 multicast address (224.0.0.0 to 239.255.255.255), not '\(group)'")
+            }
+            config.lan.group = group
+        },
+        Setting(key: "port", valueName: "port",
+                help: "UDP port of the multicast group (default \(defaults.lan.port)).", repeatable: false) { config, values in
+            guard let port = Int(values.last!) else { throw SettingsError(description: "port must be a number, not '\(values.last!)'") }
+            guard (1...65_535).contains(port) else { throw SettingsError(description: "port must be from 1 to 65535, not \(port)") }
+            config.lan.port = port
+        },
+        Setting(key: "interface", valueName: "name",
+                help: "Announce on this interface only (repeatable; default: every up, multicast-capable one).",
+                repeatable: true) { config, values in
+            let names = values.filter { !$0.isEmpty }
+            config.lan.interfaces = names.isEmpty ? nil : names
+        },
+        Setting(key: "announce-interval", valueName: "seconds",
+                help: "Seconds between presence refreshes (default \(defaults.timing.interval.formatted)).",
+                repeatable: false) { config, values in
+            guard let seconds = Double(values.last!) else {
+                throw SettingsError(description: "announce-interval must be a number, not '\(values.last!)'")
+            }
+            guard (0.05...3_600).contains(seconds) else {
+                throw SettingsError(description: "announce-interval must be from 0.05 to 3600 seconds, not \(seconds)")
+            }
+            config.timing = PresenceTiming(interval: seconds, startupGap: min(1, seconds))
+        },
+    ]
+
+    public static func named(_ key: String) -> Setting? { all.first { $0.key == key } }
+
+    /// The flags over the file over the defaults, each value checked by its setting.
+    public static func resolve(flags: SettingValues, file: SettingValues) throws(SettingsError) -> NetworkConfiguration {
+        var configuration = NetworkConfiguration()
+        for setting in all {
+            if let values = flags[setting.key], !values.isEmpty {
+                // Messages start with the key: as a flag, it is named as one (`--port must …`).
+                do { try setting.check(&configuration, values) } catch { throw SettingsError(description: "--" + error.description) }
+            } else if let values = file[setting.key], !values.isEmpty {
+                try setting.check(&configuration, values)
+            }
+        }
+        return configuration
+    }
+}
+
+/// `seance.conf` in the data directory: `key = value` lines, `#` comments, the keys of
+/// `Settings.all` (a repeatable one takes a comma-separated list). Flags win over the file.
 enum ConfigFile {
     static func path(in directory: DataDirectory) -> String { directory.path + "/seance.conf" }
 
-    static func parse(_ text: String, path: String) throws(SettingsError) -> NearbySettings {
-        var settings = NearbySettings()
+    static func parse(_ text: String, path: String) throws(SettingsError) -> SettingValues {
+        var values = SettingValues()
         for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = rawLine.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
             guard !line.allSatisfy(\.isWhitespace) else { continue }
@@ -34,39 +122,21 @@ enum ConfigFile {
             let parts = line.split(separator: "=", maxSplits: 1).map { $0.trimmingWhitespace }
             guard parts.count == 2, !parts[0].isEmpty else { throw SettingsError(description: "\(where_): expected 'key = value'") }
             let (key, value) = (parts[0], parts[1])
-            switch key {
-            case "group": settings.group = value
-            case "port":
-                guard let port = Int(value) else { throw SettingsError(description: "\(where_): port must be a number") }
-                settings.port = port
-            case "interface":
-                settings.interfaces = value.split(separator: ",").map { $0.trimmingWhitespace }.filter { !$0.isEmpty }
-            case "announce-interval":
-                guard let seconds = Double(value) else { throw SettingsError(description: "\(where_): announce-interval must be a number") }
-                settings.announceInterval = seconds
-            default:
-                throw SettingsError(description: "\(where_): unknown setting '\(key)' (group, port, interface, announce-interval)")
+            guard let setting = Settings.named(key) else {
+                let keys = Settings.all.map(\.key).joined(separator: ", ")
+                throw SettingsError(description: "\(where_): unknown setting '\(key)' (\(keys))")
+            }
+            let given = setting.repeatable ? value.split(separator: ",").map { $0.trimmingWhitespace }.filter { !$0.isEmpty } : [value]
+            values[key] = given
+            // Checked here too, so a bad value is reported with its line.
+            do {
+                var scratch = NetworkConfiguration()
+                try setting.check(&scratch, given.isEmpty ? [""] : given)
+            } catch {
+                throw SettingsError(description: "\(where_): \(error.description)")
             }
         }
-        return settings
-    }
-
-    /// The flags over the file over the defaults, checked.
-    static func resolve(flags: NearbySettings, file: NearbySettings) throws(SettingsError) -> NearbyConfiguration {
-        let group = flags.group ?? file.group ?? NearbyConfiguration.defaultGroup
-        let port = flags.port ?? file.port ?? NearbyConfiguration.defaultPort
-        let interval = flags.announceInterval ?? file.announceInterval ?? 5
-        let interfaces = flags.interfaces ?? file.interfaces
-        let octets = group.split(separator: ".").compactMap { UInt8($0) }
-        guard octets.count == 4, (224...239).contains(octets[0]) else {
-            throw SettingsError(description: "group must be an IPv4 multicast address (224.0.0.0 to 239.255.255.255), not '\(group)'")
-        }
-        guard (1...65_535).contains(port) else { throw SettingsError(description: "port must be from 1 to 65535, not \(port)") }
-        guard (0.05...3_600).contains(interval) else {
-            throw SettingsError(description: "announce-interval must be from 0.05 to 3600 seconds, not \(interval)")
-        }
-        return NearbyConfiguration(group: group, port: port, interfaces: interfaces,
-                                   timing: PresenceTiming(interval: interval, startupGap: min(1, interval)))
+        return values
     }
 }
 
@@ -74,4 +144,9 @@ extension StringProtocol {
     fileprivate var trimmingWhitespace: String {
         String(drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
     }
+}
+
+extension Double {
+    /// 5 as "5", 2.5 as "2.5".
+    fileprivate var formatted: String { self == rounded() ? String(Int(self)) : String(self) }
 }

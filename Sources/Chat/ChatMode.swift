@@ -70,7 +70,7 @@ final class PlaneLink: Sendable {
 public final class ChatMode {
     let profiles: Profiles
     private let battery: Battery
-    private let configuration: NearbyConfiguration
+    private let timing: PresenceTiming
     let link = PlaneLink()
     var service: NearbyService? { link.service.withLock { $0 } }
     static let batteryPollSeconds = 30.0
@@ -85,15 +85,16 @@ public final class ChatMode {
     /// Sent messages slide into place at a terminal, unless `--no-anim`.
     let animate: Bool
 
-    /// Makes the transport each time the user goes online (the LAN's sockets, in the app).
-    private let makeTransport: () -> Transport
+    /// Makes the transports each time the user goes online (the LAN's sockets, a broker's
+    /// connection), the preferred first.
+    private let makeTransports: () -> [Transport]
 
-    public init(profiles: Profiles, battery: Battery, configuration: NearbyConfiguration, animate: Bool = true,
-                makeTransport: @escaping () -> Transport) {
-        self.makeTransport = makeTransport
+    public init(profiles: Profiles, battery: Battery, timing: PresenceTiming, animate: Bool = true,
+                makeTransports: @escaping () -> [Transport]) {
+        self.makeTransports = makeTransports
         self.profiles = profiles
         self.battery = battery
-        self.configuration = configuration
+        self.timing = timing
         self.animate = animate
     }
 
@@ -164,7 +165,7 @@ public final class ChatMode {
         // One serial engine for presence and delivery: every packet, timer and database write
         // the network causes happens there, never on the socket's thread.
         let engine = Engine()
-        let service = NearbyService(transport: makeTransport(), timing: configuration.timing, signer: identity.signing,
+        let service = NearbyService(transports: makeTransports(), timing: timing, signer: identity.signing,
                                     announcement: announcement, ownAvatarPixels: pixels, engine: engine,
                                     // Jitter and answer delays follow --seed like every other choice.
                                     random: SeededRandom(seed: shell.session.random.next())) { event in
@@ -193,7 +194,8 @@ public final class ChatMode {
         }
         // The battery is read again every 30 s; a change of plane is announced at once.
         link.poll(battery, every: Self.batteryPollSeconds)
-        shell.console.print("announcing \(profile.handle) as \(plane.name) on \(configuration.group):\(configuration.port)")
+        let transports = service.transports.map(\.description).joined(separator: " and ")
+        shell.console.print("announcing \(profile.handle) as \(plane.name) on \(transports)")
         try list(shell)
     }
 

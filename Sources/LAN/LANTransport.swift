@@ -56,6 +56,8 @@ public final class LANTransport: Transport {
 
     public var directPort: UInt16 { sockets.withLock { $0.port } }
 
+    public var description: String { "\(name) \(configuration.group):\(configuration.port)" }
+
     public func directRoute(from source: Route, port: UInt16, signingKey: Data) -> Route {
         let host = Self.hostAndPort(source.address)?.host ?? source.address
         return Route(transport: name, address: "\(host):\(port)")

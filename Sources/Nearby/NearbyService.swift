@@ -3,26 +3,6 @@ import Glibc
 import Foundation
 import Synchronization
 
-/// Where and how presence is sent.
-public struct NearbyConfiguration: Sendable {
-    public var group: String
-    public var port: Int
-    /// Interface names to use; nil means every interface that is up and can multicast.
-    public var interfaces: [String]?
-    public var timing: PresenceTiming
-
-    public static let defaultGroup = "239.255.77.77"
-    public static let defaultPort = 47_777
-
-    public init(group: String = defaultGroup, port: Int = defaultPort, interfaces: [String]? = nil,
-                timing: PresenceTiming = PresenceTiming()) {
-        self.group = group
-        self.port = port
-        self.interfaces = interfaces
-        self.timing = timing
-    }
-}
-
 /// Counts of what came and went, for `nearby --stats` and the benchmarks.
 public struct NearbyStatistics: Sendable, Equatable {
     public var sent = 0

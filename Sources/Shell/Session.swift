@@ -6,13 +6,16 @@ import Storage
 /// on first use, so commands that need none start fast) and the seeded random source.
 public final class Session {
     public let dataDirectory: DataDirectory
+    /// What the database is brought up to when first opened.
+    public let schema: Schema
     public var random: SeededRandom
     /// Seconds since 1970; tests replace it.
     public var clock: () -> Double
     private var database: SeanceDatabase?
 
-    public init(dataDirectory: DataDirectory, random: SeededRandom, clock: @escaping () -> Double = Session.systemTime) {
+    public init(dataDirectory: DataDirectory, schema: Schema, random: SeededRandom, clock: @escaping () -> Double = Session.systemTime) {
         self.dataDirectory = dataDirectory
+        self.schema = schema
         self.random = random
         self.clock = clock
     }
@@ -27,7 +30,7 @@ public final class Session {
     public func openDatabase() throws(StorageError) -> SeanceDatabase {
         if let database { return database }
         try dataDirectory.create()
-        let opened = try SeanceDatabase(path: dataDirectory.databasePath)
+        let opened = try SeanceDatabase(path: dataDirectory.databasePath, schema: schema)
         database = opened
         return opened
     }

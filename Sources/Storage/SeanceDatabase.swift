@@ -9,11 +9,13 @@ public final class SeanceDatabase: Sendable {
 
     public let path: String
     public let writer: DatabasePool
+    public let schema: Schema
 
-    /// Opens (creating if needed) the database at `path` and brings its schema up to date.
+    /// Opens (creating if needed) the database at `path` and brings it up to `schema`.
     /// - Parameter busyTimeout: how long to wait for another process's lock, in seconds.
-    public init(path: String, busyTimeout: Double = 5) throws(StorageError) {
+    public init(path: String, schema: Schema, busyTimeout: Double = 5) throws(StorageError) {
         self.path = path
+        self.schema = schema
         try Self.checkExistingFile(at: path)
         var configuration = Configuration()
         configuration.busyMode = .timeout(busyTimeout)
@@ -26,10 +28,10 @@ public final class SeanceDatabase: Sendable {
             // The checks only read: in WAL mode they go ahead while another process writes, so
             // a read-only command never waits for the write lock. Only a database that needs
             // its schema brought up to date takes it.
-            let upToDate = try writer.read { db in try Self.check(db, path: path) }
+            let upToDate = try writer.read { db in try Self.check(db, path: path, schema: schema) }
             if !upToDate {
-                try writer.write { db in _ = try Self.check(db, path: path) }
-                try Schema.migrator.migrate(writer)
+                try writer.write { db in _ = try Self.check(db, path: path, schema: schema) }
+                try schema.migrator.migrate(writer)
                 try writer.write { db in try db.execute(sql: "PRAGMA application_id = \(Self.applicationID)") }
             }
         } catch let error as StorageError {
@@ -41,16 +43,17 @@ public final class SeanceDatabase: Sendable {
 
     /// Refuses a database that is not ours or is newer than this program; true when it needs no
     /// migration.
-    private static func check(_ db: Database, path: String) throws -> Bool {
+    private static func check(_ db: Database, path: String, schema: Schema) throws -> Bool {
         let id = try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0
         let hasTables = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM sqlite_master)") ?? false
         let hasMigrations = try db.tableExists("grdb_migrations")
         let isOurs = id == applicationID || (id == 0 && (!hasTables || hasMigrations))
         if !isOurs { throw StorageError.foreignDatabase(path: path) }
-        let applied = hasMigrations ? try Set(Schema.migrator.appliedIdentifiers(db)) : []
-        let unknown = applied.subtracting(Schema.migrationNames)
+        let known = Set(schema.names)
+        let applied = hasMigrations ? try Set(schema.migrator.appliedIdentifiers(db)) : []
+        let unknown = applied.subtracting(known)
         if !unknown.isEmpty { throw StorageError.newerSchema(path: path, unknownMigrations: unknown.sorted()) }
-        return id == applicationID && applied == Schema.migrationNames
+        return id == applicationID && applied == known
     }
 
     /// Runs `body` in a write transaction. SQLite's errors become `StorageError`s naming the

@@ -17,7 +17,7 @@ public struct Route: Hashable, Sendable, CustomStringConvertible {
 
 /// Moves signed frames, and nothing else: the LAN's sockets, a broker, or memory in tests.
 /// Its thread hands each datagram to `deliver` and returns; all meaning is decided elsewhere.
-public protocol Transport: AnyObject, Sendable {
+public protocol Transport: AnyObject, Sendable, CustomStringConvertible {
     /// A short name for routes and `nearby`: `lan`, `broker`, `memory`.
     var name: String { get }
     /// Opens whatever it needs; `deliver` is called (on the transport's own thread) with each
@@ -80,6 +80,7 @@ public final class MemoryTransport: Transport {
     public func broadcast(_ bytes: [UInt8]) { network.carry(bytes, from: address, by: name, to: nil) }
     public func send(_ bytes: [UInt8], to route: Route) { network.carry(bytes, from: address, by: name, to: route.address) }
     public var directPort: UInt16 { 0 }
+    public var description: String { "\(name) \(address)" }
     public func directRoute(from source: Route, port: UInt16, signingKey: Data) -> Route { source }
     public func stop() { network.leave(address) }
 }

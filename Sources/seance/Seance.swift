@@ -42,17 +42,19 @@ struct Seance: ParsableCommand {
     @Option(help: ArgumentHelp("Pretend the battery is at this level (0-100).", valueName: "pct"))
     var battery: Int?
 
-    @Option(help: ArgumentHelp("Multicast group chat mode announces on (default 239.255.77.77).", valueName: "address"))
+    // The chat settings: their help, defaults and checks are declared once, in App's
+    // `Settings.all` (which `seance.conf` reads too); here they are only collected.
+    @Option(help: help("group"))
     var group: String?
 
-    @Option(help: ArgumentHelp("UDP port of the multicast group (default 47777).", valueName: "port"))
-    var port: Int?
+    @Option(help: help("port"))
+    var port: String?
 
-    @Option(name: .customLong("interface"), help: ArgumentHelp("Announce on this interface only (repeatable; default: every up, multicast-capable one).", valueName: "name"))
+    @Option(name: .customLong("interface"), help: help("interface"))
     var interfaces: [String] = []
 
-    @Option(name: .customLong("announce-interval"), help: ArgumentHelp("Seconds between presence refreshes (default 5).", valueName: "seconds"))
-    var announceInterval: Double?
+    @Option(name: .customLong("announce-interval"), help: help("announce-interval"))
+    var announceInterval: String?
 
     @Argument(help: ArgumentHelp("A file of commands to run.", valueName: "script"))
     var script: String?
@@ -75,10 +77,20 @@ struct Seance: ParsableCommand {
         options.scriptPath = script
         options.battery = battery
         options.noAnimation = noAnimation
-        options.nearby = NearbySettings(group: group, port: port, interfaces: interfaces.isEmpty ? nil : interfaces,
-                                        announceInterval: announceInterval)
+        var settings = SettingValues()
+        settings["group"] = group.map { [$0] }
+        settings["port"] = port.map { [$0] }
+        settings["interface"] = interfaces.isEmpty ? nil : interfaces
+        settings["announce-interval"] = announceInterval.map { [$0] }
+        options.settings = settings
         throw ExitCode(App.run(options).exitStatus)
     }
 }
 
 extension ColorMode: ExpressibleByArgument {}
+
+/// A chat setting's help, from its one declaration.
+private func help(_ key: String) -> ArgumentHelp {
+    let setting = Settings.named(key)!
+    return ArgumentHelp(setting.help, valueName: setting.valueName)
+}

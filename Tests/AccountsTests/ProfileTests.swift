@@ -1,13 +1,13 @@
 import Foundation
 import Glibc
 import Storage
+import TestSupport
 import Testing
 @testable import Accounts
 
 func temporaryStore() throws -> (ProfileStore, String) {
-    var template = Array("/tmp/seance-profiles-XXXXXX".utf8CString)
-    let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
-    return (ProfileStore(database: try SeanceDatabase(path: dir + "/seance.sqlite"), rounds: 1 << 10), dir)
+    let dir = temporaryDirectory("profiles")
+    return (ProfileStore(database: try testDatabase(dir + "/seance.sqlite"), rounds: 1 << 10), dir)
 }
 
 @Suite struct VaultTests {
@@ -59,7 +59,7 @@ func temporaryStore() throws -> (ProfileStore, String) {
 
     @Test func createUniqueAndUnlock() throws {
         let (store, dir) = try temporaryStore()
-        defer { _ = system("rm -rf \(dir)") }
+        defer { removeDirectory(dir) }
         let (alice, identity) = try store.create(name: "alice", password: "password1", avatar: .emoji("👻"), gift: true, now: 5)
         #expect(alice.handle == "alice#" + identity.fingerprint)
         #expect(alice.avatar == .emoji("👻") && alice.gift && alice.createdAt == 5)
@@ -71,7 +71,7 @@ func temporaryStore() throws -> (ProfileStore, String) {
 
     @Test func failuresAreCountedAndReset() throws {
         let (store, dir) = try temporaryStore()
-        defer { _ = system("rm -rf \(dir)") }
+        defer { removeDirectory(dir) }
         let (alice, _) = try store.create(name: "alice", password: "password1", avatar: nil, gift: false, now: 0)
         for _ in 0..<3 { #expect(throws: ProfileError.wrongPassword) { try store.unlock(alice, password: "nope nope", now: 0) } }
         #expect(try store.profile(named: "alice")?.failedLogins == 3)
@@ -84,7 +84,7 @@ func temporaryStore() throws -> (ProfileStore, String) {
     /// counts; attempts made at the same moment (parallel processes) queue behind each other.
     @Test func everyAttemptWaitsForItsSlotBookedBeforeTheCheck() throws {
         let (store, dir) = try temporaryStore()
-        defer { _ = system("rm -rf \(dir)") }
+        defer { removeDirectory(dir) }
         let (alice, _) = try store.create(name: "alice", password: "password1", avatar: nil, gift: false, now: 0)
         var waits: [Double] = []
         // Six wrong guesses all made at t = 10: each waits behind the one before.
@@ -123,7 +123,7 @@ func temporaryStore() throws -> (ProfileStore, String) {
         #expect(Avatar.emoji(from: "a") == nil)
         #expect(Avatar.emoji(from: "👻👻") == nil)
         let (store, dir) = try temporaryStore()
-        defer { _ = system("rm -rf \(dir)") }
+        defer { removeDirectory(dir) }
         let (bob, _) = try store.create(name: "bob", password: "password1", avatar: nil, gift: false, now: 0)
         let picture = Avatar.image(from: .init(width: 2, height: 2, pixels: [UInt8](repeating: 200, count: 16)))
         try store.setAvatar(picture, of: bob)
@@ -135,7 +135,7 @@ func temporaryStore() throws -> (ProfileStore, String) {
     /// A purchase asks the password again: the same check and delay as a login.
     @Test func reauthenticationChecksThePasswordOfWhoIsLoggedIn() throws {
         let (store, dir) = try temporaryStore()
-        defer { _ = system("rm -rf \(dir)") }
+        defer { removeDirectory(dir) }
         let session = LoginSession()
         var told = 0
         session.onChange.append { told += 1 }

@@ -4,7 +4,7 @@ import Testing
 
 @Suite struct ConfigFileTests {
     @Test func readsKeysAndComments() throws {
-        let settings = try ConfigFile.parse("""
+        let values = try ConfigFile.parse("""
             # chat settings
             group = 239.1.2.3
             port=5000   # a comment after a value
@@ -12,11 +12,15 @@ import Testing
 
             announce-interval = 2.5
             """, path: "seance.conf")
-        #expect(settings == NearbySettings(group: "239.1.2.3", port: 5000, interfaces: ["eth0", "wlan0"], announceInterval: 2.5))
+        #expect(values == SettingValues([("group", "239.1.2.3"), ("port", "5000"), ("interface", "eth0"), ("interface", "wlan0"),
+                                         ("announce-interval", "2.5")]))
+        let resolved = try Settings.resolve(flags: SettingValues(), file: values)
+        #expect(resolved.lan.group == "239.1.2.3" && resolved.lan.port == 5000 && resolved.lan.interfaces == ["eth0", "wlan0"])
+        #expect(resolved.timing.interval == 2.5)
     }
 
     @Test func namesTheBadLine() {
-        #expect(throws: SettingsError(description: "seance.conf:2: port must be a number")) {
+        #expect(throws: SettingsError(description: "seance.conf:2: port must be a number, not 'many'")) {
             try ConfigFile.parse("group = 239.1.1.1\nport = many\n", path: "seance.conf")
         }
         #expect(throws: SettingsError(description: "seance.conf:1: unknown setting 'colour' (group, port, interface, announce-interval)")) {
@@ -28,17 +32,26 @@ import Testing
     }
 
     @Test func flagsWinOverTheFileOverDefaults() throws {
-        let file = NearbySettings(group: "239.9.9.9", port: 6000, announceInterval: 2)
-        let resolved = try ConfigFile.resolve(flags: NearbySettings(port: 7000), file: file)
-        #expect(resolved.group == "239.9.9.9" && resolved.port == 7000 && resolved.timing.interval == 2)
-        let defaults = try ConfigFile.resolve(flags: NearbySettings(), file: NearbySettings())
-        #expect(defaults.group == "239.255.77.77" && defaults.port == 47_777 && defaults.timing.interval == 5)
-        #expect(defaults.interfaces == nil)
+        let file = SettingValues([("group", "239.9.9.9"), ("port", "6000"), ("announce-interval", "2")])
+        let resolved = try Settings.resolve(flags: SettingValues([("port", "7000")]), file: file)
+        #expect(resolved.lan.group == "239.9.9.9" && resolved.lan.port == 7000 && resolved.timing.interval == 2)
+        let defaults = try Settings.resolve(flags: SettingValues(), file: SettingValues())
+        #expect(defaults.lan.group == "239.255.77.77" && defaults.lan.port == 47_777 && defaults.timing.interval == 5)
+        #expect(defaults.lan.interfaces == nil)
     }
 
+    /// The same check whichever source a value comes from.
     @Test func valuesAreChecked() {
-        #expect(throws: SettingsError.self) { try ConfigFile.resolve(flags: NearbySettings(group: "198.18.0.1"), file: NearbySettings()) }
-        #expect(throws: SettingsError.self) { try ConfigFile.resolve(flags: NearbySettings(port: 0), file: NearbySettings()) }
-        #expect(throws: SettingsError.self) { try ConfigFile.resolve(flags: NearbySettings(announceInterval: 0.001), file: NearbySettings()) }
+        for (key, value) in [("group", "198.18.0.1"), ("group", "239.1.1"), ("port", "0"), ("port", "x"), ("announce-interval", "0.001")] {
+            #expect(throws: SettingsError.self) { try Settings.resolve(flags: SettingValues([(key, value)]), file: SettingValues()) }
+            #expect(throws: SettingsError.self) { try ConfigFile.parse("\(key) = \(value)", path: "seance.conf") }
+        }
+    }
+
+    /// Every setting's help says what it is; a default, where there is one, is the real one.
+    @Test func helpComesFromTheDeclaration() throws {
+        #expect(Settings.all.map(\.key) == ["group", "port", "interface", "announce-interval"])
+        #expect(try #require(Settings.named("port")).help.contains("47777"))
+        #expect(try #require(Settings.named("announce-interval")).help.contains("default 5)"))
     }
 }

@@ -5,6 +5,7 @@ import Glibc
 import Nearby
 import Storage
 import Synchronization
+import TestSupport
 import Testing
 @testable import Chat
 
@@ -33,10 +34,9 @@ final class Pair: Sendable {
     let directory: String
 
     init() throws {
-        var template = Array("/tmp/seance-delivery-XXXXXX".utf8CString)
-        directory = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
-        aliceStore = MessageStore(database: try SeanceDatabase(path: directory + "/a.sqlite"))
-        bobStore = MessageStore(database: try SeanceDatabase(path: directory + "/b.sqlite"))
+        directory = temporaryDirectory("delivery")
+        aliceStore = MessageStore(database: try testDatabase(directory + "/a.sqlite"))
+        bobStore = MessageStore(database: try testDatabase(directory + "/b.sqlite"))
         let alicePlane = self.alicePlane, bobPlane = self.bobPlane, received = self.received
         aliceDelivery = DeliveryService(store: aliceStore, identity: alice, myPlane: { alicePlane.withLock { $0 } }, clock: { 0 }) { _ in }
         bobDelivery = DeliveryService(store: bobStore, identity: bob, myPlane: { bobPlane.withLock { $0 } }, clock: { 0 }) { event in
@@ -51,7 +51,7 @@ final class Pair: Sendable {
             send: { payload, _ in toAlice.withLock { $0.append(Pair.packet(payload, from: bob)) } }))
     }
 
-    deinit { _ = system("rm -rf \(directory)") }
+    deinit { removeDirectory(directory) }
 
     static func peer(_ identity: Identity, _ name: String, _ plane: Plane) -> Peer {
         Peer(signingKey: identity.signingPublicKey,

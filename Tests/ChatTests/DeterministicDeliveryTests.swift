@@ -4,6 +4,7 @@ import Glibc
 import Nearby
 import Storage
 import Synchronization
+import TestSupport
 import Testing
 @testable import Chat
 
@@ -11,9 +12,8 @@ import Testing
 /// after the first backoff (0.25 s), not before, with no sleeping.
 @Suite struct DeterministicDeliveryTests {
     @Test func aLostFragmentIsSentAgainAfterTheBackoff() throws {
-        var template = Array("/tmp/seance-manual-XXXXXX".utf8CString)
-        let directory = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
-        defer { _ = system("rm -rf \(directory)") }
+        let directory = temporaryDirectory("manual")
+        defer { removeDirectory(directory) }
         let scheduler = ManualScheduler()
         let network = MemoryNetwork()
         let received = Mutex<[String]>([])
@@ -25,7 +25,7 @@ import Testing
                                         announcement: Announcement(name: name, agreementKey: identity.agreementPublicKey, plane: 0,
                                                                    avatar: .none, unicastPort: 0, intervalMilliseconds: 0),
                                         engine: engine) { _ in }
-            let delivery = DeliveryService(store: MessageStore(database: try SeanceDatabase(path: directory + "/\(name).sqlite")),
+            let delivery = DeliveryService(store: MessageStore(database: try testDatabase(directory + "/\(name).sqlite")),
                                            identity: identity, myPlane: { .human }, engine: engine, clock: { scheduler.now }) { event in
                 if case .received(_, let message, _) = event { received.withLock { $0.append(message.text) } }
             }
@@ -62,9 +62,8 @@ import Testing
     /// listed once with both routes, the LAN preferred; each message is stored once; when the
     /// LAN stops carrying anything, the next copy goes by the broker as well and arrives.
     @Test func aPeerOnTwoTransportsIsOnePeerAndSurvivesTheLossOfOne() throws {
-        var template = Array("/tmp/seance-routes-XXXXXX".utf8CString)
-        let directory = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
-        defer { _ = system("rm -rf \(directory)") }
+        let directory = temporaryDirectory("routes")
+        defer { removeDirectory(directory) }
         let scheduler = ManualScheduler()
         let lan = MemoryNetwork(), broker = MemoryNetwork()
         let received = Mutex<[String]>([])
@@ -80,7 +79,7 @@ import Testing
                                         engine: engine) { event in
                 if case .arrived = event { arrivals.withLock { $0 += 1 } }
             }
-            let store = MessageStore(database: try SeanceDatabase(path: directory + "/\(name).sqlite"))
+            let store = MessageStore(database: try testDatabase(directory + "/\(name).sqlite"))
             let delivery = DeliveryService(store: store, identity: identity, myPlane: { .human }, engine: engine, clock: { scheduler.now }) { event in
                 if case .received(_, let message, _) = event { received.withLock { $0.append(message.text) } }
             }

@@ -5,6 +5,7 @@ import Glibc
 import Nearby
 import Storage
 import Terminal
+import TestSupport
 import Testing
 @testable import Chat
 
@@ -88,10 +89,9 @@ import Testing
 
     /// Escapes in a peer's name or message never reach the terminal raw, in notices or bubbles.
     @Test func remoteTextIsShownInert() throws {
-        var template = Array("/tmp/seance-hostile-XXXXXX".utf8CString)
-        let directory = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
-        defer { _ = system("rm -rf \(directory)") }
-        let database = try SeanceDatabase(path: directory + "/db.sqlite")
+        let directory = temporaryDirectory("hostile")
+        defer { removeDirectory(directory) }
+        let database = try testDatabase(directory + "/db.sqlite")
         let evil = "\u{1B}[2J\u{1B}]0;pwned\u{7}\u{202E}"
         let peer = Peer(signingKey: Data(repeating: 7, count: 32),
                         announcement: Announcement(name: "eve" + evil, agreementKey: Data(repeating: 1, count: 32), plane: 0,

@@ -2,14 +2,14 @@ import Foundation
 import Glibc
 import GRDB
 import Storage
+import TestSupport
 import Testing
 @testable import Chat
 
 @Suite struct MessageStoreTests {
     func makeStore() throws -> (MessageStore, Conversation, String) {
-        var template = Array("/tmp/seance-messages-XXXXXX".utf8CString)
-        let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
-        let store = MessageStore(database: try SeanceDatabase(path: dir + "/seance.sqlite"))
+        let dir = temporaryDirectory("messages")
+        let store = MessageStore(database: try testDatabase(dir + "/seance.sqlite"))
         let conversation = try store.conversation(myKey: Data([1]), peerKey: Data([2]), peerName: "bob",
                                                   peerAgreementKey: Data(repeating: 3, count: 32), now: 0)
         return (store, conversation, dir)
@@ -17,7 +17,7 @@ import Testing
 
     @Test func outgoingGetSequencesAndLeaveTheOutboxWhenAcknowledged() throws {
         let (store, conversation, dir) = try makeStore()
-        defer { _ = system("rm -rf \(dir)") }
+        defer { removeDirectory(dir) }
         let a = try store.queueOutgoing("one", fragments: 1, in: conversation.id, now: 1)
         let b = try store.queueOutgoing(String(repeating: "x", count: 2000), fragments: 3, in: conversation.id, now: 2)
         let c = try store.queueOutgoing("three", fragments: 1, in: conversation.id, now: 3)
@@ -40,7 +40,7 @@ import Testing
     /// acknowledgement still gives the message a delivery time.
     @Test func numbersArePerConversationAndStatesOnlyMoveForward() throws {
         let (store, conversation, dir) = try makeStore()
-        defer { _ = system("rm -rf \(dir)") }
+        defer { removeDirectory(dir) }
         let other = try store.conversation(myKey: Data([1]), peerKey: Data([9]), peerName: "carol",
                                            peerAgreementKey: Data(repeating: 3, count: 32), now: 0)
         let a = try store.queueOutgoing("to bob", fragments: 1, in: conversation.id, now: 1)
@@ -57,7 +57,7 @@ import Testing
 
     @Test func incomingAdvanceTheDeliveredSequenceAndCountAsUnread() throws {
         let (store, conversation, dir) = try makeStore()
-        defer { _ = system("rm -rf \(dir)") }
+        defer { removeDirectory(dir) }
         let n = try store.receive("hello", in: conversation.id, firstSequence: 1, lastSequence: 2, sentAt: 5, now: 6).id
         #expect(try store.conversation(id: conversation.id)?.deliveredSequence == 2)
         #expect(try store.conversations(myKey: Data([1])).first?.unread == 1)
@@ -70,7 +70,7 @@ import Testing
 
     @Test func pagesGoBackwardsOldestFirst() throws {
         let (store, conversation, dir) = try makeStore()
-        defer { _ = system("rm -rf \(dir)") }
+        defer { removeDirectory(dir) }
         for i in 1...45 { _ = try store.queueOutgoing("m\(i)", fragments: 1, in: conversation.id, now: Double(i)) }
         let newest = try store.page(conversation.id)
         #expect(newest.map(\.text) == (26...45).map { "m\($0)" })
@@ -81,7 +81,7 @@ import Testing
 
     @Test func pagingUsesTheIndex() throws {
         let (store, conversation, dir) = try makeStore()
-        defer { _ = system("rm -rf \(dir)") }
+        defer { removeDirectory(dir) }
         let plan = try store.database.read { db in
             try Row.fetchAll(db, sql: """
                 EXPLAIN QUERY PLAN SELECT id FROM message WHERE conversationId = ? AND id < ? ORDER BY id DESC LIMIT 20
@@ -93,7 +93,7 @@ import Testing
 
     @Test func theConversationKeepsThePeersLatestName() throws {
         let (store, conversation, dir) = try makeStore()
-        defer { _ = system("rm -rf \(dir)") }
+        defer { removeDirectory(dir) }
         let again = try store.conversation(myKey: Data([1]), peerKey: Data([2]), peerName: "robert",
                                            peerAgreementKey: Data(repeating: 3, count: 32), now: 9)
         #expect(again.id == conversation.id && again.peerName == "robert")
@@ -102,10 +102,9 @@ import Testing
 
 @Suite struct ConversationLookupTests {
     @Test func lookingUpNeverCreates() throws {
-        var template = Array("/tmp/seance-lookup-XXXXXX".utf8CString)
-        let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
-        defer { _ = system("rm -rf \(dir)") }
-        let store = MessageStore(database: try SeanceDatabase(path: dir + "/seance.sqlite"))
+        let dir = temporaryDirectory("lookup")
+        defer { removeDirectory(dir) }
+        let store = MessageStore(database: try testDatabase(dir + "/seance.sqlite"))
         #expect(try store.existingConversation(myKey: Data([1]), peerKey: Data([2])) == nil)
         #expect(try store.conversations(myKey: Data([1])).isEmpty)
         _ = try store.conversation(myKey: Data([1]), peerKey: Data([2]), peerName: "bob", peerAgreementKey: Data(count: 32), now: 0)

@@ -1,4 +1,5 @@
 import Glibc
+import TestSupport
 import Testing
 @testable import Chat
 
@@ -36,8 +37,7 @@ import Testing
 @Suite struct BatteryTests {
     /// A fake /sys/class/power_supply in a temporary directory.
     func fakeSysfs(_ supplies: [String: [String: String]]) -> String {
-        var template = Array("/tmp/seance-sysfs-XXXXXX".utf8CString)
-        let root = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+        let root = temporaryDirectory("sysfs")
         for (name, files) in supplies {
             mkdir(root + "/" + name, 0o755)
             for (file, text) in files {
@@ -52,14 +52,14 @@ import Testing
     @Test func readsTheBatteryAndIgnoresTheAdapter() {
         let root = fakeSysfs(["AC": ["type": "Mains", "online": "1"],
                               "BAT0": ["type": "Battery", "capacity": "42", "status": "Discharging"]])
-        defer { _ = system("rm -rf \(root)") }
+        defer { removeDirectory(root) }
         #expect(SysfsBattery(root: root).read() == BatteryReading(level: 42, charging: false, source: .battery))
     }
 
     @Test func averagesSeveralBatteriesAndSeesCharging() {
         let root = fakeSysfs(["BAT0": ["type": "Battery", "capacity": "30", "status": "Charging"],
                               "BAT1": ["type": "Battery", "capacity": "10", "status": "Discharging"]])
-        defer { _ = system("rm -rf \(root)") }
+        defer { removeDirectory(root) }
         let reading = SysfsBattery(root: root).read()
         #expect(reading == BatteryReading(level: 20, charging: true, source: .battery))
         #expect(reading.plane == .hollow)
@@ -67,14 +67,14 @@ import Testing
 
     @Test func noBatteryMeansMainsAtFullPower() {
         let root = fakeSysfs(["AC": ["type": "Mains"]])
-        defer { _ = system("rm -rf \(root)") }
+        defer { removeDirectory(root) }
         #expect(SysfsBattery(root: root).read() == BatteryReading(level: 100, charging: false, source: .mains))
         #expect(SysfsBattery(root: "/nonexistent").read().source == .mains)
     }
 
     @Test func overrideWinsUntilAuto() throws {
         let root = fakeSysfs(["BAT0": ["type": "Battery", "capacity": "80", "status": "Full"]])
-        defer { _ = system("rm -rf \(root)") }
+        defer { removeDirectory(root) }
         let battery = Battery(source: SysfsBattery(root: root), override: 4)
         #expect(battery.reading.plane == .ghost)
         try battery.setOverride(nil)

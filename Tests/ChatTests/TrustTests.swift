@@ -4,6 +4,7 @@ import Glibc
 import Nearby
 import Shell
 import Storage
+import TestSupport
 import Testing
 @testable import Chat
 
@@ -18,10 +19,9 @@ import Testing
     }
 
     @Test func theFirstKeyStaysTrustedAndTheOtherIsFlaggedEveryTime() throws {
-        var template = Array("/tmp/seance-trust-XXXXXX".utf8CString)
-        let directory = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
-        defer { _ = system("rm -rf \(directory)") }
-        let database = try SeanceDatabase(path: directory + "/db.sqlite")
+        let directory = temporaryDirectory("trust")
+        defer { removeDirectory(directory) }
+        let database = try testDatabase(directory + "/db.sqlite")
         let real = peer(1), impostor = peer(2), realHandle = peer(1).handle
         #expect(ChatMode.remember(real, in: database) == nil)
         for _ in 0..<3 {

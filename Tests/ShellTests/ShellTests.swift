@@ -1,5 +1,6 @@
 import Glibc
 import Storage
+import TestSupport
 import Testing
 import Terminal
 @testable import Shell
@@ -7,7 +8,7 @@ import Terminal
 /// A shell with a capturing console, a throwaway data directory and two small modes.
 func makeShell(interactive: Bool = false) -> (Shell, Recorder) {
     let console = Console.capturing()
-    let session = Session(dataDirectory: DataDirectory(path: "/nonexistent/seance-test"), random: SeededRandom(seed: 1))
+    let session = Session(dataDirectory: DataDirectory(path: "/nonexistent/seance-test"), schema: Schema([.settings]), random: SeededRandom(seed: 1))
     let shell = Shell(console: console, session: session)
     let recorder = Recorder()
     shell.register(Mode(name: "zombies", summary: "a game", prompt: { "zombies" },
@@ -231,7 +232,7 @@ final class Recorder { var events: [String] = [] }
     @Test func pathsListDirectoriesWithASlash() throws {
         let root = "/tmp/seance-completion-\(UInt32.random(in: 0...UInt32.max))"
         try DataDirectory(path: root + "/dir one").create()
-        defer { _ = system("rm -rf '\(root)'") }
+        defer { removeDirectory(root) }
         let fd = creat(root + "/file.png", 0o644)
         close(fd)
         #expect(PathCompletion.candidates(for: root + "/").map(\.text) == [root + "/dir one/", root + "/file.png"])

@@ -4,6 +4,7 @@ import Glibc
 import GRDB
 import Accounts
 import Storage
+import TestSupport
 import Testing
 @testable import Store
 
@@ -64,9 +65,8 @@ import Testing
     let identity: Identity
 
     init() throws {
-        var template = Array("/tmp/seance-store-XXXXXX".utf8CString)
-        directory = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
-        database = try SeanceDatabase(path: directory + "/seance.sqlite")
+        directory = temporaryDirectory("store")
+        database = try testDatabase(directory + "/seance.sqlite")
         (profile, identity) = try ProfileStore(database: database, rounds: 1 << 10)
             .create(name: "ann", password: "password1", avatar: nil, gift: false, now: 0)
     }
@@ -80,7 +80,7 @@ import Testing
     }
 
     @Test func purchasesFillTheInventoryAndReceiptsComeNewestFirst() throws {
-        defer { _ = system("rm -rf \(directory)") }
+        defer { removeDirectory(directory) }
         let first = try buy(.candle, 2, at: 10), second = try buy(.medallion, 1, at: 20), third = try buy(.candle, 3, at: 30)
         let ledger = Ledger(database: database)
         #expect(try ledger.inventory(profile: profile.id) == [.candle: 5, .medallion: 1])
@@ -92,7 +92,7 @@ import Testing
     /// A purchase is one transaction: when the inventory cannot be written (a failure injected
     /// after the receipt went in), the receipt is gone too.
     @Test func aFailedPurchaseChangesNothing() throws {
-        defer { _ = system("rm -rf \(directory)") }
+        defer { removeDirectory(directory) }
         _ = try buy(.candle, 1, at: 10)
         try database.write { db in
             try db.execute(sql: "CREATE TEMP TRIGGER refuse BEFORE UPDATE ON inventory BEGIN SELECT RAISE(ABORT, 'injected'); END")
@@ -104,7 +104,7 @@ import Testing
     }
 
     @Test func candlesWithoutACurseAreKeptAndMedallionsOneAtATime() throws {
-        defer { _ = system("rm -rf \(directory)") }
+        defer { removeDirectory(directory) }
         let ledger = Ledger(database: database)
         #expect(throws: StoreError.noneLeft(.candle)) { try ledger.useCandle(profile: profile.id, curses: nil, now: 0) }
         _ = try buy(.candle, 1, at: 1)

@@ -2,6 +2,7 @@ import GRDB
 import Glibc
 import Storage
 import Terminal
+import TestSupport
 import Testing
 @testable import Visions
 
@@ -13,9 +14,8 @@ let portraitPath: String = {
 }()
 
 func temporaryDatabase() throws -> (SeanceDatabase, String) {
-    var template = Array("/tmp/seance-visions-XXXXXX".utf8CString)
-    let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
-    return (try SeanceDatabase(path: dir + "/seance.sqlite"), dir)
+    let dir = temporaryDirectory("visions")
+    return (try testDatabase(dir + "/seance.sqlite"), dir)
 }
 
 @Suite struct VisionStoreTests {
@@ -24,7 +24,7 @@ func temporaryDatabase() throws -> (SeanceDatabase, String) {
 
     @Test func seededWithTheMainCharacters() throws {
         let (db, dir) = try temporaryDatabase()
-        defer { _ = system("rm -rf \(dir)") }
+        defer { removeDirectory(dir) }
         let rescuers = try VisionStore(database: db).rescuers()
         #expect(rescuers.map(\.name) == ["Dustin", "Eleven", "Hopper", "Jonathan", "Joyce", "Lucas", "Max", "Mike", "Nancy", "Steve"])
         for rescuer in rescuers {
@@ -37,7 +37,7 @@ func temporaryDatabase() throws -> (SeanceDatabase, String) {
 
     @Test func namesAreUniqueWhateverTheCase() throws {
         let (db, dir) = try temporaryDatabase()
-        defer { _ = system("rm -rf \(dir)") }
+        defer { removeDirectory(dir) }
         let store = VisionStore(database: db)
         try store.addVision(rescuerName: "  mike ", imageBytes: bytes, image: image, now: 1)
         try store.addVision(rescuerName: "Jim Hopper", imageBytes: bytes, image: image, now: 2)
@@ -52,7 +52,7 @@ func temporaryDatabase() throws -> (SeanceDatabase, String) {
 
     @Test func savingCountsOnceAndOnlyForTheRightName() throws {
         let (db, dir) = try temporaryDatabase()
-        defer { _ = system("rm -rf \(dir)") }
+        defer { removeDirectory(dir) }
         let store = VisionStore(database: db)
         let id = try store.addVision(rescuerName: "Eleven", imageBytes: bytes, image: image, now: 1)
         #expect(try store.save(id, name: "Mike", now: 2) == .wrongRescuer(expected: "Eleven"))
@@ -67,7 +67,7 @@ func temporaryDatabase() throws -> (SeanceDatabase, String) {
 
     @Test func deletingKeepsTheCountsConsistent() throws {
         let (db, dir) = try temporaryDatabase()
-        defer { _ = system("rm -rf \(dir)") }
+        defer { removeDirectory(dir) }
         let store = VisionStore(database: db)
         let a = try store.addVision(rescuerName: "Max", imageBytes: bytes, image: image, now: 1)
         let b = try store.addVision(rescuerName: "Max", imageBytes: bytes, image: image, now: 1)
@@ -84,7 +84,7 @@ func temporaryDatabase() throws -> (SeanceDatabase, String) {
 
     @Test func aFailedSaveChangesNothing() throws {
         let (db, dir) = try temporaryDatabase()
-        defer { _ = system("rm -rf \(dir)") }
+        defer { removeDirectory(dir) }
         let store = VisionStore(database: db)
         let id = try store.addVision(rescuerName: "Nancy", imageBytes: bytes, image: image, now: 1)
         // A trigger makes the second statement of the transaction fail after the first ran.
@@ -95,15 +95,15 @@ func temporaryDatabase() throws -> (SeanceDatabase, String) {
 
     @Test func imagesLiveInTheDatabase() throws {
         let (db, dir) = try temporaryDatabase()
-        defer { _ = system("rm -rf \(dir)") }
+        defer { removeDirectory(dir) }
         let id = try VisionStore(database: db).addVision(rescuerName: "Joyce", imageBytes: bytes, image: image, now: 1)
-        let reopened = try SeanceDatabase(path: db.path)
+        let reopened = try testDatabase(db.path)
         #expect(try VisionStore(database: reopened).vision(id).image == bytes)
     }
 
     @Test func pagesReadOnlyTheirRows() throws {
         let (db, dir) = try temporaryDatabase()
-        defer { _ = system("rm -rf \(dir)") }
+        defer { removeDirectory(dir) }
         let store = VisionStore(database: db)
         for i in 0..<25 { try store.addVision(rescuerName: i % 2 == 0 ? "Lucas" : "Steve", imageBytes: bytes, image: image, now: Double(i)) }
         #expect(try store.visions(offset: 20, limit: 10).map(\.id) == [21, 22, 23, 24, 25])
@@ -114,9 +114,8 @@ func temporaryDatabase() throws -> (SeanceDatabase, String) {
 
 @Suite struct MigrationTests {
     @Test func anOlderDatabaseIsUpgradedKeepingItsData() throws {
-        var template = Array("/tmp/seance-migrate-XXXXXX".utf8CString)
-        let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
-        defer { _ = system("rm -rf \(dir)") }
+        let dir = temporaryDirectory("migrate")
+        defer { removeDirectory(dir) }
         let path = dir + "/seance.sqlite"
         // A database as the first release left it: settings and zombies only.
         let old = try DatabaseQueue(path: path)
@@ -132,7 +131,7 @@ func temporaryDatabase() throws -> (SeanceDatabase, String) {
                 """)
         }
         try old.close()
-        let db = try SeanceDatabase(path: path)
+        let db = try testDatabase(path)
         #expect(try db.setting("zombies.variant") == "blocker")
         #expect(try db.zombiesScore() == (5, 2))
         #expect(try VisionStore(database: db).rescuers().count == 10)
