@@ -41,9 +41,11 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
-        // The engine: presence, planes, delivery over any transport.
+        // The engine: the peer directory across transports, presence, planes, delivery and the
+        // message store.
         .target(name: "Nearby", dependencies: [
-            "Wire", "Runtime",
+            "Wire", "Runtime", "Storage",
+            .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .target(name: "Chat", dependencies: [
@@ -76,7 +78,7 @@ let package = Package(
         .testTarget(name: "ZombiesTests", dependencies: ["Zombies", "Terminal"]),
         .testTarget(name: "LANTests", dependencies: ["LAN", "Wire"]),
         .testTarget(name: "WireTests", dependencies: ["Wire", .product(name: "Crypto", package: "swift-crypto")]),
-        .testTarget(name: "NearbyTests", dependencies: ["Nearby", "Wire", "LAN", "Runtime", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(name: "NearbyTests", dependencies: ["TestSupport", "Nearby", "Wire", "LAN", "Runtime", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "AppTests", dependencies: ["TestSupport", "App", "Nearby", "Storage"]),
         .testTarget(name: "StoreTests", dependencies: ["TestSupport", "Store", "Accounts", "Storage", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "AccountsTests", dependencies: ["TestSupport", "Accounts", "Storage"]),

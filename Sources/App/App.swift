@@ -55,16 +55,16 @@ extension Schema {
         VisionsSchema.visionsAndRescuers,
         AccountsSchema.profiles,
         ChatSchema.knownPeers,
-        ChatSchema.conversations,
+        NearbySchema.conversations,
         AccountsSchema.loginSlots,
-        ChatSchema.messageNumbers,
+        NearbySchema.messageNumbers,
         ChatSchema.trustedKeys,
         StoreSchema.receiptsAndInventory,
     ])
 
     /// Each feature's list, for the test that every one is in the order above.
     static let features: [[Migration]] = [[.settings], ZombiesSchema.migrations, VisionsSchema.migrations, AccountsSchema.migrations,
-                                         ChatSchema.migrations, StoreSchema.migrations]
+                                         NearbySchema.migrations, ChatSchema.migrations, StoreSchema.migrations]
 }
 
 /// Builds the shell with every mode and runs it.

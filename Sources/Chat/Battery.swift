@@ -1,3 +1,4 @@
+import Nearby
 import Accounts
 import Foundation
 import Glibc

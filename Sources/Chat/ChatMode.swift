@@ -8,16 +8,6 @@ import Storage
 import Synchronization
 import Terminal
 
-extension Plane {
-    /// The index used on the wire: 0 Human … 4 Ghost.
-    var wireValue: UInt8 { UInt8(Plane.allCases.firstIndex(of: self)!) }
-
-    init?(wireValue: UInt8) {
-        guard Int(wireValue) < Plane.allCases.count else { return nil }
-        self = Plane.allCases[Int(wireValue)]
-    }
-}
-
 /// What the network side needs to know of this shell, shared across threads: the plane (for
 /// filtering and announcing) and the running service.
 /// The delivery service, handed to the presence callback once it exists.

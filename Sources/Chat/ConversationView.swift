@@ -1,38 +1,8 @@
+import Nearby
 import Accounts
 import Foundation
 import Terminal
 
-/// A message as a conversation shows it.
-public struct ChatMessage: Equatable, Sendable {
-    public enum State: String, Sendable {
-        case sending, sent, delivered, read
-        /// An incoming message.
-        case received
-    }
-
-    /// The number shown and taken by `tap N`: #1, #2, … in each conversation.
-    public var number: Int64
-    /// The stored row (paging and read marks go by it).
-    public var id: Int64
-    public var outgoing: Bool
-    public var text: String
-    /// When the sender sent it (seconds since 1970).
-    public var sentAt: Double
-    /// When it arrived here (incoming), or was acknowledged (outgoing).
-    public var receivedAt: Double?
-    public var state: State
-
-    public init(id: Int64? = nil, number: Int64, outgoing: Bool, text: String, sentAt: Double, receivedAt: Double? = nil,
-                state: State) {
-        self.id = id ?? number
-        self.number = number
-        self.outgoing = outgoing
-        self.text = text
-        self.sentAt = sentAt
-        self.receivedAt = receivedAt
-        self.state = state
-    }
-}
 
 /// Draws a page of a conversation like a messaging app: your bubbles on the right, theirs on
 /// the left, a `{day} {time}` header before a message more than an hour after the previous one,

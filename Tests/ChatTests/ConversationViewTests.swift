@@ -1,3 +1,4 @@
+import Nearby
 import Foundation
 import Terminal
 import Testing

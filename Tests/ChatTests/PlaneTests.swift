@@ -1,3 +1,4 @@
+import Nearby
 import Glibc
 import TestSupport
 import Testing

@@ -4,7 +4,7 @@ import GRDB
 import Storage
 import TestSupport
 import Testing
-@testable import Chat
+@testable import Nearby
 
 @Suite struct MessageStoreTests {
     func makeStore() throws -> (MessageStore, Conversation, String) {

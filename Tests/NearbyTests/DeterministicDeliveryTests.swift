@@ -6,7 +6,7 @@ import Storage
 import Synchronization
 import TestSupport
 import Testing
-@testable import Chat
+@testable import Nearby
 
 /// Retransmission on a manual clock over the in-memory network: a lost fragment goes again
 /// after the first backoff (0.25 s), not before, with no sleeping.

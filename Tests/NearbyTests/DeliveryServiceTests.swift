@@ -7,7 +7,7 @@ import Storage
 import Synchronization
 import TestSupport
 import Testing
-@testable import Chat
+@testable import Nearby
 
 /// A value shared across closures, behind a lock.
 final class Shared<Value: Sendable>: Sendable {

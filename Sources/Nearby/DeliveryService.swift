@@ -1,7 +1,5 @@
-import Accounts
 import Crypto
 import Foundation
-import Nearby
 import Storage
 import Synchronization
 

@@ -4,10 +4,9 @@ import Foundation
 import Glibc
 import Nearby
 import Storage
-import Terminal
 import TestSupport
 import Testing
-@testable import Chat
+@testable import Nearby
 
 /// A sender that does not use `DeliveryService.send`: it seals whatever fragments it likes.
 @Suite struct HostileDeliveryTests {
@@ -85,37 +84,6 @@ import Testing
         }
         let conversation = try #require(try bobsConversation(pair))
         #expect(try pair.bobStore.page(conversation.id).map(\.sentAt) == [0])  // The receiver's clock.
-    }
-
-    /// Escapes in a peer's name or message never reach the terminal raw, in notices or bubbles.
-    @Test func remoteTextIsShownInert() throws {
-        let directory = temporaryDirectory("hostile")
-        defer { removeDirectory(directory) }
-        let database = try testDatabase(directory + "/db.sqlite")
-        let evil = "\u{1B}[2J\u{1B}]0;pwned\u{7}\u{202E}"
-        let peer = Peer(signingKey: Data(repeating: 7, count: 32),
-                        announcement: Announcement(name: "eve" + evil, agreementKey: Data(repeating: 1, count: 32), plane: 0,
-                                                   avatar: .emoji(evil), unicastPort: 1, intervalMilliseconds: 5000),
-                        route: Route(transport: "memory", address: "h"), lastSeen: 0)
-        var lines = ChatMode.liveLines(for: .arrived(peer), myPlane: .human, database: database, styler: Styler(.plain), ascii: false)
-        lines += ChatMode.liveLines(for: .left(peer, .goodbye), myPlane: .human, database: database, styler: Styler(.plain), ascii: false)
-        let view = ConversationView(capabilities: .plain, columns: 60)
-        lines += view.bubble(ChatMessage(number: 1, outgoing: false, text: "hi" + evil + "\u{9B}2J", sentAt: 0, state: .received))
-        #expect(lines.count > 3)
-        for line in lines {
-            #expect(!line.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || $0.value == 0x202E },
-                    "\(line.debugDescription)")
-        }
-        #expect(lines.joined().contains("^[[2J"))
-    }
-
-    @Test func presenceNoticesAreRateLimited() {
-        let limiter = NoticeLimiter(burst: 5, perSecond: 1)
-        var shown: [String] = []
-        for i in 0..<1_000 { shown += limiter.admit(["+ key\(i)"], now: 0) }
-        #expect(shown.count == 5)
-        shown = limiter.admit(["+ later"], now: 1)
-        #expect(shown == ["… 995 more presence notices not shown (nearby lists who is here)", "+ later"])
     }
 }
 

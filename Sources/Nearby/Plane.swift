@@ -35,3 +35,13 @@ public enum Plane: String, CaseIterable, Sendable {
         }
     }
 }
+
+extension Plane {
+    /// The index used on the wire: 0 Human … 4 Ghost.
+    public var wireValue: UInt8 { UInt8(Plane.allCases.firstIndex(of: self)!) }
+
+    public init?(wireValue: UInt8) {
+        guard Int(wireValue) < Plane.allCases.count else { return nil }
+        self = Plane.allCases[Int(wireValue)]
+    }
+}

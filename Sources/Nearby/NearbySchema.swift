@@ -1,0 +1,61 @@
+import GRDB
+import Storage
+
+/// The engine's tables: conversations and their messages (the outbox among them).
+public enum NearbySchema {
+    /// Every migration of this feature, in order.
+    public static let migrations = [conversations, messageNumbers]
+
+    /// Conversations and their messages.
+    public static let conversations = Migration("v6-conversations") { db in
+        // One conversation per (my key, their key). Sequence numbers count fragments in each
+        // direction: `sentSequence` is the last one given out, `deliveredSequence` the last
+        // one received in order, `acknowledgedSequence` the last one the peer confirmed.
+        try db.create(table: "conversation") { t in
+            t.autoIncrementedPrimaryKey("id")
+            t.column("myKey", .blob).notNull()
+            t.column("peerKey", .blob).notNull()
+            t.column("peerName", .text).notNull()
+            t.column("peerAgreementKey", .blob).notNull()
+            t.column("sentSequence", .integer).notNull().defaults(to: 0)
+            t.column("acknowledgedSequence", .integer).notNull().defaults(to: 0)
+            t.column("deliveredSequence", .integer).notNull().defaults(to: 0)
+            t.column("unread", .integer).notNull().defaults(to: 0)
+            t.column("lastActivity", .double).notNull()
+            t.uniqueKey(["myKey", "peerKey"])
+        }
+        // Outgoing messages span fragments firstSequence...lastSequence; state is sending,
+        // sent, delivered or read. Incoming ones are received or read.
+        try db.create(table: "message") { t in
+            t.autoIncrementedPrimaryKey("id")
+            t.belongsTo("conversation", onDelete: .cascade).notNull()
+            t.column("outgoing", .boolean).notNull()
+            t.column("text", .text).notNull()
+            t.column("firstSequence", .integer).notNull()
+            t.column("lastSequence", .integer).notNull()
+            t.column("sentAt", .double).notNull()
+            t.column("receivedAt", .double)
+            t.column("state", .text).notNull()
+            t.uniqueKey(["conversationId", "outgoing", "lastSequence"])
+        }
+        // Pages walk this index backwards from a message id: the cost does not depend on how
+        // many messages there are.
+        try db.create(index: "message_page", on: "message", columns: ["conversationId", "id"])
+        try db.execute(sql: "CREATE INDEX message_outbox ON message(conversationId, firstSequence) WHERE state IN ('sending', 'sent')")
+        // Unread incoming messages: few, whatever the length of the conversation.
+        try db.execute(sql: "CREATE INDEX message_unread ON message(conversationId, id) WHERE outgoing = 0 AND state = 'received'")
+    }
+
+    /// Messages numbered per conversation.
+    public static let messageNumbers = Migration("v8-message-numbers") { db in
+        // Messages are numbered per conversation (#1, #2, … in each), as people see them;
+        // the row id stays the key for paging and read marks.
+        try db.execute(sql: "ALTER TABLE message ADD COLUMN number INTEGER NOT NULL DEFAULT 0")
+        try db.execute(sql: """
+            UPDATE message SET number = numbered.n
+            FROM (SELECT id, row_number() OVER (PARTITION BY conversationId ORDER BY id) AS n FROM message) AS numbered
+            WHERE message.id = numbered.id
+            """)
+        try db.execute(sql: "CREATE UNIQUE INDEX message_number ON message(conversationId, number)")
+    }
+}
