@@ -289,6 +289,10 @@ public final class ChatMode {
             // flood of made-up keys, not worth a line each.
             guard visible(peer), reason != .evicted else { return [] }
             return [styler.apply(.red, "-") + " \(peer.shownHandle) " + (reason == .goodbye ? "left" : "is out of range")]
+        case .transport(let name, .down(let why)):
+            return [styler.apply(.yellow + .bold, "!") + " \(name): " + SafeText.visible(why)]
+        case .transport(let name, .up):
+            return [styler.apply(.green, "+") + " \(name): connected again"]
         }
     }
 

@@ -45,6 +45,8 @@ public final class LANTransport: Transport {
         var unicast: Channel?
         var devices: [NIONetworkDevice] = []
         var port: UInt16 = 0
+        /// What `report` was last told.
+        var reportedUp = true
     }
 
     public let name = "lan"
@@ -78,23 +80,18 @@ public final class LANTransport: Transport {
         return host == "0.0.0.0" ? "127.0.0.1" : host
     }
 
-    /// Opens the sockets and joins the group on each interface. Whatever fails releases what
+    /// Opens the sockets and joins the group on each interface, without waiting: an interface
+    /// that cannot join yet is tried again from the event loop (every `rejoinGap` at first, then
+    /// every `rescanGap`, which also picks up interfaces that come up later). Only when no
+    /// interface at all is up (or none of those named) does it fail. Whatever fails releases what
     /// was opened before it.
-    public func start(deliver: @escaping @Sendable ([UInt8], Route) -> Void) throws {
+    public func start(deliver: @escaping @Sendable ([UInt8], Route) -> Void,
+                      report: @escaping @Sendable (TransportState) -> Void) throws {
         let receiver = { Receiver(deliver: deliver) }
         do {
-            var attempt = 0
-            var opened: (Channel, [NIONetworkDevice])?
-            while opened == nil {
-                attempt += 1
-                do {
-                    opened = try openMulticast(receiver)
-                } catch Failure.noInterface(_, _) where attempt < 3 {
-                    // Seen under load: a socket on which every join fails. A fresh one joins.
-                    usleep(50_000)
-                }
-            }
-            let (multicast, joined) = opened!
+            let devices = try Self.devices(named: configuration.interfaces)
+            guard !devices.isEmpty else { throw Failure.noInterface(configuration.interfaces, reason: nil) }
+            let multicast = try openMulticast(receiver)
             let unicast: Channel
             do {
                 unicast = try DatagramBootstrap(group: group)
@@ -112,9 +109,12 @@ public final class LANTransport: Transport {
             sockets.withLock {
                 $0.multicast = multicast
                 $0.unicast = unicast
-                $0.devices = joined
                 $0.port = UInt16(unicast.localAddress?.port ?? 0)
             }
+            // The first joins happen on the loop before this returns (the first announcement
+            // goes out next, on the interfaces joined); retries and rescans are scheduled there,
+            // and no caller ever waits for one.
+            try multicast.eventLoop.submit { self.rescan(attempt: 0, report: report) }.wait()
         } catch let error as Failure {
             try? group.syncShutdownGracefully()
             throw error
@@ -124,10 +124,62 @@ public final class LANTransport: Transport {
         }
     }
 
-    /// Binds the group's port and joins the group on every usable interface (listing and
-    /// joining again a few times: interfaces come and go, and listing them while they change can
-    /// come back short). An interface that cannot join is skipped; none at all is an error.
-    private func openMulticast(_ receiver: @escaping () -> Receiver) throws -> (Channel, [NIONetworkDevice]) {
+    /// Retry gaps: quick while nothing is joined yet (interfaces being set up), then slow.
+    static let rejoinGap = TimeAmount.milliseconds(50)
+    static let quickRejoins = 40
+    static let rescanGap = TimeAmount.seconds(5)
+
+    /// On the event loop: joins the group on every usable interface not joined yet, forgets the
+    /// ones that went away, says when the LAN became usable or stopped being, and comes back.
+    private func rescan(attempt: Int, report: @escaping @Sendable (TransportState) -> Void) {
+        guard let multicast = sockets.withLock({ $0.multicast }), multicast.isActive else { return }
+        let listed = (try? Self.devices(named: configuration.interfaces)) ?? []
+        let (joinedBefore, wasUp) = sockets.withLock { ($0.devices, $0.reportedUp) }
+        var joined = joinedBefore.filter { old in listed.contains { $0.name == old.name && $0.address == old.address } }
+        var lastFailure: String?
+        for device in listed where !joined.contains(where: { $0.name == device.name && $0.address == device.address }) {
+            do {
+                try join(device, on: multicast)
+                joined.append(device)
+            } catch {
+                lastFailure = "\(device.name): \(error)"
+            }
+        }
+        sockets.withLock {
+            $0.devices = joined
+            $0.reportedUp = !joined.isEmpty
+        }
+        // Said only when it changes (starting counts as up: no news is good news).
+        if wasUp, joined.isEmpty {
+            report(.down(Failure.noInterface(configuration.interfaces, reason: lastFailure ?? "none listed").description + "; trying again"))
+        } else if !wasUp, !joined.isEmpty {
+            report(.up)
+        }
+        let gap = joined.isEmpty && attempt < Self.quickRejoins ? Self.rejoinGap : Self.rescanGap
+        multicast.eventLoop.scheduleTask(in: gap) { self.rescan(attempt: attempt + 1, report: report) }
+    }
+
+    /// IP_ADD_MEMBERSHIP directly: NIO's joinGroup checks the channel's cached local address
+    /// first, which under load was seen to refuse a good socket.
+    private func join(_ device: NIONetworkDevice, on multicast: Channel) throws {
+        guard case .v4(let interface)? = device.address, let options = multicast as? SocketOptionProvider else {
+            throw Failure.socket("not an IPv4 interface")
+        }
+        var group4 = in_addr()
+        guard inet_pton(AF_INET, configuration.group, &group4) == 1 else { throw Failure.socket("bad group address") }
+        let request = ip_mreq(imr_multiaddr: group4, imr_interface: interface.address.sin_addr)
+        // On the channel's own loop the option is set at once and the future is already complete:
+        // read its result without waiting (waiting on the loop would deadlock it).
+        multicast.eventLoop.preconditionInEventLoop()
+        var outcome: Result<Void, Error> = .failure(Failure.socket("the socket option was not set"))
+        options.unsafeSetSocketOption(level: .init(rawValue: CInt(IPPROTO_IP)), name: .init(rawValue: IP_ADD_MEMBERSHIP),
+                                      value: request).whenComplete { outcome = $0 }
+        try outcome.get()
+    }
+
+    /// Binds the group's port, multicast to this segment only, our own packets looped back (two
+    /// shells on one host hear each other).
+    private func openMulticast(_ receiver: @escaping () -> Receiver) throws -> Channel {
         let multicast = try DatagramBootstrap(group: group)
             .channelOption(.socketOption(.so_reuseaddr), value: 1)
             .channelOption(ChannelOptions.socketOption(NIOBSDSocket.Option(rawValue: SO_REUSEPORT)), value: 1)
@@ -138,35 +190,7 @@ public final class LANTransport: Transport {
         do {
             try multicast.setOption(ChannelOptions.ipOption(.ip_multicast_ttl), value: 1).wait()
             try multicast.setOption(ChannelOptions.ipOption(.ip_multicast_loop), value: 1).wait()
-            guard let options = multicast as? SocketOptionProvider else { throw Failure.socket("multicast unsupported") }
-            var group4 = in_addr()
-            guard inet_pton(AF_INET, configuration.group, &group4) == 1 else { throw Failure.socket("bad group address") }
-            var joined: [NIONetworkDevice] = []
-            var lastFailure: String?
-            for attempt in 0..<5 where joined.isEmpty {
-                if attempt > 0 { usleep(50_000) }
-                do {
-                    let devices = try Self.devices(named: configuration.interfaces)
-                    if devices.isEmpty { lastFailure = "none listed" }
-                    for device in devices {
-                        guard case .v4(let interface)? = device.address else { continue }
-                        // IP_ADD_MEMBERSHIP directly: NIO's joinGroup checks the channel's cached
-                        // local address first, which under load was seen to refuse a good socket.
-                        let request = ip_mreq(imr_multiaddr: group4, imr_interface: interface.address.sin_addr)
-                        do {
-                            try options.unsafeSetSocketOption(level: .init(rawValue: CInt(IPPROTO_IP)),
-                                                              name: .init(rawValue: IP_ADD_MEMBERSHIP), value: request).wait()
-                            joined.append(device)
-                        } catch {
-                            lastFailure = "\(device.name): \(error)"
-                        }
-                    }
-                } catch {
-                    lastFailure = "listing interfaces: \(error)"
-                }
-            }
-            guard !joined.isEmpty else { throw Failure.noInterface(configuration.interfaces, reason: lastFailure) }
-            return (multicast, joined)
+            return multicast
         } catch {
             try? multicast.close().wait()
             throw error

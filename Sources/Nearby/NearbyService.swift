@@ -159,7 +159,12 @@ public final class NearbyService: Sendable {
         var started: [Transport] = []
         do {
             for transport in transports {
-                try transport.start { [weak self] bytes, route in self?.receive(bytes, from: route) }
+                let name = transport.name
+                try transport.start(deliver: { [weak self] bytes, route in self?.receive(bytes, from: route) },
+                                    report: { [weak self] state in
+                                        guard let self else { return }
+                                        self.engine.async { self.onEvent(.transport(name, state)) }
+                                    })
                 started.append(transport)
             }
         } catch {

@@ -120,6 +120,8 @@ public enum PresenceEvent: Equatable, Sendable {
     /// The peer's plane, name or avatar changed.
     case changed(from: Peer, to: Peer)
     case left(Peer, LeaveReason)
+    /// A transport stopped carrying anything, or carries again (named as in `Transport.name`).
+    case transport(String, TransportState)
 
     /// `evicted`: the table was full and this peer was the least established and stalest.
     public enum LeaveReason: Sendable { case goodbye, expired, evicted }

@@ -15,14 +15,23 @@ public struct Route: Hashable, Sendable, CustomStringConvertible {
     public var description: String { transport + ":" + address }
 }
 
+/// Whether a transport can carry anything just now.
+public enum TransportState: Equatable, Sendable {
+    case up
+    /// Why not: said to the user once, when it happens.
+    case down(String)
+}
+
 /// Moves signed frames, and nothing else: the LAN's sockets, a broker, or memory in tests.
 /// Its thread hands each datagram to `deliver` and returns; all meaning is decided elsewhere.
 public protocol Transport: AnyObject, Sendable, CustomStringConvertible {
     /// A short name for routes and `nearby`: `lan`, `broker`, `memory`.
     var name: String { get }
-    /// Opens whatever it needs; `deliver` is called (on the transport's own thread) with each
-    /// datagram and the route it came from.
-    func start(deliver: @escaping @Sendable ([UInt8], Route) -> Void) throws
+    /// Opens whatever it needs, without waiting on the network; `deliver` is called (on the
+    /// transport's own thread) with each datagram and the route it came from, `report` when the
+    /// transport becomes usable or stops being (a broker lost, no interface joined). Throws only
+    /// for what trying again cannot fix (a bad setting, no interface at all).
+    func start(deliver: @escaping @Sendable ([UInt8], Route) -> Void, report: @escaping @Sendable (TransportState) -> Void) throws
     /// To everyone in range (multicast, a topic, every other memory transport).
     func broadcast(_ bytes: [UInt8])
     /// To one route.
@@ -76,11 +85,18 @@ public final class MemoryTransport: Transport {
         self.name = name
     }
 
-    public func start(deliver: @escaping @Sendable ([UInt8], Route) -> Void) throws { network.join(address, deliver: deliver) }
+    public func start(deliver: @escaping @Sendable ([UInt8], Route) -> Void, report: @escaping @Sendable (TransportState) -> Void) throws {
+        network.join(address, deliver: deliver)
+    }
     public func broadcast(_ bytes: [UInt8]) { network.carry(bytes, from: address, by: name, to: nil) }
     public func send(_ bytes: [UInt8], to route: Route) { network.carry(bytes, from: address, by: name, to: route.address) }
     public var directPort: UInt16 { 0 }
     public var description: String { "\(name) \(address)" }
     public func directRoute(from source: Route, port: UInt16, signingKey: Data) -> Route { source }
     public func stop() { network.leave(address) }
+}
+
+extension Transport {
+    /// Starts with nobody told of its state (tests).
+    public func start(deliver: @escaping @Sendable ([UInt8], Route) -> Void) throws { try start(deliver: deliver, report: { _ in }) }
 }

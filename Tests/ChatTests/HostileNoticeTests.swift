@@ -37,4 +37,17 @@ import Testing
         shown = limiter.admit(["+ later"], now: 1)
         #expect(shown == ["… 995 more presence notices not shown (nearby lists who is here)", "+ later"])
     }
+
+    /// A transport that stops carrying (a broker lost, no interface joined) is said once, with
+    /// its reason shown inert; coming back is said too.
+    @Test func transportStateIsANotice() throws {
+        let directory = temporaryDirectory("transport")
+        defer { removeDirectory(directory) }
+        let database = try testDatabase(directory + "/db.sqlite")
+        let down = ChatMode.liveLines(for: .transport("broker", .down("connection refused\u{1B}[2J")), myPlane: .human,
+                                      database: database, styler: Styler(.plain), ascii: false)
+        #expect(down == ["! broker: connection refused^[[2J"])
+        let up = ChatMode.liveLines(for: .transport("broker", .up), myPlane: .human, database: database, styler: Styler(.plain), ascii: false)
+        #expect(up == ["+ broker: connected again"])
+    }
 }

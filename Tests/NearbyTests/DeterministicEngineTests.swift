@@ -30,7 +30,7 @@ import Testing
                 switch event {
                 case .arrived(let peer): events.append("+\(peer.name)")
                 case .left(let peer, let reason): events.append("-\(peer.name) \(reason)")
-                case .changed: break
+                case .changed, .transport: break
                 }
             }
         }
