@@ -16,6 +16,8 @@ let package = Package(
     targets: [
         // libedit through a system library target; shim.h wraps its variadic calls.
         .systemLibrary(name: "CEditLine", pkgConfig: "libedit", providers: [.apt(["libedit-dev"])]),
+        // libmosquitto (Debian libmosquitto-dev), the MQTT client, as a system library.
+        .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         // stb_image from Debian's libstb-dev, compiled once in this target.
         .target(name: "CStbImage"),
         .target(name: "Terminal", dependencies: ["CStbImage"]),
@@ -41,6 +43,8 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
+        // A broker as a transport: MQTT 3.1.1 through libmosquitto, bytes only.
+        .target(name: "MQTT", dependencies: ["Wire", "CMosquitto"]),
         // The engine: the peer directory across transports, presence, planes, delivery and the
         // message store.
         .target(name: "Nearby", dependencies: [
@@ -61,7 +65,7 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
-        .target(name: "App", dependencies: ["Shell", "Terminal", "Storage", "Zombies", "Visions", "Chat", "Nearby", "Store", "Accounts", "LAN"]),
+        .target(name: "App", dependencies: ["Shell", "Terminal", "Storage", "Zombies", "Visions", "Chat", "Nearby", "Store", "Accounts", "LAN", "MQTT"]),
         .executableTarget(name: "seance", dependencies: [
             "App",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -77,6 +81,7 @@ let package = Package(
         .testTarget(name: "StorageTests", dependencies: ["TestSupport", "Storage"]),
         .testTarget(name: "ZombiesTests", dependencies: ["Zombies", "Terminal"]),
         .testTarget(name: "LANTests", dependencies: ["LAN", "Wire"]),
+        .testTarget(name: "MQTTTests", dependencies: ["MQTT", "Wire"]),
         .testTarget(name: "WireTests", dependencies: ["Wire", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "NearbyTests", dependencies: ["TestSupport", "Nearby", "Wire", "LAN", "Runtime", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "AppTests", dependencies: ["TestSupport", "App", "Nearby", "Storage"]),

@@ -2,6 +2,7 @@ import Accounts
 import Chat
 import Glibc
 import LAN
+import MQTT
 import Nearby
 import Shell
 import Storage
@@ -168,7 +169,13 @@ public enum App {
         ZombiesMode().register(in: shell)
         VisionsMode().register(in: shell)
         ChatMode(profiles: profiles, battery: battery, timing: network.timing, animate: animate,
-                 makeTransports: { [LANTransport(configuration: network.lan)] }).register(in: shell)
+                 makeTransports: { signingKey in
+                     // The LAN first: where both reach a peer, the LAN is preferred.
+                     var transports: [Transport] = []
+                     if network.lanEnabled { transports.append(LANTransport(configuration: network.lan)) }
+                     if let mqtt = network.mqtt { transports.append(MQTTTransport(configuration: mqtt, signingKey: signingKey)) }
+                     return transports
+                 }).register(in: shell)
         StoreMode(session: profiles.session).register(in: shell)
     }
 }

@@ -1,13 +1,24 @@
 import LAN
+import MQTT
 import Nearby
 import Storage
 
 /// Where and how chat goes online, resolved from the flags, `seance.conf` and the defaults.
 public struct NetworkConfiguration: Sendable, Equatable {
     public var lan = LANTransport.Configuration()
+    /// False with `--no-lan`: the broker only.
+    public var lanEnabled = true
+    public var broker: BrokerAddress?
+    public var brokerCA: String?
+    public var brokerPrefix = MQTTTransport.Configuration.defaultPrefix
     public var timing = PresenceTiming()
 
     public init() {}
+
+    /// The broker's transport settings, when there is a broker.
+    public var mqtt: MQTTTransport.Configuration? {
+        broker.map { MQTTTransport.Configuration(address: $0, caFile: brokerCA, prefix: brokerPrefix) }
+    }
 }
 
 /// Raw setting values from one source (the flags, or the config file), by key; a repeatable
@@ -89,6 +100,34 @@ public enum Settings {
             }
             config.timing = PresenceTiming(interval: seconds, startupGap: min(1, seconds))
         },
+        Setting(key: "broker", valueName: "url",
+                help: "Chat through this MQTT broker too: mqtt://[user[:password]@]host[:port] or mqtts://… (TLS).",
+                repeatable: false) { config, values in
+            do { config.broker = try BrokerAddress(parsing: values.last!) } catch { throw SettingsError(description: "broker: \(error)") }
+        },
+        Setting(key: "broker-ca", valueName: "file",
+                help: "CA certificates (PEM) to check an mqtts:// broker with (default: the system's).", repeatable: false) { config, values in
+            guard !values.last!.isEmpty else { throw SettingsError(description: "broker-ca needs a file name") }
+            config.brokerCA = values.last!
+        },
+        Setting(key: "broker-prefix", valueName: "prefix",
+                help: "Topic prefix on the broker (default \(defaults.brokerPrefix)).", repeatable: false) { config, values in
+            var prefix = values.last!
+            guard !prefix.isEmpty, prefix.utf8.count <= 200,
+                  !prefix.unicodeScalars.contains(where: { $0 == "+" || $0 == "#" || $0.value < 0x20 || $0.value == 0x7F }) else {
+                throw SettingsError(description: "broker-prefix must be a topic prefix without '+', '#' or control characters, not '\(prefix)'")
+            }
+            if !prefix.hasSuffix("/") { prefix += "/" }
+            config.brokerPrefix = prefix
+        },
+        Setting(key: "no-lan", valueName: "yes|no",
+                help: "Chat through the broker only, not on the local network.", repeatable: false) { config, values in
+            switch values.last!.lowercased() {
+            case "", "yes", "true", "on", "1": config.lanEnabled = false
+            case "no", "false", "off", "0": config.lanEnabled = true
+            default: throw SettingsError(description: "no-lan must be yes or no, not '\(values.last!)'")
+            }
+        },
     ]
 
     public static func named(_ key: String) -> Setting? { all.first { $0.key == key } }
@@ -103,6 +142,13 @@ public enum Settings {
             } else if let values = file[setting.key], !values.isEmpty {
                 try setting.check(&configuration, values)
             }
+        }
+        // What only makes sense together.
+        if configuration.brokerCA != nil, configuration.broker?.tls != true {
+            throw SettingsError(description: "broker-ca is for an mqtts:// broker")
+        }
+        if !configuration.lanEnabled, configuration.broker == nil {
+            throw SettingsError(description: "no-lan needs a broker (--broker URL): otherwise chat has no network at all")
         }
         return configuration
     }

@@ -77,10 +77,10 @@ public final class ChatMode {
 
     /// Makes the transports each time the user goes online (the LAN's sockets, a broker's
     /// connection), the preferred first.
-    private let makeTransports: () -> [Transport]
+    private let makeTransports: (_ signingKey: Data) -> [Transport]
 
     public init(profiles: Profiles, battery: Battery, timing: PresenceTiming, animate: Bool = true,
-                makeTransports: @escaping () -> [Transport]) {
+                makeTransports: @escaping (_ signingKey: Data) -> [Transport]) {
         self.makeTransports = makeTransports
         self.profiles = profiles
         self.battery = battery
@@ -155,7 +155,7 @@ public final class ChatMode {
         // One serial engine for presence and delivery: every packet, timer and database write
         // the network causes happens there, never on the socket's thread.
         let engine = Engine()
-        let service = NearbyService(transports: makeTransports(), timing: timing, signer: identity.signing,
+        let service = NearbyService(transports: makeTransports(identity.signingPublicKey), timing: timing, signer: identity.signing,
                                     announcement: announcement, ownAvatarPixels: pixels, engine: engine,
                                     // Jitter and answer delays follow --seed like every other choice.
                                     random: SeededRandom(seed: shell.session.random.next())) { event in
@@ -226,8 +226,10 @@ public final class ChatMode {
             let plane = Plane(wireValue: peer.announcement.plane)?.name ?? "?"
             let age = max(0, Int(now - peer.lastSeen))
             let avatar = avatarCell(peer, service: service, capabilities: shell.capabilities)
+            // How it is reached, the preferred way first: lan, broker, or lan+broker.
+            let via = service.routeNames(of: peer).joined(separator: "+")
             shell.console.print("\(DisplayWidth.pad(avatar, to: 2)) \(DisplayWidth.pad(peer.shownHandle, to: 24)) "
-                                + "\(DisplayWidth.pad(plane, to: 7)) seen \(age)s ago")
+                                + "\(DisplayWidth.pad(plane, to: 7)) seen \(age)s ago via \(via)")
         }
     }
 

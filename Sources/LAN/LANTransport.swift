@@ -197,7 +197,7 @@ public final class LANTransport: Transport {
         }
     }
 
-    public func broadcast(_ bytes: [UInt8]) {
+    public func broadcast(_ bytes: [UInt8], as kind: BroadcastKind) {
         let (multicast, devices) = sockets.withLock { ($0.multicast, $0.devices) }
         guard let multicast, let address = try? SocketAddress(ipAddress: configuration.group, port: configuration.port) else { return }
         for device in devices {

@@ -260,7 +260,13 @@ public final class NearbyService: Sendable {
     /// Sends to everyone in range on every transport.
     private func send(_ payload: Payload) {
         guard let bytes = frame(payload) else { return }
-        for transport in transports { transport.broadcast(bytes) }
+        let kind: BroadcastKind = switch payload {
+        case .announce: .presence
+        case .goodbye: .farewell
+        case .query: .question
+        default: .other
+        }
+        for transport in transports { transport.broadcast(bytes, as: kind) }
         count(bytes, copies: transports.count)
     }
 
@@ -312,7 +318,11 @@ public final class NearbyService: Sendable {
                 if state.requested[hash] != nil { state.avatars[hash] = pixels }
             }
         case .message, .ack, .read:
-            hooks.withLock { $0.packet }?(packet, route)
+            // Named as the sender's direct route on that transport (a broker's inbox does not say
+            // who wrote to it; the signature does), so an answer can go back the same way.
+            let port = peer(packet.sender)?.announcement.unicastPort ?? 0
+            let back = transports.first { $0.name == route.transport }?.directRoute(from: route, port: port, signingKey: packet.sender) ?? route
+            hooks.withLock { $0.packet }?(packet, back)
         case .query:
             state.withLock { $0.statistics.received += 1 }
             answerQuery(now: now)

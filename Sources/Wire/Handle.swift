@@ -8,6 +8,12 @@ public enum PeerIdentity {
         SHA256.hash(data: signingKey).prefix(2).map { String(format: "%02x", $0) }.joined()
     }
 
+    /// A longer fingerprint for where a short one could collide: 32 hex digits (128 bits) of
+    /// SHA-256 of the key. Names a peer's broker topics.
+    public static func longFingerprint(of signingKey: Data) -> String {
+        SHA256.hash(data: signingKey).prefix(16).map { String(format: "%02x", $0) }.joined()
+    }
+
     /// `name#fp`: the name as given, and the key's fingerprint.
     public static func handle(name: String, signingKey: Data) -> String { name + "#" + fingerprint(of: signingKey) }
 }

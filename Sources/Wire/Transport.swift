@@ -22,6 +22,17 @@ public enum TransportState: Equatable, Sendable {
     case down(String)
 }
 
+/// What a broadcast frame is to a transport; the LAN treats them all alike.
+public enum BroadcastKind: Sendable {
+    /// Who we are now: the latest one stands for us until replaced (a broker retains it).
+    case presence
+    /// We are leaving: what stood for us is withdrawn.
+    case farewell
+    /// "Who is there?": needless where presence is kept for late comers.
+    case question
+    case other
+}
+
 /// Moves signed frames, and nothing else: the LAN's sockets, a broker, or memory in tests.
 /// Its thread hands each datagram to `deliver` and returns; all meaning is decided elsewhere.
 public protocol Transport: AnyObject, Sendable, CustomStringConvertible {
@@ -32,8 +43,10 @@ public protocol Transport: AnyObject, Sendable, CustomStringConvertible {
     /// transport becomes usable or stops being (a broker lost, no interface joined). Throws only
     /// for what trying again cannot fix (a bad setting, no interface at all).
     func start(deliver: @escaping @Sendable ([UInt8], Route) -> Void, report: @escaping @Sendable (TransportState) -> Void) throws
-    /// To everyone in range (multicast, a topic, every other memory transport).
-    func broadcast(_ bytes: [UInt8])
+    /// To everyone in range (multicast, a topic, every other memory transport). `kind` lets a
+    /// transport that keeps state for late comers (a broker's retained presence) keep the
+    /// right frames.
+    func broadcast(_ bytes: [UInt8], as kind: BroadcastKind)
     /// To one route.
     func send(_ bytes: [UInt8], to route: Route)
     /// The port peers send direct packets to, as announced (0 when the transport needs none).
@@ -88,7 +101,7 @@ public final class MemoryTransport: Transport {
     public func start(deliver: @escaping @Sendable ([UInt8], Route) -> Void, report: @escaping @Sendable (TransportState) -> Void) throws {
         network.join(address, deliver: deliver)
     }
-    public func broadcast(_ bytes: [UInt8]) { network.carry(bytes, from: address, by: name, to: nil) }
+    public func broadcast(_ bytes: [UInt8], as kind: BroadcastKind) { network.carry(bytes, from: address, by: name, to: nil) }
     public func send(_ bytes: [UInt8], to route: Route) { network.carry(bytes, from: address, by: name, to: route.address) }
     public var directPort: UInt16 { 0 }
     public var description: String { "\(name) \(address)" }

@@ -56,6 +56,18 @@ struct Seance: ParsableCommand {
     @Option(name: .customLong("announce-interval"), help: help("announce-interval"))
     var announceInterval: String?
 
+    @Option(help: help("broker"))
+    var broker: String?
+
+    @Option(name: .customLong("broker-ca"), help: help("broker-ca"))
+    var brokerCA: String?
+
+    @Option(name: .customLong("broker-prefix"), help: help("broker-prefix"))
+    var brokerPrefix: String?
+
+    @Flag(name: .customLong("no-lan"), help: ArgumentHelp(Settings.named("no-lan")!.help))
+    var noLAN = false
+
     @Argument(help: ArgumentHelp("A file of commands to run.", valueName: "script"))
     var script: String?
 
@@ -82,6 +94,10 @@ struct Seance: ParsableCommand {
         settings["port"] = port.map { [$0] }
         settings["interface"] = interfaces.isEmpty ? nil : interfaces
         settings["announce-interval"] = announceInterval.map { [$0] }
+        settings["broker"] = broker.map { [$0] }
+        settings["broker-ca"] = brokerCA.map { [$0] }
+        settings["broker-prefix"] = brokerPrefix.map { [$0] }
+        settings["no-lan"] = noLAN ? ["yes"] : nil
         options.settings = settings
         throw ExitCode(App.run(options).exitStatus)
     }
