@@ -51,13 +51,18 @@ final class TestNetwork {
         var description: String { "could not build the test network: \(output)" }
     }
 
-    /// Drops `percent` % of the frames this network's bridge forwards, at random (nft numgen),
-    /// matching its own ports only so tests running beside it are not touched.
+    /// Drops `percent` % of the frames this network's bridge forwards, at random (nft numgen).
     func dropFrames(percent: Int) throws {
+        try addBridgeRule("numgen random mod 100 '<' \(percent) counter drop")
+    }
+
+    /// Adds a rule to the bridge's forward chain, matching this network's own ports only so tests
+    /// running beside it are not touched.
+    func addBridgeRule(_ rule: String) throws {
         let result = try shell("""
             nft add table bridge seance\(id)
             nft add chain bridge seance\(id) forward '{ type filter hook forward priority 0; }'
-            nft add rule bridge seance\(id) forward iifname '"sv\(id)*"' numgen random mod 100 '<' \(percent) counter drop
+            nft add rule bridge seance\(id) forward iifname '"sv\(id)*"' \(rule)
             """)
         guard result.status == 0 else { throw SetupError(output: result.output) }
     }

@@ -1,0 +1,154 @@
+import Foundation
+import Glibc
+import Testing
+
+/// Chat through real MQTT servers, started by each test on its own namespace hosts: mosquitto,
+/// and a three-node NATS cluster. The shells' hosts share no multicast unless a test says so.
+@Suite(.enabled(if: inPrivateNetwork, "runs only inside scripts/in-netns (make test)"))
+struct BrokerIntegrationTests {
+    func query(_ data: String, _ sql: String) throws -> [String] {
+        try sh("sqlite3 '\(data)/seance.sqlite' \"\(sql)\" 2>/dev/null").split(separator: "\n").map(String.init)
+    }
+
+    func eventually(timeout: Double, _ condition: () throws -> Bool) rethrows -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if try condition() { return true }
+            usleep(100_000)
+        }
+        return try condition()
+    }
+
+    func received(_ data: String) throws -> [String] { try query(data, "SELECT text FROM message WHERE outgoing = 0 ORDER BY id") }
+
+    func states(_ data: String) -> String {
+        ((try? query(data, "SELECT state, count(*) FROM message GROUP BY state")) ?? []).joined(separator: ", ")
+    }
+
+    func allDelivered(_ data: String, count: Int) throws -> Bool {
+        try query(data, "SELECT count(*) FROM message WHERE outgoing = 1 AND state IN ('delivered', 'read')") == ["\(count)"]
+    }
+
+    /// 1,000 messages one way and 300 the other at the same time, through mosquitto only: each
+    /// arrives once and in order; a foreign client subscribed to everything sees none of them.
+    @Test func twoShellsWithNoLANInCommonChatThroughMosquittoBothWays() throws {
+        let net = try TestNetwork(hosts: 3)
+        try net.blockMulticast()
+        let broker = try BrokerProcess.mosquitto(on: net, host: 1)
+        #expect(try broker.waitUntilReady())
+        let spy = try TestNetwork.Run.launch("/usr/sbin/ip", ["netns", "exec", net.namespace(1), "mosquitto_sub", "-h", broker.address,
+                                                             "-p", "\(broker.port)", "-t", "#", "-F", "%t %p"],
+                                             environment: ["PATH": "/usr/bin:/bin"], outputPath: net.scratch.path + "/spy")
+        defer { spy.kill() }
+        let a = try net.makeProfile("ann", host: 2), b = try net.makeProfile("ben", host: 3)
+        let toBen = (1...1_000).map { "zanzibar to ben \($0)" }, toAnn = (1...300).map { "quixotic to ann \($0)" }
+        let runA = try net.start(host: 2, data: a, name: "ann", arguments: ["--broker", broker.url, "--bail"],
+                                 lines: ["chat", "open ben --wait 30"] + toBen + ["/nearby", "/sleep 60"])
+        let runB = try net.start(host: 3, data: b, name: "ben", arguments: ["--broker", broker.url, "--bail"],
+                                 lines: ["chat", "open ann --wait 30"] + toAnn + ["/nearby", "/sleep 60"])
+        defer { runA.kill(); runB.kill() }
+        let done = try eventually(timeout: 90) { try allDelivered(a, count: 1_000) && allDelivered(b, count: 300) }
+        #expect(done, "ann: \(states(a)); ben: \(states(b))")
+        #expect(try received(b) == toBen)
+        #expect(try received(a) == toAnn)
+        runA.kill(); runB.kill()
+        let outA = runA.wait()
+        #expect(outA.contains("announcing ann#") && outA.contains("broker mqtt://198.18.0.1:1883"), "\(outA.prefix(400))")
+        #expect(outA.split(separator: "\n").contains { $0.contains("ben#") && $0.hasSuffix("via broker") }, "\(outA.suffix(600))")
+        spy.kill()
+        let seen = (try? Data(contentsOf: URL(fileURLWithPath: net.scratch.path + "/spy"))) ?? Data()
+        #expect(seen.count > 10_000, "the foreign client saw the traffic")
+        for word in ["zanzibar", "quixotic"] { #expect(seen.range(of: Data(word.utf8)) == nil, "plaintext '\(word)' on the broker") }
+        #expect(String(decoding: seen, as: UTF8.self).contains("seance/inbox/"))
+    }
+
+    /// The broker dies mid-stream and comes back (without persistence: it remembers nothing):
+    /// both shells say so, reconnect, and every message arrives once, in order.
+    @Test func theBrokerKilledAndRestartedMidStreamLosesNothing() throws {
+        let net = try TestNetwork(hosts: 3)
+        try net.blockMulticast()
+        let broker = try BrokerProcess.mosquitto(on: net, host: 1)
+        #expect(try broker.waitUntilReady())
+        let a = try net.makeProfile("ann", host: 2), b = try net.makeProfile("ben", host: 3)
+        let messages = (1...400).map { "line \($0)" }
+        let runB = try net.start(host: 3, data: b, name: "ben", arguments: ["--broker", broker.url], lines: ["chat", "sleep 90"])
+        let runA = try net.start(host: 2, data: a, name: "ann", arguments: ["--broker", broker.url],
+                                 lines: ["chat", "open ben --wait 30"] + messages.flatMap { [$0, "/sleep 0.01"] } + ["/sleep 90"])
+        defer { runA.kill(); runB.kill() }
+        #expect(try eventually(timeout: 30) { (Int(try query(b, "SELECT count(*) FROM message").first ?? "0") ?? 0) >= 40 })
+        broker.kill()
+        usleep(1_500_000)
+        try broker.start()
+        #expect(try broker.waitUntilReady())
+        let all = try eventually(timeout: 90) { try allDelivered(a, count: 400) }
+        #expect(all, "ann: \(states(a))")
+        #expect(try received(b) == messages)
+        runA.kill(); runB.kill()
+        let outA = runA.wait()
+        #expect(outA.contains("! broker: lost the broker mqtt://198.18.0.1:1883"), "\(outA.suffix(800))")
+        #expect(outA.contains("+ broker: connected again"), "\(outA.suffix(800))")
+    }
+
+    /// On the same LAN and on the broker: one peer (listed once, reached both ways, the LAN
+    /// first), one conversation, each message stored once.
+    @Test func aPeerOnBothTheLANAndTheBrokerIsOnePeer() throws {
+        let net = try TestNetwork(hosts: 3)
+        let broker = try BrokerProcess.mosquitto(on: net, host: 1)
+        #expect(try broker.waitUntilReady())
+        let a = try net.makeProfile("ann", host: 2), b = try net.makeProfile("ben", host: 3)
+        let messages = (1...200).map { "both ways \($0)" }
+        let runB = try net.start(host: 3, data: b, name: "ben", arguments: ["--broker", broker.url], lines: ["chat", "sleep 60"])
+        let runA = try net.start(host: 2, data: a, name: "ann", arguments: ["--broker", broker.url],
+                                 lines: ["chat", "open ben --wait 30", "/sleep 1", "/nearby"] + messages + ["/sleep 60"])
+        defer { runA.kill(); runB.kill() }
+        #expect(try eventually(timeout: 60) { try allDelivered(a, count: 200) })
+        #expect(try received(b) == messages)
+        #expect(try query(b, "SELECT count(*) FROM conversation") == ["1"])
+        runA.kill(); runB.kill()
+        let outA = runA.wait(), outB = runB.wait()
+        let listed = outA.split(separator: "\n").filter { $0.contains("ben#") && $0.contains(" seen ") }
+        #expect(listed.count == 1 && listed[0].hasSuffix("via lan+broker"), "\(outA.prefix(1200))")
+        let arrivals = outB.split(separator: "\n").filter { $0.contains("ann#") && $0.contains("is nearby") }
+        #expect(arrivals.count == 1, "ben heard ann arrive once: \(outB.prefix(600))")
+    }
+
+    /// A shell killed with SIGKILL says no goodbye: the broker's will clears its retained
+    /// presence, so nobody who comes later sees a ghost of it.
+    @Test func theWillClearsThePresenceOfAKilledShell() throws {
+        let net = try TestNetwork(hosts: 3)
+        let broker = try BrokerProcess.mosquitto(on: net, host: 1)
+        #expect(try broker.waitUntilReady())
+        let a = try net.makeProfile("ann", host: 2)
+        let runA = try net.start(host: 2, data: a, name: "ann", arguments: ["--broker", broker.url, "--no-lan"], lines: ["chat", "sleep 60"])
+        defer { runA.kill() }
+        func retained() throws -> String {
+            try broker.client("mosquitto_sub", from: net.namespace(1), "-t 'seance/presence/+' --retained-only -W 1 -F '%t %l'")
+        }
+        let kept = try eventually(timeout: 20) { try retained().contains("seance/presence/") }
+        #expect(kept, "ann's presence is retained: \((try? retained()) ?? "") — ann: \((try? String(contentsOfFile: runA.outputPath, encoding: .utf8)) ?? "")")
+        runA.kill()
+        _ = runA.wait()
+        let cleared = try eventually(timeout: 10) { !(try retained().contains("seance/presence/")) }
+        #expect(cleared, "the will cleared it: \((try? retained()) ?? "")")
+    }
+
+    /// Three NATS servers clustered (JetStream and MQTT on each): ann on node 1 and ben on
+    /// node 3 chat both ways.
+    @Test func aThreeNodeNATSClusterCarriesAConversationAcrossNodes() throws {
+        let net = try TestNetwork(hosts: 5)
+        try net.blockMulticast()
+        let nodes = try (1...3).map { try BrokerProcess.natsNode(on: net, hosts: [1, 2, 3], index: $0) }
+        for node in nodes { #expect(try node.waitUntilReady(timeout: 40), "\(node.log.suffix(1500))") }
+        let a = try net.makeProfile("ann", host: 4), b = try net.makeProfile("ben", host: 5)
+        let toBen = (1...100).map { "across the cluster \($0)" }, toAnn = (1...50).map { "and back \($0)" }
+        let runA = try net.start(host: 4, data: a, name: "ann", arguments: ["--broker", nodes[0].url, "--no-lan"],
+                                 lines: ["chat", "open ben --wait 40"] + toBen + ["/sleep 60"])
+        let runB = try net.start(host: 5, data: b, name: "ben", arguments: ["--broker", nodes[2].url, "--no-lan"],
+                                 lines: ["chat", "open ann --wait 40"] + toAnn + ["/sleep 60"])
+        defer { runA.kill(); runB.kill() }
+        let done = try eventually(timeout: 90) { try allDelivered(a, count: 100) && allDelivered(b, count: 50) }
+        #expect(done, "ann: \(states(a)); ben: \(states(b))")
+        #expect(try received(b) == toBen)
+        #expect(try received(a) == toAnn)
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+import Glibc
+import Testing
+
+/// A real MQTT server for a test, started by the test on one of its namespace hosts (never in
+/// the machine's own network) and stopped by it: Debian's mosquitto, or one node of a NATS
+/// cluster with MQTT enabled.
+final class BrokerProcess {
+    let namespace: String
+    let address: String
+    let port: Int
+    private let command: [String]
+    private let logPath: String
+    private var process: Process?
+
+    var url: String { "mqtt://\(address):\(port)" }
+
+    init(namespace: String, address: String, port: Int, command: [String], logPath: String) throws {
+        self.namespace = namespace
+        self.address = address
+        self.port = port
+        self.command = command
+        self.logPath = logPath
+        try start()
+    }
+
+    /// mosquitto on `host` of `net`, anonymous, without persistence (a restart forgets
+    /// everything retained: the clients must publish their presence again).
+    static func mosquitto(on net: TestNetwork, host: Int) throws -> BrokerProcess {
+        let address = "198.18.0.\(host)", port = 1883
+        let config = net.scratch.write("mosquitto-\(host).conf", """
+            listener \(port) \(address)
+            allow_anonymous true
+            persistence false
+            log_dest stdout
+            """)
+        return try BrokerProcess(namespace: net.namespace(host), address: address, port: port,
+                                 command: ["/usr/sbin/mosquitto", "-c", config], logPath: net.scratch.path + "/mosquitto-\(host).log")
+    }
+
+    /// Node `index` (1-based) of a NATS cluster on `hosts` of `net`: JetStream (which NATS's
+    /// MQTT needs) and MQTT on 1883, routes to every other node.
+    static func natsNode(on net: TestNetwork, hosts: [Int], index: Int) throws -> BrokerProcess {
+        let host = hosts[index - 1], address = "198.18.0.\(host)"
+        let routes = hosts.filter { $0 != host }.map { "nats-route://198.18.0.\($0):6222" }.joined(separator: ", ")
+        let store = net.scratch.path + "/nats-\(index)"
+        let config = net.scratch.write("nats-\(index).conf", NATSCluster.configuration(node: index, address: address, routes: routes, store: store))
+        return try BrokerProcess(namespace: net.namespace(host), address: address, port: 1883,
+                                 command: ["/usr/sbin/nats-server", "-c", config], logPath: net.scratch.path + "/nats-\(index).log")
+    }
+
+    func start() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        process.arguments = ["netns", "exec", namespace] + command
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        let log = FileHandle(forWritingAtPath: logPath)
+        log?.seekToEndOfFile()
+        process.standardOutput = log
+        process.standardError = log
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        self.process = process
+    }
+
+    /// Ends the server at once (no clean shutdown), as a crash would.
+    func kill() {
+        guard let process, process.isRunning else { return }
+        Glibc.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        self.process = nil
+    }
+
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    /// Runs a mosquitto client (`mosquitto_sub`, `mosquitto_pub`) against this broker from
+    /// `host`'s namespace; its output.
+    func client(_ tool: String, from namespace: String, _ arguments: String) throws -> String {
+        try sh("ip netns exec \(namespace) \(tool) -h \(address) -p \(port) \(arguments) 2>&1")
+    }
+
+    /// Waits until the broker takes connections (a publish from its own host gets through).
+    func waitUntilReady(timeout: Double = 20) throws -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            let result = try sh("ip netns exec \(namespace) mosquitto_pub -h \(address) -p \(port) -i ready-check -q 1 -t seance-test/ready -m x >/dev/null 2>&1 && echo ok")
+            if result.contains("ok") { return true }
+            usleep(200_000)
+        }
+        return false
+    }
+
+    deinit { kill() }
+}
+
+/// The exact configuration the tests (and the README) use for a three-node NATS cluster with
+/// JetStream and MQTT.
+enum NATSCluster {
+    static func configuration(node: Int, address: String, routes: String, store: String) -> String {
+        """
+        server_name: seance-\(node)
+        listen: \(address):4222
+        jetstream {
+            store_dir: "\(store)"
+        }
+        cluster {
+            name: seance
+            listen: \(address):6222
+            routes: [\(routes)]
+        }
+        mqtt {
+            listen: \(address):1883
+        }
+        """
+    }
+}
+
+extension TestNetwork {
+    /// Drops every multicast frame the bridge would forward: the hosts share no LAN as far as
+    /// seance can tell (unicast still passes, to reach a broker).
+    func blockMulticast() throws {
+        try addBridgeRule("ip daddr 224.0.0.0/4 counter drop")
+    }
+}

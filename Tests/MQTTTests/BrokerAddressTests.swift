@@ -1,0 +1,52 @@
+import Testing
+@testable import MQTT
+
+/// Broker URLs as `--broker` and `seance.conf` take them; a password never shown.
+@Suite struct BrokerAddressTests {
+    @Test func readsEveryPart() throws {
+        let plain = try BrokerAddress(parsing: "mqtt://198.18.0.1")
+        #expect(!plain.tls && plain.user == nil && plain.password == nil && plain.host == "198.18.0.1" && plain.port == 1883)
+        let full = try BrokerAddress(parsing: "mqtts://ann:s%40cret:x@broker.test:8884/")
+        #expect(full.tls && full.user == "ann" && full.password == "s@cret:x" && full.host == "broker.test" && full.port == 8884)
+        let v6 = try BrokerAddress(parsing: "mqtt://[2001:db8::1]:1999")
+        #expect(v6.host == "2001:db8::1" && v6.port == 1999)
+        #expect(try BrokerAddress(parsing: "MQTTS://h").port == 8883)
+    }
+
+    @Test func thePasswordIsNeverShown() throws {
+        let address = try BrokerAddress(parsing: "mqtt://ann:hunter22@198.18.0.1:1883")
+        #expect(address.description == "mqtt://ann:***@198.18.0.1:1883")
+        #expect(!"\(address)".contains("hunter22"))
+        // Not even in the error about a URL that does not parse.
+        do {
+            _ = try BrokerAddress(parsing: "http://ann:hunter22@198.18.0.1")
+            Issue.record("an http URL was taken")
+        } catch {
+            #expect(!error.description.contains("hunter22"))
+        }
+        do {
+            _ = try BrokerAddress(parsing: "mqtt://ann:hunter22@198.18.0.1/path")
+            Issue.record("a path was taken")
+        } catch {
+            #expect(!error.description.contains("hunter22"), "\(error)")
+        }
+    }
+
+    @Test func refusesWhatIsNotABroker() {
+        for bad in ["198.18.0.1", "mqtt://", "mqtt://h:0", "mqtt://h:70000", "mqtt://h:port", "ws://h", "mqtt://[::1", "mqtt://@h",
+                    "mqtt://h h", "mqtt://h?x=1", "mqtt://a:b@h:%zz"] {
+            #expect(throws: BrokerAddress.Invalid.self, "\(bad)") { try BrokerAddress(parsing: bad) }
+        }
+    }
+
+    /// Each key's topics are named by its long fingerprint, and only well-formed inbox routes
+    /// are published to (a route is whatever the network said).
+    @Test func routesNameInboxesByKey() {
+        let transport = MQTTTransport(configuration: .init(address: try! BrokerAddress(parsing: "mqtt://h")), signingKey: .init(repeating: 1, count: 32))
+        #expect(transport.inboxTopic == "seance/inbox/" + transport.ownID)
+        #expect(transport.presenceTopic == "seance/presence/" + transport.ownID)
+        #expect(transport.ownID.count == 32)
+        let route = transport.directRoute(from: .init(transport: "broker", address: "anything/+/#"), port: 9, signingKey: .init(repeating: 2, count: 32))
+        #expect(route.address.count == 32 && route.address.allSatisfy(\.isHexDigit))
+    }
+}
