@@ -3,21 +3,23 @@
 
 SWIFT        ?= swift
 RELEASE_FLAGS = -c release --static-swift-stdlib
-BUILD_PACKAGES = libedit-dev libsqlite3-dev libstb-dev pkg-config
-# What the tests use besides the build: namespaces and routes, packet loss, a terminal, a reference.
-TEST_PACKAGES  = iproute2 nftables tmux sqlite3 util-linux python3 time
+BUILD_PACKAGES = libedit-dev libsqlite3-dev libstb-dev libmosquitto-dev pkg-config
+# What the tests use besides the build: namespaces and routes, packet loss, a terminal, a reference,
+# brokers (started by the tests themselves, inside their namespaces) and MQTT clients.
+TEST_PACKAGES  = iproute2 nftables tmux sqlite3 util-linux python3 time mosquitto mosquitto-clients nats-server
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all setup setup-test build release run test bench fuzz clean
 
 all: build
 
-# Installs the packages in $(1) that dpkg does not know yet.
+# Installs the packages in $(1) that dpkg does not know yet. RUNLEVEL=1: a package's service
+# (mosquitto's) is installed, not started; the tests start their own brokers in their namespaces.
 define install_missing
 	@missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
-		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 apt-get install -y -qq $$missing; \
 	fi
 endef
 

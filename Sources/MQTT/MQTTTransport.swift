@@ -10,9 +10,10 @@ import Wire
 /// `inbox/ID` carries direct frames at QoS 1. ID is the signing key's long fingerprint. The
 /// broker, and anyone subscribed to everything, sees only signed frames and ciphertext.
 ///
-/// libmosquitto's own thread runs the connection, reconnecting with a capped backoff; its
-/// callbacks only hand frames on (the threading contract). Nothing here waits on the network
-/// on the caller's thread: the connection is made on a private queue.
+/// One thread of the transport's own runs libmosquitto's loop: it connects (looking the host up
+/// there, never on the caller's thread), reconnects after a loss with a capped backoff, and
+/// starts over after what libmosquitto gives up on (a TLS or protocol failure). Its callbacks
+/// only hand frames on (the threading contract).
 public final class MQTTTransport: Transport, @unchecked Sendable {
     public struct Configuration: Sendable, Equatable {
         public var address: BrokerAddress
@@ -56,8 +57,9 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
         var deliver: (@Sendable ([UInt8], Route) -> Void)?
         var report: (@Sendable (TransportState) -> Void)?
         var connected = false
-        /// What `report` was last told (starting counts as up: no news is good news).
-        var reportedUp = true
+        /// What `report` was last told: nil for up (starting counts as up: no news is good
+        /// news), else the reason it is down.
+        var reportedDown: String?
         var stopping = false
         /// Our latest announcement, published again on every (re)connection: a broker that
         /// restarted without persistence has lost it.
@@ -69,7 +71,9 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
     /// Our own topics' ID.
     let ownID: String
     private let state = Mutex(State())
-    private let queue = DispatchQueue(label: "seance.mqtt")
+    /// Wakes the loop thread from its backoff when stopping; signalled by the thread as it ends.
+    private let wake = DispatchSemaphore(value: 0)
+    private let ended = DispatchSemaphore(value: 0)
 
     public init(configuration: Configuration, signingKey: Data) {
         self.configuration = configuration
@@ -108,14 +112,46 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
         let handle = ClientHandle(pointer: client)
         let fresh = State(client: handle, deliver: deliver, report: report)
         state.withLock { $0 = fresh }
-        let address = configuration.address, keepalive = configuration.keepalive
-        queue.async {
-            let client = handle.pointer
-            // A host name is looked up here, off the caller's thread. A failure now is retried
-            // by the loop like a lost connection.
-            let result = mosquitto_connect_async(client, address.host, Int32(address.port), keepalive)
-            if result != MOSQ_ERR_SUCCESS.rawValue { self.changed(up: false, why: "cannot reach the broker \(address): \(Self.describe(result))") }
-            mosquitto_loop_start(client)
+        mosquitto_threaded_set(client, true)
+        let thread = Thread { self.run(handle) }
+        thread.name = "seance-mqtt"
+        thread.start()
+    }
+
+    /// The loop thread: connect, run libmosquitto's loop (which reconnects by itself after a
+    /// lost connection), and when it gives up, say why and start over after the backoff.
+    private func run(_ handle: ClientHandle) {
+        defer { ended.signal() }
+        let address = configuration.address
+        var delay = Self.reconnectDelay
+        var first = true
+        while state.withLock({ !$0.stopping }) {
+            let result = first
+                ? mosquitto_connect_async(handle.pointer, address.host, Int32(address.port), configuration.keepalive)
+                : mosquitto_reconnect_async(handle.pointer)
+            first = first && result != MOSQ_ERR_SUCCESS.rawValue && result != MOSQ_ERR_ERRNO.rawValue
+            var failure = result
+            if result == MOSQ_ERR_SUCCESS.rawValue {
+                delay = Self.reconnectDelay
+                failure = mosquitto_loop_forever(handle.pointer, 1_000, 1)
+            }
+            guard state.withLock({ !$0.stopping }) else { break }
+            changed(up: false, why: Self.failure(failure, broker: address.description))
+            // Interrupted by `stop`.
+            if wake.wait(timeout: .now() + .seconds(Int(delay))) == .success { break }
+            delay = min(delay * 2, Self.reconnectDelayMaximum)
+        }
+    }
+
+    /// Why the broker cannot be used, for the user.
+    static func failure(_ code: Int32, broker: String) -> String {
+        switch code {
+        case MOSQ_ERR_TLS.rawValue, MOSQ_ERR_TLS_HANDSHAKE.rawValue:
+            return "cannot use TLS with the broker \(broker): \(describe(code)); trying again"
+        case MOSQ_ERR_CONN_REFUSED.rawValue, MOSQ_ERR_AUTH.rawValue:
+            return "the broker \(broker) refused the connection; trying again"
+        default:
+            return "cannot reach the broker \(broker): \(describe(code)); trying again"
         }
     }
 
@@ -172,11 +208,14 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
     }
 
     private func disconnected(code: Int32) {
-        let stopping = state.withLock { state -> Bool in
-            state.connected = false
-            return state.stopping
+        let (stopping, wasConnected) = state.withLock { state -> (Bool, Bool) in
+            defer { state.connected = false }
+            return (state.stopping, state.connected)
         }
-        if !stopping { changed(up: false, why: "lost the broker \(configuration.address) (\(Self.describe(code))); reconnecting") }
+        guard !stopping else { return }
+        let broker = configuration.address, reason = Self.describe(code)
+        changed(up: false, why: wasConnected ? "lost the broker \(broker) (\(reason)); reconnecting"
+                                             : "cannot reach the broker \(broker) (\(reason)); trying again")
     }
 
     private func received(_ message: mosquitto_message) {
@@ -198,11 +237,13 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
         state.withLock { $0.deliver }?(bytes, route)
     }
 
-    /// Tells the engine when the broker starts or stops carrying, once per change.
+    /// Tells the engine when the broker starts or stops carrying, and when the reason it does
+    /// not changes (refused, then unreachable, …); never the same thing twice in a row.
     private func changed(up: Bool, why: String) {
         let report = state.withLock { state -> (@Sendable (TransportState) -> Void)? in
-            guard !state.stopping, state.reportedUp != up else { return nil }
-            state.reportedUp = up
+            let now: String? = up ? nil : why
+            guard !state.stopping, state.reportedDown != now else { return nil }
+            state.reportedDown = now
             return state.report
         }
         report?(up ? .up : .down(why))
@@ -245,25 +286,23 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
     /// Disconnects (cleanly: the will is not sent; a farewell has withdrawn our presence) and
     /// releases the client and its thread. Safe to call twice.
     public func stop() {
-        let (handle, connected) = state.withLock { state -> (ClientHandle?, Bool) in
+        guard let handle = state.withLock({ state -> ClientHandle? in
             defer { state.client = nil; state.stopping = true; state.deliver = nil; state.report = nil }
-            return (state.client, state.connected)
-        }
-        guard let client = handle?.pointer else { return }
-        queue.sync {
-            mosquitto_disconnect(client)
-            // Connected: the thread ends once what was queued (the farewell) and the disconnect
-            // have gone. Not connected: it may be waiting to reconnect; it is stopped at once.
-            mosquitto_loop_stop(client, !connected)
-            mosquitto_destroy(client)
-        }
+            return state.client
+        }) else { return }
+        mosquitto_disconnect(handle.pointer)
+        wake.signal()
+        // The loop returns once what was queued (the farewell) and the disconnect have gone, or
+        // at once when not connected; the thread then ends.
+        ended.wait()
+        mosquitto_destroy(handle.pointer)
     }
 
-    /// The client, to hand to the private queue (libmosquitto's calls are thread-safe).
+    /// The client, to hand to the loop thread (libmosquitto's calls are thread-safe).
     private struct ClientHandle: @unchecked Sendable { let pointer: OpaquePointer }
 
     static func describe(_ code: Int32) -> String {
-        if code == MOSQ_ERR_ERRNO.rawValue { return String(cString: strerror(errno)) }
-        return String(cString: mosquitto_strerror(code))
+        let text = code == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : String(cString: mosquitto_strerror(code))
+        return text.hasSuffix(".") ? String(text.dropLast()) : text
     }
 }

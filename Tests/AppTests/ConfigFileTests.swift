@@ -23,7 +23,7 @@ import Testing
         #expect(throws: SettingsError(description: "seance.conf:2: port must be a number, not 'many'")) {
             try ConfigFile.parse("group = 239.1.1.1\nport = many\n", path: "seance.conf")
         }
-        #expect(throws: SettingsError(description: "seance.conf:1: unknown setting 'colour' (group, port, interface, announce-interval)")) {
+        #expect(throws: SettingsError(description: "seance.conf:1: unknown setting 'colour' (group, port, interface, announce-interval, broker, broker-ca, broker-prefix, no-lan)")) {
             try ConfigFile.parse("colour = red", path: "seance.conf")
         }
         #expect(throws: SettingsError(description: "seance.conf:1: expected 'key = value'")) {
@@ -50,8 +50,29 @@ import Testing
 
     /// Every setting's help says what it is; a default, where there is one, is the real one.
     @Test func helpComesFromTheDeclaration() throws {
-        #expect(Settings.all.map(\.key) == ["group", "port", "interface", "announce-interval"])
+        #expect(Settings.all.map(\.key) == ["group", "port", "interface", "announce-interval", "broker", "broker-ca", "broker-prefix", "no-lan"])
         #expect(try #require(Settings.named("port")).help.contains("47777"))
         #expect(try #require(Settings.named("announce-interval")).help.contains("default 5)"))
+    }
+
+    /// The broker's settings, from either source, and what only makes sense together.
+    @Test func brokerSettings() throws {
+        let file = try ConfigFile.parse("broker = mqtts://ann:secret@198.18.0.1\nbroker-ca = /etc/ca.pem\nbroker-prefix = town\nno-lan = yes\n",
+                                        path: "seance.conf")
+        let resolved = try Settings.resolve(flags: SettingValues(), file: file)
+        #expect(resolved.mqtt?.address.description == "mqtts://ann:***@198.18.0.1:8883")
+        #expect(resolved.mqtt?.caFile == "/etc/ca.pem" && resolved.mqtt?.prefix == "town/" && !resolved.lanEnabled)
+        #expect(try Settings.resolve(flags: SettingValues(), file: SettingValues()).mqtt == nil)
+        #expect(throws: SettingsError(description: "broker-ca is for an mqtts:// broker")) {
+            try Settings.resolve(flags: SettingValues([("broker", "mqtt://h"), ("broker-ca", "/ca.pem")]), file: SettingValues())
+        }
+        #expect(throws: SettingsError.self) { try Settings.resolve(flags: SettingValues([("no-lan", "yes")]), file: SettingValues()) }
+        #expect(throws: SettingsError.self) { try ConfigFile.parse("broker-prefix = a/+/b", path: "seance.conf") }
+        do {
+            _ = try Settings.resolve(flags: SettingValues([("broker", "mqtt://ann:secret@h:99999")]), file: SettingValues())
+            Issue.record("a bad port was taken")
+        } catch {
+            #expect(error.description.hasPrefix("--broker: ") && !error.description.contains("secret"), "\(error)")
+        }
     }
 }

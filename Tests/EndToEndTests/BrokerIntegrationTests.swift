@@ -151,4 +151,60 @@ struct BrokerIntegrationTests {
         #expect(try received(b) == toBen)
         #expect(try received(a) == toAnn)
     }
+
+    /// No broker at the address yet: a notice, the LAN chat goes on; when it comes up, the
+    /// shells connect by themselves (with their backoff) and say so.
+    @Test func aBrokerNotThereYetIsANoticeAndTheLANGoesOn() throws {
+        let net = try TestNetwork(hosts: 3)
+        let a = try net.makeProfile("ann", host: 2), b = try net.makeProfile("ben", host: 3)
+        let url = "mqtt://198.18.0.1:1883"
+        let runB = try net.start(host: 3, data: b, name: "ben", arguments: ["--broker", url], lines: ["chat", "sleep 60"])
+        let runA = try net.start(host: 2, data: a, name: "ann", arguments: ["--broker", url],
+                                 lines: ["chat", "open ben --wait 30", "over the lan", "/sleep 60"])
+        defer { runA.kill(); runB.kill() }
+        func outA() -> String { (try? String(contentsOfFile: runA.outputPath, encoding: .utf8)) ?? "" }
+        #expect(try eventually(timeout: 30) { try allDelivered(a, count: 1) }, "\(outA())")
+        #expect(outA().contains("! broker: cannot reach the broker \(url)"), "\(outA())")
+        let broker = try BrokerProcess.mosquitto(on: net, host: 1)
+        #expect(try broker.waitUntilReady())
+        #expect(eventually(timeout: 40) { outA().contains("+ broker: connected again") }, "\(outA())")
+    }
+
+    /// Wrong credentials: the notice names the broker (password hidden) and says why.
+    @Test func wrongCredentialsAreNamedWithoutThePassword() throws {
+        let net = try TestNetwork(hosts: 2)
+        let passwords = net.scratch.path + "/mosquitto.passwd"
+        _ = try sh("mosquitto_passwd -c -b '\(passwords)' ann right-password 2>&1")
+        let config = net.scratch.write("secure.conf", """
+            listener 1883 198.18.0.1
+            allow_anonymous false
+            password_file \(passwords)
+            persistence false
+            """)
+        let broker = try BrokerProcess(namespace: net.namespace(1), address: "198.18.0.1", port: 1883,
+                                       command: ["/usr/sbin/mosquitto", "-c", config], logPath: net.scratch.path + "/secure.log")
+        let a = try net.makeProfile("ann", host: 2)
+        let runA = try net.start(host: 2, data: a, name: "ann", arguments: ["--broker", "mqtt://ann:wrong-password@198.18.0.1:1883", "--no-lan"],
+                                 lines: ["chat", "sleep 30"])
+        defer { runA.kill() }
+        func outA() -> String { (try? String(contentsOfFile: runA.outputPath, encoding: .utf8)) ?? "" }
+        let told = eventually(timeout: 20) { outA().contains("refused the connection") }
+        #expect(told, "\(outA()) — broker: \(broker.log)")
+        #expect(outA().contains("the broker mqtt://ann:***@198.18.0.1:1883 refused the connection: Connection Refused: not authorised"))
+        #expect(!outA().contains("wrong-password"))
+    }
+
+    /// TLS that cannot work (here: a broker that does not speak it) is named as such.
+    @Test func aTLSFailureIsNamed() throws {
+        let net = try TestNetwork(hosts: 2)
+        let broker = try BrokerProcess.mosquitto(on: net, host: 1)
+        #expect(try broker.waitUntilReady())
+        let a = try net.makeProfile("ann", host: 2)
+        let runA = try net.start(host: 2, data: a, name: "ann", arguments: ["--broker", "mqtts://198.18.0.1:1883", "--no-lan"],
+                                 lines: ["chat", "sleep 30"])
+        defer { runA.kill() }
+        func outA() -> String { (try? String(contentsOfFile: runA.outputPath, encoding: .utf8)) ?? "" }
+        let told = eventually(timeout: 20) { outA().contains("! broker: cannot use TLS with the broker mqtts://198.18.0.1:1883") }
+        #expect(told, "\(outA())")
+    }
 }
