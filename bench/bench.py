@@ -135,39 +135,41 @@ def start_chat(binary, data, name, password_file, env, seconds):
     return proc
 
 
+def next_line(proc, timeout):
+    """The next line of proc's stdout, or None at its end or after `timeout` seconds. The pipe is
+    read here (os.read) into a buffer of this proc's own: select() on a file object whose own
+    buffer already holds lines would wait for more and miss them."""
+    fd = proc.stdout.fileno()
+    buffer = proc.__dict__.setdefault("pending", bytearray())
+    deadline = time.perf_counter() + timeout
+    while b"\n" not in buffer:
+        left = deadline - time.perf_counter()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            return None
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return None
+        buffer += chunk
+    line, _, rest = bytes(buffer).partition(b"\n")
+    proc.pending = bytearray(rest)
+    return line.decode("utf-8", "replace") + "\n"
+
+
 def wait_for_line(proc, needle, timeout):
     """The perf_counter() time at which a line containing `needle` appeared on proc's stdout,
     or None after `timeout` seconds."""
-    start = time.perf_counter()
-    while time.perf_counter() - start < timeout:
-        if select.select([proc.stdout], [], [], 0.05)[0]:
-            line = proc.stdout.readline()
-            if not line:
-                return None
-            if needle in line:
-                return time.perf_counter()
+    deadline = time.perf_counter() + timeout
+    while (line := next_line(proc, deadline - time.perf_counter())) is not None:
+        if needle in line:
+            return time.perf_counter()
     return None
-
-
-def count_lines(proc, pattern, quiet):
-    """How many lines matching `pattern` proc prints before it is quiet for `quiet` seconds."""
-    count = 0
-    while select.select([proc.stdout], [], [], quiet)[0]:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        count += re.search(pattern, line) is not None
-    return count
 
 
 def count_arrivals(proc, quiet):
     """Peers proc reports arriving before it is quiet for `quiet` seconds: its "is nearby" lines,
     plus the ones its notice limit held back and counted in one line."""
     count = 0
-    while select.select([proc.stdout], [], [], quiet)[0]:
-        line = proc.stdout.readline()
-        if not line:
-            break
+    while (line := next_line(proc, quiet)) is not None:
         if re.search(r" p\d+#.* is nearby", line):
             count += 1
         held = re.search(r"… (\d+) more presence notices", line)
@@ -266,7 +268,7 @@ def newcomer_discovery(binary, work, env, password, peers, runs):
         proc.stdin.close()
         start = wait_for_line(proc, "announcing", 10)
         listed, seen_all = 0, None
-        for line in proc.stdout:
+        while (line := next_line(proc, 30)) is not None:
             if line.startswith(":::"):
                 if listed >= peers and seen_all is None:
                     seen_all = time.perf_counter()
@@ -315,48 +317,56 @@ def percentile(values, fraction):
     return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))]
 
 
-def conversations(binary, work, env, count):
-    section("conversations: latency, sustained rate, paging over 1,000,000 messages")
+def chat_pair(binary, work, env, tag, args, count, rounds=200, ben_args=None):
+    """ann and ben, started with `args` (which transports; ben with `ben_args` when given): the one-way latencies of `rounds`
+    pings (the line into ann's shell, the notice out of ben's), then the rate at which `count`
+    messages, sent as fast as ann's shell takes them, are stored at both ends."""
     password = os.path.join(work, "password")
-    a_dir, b_dir = os.path.join(work, "conv-a"), os.path.join(work, "conv-b")
+    a_dir, b_dir = os.path.join(work, f"{tag}-a"), os.path.join(work, f"{tag}-b")
     make_profile(binary, a_dir, "ann", password, env)
     make_profile(binary, b_dir, "ben", password, env)
-    receiver = subprocess.Popen([binary, "--data-dir", b_dir], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    receiver = subprocess.Popen([binary, "--data-dir", b_dir] + (args if ben_args is None else ben_args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, env=env, text=True, bufsize=1)
     receiver.stdin.write(f"login ben --password-file {password}\nchat\n")
     receiver.stdin.flush()
-    sender = subprocess.Popen([binary, "--data-dir", a_dir], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+    sender = subprocess.Popen([binary, "--data-dir", a_dir] + args, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, env=env, text=True, bufsize=1)
-    sender.stdin.write(f"login ann --password-file {password}\nchat\nsleep 1.5\nopen ben\n")
+    sender.stdin.write(f"login ann --password-file {password}\nchat\nopen ben --wait 20\n")
     sender.stdin.flush()
-    wait_for_line(receiver, "ann#", 10)
+    wait_for_line(receiver, "ann#", 20)
     time.sleep(1.6)
-
-    # One-way latency: the line goes into ann's shell; the notice comes out of ben's.
     latencies = []
-    for i in range(200):
+    for i in range(rounds):
         start = time.perf_counter()
         sender.stdin.write(f"ping {i}\n")
         sender.stdin.flush()
         seen = wait_for_line(receiver, f"ping {i}", 5)
         if seen is not None:
             latencies.append(seen - start)
+    start = time.perf_counter()
+    sender.stdin.write("".join(f"burst {i}\n" for i in range(count)))
+    sender.stdin.flush()
+    done = wait_for_line(receiver, f"burst {count - 1}", 120)
+    sender.kill()
+    receiver.kill()
+    sender.wait()
+    receiver.wait()
+    return latencies, (count / (done - start) if done is not None else None)
+
+
+def conversations(binary, work, env, count):
+    section("conversations: latency, sustained rate, paging over 1,000,000 messages")
+    password = os.path.join(work, "password")
+    a_dir = os.path.join(work, "conv-a")
+    latencies, rate = chat_pair(binary, work, env, "conv", [], count)
     reference = udp_ping_pong(2000)
     p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
     r50, r99 = percentile(reference, 0.5), percentile(reference, 0.99)
     print(f"one-way latency            p50 {p50 * 1e3:7.3f} ms   p99 {p99 * 1e3:7.3f} ms   ({len(latencies)} of 200)")
     print(f"raw UDP round trip         p50 {r50 * 1e3:7.3f} ms   p99 {r99 * 1e3:7.3f} ms   (reference)")
     print(f"ratio                      p99 {p99 / r99:7.1f} x   (target: within 5x)")
-
-    # Sustained rate: `count` messages as fast as the shell takes them, until ben has them all.
-    start = time.perf_counter()
-    sender.stdin.write("".join(f"burst {i}\n" for i in range(count)))
-    sender.stdin.flush()
-    done = wait_for_line(receiver, f"burst {count - 1}", 120)
-    if done is not None:
-        print(f"sustained, stored at both  {count / (done - start):9,.0f} messages/s   (target: at least 2,000)")
-    sender.kill()
-    receiver.kill()
+    if rate is not None:
+        print(f"sustained, stored at both  {rate:9,.0f} messages/s   (target: at least 2,000)")
 
     # Paging: a conversation of 1,000,000 messages, then opening it and asking for older pages.
     db = os.path.join(a_dir, "seance.sqlite")
@@ -377,6 +387,101 @@ def conversations(binary, work, env, count):
     print(f"sqlite3: the same page     {sqlite * 1e3:7.2f} ms   (reference, including sqlite3's own start-up)")
 
 
+def wait_for_broker(port, timeout=30):
+    """Until a publish to the broker on loopback `port` gets through."""
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline:
+        if subprocess.run(["mosquitto_pub", "-h", "127.0.0.1", "-p", str(port), "-i", "bench-ready", "-q", "1",
+                           "-t", "bench/ready", "-m", "x"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def broker_floor(publish_port, subscribe_port, rounds, size):
+    """The broker's own one-way latency for a payload of `size` bytes: a line into a long-lived
+    mosquitto_pub, out of a long-lived mosquitto_sub (the same pipes-in, pipes-out method)."""
+    sub = subprocess.Popen(["mosquitto_sub", "-h", "127.0.0.1", "-p", str(subscribe_port), "-q", "1", "-t", "bench/floor"],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    pub = subprocess.Popen(["mosquitto_pub", "-h", "127.0.0.1", "-p", str(publish_port), "-q", "1", "-t", "bench/floor", "-l"],
+                           stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
+    padding = "x" * max(0, size - 16)
+    for _ in range(50):  # Until both are connected.
+        pub.stdin.write(f"warm {padding}\n")
+        pub.stdin.flush()
+        if wait_for_line(sub, "warm", 0.2) is not None:
+            break
+    times = []
+    for i in range(rounds):
+        start = time.perf_counter()
+        pub.stdin.write(f"floor {i} {padding}\n")
+        pub.stdin.flush()
+        seen = wait_for_line(sub, f"floor {i} ", 5)
+        if seen is not None:
+            times.append(seen - start)
+    pub.kill()
+    sub.kill()
+    return times
+
+
+def brokers(binary, work, env, count):
+    """Chat through one local mosquitto, beside the broker's own floor; then through three NATS
+    servers clustered (ann on node 1, ben on node 3). All on loopback, inside the namespace."""
+    section("brokers: one-way latency and sustained rate through MQTT")
+    conf = os.path.join(work, "mosquitto.conf")
+    with open(conf, "w") as f:
+        # set_tcp_nodelay: the broker answers at once instead of letting Nagle hold its small
+        # writes for a delayed acknowledgement (40 ms each time), as clustered brokers do by default.
+        f.write("listener 18830 127.0.0.1\nallow_anonymous true\npersistence false\nset_tcp_nodelay true\n")
+    mosquitto = subprocess.Popen(["mosquitto", "-c", conf], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        if not wait_for_broker(18830):
+            print("mosquitto did not start")
+            return
+        url = "mqtt://127.0.0.1:18830"
+        latencies, rate = chat_pair(binary, work, env, "mqtt", ["--no-lan", "--broker", url], count)
+        floor = broker_floor(18830, 18830, 200, 200)
+        p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
+        f50, f99 = percentile(floor, 0.5), percentile(floor, 0.99)
+        print(f"mosquitto: one-way latency p50 {p50 * 1e3:7.3f} ms   p99 {p99 * 1e3:7.3f} ms   ({len(latencies)} of 200)")
+        print(f"mosquitto_pub -> _sub      p50 {f50 * 1e3:7.3f} ms   p99 {f99 * 1e3:7.3f} ms   (reference: the broker's floor, 200 bytes)")
+        print(f"ratio                      p99 {p99 / f99:7.1f} x   (target: within 3x)")
+        if rate is not None:
+            print(f"sustained, stored at both  {rate:9,.0f} messages/s   (target: at least 2,000)")
+    finally:
+        mosquitto.kill()
+        mosquitto.wait()
+
+    nodes = []
+    try:
+        for n in range(1, 4):
+            store = os.path.join(work, f"nats-{n}")
+            routes = ", ".join(f"nats-route://127.0.0.1:{6230 + m}" for m in range(1, 4) if m != n)
+            path = os.path.join(work, f"nats-{n}.conf")
+            with open(path, "w") as f:
+                f.write(f"server_name: bench-{n}\nlisten: 127.0.0.1:{4230 + n}\njetstream {{ store_dir: \"{store}\" }}\n"
+                        f"cluster {{ name: bench, listen: 127.0.0.1:{6230 + n}, routes: [{routes}] }}\n"
+                        f"mqtt {{ listen: 127.0.0.1:{18840 + n} }}\n")
+            nodes.append(subprocess.Popen(["nats-server", "-c", path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        if not all(wait_for_broker(18840 + n, 60) for n in range(1, 4)):
+            print("the NATS cluster did not start")
+            return
+        # ann on node 1, ben on node 3: the messages cross the cluster.
+        a_args, b_args = ["--no-lan", "--broker", "mqtt://127.0.0.1:18841"], ["--no-lan", "--broker", "mqtt://127.0.0.1:18843"]
+        latencies, rate = chat_pair(binary, work, env, "nats", a_args, count, ben_args=b_args)
+        floor = broker_floor(18841, 18843, 200, 200)
+        p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
+        f50, f99 = percentile(floor, 0.5), percentile(floor, 0.99)
+        print(f"NATS x3: one-way latency   p50 {p50 * 1e3:7.3f} ms   p99 {p99 * 1e3:7.3f} ms   ({len(latencies)} of 200)")
+        print(f"mosquitto_pub -> _sub      p50 {f50 * 1e3:7.3f} ms   p99 {f99 * 1e3:7.3f} ms   (reference: node 1 to node 3)")
+        if rate is not None:
+            print(f"sustained, stored at both  {rate:9,.0f} messages/s   (no target yet)")
+    finally:
+        for node in nodes:
+            node.kill()
+            node.wait()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--binary", required=True)
@@ -393,6 +498,7 @@ def main():
         visions_page(binary, work, env, max(20, args.runs // 4))
         nearby(binary, work, env, runs=20, peers=50, watch_seconds=30)
         conversations(binary, work, env, count=5000)
+        brokers(binary, work, env, count=5000)
 
 
 if __name__ == "__main__":

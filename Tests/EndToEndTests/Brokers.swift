@@ -32,6 +32,7 @@ final class BrokerProcess {
             listener \(port) \(address)
             allow_anonymous true
             persistence false
+            set_tcp_nodelay true
             log_dest stdout
             """)
         return try BrokerProcess(namespace: net.namespace(host), address: address, port: port,
