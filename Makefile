@@ -47,7 +47,7 @@ test: setup-test
 # seed corpus in fuzz/corpus; new inputs it finds go to .build-fuzz/corpus, crashes to
 # .build-fuzz/crashes. The plain build of the same target replays the corpus (`make test` does).
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS  = packet tokenizer image
+FUZZ_TARGETS  = packet tokenizer image broker
 fuzz: setup
 	$(SWIFT) build --build-path .build-fuzz --sanitize=fuzzer --sanitize=address -Xswiftc -DFUZZING --product SeanceFuzz
 	scripts/fuzz .build-fuzz/debug/SeanceFuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)

@@ -72,7 +72,7 @@ let package = Package(
         ]),
         // libFuzzer targets for what is parsed by hand (`make fuzz`); a corpus replayer otherwise.
         .executableTarget(name: "SeanceFuzz", dependencies: [
-            "Wire", "Shell", "Terminal", .product(name: "Crypto", package: "swift-crypto"),
+            "Wire", "Shell", "Terminal", "MQTT", .product(name: "Crypto", package: "swift-crypto"),
         ]),
         // What the test targets share: temporary directories and a database with every table.
         .target(name: "TestSupport", dependencies: ["App", "Storage"], path: "Tests/TestSupport"),

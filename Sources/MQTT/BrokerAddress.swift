@@ -53,7 +53,12 @@ public struct BrokerAddress: Equatable, Sendable, CustomStringConvertible {
         } else {
             host = String(rest)
         }
-        guard !host.isEmpty, host.utf8.count <= 253, host.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
+        // A name or an IPv4 address; in brackets, an IPv6 address (hex digits, colons, dots).
+        let bracketed = rest.hasPrefix("[")
+        let allowed: (Unicode.Scalar) -> Bool = bracketed
+            ? { $0.properties.isASCIIHexDigit || $0 == ":" || $0 == "." }
+            : { $0.value > 0x20 && $0.value < 0x7F && !"[]:@/?#%".unicodeScalars.contains($0) }
+        guard !host.isEmpty, host.utf8.count <= 253, host.unicodeScalars.allSatisfy(allowed) else {
             throw Invalid(description: "the broker's host is missing or not a host name: \(Self.masked(text))")
         }
         if let portText {

@@ -33,6 +33,9 @@ enum Corpus {
         let lines = ["zombies up", "open 'vision 3'; save \"Joyce Byers\"", "echo a\\ b # comment", "profile new ann --password-file ~/pw",
                      "open bob#3fa2", "chat", "remind 5 tea is ready", "\"unterminated", "emoji 🚶‍♂️ and 🏴󠁧󠁢󠁳󠁣󠁴󠁿", "zombies zombies stats"]
         for (index, line) in lines.enumerated() { files.append(("tokenizer/line-\(index)", Array(line.utf8))) }
+        let brokers = ["mqtt://198.18.0.1", "mqtts://ann:s%40cret@broker.test:8884/", "mqtt://[2001:db8::1]:1883", "mqtt://a:b:c@h:1",
+                       "MQTT://h:65535", "mqtt://h:0", "mqtt://[::1"]
+        for (index, url) in brokers.enumerated() { files.append(("broker/url-\(index)", Array(url.utf8))) }
         for (name, bytes) in files {
             let path = directory + "/" + name
             try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)

@@ -1,9 +1,10 @@
 import Foundation
 #if FUZZING
-/// libFuzzer's entry: the target is chosen by `SEANCE_FUZZ_TARGET` (packet, tokenizer, image).
+/// libFuzzer's entry: the target is chosen by `SEANCE_FUZZ_TARGET` (packet, tokenizer, image,
+/// broker).
 private let target: FuzzTarget = {
     let name = getenv("SEANCE_FUZZ_TARGET").map { String(cString: $0) } ?? "packet"
-    guard let target = FuzzTarget(rawValue: name) else { fatalError("SEANCE_FUZZ_TARGET: packet, tokenizer or image") }
+    guard let target = FuzzTarget(rawValue: name) else { fatalError("SEANCE_FUZZ_TARGET: packet, tokenizer, image or broker") }
     return target
 }()
 

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import MQTT
 import Wire
 import Shell
 import Terminal
@@ -7,7 +8,7 @@ import Terminal
 /// What the fuzzer feeds: everything seance reads from outside that is parsed by hand.
 /// Each target also checks what must hold of whatever it accepted.
 enum FuzzTarget: String, CaseIterable {
-    case packet, tokenizer, image
+    case packet, tokenizer, image, broker
 
     /// One input. Crashes, traps and sanitizer reports are the findings; a broken invariant
     /// traps too.
@@ -16,6 +17,7 @@ enum FuzzTarget: String, CaseIterable {
         case .packet: Self.packet(bytes)
         case .tokenizer: Self.tokenizer(bytes)
         case .image: Self.image(bytes)
+        case .broker: Self.broker(bytes)
         }
     }
 
@@ -63,6 +65,20 @@ enum FuzzTarget: String, CaseIterable {
         if let image = try? ImageDecoder.decode(bytes) {
             precondition(image.width <= ImageError.maximumSide && image.height <= ImageError.maximumSide)
             _ = ImageRenderer(.plain).render(image, columns: 20, rows: 10)
+        }
+    }
+
+    /// `--broker URL`: whatever is accepted has a host and a port in range, and is shown
+    /// without its password.
+    static func broker(_ bytes: [UInt8]) {
+        guard let address = try? BrokerAddress(parsing: String(decoding: bytes, as: UTF8.self)) else { return }
+        precondition(!address.host.isEmpty && (1...65_535).contains(address.port))
+        if let password = address.password, !password.isEmpty {
+            precondition(!address.description.contains(":" + password + "@"), "a password is shown")
+        }
+        if address.password == nil, address.user.map({ !$0.contains(":") && !$0.contains("@") && !$0.contains("%") }) ?? true {
+            // What is shown reads back as the same broker.
+            precondition((try? BrokerAddress(parsing: address.description)) == address, "\(address) does not read back")
         }
     }
 }

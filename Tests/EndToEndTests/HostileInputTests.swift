@@ -133,7 +133,7 @@ import Testing
     @Test func everyCorpusInputPassesEveryTarget() throws {
         let replayer = (seanceBinary as NSString).deletingLastPathComponent + "/SeanceFuzz"
         let corpus = packageRoot + "/fuzz/corpus"
-        let result = try runSeance([], scratch: Scratch(), launcher: [replayer, corpus + "/packet", corpus + "/tokenizer", corpus + "/image"])
+        let result = try runSeance([], scratch: Scratch(), launcher: [replayer, corpus + "/packet", corpus + "/tokenizer", corpus + "/image", corpus + "/broker"])
         #expect(result.status == 0, "\(result.stderr.suffix(2_000))")
         #expect(result.stdout.contains("replayed") && !result.stdout.contains("replayed 0 "), "\(result.stdout)")
     }
