@@ -6,17 +6,16 @@ import Testing
 /// and a three-node NATS cluster. The shells' hosts share no multicast unless a test says so.
 @Suite(.enabled(if: inPrivateNetwork, "runs only inside scripts/in-netns (make test)"))
 struct BrokerIntegrationTests {
-    func query(_ data: String, _ sql: String) throws -> [String] {
-        try sh("sqlite3 '\(data)/seance.sqlite' \"\(sql)\" 2>/dev/null").split(separator: "\n").map(String.init)
-    }
 
-    func eventually(timeout: Double, _ condition: () throws -> Bool) rethrows -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if try condition() { return true }
-            usleep(100_000)
-        }
-        return try condition()
+
+    /// Three hosts: mosquitto on the first, ann's and ben's profiles on the second and third;
+    /// sharing the LAN only when `lan`.
+    func mosquittoWorld(lan: Bool) throws -> (net: TestNetwork, broker: BrokerProcess, a: String, b: String) {
+        let net = try TestNetwork(hosts: 3)
+        if !lan { try net.blockMulticast() }
+        let broker = try BrokerProcess.mosquitto(on: net, host: 1)
+        #expect(try broker.waitUntilReady())
+        return (net, broker, try net.makeProfile("ann", host: 2), try net.makeProfile("ben", host: 3))
     }
 
     func received(_ data: String) throws -> [String] { try query(data, "SELECT text FROM message WHERE outgoing = 0 ORDER BY id") }
@@ -32,15 +31,11 @@ struct BrokerIntegrationTests {
     /// 1,000 messages one way and 300 the other at the same time, through mosquitto only: each
     /// arrives once and in order; a foreign client subscribed to everything sees none of them.
     @Test func twoShellsWithNoLANInCommonChatThroughMosquittoBothWays() throws {
-        let net = try TestNetwork(hosts: 3)
-        try net.blockMulticast()
-        let broker = try BrokerProcess.mosquitto(on: net, host: 1)
-        #expect(try broker.waitUntilReady())
+        let (net, broker, a, b) = try mosquittoWorld(lan: false)
         let spy = try TestNetwork.Run.launch("/usr/sbin/ip", ["netns", "exec", net.namespace(1), "mosquitto_sub", "-h", broker.address,
                                                              "-p", "\(broker.port)", "-t", "#", "-F", "%t %p"],
                                              environment: ["PATH": "/usr/bin:/bin"], outputPath: net.scratch.path + "/spy")
         defer { spy.kill() }
-        let a = try net.makeProfile("ann", host: 2), b = try net.makeProfile("ben", host: 3)
         let toBen = (1...1_000).map { "zanzibar to ben \($0)" }, toAnn = (1...300).map { "quixotic to ann \($0)" }
         let runA = try net.start(host: 2, data: a, name: "ann", arguments: ["--broker", broker.url, "--bail"],
                                  lines: ["chat", "open ben --wait 30"] + toBen + ["/nearby", "/sleep 60"])
@@ -65,11 +60,7 @@ struct BrokerIntegrationTests {
     /// The broker dies mid-stream and comes back (without persistence: it remembers nothing):
     /// both shells say so, reconnect, and every message arrives once, in order.
     @Test func theBrokerKilledAndRestartedMidStreamLosesNothing() throws {
-        let net = try TestNetwork(hosts: 3)
-        try net.blockMulticast()
-        let broker = try BrokerProcess.mosquitto(on: net, host: 1)
-        #expect(try broker.waitUntilReady())
-        let a = try net.makeProfile("ann", host: 2), b = try net.makeProfile("ben", host: 3)
+        let (net, broker, a, b) = try mosquittoWorld(lan: false)
         let messages = (1...400).map { "line \($0)" }
         let runB = try net.start(host: 3, data: b, name: "ben", arguments: ["--broker", broker.url], lines: ["chat", "sleep 90"])
         let runA = try net.start(host: 2, data: a, name: "ann", arguments: ["--broker", broker.url],
@@ -92,10 +83,7 @@ struct BrokerIntegrationTests {
     /// On the same LAN and on the broker: one peer (listed once, reached both ways, the LAN
     /// first), one conversation, each message stored once.
     @Test func aPeerOnBothTheLANAndTheBrokerIsOnePeer() throws {
-        let net = try TestNetwork(hosts: 3)
-        let broker = try BrokerProcess.mosquitto(on: net, host: 1)
-        #expect(try broker.waitUntilReady())
-        let a = try net.makeProfile("ann", host: 2), b = try net.makeProfile("ben", host: 3)
+        let (net, broker, a, b) = try mosquittoWorld(lan: true)
         let messages = (1...200).map { "both ways \($0)" }
         let runB = try net.start(host: 3, data: b, name: "ben", arguments: ["--broker", broker.url], lines: ["chat", "sleep 60"])
         let runA = try net.start(host: 2, data: a, name: "ann", arguments: ["--broker", broker.url],
@@ -125,7 +113,7 @@ struct BrokerIntegrationTests {
             try broker.client("mosquitto_sub", from: net.namespace(1), "-t 'seance/presence/+' --retained-only -W 1 -F '%t %l'")
         }
         let kept = try eventually(timeout: 20) { try retained().contains("seance/presence/") }
-        #expect(kept, "ann's presence is retained: \((try? retained()) ?? "") — ann: \((try? String(contentsOfFile: runA.outputPath, encoding: .utf8)) ?? "")")
+        #expect(kept, "ann's presence is retained: \((try? retained()) ?? "") — ann: \(runA.output)")
         runA.kill()
         _ = runA.wait()
         let cleared = try eventually(timeout: 10) { !(try retained().contains("seance/presence/")) }
@@ -162,12 +150,11 @@ struct BrokerIntegrationTests {
         let runA = try net.start(host: 2, data: a, name: "ann", arguments: ["--broker", url],
                                  lines: ["chat", "open ben --wait 30", "over the lan", "/sleep 60"])
         defer { runA.kill(); runB.kill() }
-        func outA() -> String { (try? String(contentsOfFile: runA.outputPath, encoding: .utf8)) ?? "" }
-        #expect(try eventually(timeout: 30) { try allDelivered(a, count: 1) }, "\(outA())")
-        #expect(outA().contains("! broker: cannot reach the broker \(url)"), "\(outA())")
+        #expect(try eventually(timeout: 30) { try allDelivered(a, count: 1) }, "\(runA.output)")
+        #expect(runA.output.contains("! broker: cannot reach the broker \(url)"), "\(runA.output)")
         let broker = try BrokerProcess.mosquitto(on: net, host: 1)
         #expect(try broker.waitUntilReady())
-        #expect(eventually(timeout: 40) { outA().contains("+ broker: connected again") }, "\(outA())")
+        #expect(eventually(timeout: 40) { runA.output.contains("+ broker: connected again") }, "\(runA.output)")
     }
 
     /// Wrong credentials: the notice names the broker (password hidden) and says why.
@@ -187,11 +174,10 @@ struct BrokerIntegrationTests {
         let runA = try net.start(host: 2, data: a, name: "ann", arguments: ["--broker", "mqtt://ann:wrong-password@198.18.0.1:1883", "--no-lan"],
                                  lines: ["chat", "sleep 30"])
         defer { runA.kill() }
-        func outA() -> String { (try? String(contentsOfFile: runA.outputPath, encoding: .utf8)) ?? "" }
-        let told = eventually(timeout: 20) { outA().contains("refused the connection") }
-        #expect(told, "\(outA()) — broker: \(broker.log)")
-        #expect(outA().contains("the broker mqtt://ann:***@198.18.0.1:1883 refused the connection: Connection Refused: not authorised"))
-        #expect(!outA().contains("wrong-password"))
+        let told = eventually(timeout: 20) { runA.output.contains("refused the connection") }
+        #expect(told, "\(runA.output) — broker: \(broker.log)")
+        #expect(runA.output.contains("the broker mqtt://ann:***@198.18.0.1:1883 refused the connection: Connection Refused: not authorised"))
+        #expect(!runA.output.contains("wrong-password"))
     }
 
     /// TLS that cannot work (here: a broker that does not speak it) is named as such.
@@ -203,8 +189,7 @@ struct BrokerIntegrationTests {
         let runA = try net.start(host: 2, data: a, name: "ann", arguments: ["--broker", "mqtts://198.18.0.1:1883", "--no-lan"],
                                  lines: ["chat", "sleep 30"])
         defer { runA.kill() }
-        func outA() -> String { (try? String(contentsOfFile: runA.outputPath, encoding: .utf8)) ?? "" }
-        let told = eventually(timeout: 20) { outA().contains("! broker: cannot use TLS with the broker mqtts://198.18.0.1:1883") }
-        #expect(told, "\(outA())")
+        let told = eventually(timeout: 20) { runA.output.contains("! broker: cannot use TLS with the broker mqtts://198.18.0.1:1883") }
+        #expect(told, "\(runA.output)")
     }
 }

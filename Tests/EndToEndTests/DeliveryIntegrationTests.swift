@@ -5,21 +5,7 @@ import Testing
 /// Conversations between real processes on namespace hosts.
 @Suite(.enabled(if: inPrivateNetwork, "runs only inside scripts/in-netns (make test)"))
 struct DeliveryIntegrationTests {
-    /// Rows of a query on a host's database, read with the sqlite3 shell (WAL lets it read while
-    /// seance writes).
-    func query(_ data: String, _ sql: String) throws -> [String] {
-        try sh("sqlite3 '\(data)/seance.sqlite' \"\(sql)\" 2>/dev/null").split(separator: "\n").map(String.init)
-    }
 
-    /// Polls until `condition` holds, up to `timeout` seconds.
-    func eventually(timeout: Double, _ condition: () throws -> Bool) rethrows -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if try condition() { return true }
-            usleep(200_000)
-        }
-        return try condition()
-    }
 
     @Test func aThousandMessagesThroughTenPercentLossArriveOnceAndInOrder() throws {
         let net = try TestNetwork(hosts: 2)

@@ -29,9 +29,6 @@ final class LoopbackShells {
                                           outputPath: scratch.path + "/out-\(name)-\(UUID().uuidString.prefix(4))")
     }
 
-    func query(_ data: String, _ sql: String) throws -> [String] {
-        try sh("sqlite3 '\(data)/seance.sqlite' \"\(sql)\" 2>/dev/null").split(separator: "\n").map(String.init)
-    }
 }
 
 @Suite(.enabled(if: inPrivateNetwork, "runs only inside scripts/in-netns (make test)"))
@@ -81,7 +78,7 @@ struct HostilePeerIntegrationTests {
         #expect(output.contains("typed^[[2J"), "\(output)")
         #expect(!output.contains("mallory"), "\(output)")
         #expect(output.contains("malformed 2") || output.contains("malformed"), "\(output)")
-        #expect(try shells.query(bob, "SELECT peerName FROM conversation ORDER BY peerName") == ["alice", "eve"])
+        #expect(try query(bob, "SELECT peerName FROM conversation ORDER BY peerName") == ["alice", "eve"])
     }
 
     /// After a goodbye, a captured announcement replayed (from anywhere) does not bring the peer
@@ -179,11 +176,11 @@ struct HostilePeerIntegrationTests {
         _ = runA.wait()
         runB.kill()
         let output = runB.wait()
-        let received = try shells.query(bob, "SELECT receivedAt - sentAt FROM message WHERE outgoing = 0 AND text = 'through the crowd'")
+        let received = try query(bob, "SELECT receivedAt - sentAt FROM message WHERE outgoing = 0 AND text = 'through the crowd'")
         let delay = try #require(received.first.flatMap(Double.init), "\(output.suffix(2_000))")
         #expect(delay < 1, "the message took \(delay) s")
         #expect(sentAt > 0)
-        #expect(Int(try shells.query(bob, "SELECT count(*) FROM knownPeer").first ?? "") ?? .max <= 5_000)
+        #expect(Int(try query(bob, "SELECT count(*) FROM knownPeer").first ?? "") ?? .max <= 5_000)
         #expect(output.components(separatedBy: "\n").count < 1_000, "\(output.count) bytes of output")
     }
 }
@@ -233,14 +230,14 @@ struct OnlineEverywhereTests {
         defer { runB.kill() }
         // The message comes as a notice while ann is in zombies mode.
         #expect(try annShell.read(until: "hello while you play", timeout: 30),
-                "ben said: \((try? String(contentsOfFile: runB.outputPath, encoding: .utf8)) ?? "")")
+                "ben said: \(runB.output)")
         #expect(annShell.output.contains("✉ ben#"), "\(annShell.output)")
         try annShell.send("offline\necho END")
         #expect(try annShell.read(until: "END", timeout: 20))
         #expect(annShell.output.contains("offline\n"))
         // ann's goodbye reaches ben: he is told she left.
         let left = Date().addingTimeInterval(20)
-        while Date() < left, !((try? String(contentsOfFile: runB.outputPath, encoding: .utf8)) ?? "").contains("- ann#") { usleep(100_000) }
-        #expect(((try? String(contentsOfFile: runB.outputPath, encoding: .utf8)) ?? "").contains("- ann#"))
+        while Date() < left, !(runB.output).contains("- ann#") { usleep(100_000) }
+        #expect((runB.output).contains("- ann#"))
     }
 }

@@ -247,3 +247,19 @@ final class PipeDriver {
         process.waitUntilExit()
     }
 }
+
+/// Rows of a query on a data directory's database, read with the sqlite3 shell (WAL lets it
+/// read while seance writes).
+func query(_ data: String, _ sql: String) throws -> [String] {
+    try sh("sqlite3 '\(data)/seance.sqlite' \"\(sql)\" 2>/dev/null").split(separator: "\n").map(String.init)
+}
+
+/// Polls until `condition` holds, up to `timeout` seconds.
+func eventually(timeout: Double, _ condition: () throws -> Bool) rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if try condition() { return true }
+        usleep(100_000)
+    }
+    return try condition()
+}

@@ -87,6 +87,9 @@ final class TestNetwork {
 
         func kill() { Glibc.kill(process.processIdentifier, SIGKILL) }
 
+        /// What it has written so far (it may still be running).
+        var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
+
         /// Starts `executable` with no input, its stdout and stderr both to `outputPath`.
         static func launch(_ executable: String, _ arguments: [String], environment: [String: String],
                            outputPath: String) throws -> Run {
