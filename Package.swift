@@ -65,7 +65,12 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
-        .target(name: "App", dependencies: ["Shell", "Terminal", "Storage", "Zombies", "Visions", "Chat", "Nearby", "Store", "Accounts", "LAN", "MQTT"]),
+        // Ghost curses: their packet kinds, rules, commands and table; a candle lifts them.
+        .target(name: "Curses", dependencies: [
+            "Chat", "Nearby", "Accounts", "Shell", "Store", "Storage", "Terminal",
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
+        .target(name: "App", dependencies: ["Shell", "Terminal", "Storage", "Zombies", "Visions", "Chat", "Nearby", "Store", "Accounts", "LAN", "MQTT", "Curses"]),
         .executableTarget(name: "seance", dependencies: [
             "App",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -87,6 +92,7 @@ let package = Package(
         .testTarget(name: "AppTests", dependencies: ["TestSupport", "App", "Nearby", "Storage"]),
         .testTarget(name: "StoreTests", dependencies: ["TestSupport", "Store", "Accounts", "Storage", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "AccountsTests", dependencies: ["TestSupport", "Accounts", "Storage"]),
+        .testTarget(name: "CursesTests", dependencies: ["TestSupport", "Curses", "Chat", "Nearby", "Store", "Accounts", "Shell", "Terminal"]),
         .testTarget(name: "ChatTests", dependencies: ["TestSupport", "Chat", "Accounts", "Storage", "Shell", "Nearby"]),
         .testTarget(name: "VisionsTests", dependencies: ["TestSupport", "Visions", "Storage", "Terminal", "Shell"]),
         // The end-to-end tests run the built binary; they link the wire code only to play a

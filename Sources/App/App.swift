@@ -1,5 +1,6 @@
 import Accounts
 import Chat
+import Curses
 import Glibc
 import LAN
 import MQTT
@@ -61,11 +62,12 @@ extension Schema {
         NearbySchema.messageNumbers,
         ChatSchema.trustedKeys,
         StoreSchema.receiptsAndInventory,
+        CursesSchema.curses,
     ])
 
     /// Each feature's list, for the test that every one is in the order above.
     static let features: [[Migration]] = [[.settings], ZombiesSchema.migrations, VisionsSchema.migrations, AccountsSchema.migrations,
-                                         NearbySchema.migrations, ChatSchema.migrations, StoreSchema.migrations]
+                                         NearbySchema.migrations, ChatSchema.migrations, StoreSchema.migrations, CursesSchema.migrations]
 }
 
 /// Builds the shell with every mode and runs it.
@@ -168,14 +170,19 @@ public enum App {
     static func registerModes(in shell: Shell, profiles: Profiles, battery: Battery, network: NetworkConfiguration, animate: Bool) {
         ZombiesMode().register(in: shell)
         VisionsMode().register(in: shell)
-        ChatMode(profiles: profiles, battery: battery, timing: network.timing, animate: animate,
+        let chat = ChatMode(profiles: profiles, battery: battery, timing: network.timing, animate: animate,
                  makeTransports: { signingKey in
                      // The LAN first: where both reach a peer, the LAN is preferred.
                      var transports: [Transport] = []
                      if network.lanEnabled { transports.append(LANTransport(configuration: network.lan)) }
                      if let mqtt = network.mqtt { transports.append(MQTTTransport(configuration: mqtt, signingKey: signingKey)) }
                      return transports
-                 }).register(in: shell)
-        StoreMode(session: profiles.session).register(in: shell)
+                 })
+        chat.register(in: shell)
+        let curses = Curses(profiles: profiles)
+        curses.register(in: shell, chat: chat)
+        let store = StoreMode(session: profiles.session)
+        store.curses = curses
+        store.register(in: shell)
     }
 }

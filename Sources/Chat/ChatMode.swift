@@ -62,6 +62,11 @@ public final class ChatMode {
     private let battery: Battery
     private let timing: PresenceTiming
     let link = PlaneLink()
+    /// What features add to the plane table and the views (a curse's blindness, …).
+    public let rules = Rules()
+    /// Features that go online and offline with chat: each registers its packet kinds, rules
+    /// and timers when the engine exists, and lets go of them when it stops.
+    public var features: [ChatFeature] = []
     var service: NearbyService? { link.service.withLock { $0 } }
     static let batteryPollSeconds = 30.0
     /// Delivery of conversations; exists while in chat mode.
@@ -91,7 +96,7 @@ public final class ChatMode {
     public func register(in shell: Shell) {
         shell.register(Mode(
             name: "chat", summary: "find people nearby (and the dead) on the local network",
-            prompt: { self.openConversation.map { "chat:" + SafeText.visible($0.peerName) } ?? "chat" },
+            prompt: { self.openConversation.map { "chat:" + (self.rules.shownName(of: $0.peerKey) ?? SafeText.visible($0.peerName)) } ?? "chat" },
             enter: { shell in try self.enter(shell) },
             // Leaving chat mode closes the conversation; you stay online in every mode until
             // `offline`, `logout` or the end of the session.
@@ -152,6 +157,7 @@ public final class ChatMode {
         let link = self.link
         let deliveryBox = DeliveryBox()
         let limiter = NoticeLimiter()
+        let rules = self.rules
         // One serial engine for presence and delivery: every packet, timer and database write
         // the network causes happens there, never on the socket's thread.
         let engine = Engine()
@@ -160,15 +166,26 @@ public final class ChatMode {
                                     // Jitter and answer delays follow --seed like every other choice.
                                     random: SeededRandom(seed: shell.session.random.next())) { event in
             let lines = ChatMode.liveLines(for: event, myPlane: link.plane.withLock { $0 }, database: database,
-                                           styler: styler, ascii: ascii)
+                                           styler: styler, ascii: ascii, rules: rules)
             for line in limiter.admit(lines, now: Date().timeIntervalSince1970) { inbox.post(line) }
             if case .arrived(let peer) = event { deliveryBox.delivery?.peerArrived(peer) }
             if case .changed(_, let peer) = event { deliveryBox.delivery?.peerArrived(peer) }
         }
-        try service.start()
-        link.service.withLock { $0 = service }
         let delivery = makeDelivery(store: MessageStore(database: database), identity: identity, engine: engine, shell: shell)
         deliveryBox.set(delivery)
+        let context = OnlineContext(service: service, delivery: delivery, engine: engine, profile: profile, identity: identity,
+                                    database: database, inbox: inbox, styler: styler, rules: rules,
+                                    myPlane: { link.plane.withLock { $0 } }, random: SeededRandom(seed: shell.session.random.next()))
+        do {
+            // Features register their kinds and rules before the first packet can arrive.
+            for feature in features { try feature.online(context) }
+            try service.start()
+        } catch {
+            features.forEach { $0.offline() }
+            rules.clear()
+            throw error
+        }
+        link.service.withLock { $0 = service }
         delivery.attach(service)
         do {
             try delivery.loadOutboxes()
@@ -179,7 +196,9 @@ public final class ChatMode {
         self.delivery = delivery
         link.onOwnChange.withLock {
             $0 = { old, new, peers in
-                for line in ChatMode.sightLines(from: old, to: new, peers: peers, styler: styler, ascii: ascii) { inbox.post(line) }
+                // Blind (a curse) sees nobody come or go, whatever the planes.
+                let seen = peers.filter(rules.allowsSight)
+                for line in ChatMode.sightLines(from: old, to: new, peers: seen, styler: styler, ascii: ascii) { inbox.post(line) }
             }
         }
         // The battery is read again every 30 s; a change of plane is announced at once.
@@ -211,6 +230,8 @@ public final class ChatMode {
             return service
         }
         running?.stop()
+        if running != nil { features.forEach { $0.offline() } }
+        rules.clear()
     }
 
     // MARK: Views
@@ -220,15 +241,17 @@ public final class ChatMode {
         guard let service else { throw UserError("you are offline: chat brings you online") }
         let mine = link.plane.withLock { $0 }
         let now = shell.session.clock()
-        let visible = service.peers().filter { Plane(wireValue: $0.announcement.plane).map(mine.canReach) ?? false }
+        let visible = service.peers().filter { (Plane(wireValue: $0.announcement.plane).map(mine.canReach) ?? false) && rules.allowsSight(of: $0) }
         guard !visible.isEmpty else { return shell.console.print("nobody you can see is nearby") }
         for peer in visible {
             let plane = Plane(wireValue: peer.announcement.plane)?.name ?? "?"
             let age = max(0, Int(now - peer.lastSeen))
-            let avatar = avatarCell(peer, service: service, capabilities: shell.capabilities)
+            // Renamed by a rule (amnesia): no avatar, no fingerprint either.
+            let renamed = rules.shownName(of: peer.signingKey)
+            let avatar = renamed == nil ? avatarCell(peer, service: service, capabilities: shell.capabilities) : ""
             // How it is reached, the preferred way first: lan, broker, or lan+broker.
             let via = service.routeNames(of: peer).joined(separator: "+")
-            shell.console.print("\(DisplayWidth.pad(avatar, to: 2)) \(DisplayWidth.pad(peer.shownHandle, to: 24)) "
+            shell.console.print("\(DisplayWidth.pad(avatar, to: 2)) \(DisplayWidth.pad(renamed ?? peer.shownHandle, to: 24)) "
                                 + "\(DisplayWidth.pad(plane, to: 7)) seen \(age)s ago via \(via)")
         }
     }
@@ -264,12 +287,18 @@ public final class ChatMode {
     /// What to print above the prompt for one presence event: only about peers the table lets
     /// this plane see, plus a warning when a known name comes with a new key.
     static func liveLines(for event: PresenceEvent, myPlane: Plane, database: SeanceDatabase,
-                          styler: Styler, ascii: Bool) -> [String] {
-        func visible(_ peer: Peer) -> Bool { Plane(wireValue: peer.announcement.plane).map(myPlane.canReach) ?? false }
+                          styler: Styler, ascii: Bool, rules: Rules = Rules()) -> [String] {
+        func visible(_ peer: Peer) -> Bool {
+            (Plane(wireValue: peer.announcement.plane).map(myPlane.canReach) ?? false) && rules.allowsSight(of: peer)
+        }
         func describe(_ peer: Peer) -> String {
-            glyph(peer.announcement.avatar, ascii: ascii) + " " + styler.bold(peer.shownHandle)
+            if let renamed = rules.shownName(of: peer.signingKey) {
+                return styler.bold(renamed) + " (" + (Plane(wireValue: peer.announcement.plane)?.name ?? "?") + ")"
+            }
+            return glyph(peer.announcement.avatar, ascii: ascii) + " " + styler.bold(peer.shownHandle)
                 + " (" + (Plane(wireValue: peer.announcement.plane)?.name ?? "?") + ")"
         }
+        func named(_ peer: Peer) -> String { rules.shownName(of: peer.signingKey) ?? peer.shownHandle }
         switch event {
         case .arrived(let peer):
             var lines: [String] = []
@@ -283,14 +312,14 @@ public final class ChatMode {
             switch (visible(old), visible(new)) {
             case (true, true): return [styler.apply(.cyan, "~") + " " + describe(new) + " changed"]
             case (false, true): return [styler.apply(.green, "+") + " " + describe(new) + " is nearby"]
-            case (true, false): return [styler.apply(.red, "-") + " \(old.shownHandle) passed beyond your sight"]
+            case (true, false): return [styler.apply(.red, "-") + " \(named(old)) passed beyond your sight"]
             case (false, false): return []
             }
         case .left(let peer, let reason):
             // An evicted peer was the least established of a full table: usually one of a
             // flood of made-up keys, not worth a line each.
             guard visible(peer), reason != .evicted else { return [] }
-            return [styler.apply(.red, "-") + " \(peer.shownHandle) " + (reason == .goodbye ? "left" : "is out of range")]
+            return [styler.apply(.red, "-") + " \(named(peer)) " + (reason == .goodbye ? "left" : "is out of range")]
         case .transport(let name, .down(let why)):
             return [styler.apply(.yellow + .bold, "!") + " \(name): " + SafeText.visible(why)]
         case .transport(let name, .up):
@@ -353,12 +382,12 @@ public final class ChatMode {
 
 extension Peer {
     /// `name#abcd` made safe for the terminal: the name came from the network.
-    var shownHandle: String { SafeText.visible(handle) }
+    public var shownHandle: String { SafeText.visible(handle) }
 }
 
 extension Conversation {
     /// `name#abcd` made safe for the terminal: the stored name came from the network.
-    var shownHandle: String { SafeText.visible(handle) }
+    public var shownHandle: String { SafeText.visible(handle) }
 }
 
 /// Presence notices above the prompt, at most `burst` at once and `perSecond` after that: a
@@ -394,5 +423,46 @@ final class NoticeLimiter: Sendable {
             defer { state.held = 0 }
             return (state.held > 0 ? ["… \(state.held) more presence notices not shown (nearby lists who is here)"] : []) + lines
         }
+    }
+}
+
+/// A feature that lives while chat is online (curses, spectres, rooms): told when the engine
+/// exists, before the first packet, and when it stops.
+public protocol ChatFeature: AnyObject {
+    func online(_ context: OnlineContext) throws
+    func offline()
+}
+
+/// What a feature may use while online. Packet handlers, timers and the database writes the
+/// network causes run on `engine`; notices go through `inbox`.
+public struct OnlineContext: @unchecked Sendable {
+    public let service: NearbyService
+    public let delivery: DeliveryService
+    public let engine: Engine
+    public let profile: Profile
+    public let identity: Identity
+    public let database: SeanceDatabase
+    public let inbox: AsyncInbox
+    public let styler: Styler
+    public let rules: Rules
+    /// This shell's plane now.
+    public let myPlane: @Sendable () -> Plane
+    /// Seeded from `--seed`, like every other random choice.
+    public let random: SeededRandom
+
+    public init(service: NearbyService, delivery: DeliveryService, engine: Engine, profile: Profile, identity: Identity,
+                database: SeanceDatabase, inbox: AsyncInbox, styler: Styler, rules: Rules, myPlane: @escaping @Sendable () -> Plane,
+                random: SeededRandom) {
+        self.service = service
+        self.delivery = delivery
+        self.engine = engine
+        self.profile = profile
+        self.identity = identity
+        self.database = database
+        self.inbox = inbox
+        self.styler = styler
+        self.rules = rules
+        self.myPlane = myPlane
+        self.random = random
     }
 }

@@ -62,7 +62,8 @@ extension ChatMode {
         let columns = shell.console.columns
         let openBox = OpenConversationBox()
         self.openBox = openBox
-        return DeliveryService(store: store, identity: identity, myPlane: { link.plane.withLock { $0 } }, engine: engine) { event in
+        let rules = self.rules
+        return DeliveryService(store: store, identity: identity, myPlane: { link.plane.withLock { $0 } }, rules: rules, engine: engine) { event in
             switch event {
             case .received(let conversation, let message, let from):
                 if openBox.id == conversation {
@@ -71,7 +72,7 @@ extension ChatMode {
                     openBox.markShown?(message.id)
                 } else {
                     let preview = DisplayWidth.truncate(SafeText.visible(message.text.replacingOccurrences(of: "\n", with: " ")), to: 40)
-                    let sender = SafeText.visible(from)
+                    let sender = rules.shownName(of: from.signingKey) ?? from.shownHandle
                     inbox.post(Styler(capabilities).apply(.magenta, "✉") + " \(sender): \(preview)   (open \(sender))")
                 }
             case .stateChanged(let conversation, let numbers, let state):
@@ -105,7 +106,7 @@ extension ChatMode {
         let mine = link.plane.withLock { $0 }
         return (service?.peers() ?? []).filter {
             $0.name.caseInsensitiveCompare(name) == .orderedSame && (fingerprint == nil || $0.fingerprint == fingerprint)
-                && (Plane(wireValue: $0.announcement.plane).map(mine.canReach) ?? false)
+                && (Plane(wireValue: $0.announcement.plane).map(mine.canReach) ?? false) && rules.allowsSight(of: $0)
         }
     }
 
@@ -141,7 +142,8 @@ extension ChatMode {
         openBox?.set(conversation.id) { [weak delivery] number in delivery?.shown(upTo: number, in: conversation) }
         let (page, lines) = try fittingPage(conversation, before: nil, store: store, shell, reserved: 3)
         oldestShown = page.first?.id
-        shell.console.print(shell.styler.bold(conversation.shownHandle) + (page.isEmpty ? " — no messages yet" : ""))
+        let shown = rules.shownName(of: conversation.peerKey) ?? conversation.shownHandle
+        shell.console.print(shell.styler.bold(shown) + (page.isEmpty ? " — no messages yet" : ""))
         shell.console.print(shell.styler.dim("every line you type is sent; commands start with / (/back, /older, /tap N, /help); // sends a leading /"))
         for line in lines { shell.console.print(line) }
         if let last = page.last { delivery.shown(upTo: last.id, in: conversation) }

@@ -6,7 +6,7 @@ import Synchronization
 /// What the conversation view hears about.
 public enum DeliveryEvent: Sendable {
     /// A whole message arrived, in order, and is stored.
-    case received(conversation: Int64, message: ChatMessage, from: String)
+    case received(conversation: Int64, message: ChatMessage, from: Peer)
     /// Your messages changed state (sent, delivered, read).
     case stateChanged(conversation: Int64, numbers: [Int64], state: ChatMessage.State)
 }
@@ -58,6 +58,8 @@ public final class DeliveryService: @unchecked Sendable {
 
     private let store: MessageStore
     private let identity: Identity
+    /// What features do to a line before it goes (a curse's), checked where it is sent.
+    private let rules: Rules
     private let myPlane: @Sendable () -> Plane
     private let onEvent: @Sendable (DeliveryEvent) -> Void
     private let engine: Engine
@@ -73,9 +75,10 @@ public final class DeliveryService: @unchecked Sendable {
     public static let maximumLength = 4_000
 
     public init(store: MessageStore, identity: Identity, myPlane: @escaping @Sendable () -> Plane,
-                engine: Engine = Engine(), clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
+                rules: Rules = Rules(), engine: Engine = Engine(), clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
                 onEvent: @escaping @Sendable (DeliveryEvent) -> Void) {
         self.engine = engine
+        self.rules = rules
         self.store = store
         self.identity = identity
         self.myPlane = myPlane
@@ -145,6 +148,10 @@ public final class DeliveryService: @unchecked Sendable {
         guard !text.isEmpty else { throw SendError.empty }
         guard !text.unicodeScalars.contains("\0") else { throw SendError.nul }
         guard text.count <= Self.maximumLength else { throw SendError.tooLong(text.count) }
+        // A feature's rules (a curse) may change the line or refuse it; what they make of it is
+        // what is stored and sent.
+        let text = try rules.outgoing(text)
+        guard !text.isEmpty, text.count <= Self.maximumLength else { throw SendError.tooLong(text.count) }
         if let peer = presentPeer(conversation.peerKey), let theirs = Plane(wireValue: peer.announcement.plane),
            !myPlane().canReach(theirs) {
             throw SendError.cannotReach(mine: myPlane(), theirs: theirs, name: peer.handle)
@@ -361,7 +368,7 @@ public final class DeliveryService: @unchecked Sendable {
         onEvent(.received(conversation: conversation.id,
                           message: ChatMessage(id: stored.id, number: stored.number, outgoing: false, text: message.text,
                                                sentAt: sentAt, receivedAt: now, state: .received),
-                          from: peer.handle))
+                          from: peer))
     }
 
     /// Incoming messages up to `number` were shown: tell the peer (a read receipt).

@@ -18,6 +18,9 @@ public enum KindTable {
     public static let ack: UInt8 = 6
     public static let read: UInt8 = 7
     public static let query: UInt8 = 8
+    /// A Ghost's curse on a Human, and the Human's answer (the `Curses` target).
+    public static let curse: UInt8 = 9
+    public static let curseAnswer: UInt8 = 10
     /// Kinds 240–255 are for tests and experiments: never sent by a released seance.
     public static let experimental: ClosedRange<UInt8> = 240...255
 }

@@ -1,0 +1,72 @@
+import Foundation
+import Wire
+
+/// A Ghost's curse on a Human, sent to the Human alone. `id` names this casting in the answer.
+public struct CurseCast: PacketKind, Equatable {
+    public static let code = KindTable.curse
+    public var target: Data
+    public var kind: CurseKind
+    public var minutes: UInt8
+    public var id: Data
+
+    public init(target: Data, kind: CurseKind, minutes: UInt8, id: Data) {
+        self.target = target
+        self.kind = kind
+        self.minutes = minutes
+        self.id = id
+    }
+
+    public init(reading reader: inout ByteReader) throws(DecodeError) {
+        guard let target = reader.take(32), let code = reader.byte(), let kind = CurseKind(code: code),
+              let minutes = reader.byte(), CurseKind.minutes.contains(Int(minutes)), let id = reader.take(16) else {
+            throw .malformedPayload("curse")
+        }
+        self.init(target: Data(target), kind: kind, minutes: minutes, id: Data(id))
+    }
+
+    public func write(to bytes: inout [UInt8]) {
+        bytes += target
+        bytes.append(kind.code)
+        bytes.append(minutes)
+        bytes += id
+    }
+}
+
+/// What became of a curse, told by the cursed side to the caster.
+public struct CurseAnswer: PacketKind, Equatable {
+    public static let code = KindTable.curseAnswer
+
+    public enum Outcome: UInt8, Sendable {
+        case tookHold = 1
+        /// A Saint's medallion was worn.
+        case bounced = 2
+        /// The caster was repelled by a spell and may not curse this one yet.
+        case repelled = 3
+        /// The caster is not a Ghost (by its own announcement).
+        case notAGhost = 4
+        /// The target is not a Human.
+        case notAHuman = 5
+    }
+
+    public var caster: Data
+    public var id: Data
+    public var outcome: Outcome
+
+    public init(caster: Data, id: Data, outcome: Outcome) {
+        self.caster = caster
+        self.id = id
+        self.outcome = outcome
+    }
+
+    public init(reading reader: inout ByteReader) throws(DecodeError) {
+        guard let caster = reader.take(32), let id = reader.take(16), let code = reader.byte(),
+              let outcome = Outcome(rawValue: code) else { throw .malformedPayload("curse answer") }
+        self.init(caster: Data(caster), id: Data(id), outcome: outcome)
+    }
+
+    public func write(to bytes: inout [UInt8]) {
+        bytes += caster
+        bytes += id
+        bytes.append(outcome.rawValue)
+    }
+}

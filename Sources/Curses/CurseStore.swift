@@ -1,0 +1,92 @@
+import Foundation
+import GRDB
+import Storage
+import Wire
+
+/// A curse in force on this profile.
+public struct ActiveCurse: Equatable, Sendable {
+    public var id: Int64
+    public var casterKey: Data
+    /// The caster's name when it cast (shown with its fingerprint).
+    public var casterName: String
+    public var kind: CurseKind
+    public var startedAt: Double
+    public var endsAt: Double
+
+    public var casterHandle: String { PeerIdentity.handle(name: casterName, signingKey: casterKey) }
+}
+
+/// The curses table: each curse with its end time, so it outlives a restart, and how it ended
+/// (expired, lifted by a candle).
+public struct CurseStore: Sendable {
+    public let database: SeanceDatabase
+
+    public init(database: SeanceDatabase) { self.database = database }
+
+    /// The curses in force on `target` at `now`, the one that ends first first.
+    public func active(on target: Data, now: Double) throws -> [ActiveCurse] {
+        try database.read { db in try Self.active(db, on: target, now: now) }
+    }
+
+    static func active(_ db: Database, on target: Data, now: Double) throws -> [ActiveCurse] {
+        try Row.fetchAll(db, sql: """
+            SELECT id, casterKey, casterName, kind, startedAt, endsAt FROM curse
+            WHERE targetKey = ? AND endedAt IS NULL AND endsAt > ? ORDER BY endsAt, id
+            """, arguments: [target, now]).compactMap { row in
+            guard let kind = CurseKind(rawValue: row["kind"]) else { return nil }
+            return ActiveCurse(id: row["id"], casterKey: row["casterKey"], casterName: row["casterName"], kind: kind,
+                               startedAt: row["startedAt"], endsAt: row["endsAt"])
+        }
+    }
+
+    /// Records a curse that took hold. The same casting (its id) twice is refused: a replayed
+    /// packet never curses again.
+    public func add(on target: Data, casterKey: Data, casterName: String, kind: CurseKind, castID: Data,
+                    startedAt: Double, endsAt: Double) throws -> ActiveCurse {
+        try database.write { db in
+            try db.execute(sql: """
+                INSERT INTO curse (targetKey, casterKey, casterName, kind, castId, startedAt, endsAt) VALUES (?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [target, casterKey, casterName, kind.rawValue, castID, startedAt, endsAt])
+            return ActiveCurse(id: db.lastInsertedRowID, casterKey: casterKey, casterName: casterName, kind: kind,
+                               startedAt: startedAt, endsAt: endsAt)
+        }
+    }
+
+    /// Marks a curse ended (`expired`, `lifted`, `spell`).
+    public func end(_ id: Int64, how: String, at now: Double) throws {
+        try database.write { db in
+            try db.execute(sql: "UPDATE curse SET endedAt = ?, endedHow = ? WHERE id = ? AND endedAt IS NULL", arguments: [now, how, id])
+        }
+    }
+
+    /// Ends the curse in force on `target` that ends last, inside the caller's transaction.
+    static func liftLatest(_ db: Database, on target: Data, now: Double) throws -> ActiveCurse? {
+        guard let latest = try active(db, on: target, now: now).last else { return nil }
+        try db.execute(sql: "UPDATE curse SET endedAt = ?, endedHow = 'lifted' WHERE id = ?", arguments: [now, latest.id])
+        return latest
+    }
+}
+
+/// The curses' table.
+public enum CursesSchema {
+    /// Every migration of this feature, in order.
+    public static let migrations = [curses]
+
+    public static let curses = Migration("v11-curses") { db in
+        // A curse on a profile's key, from a caster's key; `endedAt` is set when it ends early
+        // (a candle, a spell) or is seen to have run out; `endsAt` alone says when it would.
+        try db.create(table: "curse") { t in
+            t.autoIncrementedPrimaryKey("id")
+            t.column("targetKey", .blob).notNull()
+            t.column("casterKey", .blob).notNull()
+            t.column("casterName", .text).notNull()
+            t.column("kind", .text).notNull()
+            t.column("castId", .blob).notNull().unique()
+            t.column("startedAt", .double).notNull()
+            t.column("endsAt", .double).notNull()
+            t.column("endedAt", .double)
+            t.column("endedHow", .text)
+        }
+        try db.execute(sql: "CREATE INDEX curse_active ON curse(targetKey, endsAt) WHERE endedAt IS NULL")
+    }
+}

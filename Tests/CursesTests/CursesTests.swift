@@ -1,0 +1,252 @@
+import Accounts
+import Chat
+import Foundation
+import Nearby
+import Shell
+import Store
+import Synchronization
+import Terminal
+import TestSupport
+import Testing
+import Wire
+@testable import Curses
+
+@Suite struct GibberishTests {
+    @Test func possessionKeepsWordsAndPunctuation() {
+        var random = SeededRandom(seed: 7)
+        let line = "Hello, Will! Where are you? 3 lights… 👻"
+        let possessed = Gibberish.possess(line, using: &random)
+        #expect(possessed != line)
+        func words(_ text: String) -> [Int] { text.split(whereSeparator: { !$0.isLetter }).map(\.count) }
+        #expect(words(possessed) == words(line), "same number of words, each as long: \(possessed)")
+        #expect(possessed.filter { !$0.isLetter } == line.filter { !$0.isLetter }, "punctuation, digits, emoji kept in place")
+        #expect(possessed.first?.isUppercase == true)
+        // Pronounceable: no word is all consonants (longer than two letters).
+        for word in possessed.split(whereSeparator: { !$0.isLetter }) where word.count > 2 {
+            #expect(word.contains { "aeiouAEIOU".contains($0) }, "\(word)")
+        }
+    }
+
+    @Test func possessionIsReproducibleWithASeed() {
+        var a = SeededRandom(seed: 42), b = SeededRandom(seed: 42), c = SeededRandom(seed: 43)
+        let line = "the lights are flickering again"
+        let first = Gibberish.possess(line, using: &a)
+        #expect(first == Gibberish.possess(line, using: &b))
+        #expect(first != Gibberish.possess(line, using: &c))
+    }
+
+    @Test func theMirrorReversesCharactersNotBytes() {
+        #expect(Gibberish.mirror("help me") == "em pleh")
+        #expect(Gibberish.mirror("a👻b") == "b👻a")
+    }
+}
+
+@Suite struct CursePacketTests {
+    @Test func roundTripsAndRefusesTheMalformed() throws {
+        let cast = CurseCast(target: Data(repeating: 7, count: 32), kind: .mirror, minutes: 12, id: Data(repeating: 9, count: 16))
+        var bytes: [UInt8] = []
+        cast.write(to: &bytes)
+        var reader = ByteReader(bytes[...])
+        #expect(try CurseCast(reading: &reader) == cast)
+        for bad in [Array(bytes.prefix(40)), bytes.enumerated().map { $0.offset == 32 ? 9 : $0.element },  // unknown kind
+                    bytes.enumerated().map { $0.offset == 33 ? 61 : $0.element }] {                       // 61 minutes
+            var reader = ByteReader(bad[...])
+            #expect(throws: DecodeError.self) { try CurseCast(reading: &reader) }
+        }
+        let answer = CurseAnswer(caster: Data(repeating: 1, count: 32), id: Data(repeating: 2, count: 16), outcome: .bounced)
+        var answerBytes: [UInt8] = []
+        answer.write(to: &answerBytes)
+        var answerReader = ByteReader(answerBytes[...])
+        #expect(try CurseAnswer(reading: &answerReader) == answer)
+    }
+}
+
+/// Two shells on an in-memory network with a manual clock: the whole curse protocol, each
+/// rule's effect, expiry, the candle, the medallion and the caster checks.
+final class CurseWorld: @unchecked Sendable {
+    final class Node {
+        let name: String
+        let profile: Profile
+        let identity: Identity
+        let engine: Engine
+        let service: NearbyService
+        let delivery: DeliveryService
+        let curses: Curses
+        let rules = Rules()
+        let inbox = AsyncInbox()
+        /// This node's plane (only tests change it).
+        final class PlaneCell: @unchecked Sendable { var value: Plane; init(_ value: Plane) { self.value = value } }
+        let plane: PlaneCell
+        let database: SeanceDatabase
+
+        init(_ name: String, plane: Plane, world: CurseWorld) throws {
+            self.name = name
+            self.plane = PlaneCell(plane)
+            database = try testDatabase(world.directory + "/\(name).sqlite")
+            (profile, identity) = try ProfileStore(database: database, rounds: 1 << 10)
+                .create(name: name, password: "correct horse", avatar: nil, gift: false, now: world.scheduler.now)
+            engine = Engine(scheduler: world.scheduler)
+            service = NearbyService(transport: MemoryTransport(network: world.network, address: name),
+                                    timing: PresenceTiming(interval: 1, jitter: 0, startupGap: 0.5), signer: identity.signing,
+                                    announcement: Announcement(name: name, agreementKey: identity.agreementPublicKey, plane: plane.wireValue,
+                                                               avatar: .none, unicastPort: 0, intervalMilliseconds: 0),
+                                    engine: engine) { _ in }
+            delivery = DeliveryService(store: MessageStore(database: database), identity: identity, myPlane: { .human }, rules: rules,
+                                       engine: engine, clock: { world.scheduler.now }) { _ in }
+            curses = Curses(profiles: Profiles())
+            try goOnline(world)
+        }
+
+        func goOnline(_ world: CurseWorld) throws {
+            let plane = self.plane
+            try curses.online(OnlineContext(service: service, delivery: delivery, engine: engine, profile: profile, identity: identity,
+                                            database: database, inbox: inbox, styler: Styler(.plain), rules: rules,
+                                            myPlane: { plane.value }, random: SeededRandom(seed: 5)))
+        }
+
+        func notices() -> [String] { inbox.drain() }
+    }
+
+    let directory = temporaryDirectory("curses")
+    let scheduler = ManualScheduler()
+    let network = MemoryNetwork()
+    var nodes: [Node] = []
+
+    init(_ specs: [(String, Plane)]) throws {
+        for (name, plane) in specs { nodes.append(try Node(name, plane: plane, world: self)) }
+        for node in nodes { try node.service.start() }
+        step(0)
+    }
+
+    deinit {
+        for node in nodes { node.service.stop() }
+        removeDirectory(directory)
+    }
+
+    /// Moves the clock and lets every engine finish what that caused.
+    func step(_ seconds: Double) {
+        scheduler.advance(by: seconds)
+        for _ in 0..<4 { for node in nodes { node.engine.sync {} } }
+    }
+
+    /// A caster that skips its own checks: the packet, straight onto the network.
+    func forgeCast(from caster: Node, on target: Node, kind: CurseKind, minutes: UInt8 = 5) throws {
+        let peer = try #require(caster.service.peer(target.identity.signingPublicKey))
+        caster.service.send(CurseCast(target: target.identity.signingPublicKey, kind: kind, minutes: minutes,
+                                      id: Data((0..<16).map { _ in UInt8.random(in: 0...255) })), to: peer)
+        step(0)
+    }
+}
+
+@Suite struct CurseProtocolTests {
+    /// `curse` as the command runs it, without a shell around: the caster's checks, then the packet.
+    func cast(_ world: CurseWorld, from caster: CurseWorld.Node, on target: CurseWorld.Node, _ kind: CurseKind, minutes: Int = 5) throws {
+        let peer = try #require(caster.service.peer(target.identity.signingPublicKey))
+        try caster.curses.send(kind, minutes: minutes, to: peer)
+        world.step(0)
+    }
+
+    @Test func eachCurseTakesHoldAndDoesWhatItSays() throws {
+        let world = try CurseWorld([("ghost", .ghost), ("will", .human)])
+        let (ghost, will) = (world.nodes[0], world.nodes[1])
+        let ghostPeer = try #require(will.service.peer(ghost.identity.signingPublicKey))
+
+        try cast(world, from: ghost, on: will, .blind)
+        #expect(ghost.notices().contains { $0.contains("your curse took hold") && $0.contains("blind") })
+        #expect(will.notices().contains { $0.contains("cursed you with blind for 5 min") })
+        #expect(!will.rules.allowsSight(of: ghostPeer))
+
+        try cast(world, from: ghost, on: will, .amnesia)
+        #expect(will.rules.shownName(of: ghost.identity.signingPublicKey) == "a stranger")
+
+        try cast(world, from: ghost, on: will, .mirror)
+        #expect(try will.rules.outgoing("help me") == "em pleh")
+
+        try cast(world, from: ghost, on: will, .possession)
+        let possessed = try will.rules.outgoing("help me please")
+        #expect(possessed != "help me please" && possessed.split(separator: " ").count == 3)
+
+        try cast(world, from: ghost, on: will, .silence)
+        #expect(throws: UserError.self) { try will.rules.outgoing("anyone?") }
+        #expect(try CurseStore(database: will.database).active(on: will.identity.signingPublicKey, now: world.scheduler.now).count == 5)
+        // The caster is not touched by any of it.
+        #expect(try ghost.rules.outgoing("boo") == "boo")
+    }
+
+    @Test func curseEndsOnTimeAndSaysSo() throws {
+        let world = try CurseWorld([("ghost", .ghost), ("will", .human)])
+        let (ghost, will) = (world.nodes[0], world.nodes[1])
+        try cast(world, from: ghost, on: will, .silence, minutes: 2)
+        _ = will.notices()
+        world.step(119)
+        #expect(throws: UserError.self) { try will.rules.outgoing("still?") }
+        world.step(2)
+        #expect(try will.rules.outgoing("free") == "free")
+        #expect(will.notices().contains { $0.contains("the curse of silence from ghost#") && $0.contains("has ended") })
+        #expect(try CurseStore(database: will.database).active(on: will.identity.signingPublicKey, now: world.scheduler.now).isEmpty)
+    }
+
+    @Test func aCurseOutlivesGoingOfflineAndBack() throws {
+        let world = try CurseWorld([("ghost", .ghost), ("will", .human)])
+        let (ghost, will) = (world.nodes[0], world.nodes[1])
+        try cast(world, from: ghost, on: will, .mirror, minutes: 10)
+        will.curses.offline()
+        will.rules.clear()
+        #expect(try will.rules.outgoing("abc") == "abc")
+        try will.goOnline(world)
+        #expect(try will.rules.outgoing("abc") == "cba")
+        #expect(will.notices().contains { $0.contains("you are still cursed: mirror from ghost#") })
+        world.step(600)
+        #expect(try will.rules.outgoing("abc") == "abc")
+    }
+
+    /// Only a Ghost casts, only on a Human: the caster's command refuses, and a packet sent
+    /// around the command is refused by the target, which judges by the caster's own signed
+    /// announcement.
+    @Test func theCastersChecksHoldOnBothSides() throws {
+        let world = try CurseWorld([("ghost", .ghost), ("will", .human), ("nancy", .dying), ("mike", .human)])
+        let (ghost, will, nancy, mike) = (world.nodes[0], world.nodes[1], world.nodes[2], world.nodes[3])
+        // A Human cannot cast; a Ghost cannot curse a Dying.
+        let willPeer = try #require(mike.service.peer(will.identity.signingPublicKey))
+        #expect(throws: UserError.self) { try mike.curses.send(.silence, minutes: 5, to: willPeer) }
+        let nancyPeer = try #require(ghost.service.peer(nancy.identity.signingPublicKey))
+        #expect(throws: UserError.self) { try ghost.curses.send(.silence, minutes: 5, to: nancyPeer) }
+        // Around the command: a Human's packet is refused by its target.
+        try world.forgeCast(from: mike, on: will, kind: .silence)
+        #expect(try will.rules.outgoing("fine") == "fine")
+        #expect(mike.notices().isEmpty)  // No casting pending: the answer is not for a curse it sent.
+        // A Ghost's packet to a Dying: refused by the Dying.
+        try world.forgeCast(from: ghost, on: nancy, kind: .silence)
+        #expect(try nancy.rules.outgoing("fine") == "fine")
+        #expect(try CurseStore(database: nancy.database).active(on: nancy.identity.signingPublicKey, now: world.scheduler.now).isEmpty)
+    }
+
+    /// A Saint's medallion makes a curse bounce, and the caster hears it; a Holy candle lifts
+    /// the curse that ends last.
+    @Test func theMedallionAndTheCandle() throws {
+        let world = try CurseWorld([("ghost", .ghost), ("will", .human)])
+        let (ghost, will) = (world.nodes[0], world.nodes[1])
+        let ledger = Ledger(database: will.database)
+        for item in [Item.medallion, .candle] {
+            let receipt = try Receipt.signed(try Order(item, quantity: 1), id: "test-\(item.rawValue)", signer: will.identity.signing,
+                                             time: world.scheduler.now)
+            try ledger.record(receipt, profile: will.profile.id)
+        }
+        _ = try ledger.wearMedallion(profile: will.profile.id, now: world.scheduler.now)
+        try cast(world, from: ghost, on: will, .silence)
+        #expect(ghost.notices().contains { $0.contains("bounced off will#") })
+        #expect(will.notices().contains { $0.contains("bounced off your Saint's medallion") })
+        #expect(try will.rules.outgoing("safe") == "safe")
+
+        world.step(3_601)  // The medallion breaks after an hour.
+        try cast(world, from: ghost, on: will, .silence, minutes: 30)
+        try cast(world, from: ghost, on: will, .mirror, minutes: 10)
+        #expect(throws: UserError.self) { try will.rules.outgoing("x") }
+        let lifted = try ledger.useCandle(profile: will.profile.id, curses: will.curses, now: world.scheduler.now)
+        #expect(lifted?.contains("silence") == true, "the curse that ends last")
+        #expect(try will.rules.outgoing("ab") == "ba", "the mirror is still on")
+        #expect(throws: StoreError.noneLeft(.candle)) {
+            try ledger.useCandle(profile: will.profile.id, curses: will.curses, now: world.scheduler.now)
+        }
+    }
+}
