@@ -70,7 +70,9 @@ let package = Package(
             "Chat", "Nearby", "Accounts", "Shell", "Store", "Storage", "Terminal",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
-        .target(name: "App", dependencies: ["Shell", "Terminal", "Storage", "Zombies", "Visions", "Chat", "Nearby", "Store", "Accounts", "LAN", "MQTT", "Curses"]),
+        // Spectres: local spirits that answer questions and teach spells.
+        .target(name: "Spectres", dependencies: ["Chat", "Curses", "Nearby", "Shell", "Terminal"]),
+        .target(name: "App", dependencies: ["Shell", "Terminal", "Storage", "Zombies", "Visions", "Chat", "Nearby", "Store", "Accounts", "LAN", "MQTT", "Curses", "Spectres"]),
         .executableTarget(name: "seance", dependencies: [
             "App",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -80,7 +82,8 @@ let package = Package(
             "Wire", "Shell", "Terminal", "MQTT", .product(name: "Crypto", package: "swift-crypto"),
         ]),
         // What the test targets share: temporary directories and a database with every table.
-        .target(name: "TestSupport", dependencies: ["App", "Storage"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["App", "Storage", "Chat", "Curses", "Spectres", "Nearby", "Accounts", "Shell", "Terminal"],
+                path: "Tests/TestSupport"),
         .testTarget(name: "TerminalTests", dependencies: ["Terminal"]),
         .testTarget(name: "ShellTests", dependencies: ["TestSupport", "Shell", "Terminal", "Storage"]),
         .testTarget(name: "StorageTests", dependencies: ["TestSupport", "Storage"]),
@@ -93,6 +96,7 @@ let package = Package(
         .testTarget(name: "StoreTests", dependencies: ["TestSupport", "Store", "Accounts", "Storage", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "AccountsTests", dependencies: ["TestSupport", "Accounts", "Storage"]),
         .testTarget(name: "CursesTests", dependencies: ["TestSupport", "Curses", "Chat", "Nearby", "Store", "Accounts", "Shell", "Terminal"]),
+        .testTarget(name: "SpectresTests", dependencies: ["TestSupport", "Spectres", "Curses", "Chat", "Nearby", "Accounts", "Shell", "Terminal"]),
         .testTarget(name: "ChatTests", dependencies: ["TestSupport", "Chat", "Accounts", "Storage", "Shell", "Nearby"]),
         .testTarget(name: "VisionsTests", dependencies: ["TestSupport", "Visions", "Storage", "Terminal", "Shell"]),
         // The end-to-end tests run the built binary; they link the wire code only to play a

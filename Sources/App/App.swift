@@ -1,6 +1,7 @@
 import Accounts
 import Chat
 import Curses
+import Spectres
 import Glibc
 import LAN
 import MQTT
@@ -181,6 +182,7 @@ public enum App {
         chat.register(in: shell)
         let curses = Curses(profiles: profiles)
         curses.register(in: shell, chat: chat)
+        Spectres(curses: curses).register(in: chat)
         let store = StoreMode(session: profiles.session)
         store.curses = curses
         store.register(in: shell)

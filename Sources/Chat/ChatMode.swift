@@ -67,6 +67,10 @@ public final class ChatMode {
     /// Features that go online and offline with chat: each registers its packet kinds, rules
     /// and timers when the engine exists, and lets go of them when it stops.
     public var features: [ChatFeature] = []
+    /// Those to talk to who are no network peers (spectres): listed and opened like peers.
+    public var localPresences: [LocalPresence] = []
+    /// The local one `open` chose, if any (instead of a conversation).
+    var openLocal: LocalPeer?
     var service: NearbyService? { link.service.withLock { $0 } }
     static let batteryPollSeconds = 30.0
     /// Delivery of conversations; exists while in chat mode.
@@ -96,12 +100,15 @@ public final class ChatMode {
     public func register(in shell: Shell) {
         shell.register(Mode(
             name: "chat", summary: "find people nearby (and the dead) on the local network",
-            prompt: { self.openConversation.map { "chat:" + (self.rules.shownName(of: $0.peerKey) ?? SafeText.visible($0.peerName)) } ?? "chat" },
+            prompt: {
+                if let local = self.openLocal { return "chat:" + SafeText.visible(local.name) }
+                return self.openConversation.map { "chat:" + (self.rules.shownName(of: $0.peerKey) ?? SafeText.visible($0.peerName)) } ?? "chat"
+            },
             enter: { shell in try self.enter(shell) },
             // Leaving chat mode closes the conversation; you stay online in every mode until
             // `offline`, `logout` or the end of the session.
             leave: { _ in self.closeConversation() },
-            messages: MessageInput(isActive: { self.openConversation != nil && self.delivery != nil },
+            messages: MessageInput(isActive: { (self.openConversation != nil || self.openLocal != nil) && self.delivery != nil },
                                    send: { shell, line in try self.sendLine(line, shell) })))
         registerConversationCommands(in: shell)
         shell.register(Command("nearby", aliases: ["who"], scope: .mode("chat"),
@@ -208,9 +215,16 @@ public final class ChatMode {
         try list(shell)
     }
 
-    private func closeConversation() {
+    func closeConversation() {
         openConversation = nil
+        openLocal = nil
         oldestShown = nil
+    }
+
+    /// The local ones present now (spectres), when sight allows.
+    func localPeers() -> [LocalPeer] {
+        guard rules.allowsSight(of: nil) else { return [] }
+        return localPresences.flatMap { $0.present() }
     }
 
     /// `offline`, or a logout: out of chat mode if there, then offline, and say so.
@@ -242,7 +256,13 @@ public final class ChatMode {
         let mine = link.plane.withLock { $0 }
         let now = shell.session.clock()
         let visible = service.peers().filter { (Plane(wireValue: $0.announcement.plane).map(mine.canReach) ?? false) && rules.allowsSight(of: $0) }
-        guard !visible.isEmpty else { return shell.console.print("nobody you can see is nearby") }
+        let locals = localPeers()
+        guard !visible.isEmpty || !locals.isEmpty else { return shell.console.print("nobody you can see is nearby") }
+        for local in locals {
+            let glyph = shell.capabilities.ascii ? "~" : local.glyph
+            shell.console.print("\(DisplayWidth.pad(glyph, to: 2)) \(DisplayWidth.pad(SafeText.visible(local.name), to: 24)) "
+                                + "\(DisplayWidth.pad(local.kind, to: 7)) open \(Tokenizer.quote(local.name)) to ask it something")
+        }
         for peer in visible {
             let plane = Plane(wireValue: peer.announcement.plane)?.name ?? "?"
             let age = max(0, Int(now - peer.lastSeen))
@@ -465,4 +485,28 @@ public struct OnlineContext: @unchecked Sendable {
         self.myPlane = myPlane
         self.random = random
     }
+}
+
+/// Someone to talk to who is no network peer (a spectre): listed by `nearby`, opened like a
+/// peer, and answering on this machine.
+public struct LocalPeer: Sendable {
+    public let name: String
+    /// What it is, shown after its name: `spectre`.
+    public let kind: String
+    public let glyph: String
+    /// Its answer to a line; nil once it has gone.
+    public let answer: @Sendable (String) -> String?
+
+    public init(name: String, kind: String, glyph: String, answer: @escaping @Sendable (String) -> String?) {
+        self.name = name
+        self.kind = kind
+        self.glyph = glyph
+        self.answer = answer
+    }
+}
+
+/// A feature with local ones to talk to.
+public protocol LocalPresence: AnyObject {
+    /// Those present now.
+    func present() -> [LocalPeer]
 }

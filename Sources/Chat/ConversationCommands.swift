@@ -13,6 +13,9 @@ extension ChatMode {
         let peers = ArgumentKind.dynamic {
             var names = Set<String>()
             var candidates: [Candidate] = []
+            for local in self.localPeers() where names.insert(local.name).inserted {
+                candidates.append(Candidate(Tokenizer.quote(local.name), local.kind))
+            }
             for peer in self.service?.peers() ?? [] where names.insert(peer.shownHandle).inserted {
                 candidates.append(Candidate(peer.shownHandle, Plane(wireValue: peer.announcement.plane)?.name ?? ""))
             }
@@ -36,9 +39,8 @@ extension ChatMode {
             try self.open(arguments["peer"]!, shell)
         }
         shell.register(mode: "chat", "back", summary: "close the conversation (or, with none open, leave chat mode)") { shell, _ in
-            if self.openConversation != nil {
-                self.openConversation = nil
-                self.oldestShown = nil
+            if self.openConversation != nil || self.openLocal != nil {
+                self.closeConversation()
             } else {
                 shell.leaveMode()
             }
@@ -114,6 +116,13 @@ extension ChatMode {
     /// conversations.
     private func open(_ wanted: String, _ shell: Shell) throws {
         let delivery = try requireDelivery()
+        if let local = localPeers().first(where: { $0.name.caseInsensitiveCompare(wanted) == .orderedSame }) {
+            closeConversation()
+            openLocal = local
+            shell.console.print(shell.styler.bold(SafeText.visible(local.name)) + " — a \(local.kind); ask it something")
+            shell.console.print(shell.styler.dim("every line you type is said to it; /back to leave it"))
+            return
+        }
         guard let me = profiles.current else { throw ProfileError.notLoggedIn }
         let (name, fingerprint) = Self.splitHandle(wanted)
         let visible = visiblePeers(matching: wanted)
@@ -151,14 +160,35 @@ extension ChatMode {
 
     /// A line typed in an open conversation is a message.
     func sendLine(_ line: String, _ shell: Shell) throws {
-        guard let conversation = openConversation, let delivery else { throw UserError("open a conversation first: open NAME") }
         let text = line.trimmingCharacters(in: .whitespaces)
+        if let local = openLocal {
+            guard !text.isEmpty else { return }
+            return talk(to: local, text, shell)
+        }
+        guard let conversation = openConversation, let delivery else { throw UserError("open a conversation first: open NAME") }
         guard !text.isEmpty else { return }
         let message = try delivery.send(text, in: conversation)
         let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
         let bubble = view.bubble(message)
         if animate && shell.capabilities.interactive { slide(bubble, shell) }
         for row in bubble { shell.console.print(row) }
+    }
+
+    /// A line said to a local one (a spectre), and its answer: on screen only, never stored.
+    private func talk(to local: LocalPeer, _ text: String, _ shell: Shell) {
+        let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
+        let now = shell.session.clock()
+        // Without the number and state under each bubble: nothing here is stored or delivered.
+        let said = view.bubble(ChatMessage(number: 0, outgoing: true, text: text, sentAt: now, state: .read)).dropLast()
+        for row in said { shell.console.print(row) }
+        guard let answer = local.answer(text) else {
+            shell.console.print(shell.styler.dim("\(SafeText.visible(local.name)) has faded; nobody answers"))
+            closeConversation()
+            return
+        }
+        for row in view.bubble(ChatMessage(number: 0, outgoing: false, text: answer, sentAt: now, receivedAt: now, state: .received)).dropLast() {
+            shell.console.print(row)
+        }
     }
 
     /// The bubble travels from the left (where it was typed) to the right in a few frames.

@@ -70,3 +70,33 @@ public struct CurseAnswer: PacketKind, Equatable {
         bytes.append(outcome.rawValue)
     }
 }
+
+/// A spell, from a Human to a ghost that cursed it: the one packet the plane table lets a Human
+/// send to a Ghost. The phrase is one of `Spells.phrases`.
+public struct SpellCast: PacketKind, Equatable {
+    public static let code = KindTable.spell
+    public var target: Data
+    public var phrase: String
+
+    public static let maximumPhrase = 200
+
+    public init(target: Data, phrase: String) {
+        self.target = target
+        self.phrase = phrase
+    }
+
+    public init(reading reader: inout ByteReader) throws(DecodeError) {
+        guard let target = reader.take(32), let length = reader.byte(), Int(length) <= Self.maximumPhrase,
+              let bytes = reader.take(Int(length)), let phrase = String(validating: bytes, as: UTF8.self) else {
+            throw .malformedPayload("spell")
+        }
+        self.init(target: Data(target), phrase: phrase)
+    }
+
+    public func write(to bytes: inout [UInt8]) {
+        bytes += target
+        let utf8 = Array(phrase.utf8.prefix(Self.maximumPhrase))
+        bytes.append(UInt8(utf8.count))
+        bytes += utf8
+    }
+}

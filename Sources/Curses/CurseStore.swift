@@ -59,6 +59,58 @@ public struct CurseStore: Sendable {
         }
     }
 
+    /// Ends every curse from `caster` on `target` (a spell); what was ended.
+    public func endAll(from caster: Data, on target: Data, how: String, at now: Double) throws -> [ActiveCurse] {
+        try database.write { db in
+            let ended = try Self.active(db, on: target, now: now).filter { $0.casterKey == caster }
+            try db.execute(sql: "UPDATE curse SET endedAt = ?, endedHow = ? WHERE targetKey = ? AND casterKey = ? AND endedAt IS NULL",
+                           arguments: [now, how, target, caster])
+            return ended
+        }
+    }
+
+    /// Whether `caster` ever cursed `target` (a spell is only for a ghost that did).
+    public func hasCursed(_ target: Data, from caster: Data) throws -> Bool {
+        try database.read { db in
+            try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM curse WHERE targetKey = ? AND casterKey = ?)",
+                              arguments: [target, caster]) ?? false
+        }
+    }
+
+    /// The ghosts that have cursed `target`, newest first: (name, key).
+    public func casters(of target: Data) throws -> [(name: String, key: Data)] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT casterName, casterKey FROM curse WHERE targetKey = ? GROUP BY casterKey ORDER BY max(startedAt) DESC
+                """, arguments: [target]).map { ($0["casterName"], $0["casterKey"]) }
+        }
+    }
+
+    /// Records that `caster` may not curse `target` until `until`.
+    public func repel(_ caster: Data, from target: Data, until: Double) throws {
+        try database.write { db in
+            try db.execute(sql: """
+                INSERT INTO repel (casterKey, targetKey, until) VALUES (?, ?, ?)
+                ON CONFLICT(casterKey, targetKey) DO UPDATE SET until = excluded.until
+                """, arguments: [caster, target, until])
+        }
+    }
+
+    /// Until when `caster` is repelled from `target`, if it is at `now`.
+    public func repelled(_ caster: Data, from target: Data, now: Double) throws -> Double? {
+        try database.read { db in
+            try Double.fetchOne(db, sql: "SELECT until FROM repel WHERE casterKey = ? AND targetKey = ? AND until > ?",
+                                arguments: [caster, target, now])
+        }
+    }
+
+    /// The spell a profile learnt last (from a spectre), kept in the settings table.
+    public func lastSpell(of key: Data) throws -> String? { try database.setting(Self.spellKey(key)) }
+
+    public func learn(spell: String, for key: Data) throws { try database.setSetting(Self.spellKey(key), spell) }
+
+    static func spellKey(_ key: Data) -> String { "spell." + PeerIdentity.longFingerprint(of: key) }
+
     /// Ends the curse in force on `target` that ends last, inside the caller's transaction.
     static func liftLatest(_ db: Database, on target: Data, now: Double) throws -> ActiveCurse? {
         guard let latest = try active(db, on: target, now: now).last else { return nil }
@@ -88,5 +140,13 @@ public enum CursesSchema {
             t.column("endedHow", .text)
         }
         try db.execute(sql: "CREATE INDEX curse_active ON curse(targetKey, endsAt) WHERE endedAt IS NULL")
+        // A spell's half hour: the caster may not curse the target until `until`. Each side
+        // keeps its own row (the Human refuses, the Ghost does not try).
+        try db.create(table: "repel") { t in
+            t.column("casterKey", .blob).notNull()
+            t.column("targetKey", .blob).notNull()
+            t.column("until", .double).notNull()
+            t.primaryKey(["casterKey", "targetKey"])
+        }
     }
 }

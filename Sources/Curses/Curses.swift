@@ -38,6 +38,8 @@ public final class Curses: ChatFeature, CurseBook, @unchecked Sendable {
     public static let stranger = "a stranger"
     /// How long a caster waits for the answer before saying there was none.
     static let answerWait = 5.0
+    /// How long a spell keeps a ghost from cursing the one who cast it.
+    public static let repelSeconds = 30.0 * 60
 
     private let state = Mutex(State())
     let profiles: Profiles
@@ -57,6 +59,7 @@ public final class Curses: ChatFeature, CurseBook, @unchecked Sendable {
         context.engine.sync { for curse in active { scheduleEnd(curse, context: context) } }
         context.service.handle(CurseCast.self) { [weak self] cast, sender, peer in self?.received(cast, from: sender, peer: peer) }
         context.service.handle(CurseAnswer.self) { [weak self] answer, _, peer in self?.answered(answer, from: peer) }
+        context.service.handle(SpellCast.self) { [weak self] spell, _, peer in self?.received(spell, from: peer) }
         context.rules.addSight { [weak self] _ in !(self?.isActive(.blind) ?? false) }
         context.rules.addOutgoing { [weak self] line in try self?.outgoing(line) ?? line }
         context.rules.addNaming { [weak self] _ in self?.isActive(.amnesia) == true ? Self.stranger : nil }
@@ -104,15 +107,17 @@ public final class Curses: ChatFeature, CurseBook, @unchecked Sendable {
         let now = context.engine.now
         let caster = SafeText.visible(peer.handle)
         let outcome: CurseAnswer.Outcome
+        let store = CurseStore(database: context.database)
         if Plane(wireValue: peer.announcement.plane) != .ghost {
             outcome = .notAGhost
         } else if context.myPlane() != .human {
             outcome = .notAHuman
+        } else if (try? store.repelled(peer.signingKey, from: context.identity.signingPublicKey, now: now)) ?? nil != nil {
+            outcome = .repelled
         } else if (try? Ledger(database: context.database).protectingMedallion(profile: context.profile.id, now: now)) ?? nil != nil {
             outcome = .bounced
             context.inbox.post(notice(context, "\(caster) tried to curse you with \(cast.kind.rawValue): it bounced off your Saint's medallion"))
         } else {
-            let store = CurseStore(database: context.database)
             guard let curse = try? store.add(on: context.identity.signingPublicKey, casterKey: peer.signingKey, casterName: peer.name,
                                              kind: cast.kind, castID: cast.id, startedAt: now, endsAt: now + Double(cast.minutes) * 60) else {
                 return  // The same casting again (a replay), or the database refused: nothing takes hold twice.
@@ -139,6 +144,17 @@ public final class Curses: ChatFeature, CurseBook, @unchecked Sendable {
         case .notAHuman: text = "your curse found no hold: \(target) is not Human"
         }
         context.inbox.post(notice(context, text))
+    }
+
+    /// A spell from a Human we cursed: we may not curse it for half an hour, and are told so.
+    private func received(_ spell: SpellCast, from peer: Peer?) {
+        guard let context = state.withLock({ $0.context }), spell.target == context.identity.signingPublicKey,
+              let peer, Spells.phrases.contains(spell.phrase) else { return }
+        let now = context.engine.now
+        try? CurseStore(database: context.database).repel(context.identity.signingPublicKey, from: peer.signingKey,
+                                                          until: now + Self.repelSeconds)
+        context.inbox.post(notice(context, "\(peer.shownHandle) repelled you with a spell (“\(SafeText.visible(spell.phrase))”): "
+                                  + "you cannot curse them for \(Int(Self.repelSeconds / 60)) min"))
     }
 
     /// Ends `curse` at its time, with a notice (unless a candle or a spell ended it first).
@@ -178,6 +194,10 @@ public final class Curses: ChatFeature, CurseBook, @unchecked Sendable {
         guard mine == .ghost else { throw UserError("only a Ghost can curse, and you are \(mine.name)") }
         let theirs = Plane(wireValue: peer.announcement.plane) ?? .ghost
         guard theirs == .human else { throw UserError("\(peer.shownHandle) is \(theirs.name): only the living (Human) can be cursed") }
+        if let until = try CurseStore(database: context.database).repelled(context.identity.signingPublicKey, from: peer.signingKey,
+                                                                            now: context.engine.now) {
+            throw UserError("\(peer.shownHandle) repelled you with a spell: you cannot curse them for \(Self.left(until - context.engine.now)) more")
+        }
         // Unique whatever the seed: the cursed side refuses a casting id it has seen.
         let id = Data((0..<16).map { _ in UInt8.random(in: 0...255) })
         let casting = Casting(target: peer.shownHandle, kind: kind, minutes: minutes)
@@ -187,6 +207,46 @@ public final class Curses: ChatFeature, CurseBook, @unchecked Sendable {
             guard let self, self.state.withLock({ $0.pending.removeValue(forKey: id) }) != nil else { return }
             context.inbox.post(self.notice(context, "no answer from \(casting.target): the curse may not have reached them"))
         }
+    }
+
+    /// `spell PEER`: the spell learnt last, to a ghost that cursed us (the one packet a Human may
+    /// send a Ghost). Its curses on us end here at once, and it is refused for half an hour.
+    func castSpell(_ wanted: String, shell: Shell) throws {
+        guard let context = state.withLock({ $0.context }) else { throw UserError("you are offline: chat brings you online") }
+        // Not by sight: a Human cannot see a Ghost. Any present peer that has cursed us.
+        let peer = try Self.find(wanted, among: context.service.peers())
+        let (phrase, lifted) = try speak(to: peer)
+        shell.console.print("you speak the spell “\(phrase)” at \(peer.shownHandle)\(lifted.isEmpty ? "" : " — " + lifted.map(\.rawValue).joined(separator: ", ") + " lifted"); "
+                            + "it cannot curse you for \(Int(Self.repelSeconds / 60)) min")
+    }
+
+    /// Speaks the spell learnt last at `peer`: what was said, and the curses it lifted.
+    @discardableResult
+    public func speak(to peer: Peer) throws -> (phrase: String, lifted: [CurseKind]) {
+        guard let context = state.withLock({ $0.context }) else { throw UserError("you are offline: chat brings you online") }
+        let me = context.identity.signingPublicKey
+        let store = CurseStore(database: context.database)
+        guard let phrase = try store.lastSpell(of: me) else {
+            throw UserError("you know no spell yet: ask a spectre for one (open one in chat and ask it)")
+        }
+        guard try store.hasCursed(me, from: peer.signingKey) else {
+            throw UserError("\(peer.shownHandle) has never cursed you: a spell is only for a ghost that did")
+        }
+        let now = context.engine.now
+        let ended = try store.endAll(from: peer.signingKey, on: me, how: "spell", at: now)
+        try store.repel(peer.signingKey, from: me, until: now + Self.repelSeconds)
+        let timers = state.withLock { state -> [Cancellable] in
+            state.active.removeAll { $0.casterKey == peer.signingKey }
+            return ended.compactMap { state.timers.removeValue(forKey: $0.id) }
+        }
+        timers.forEach { $0.cancel() }
+        context.service.send(SpellCast(target: peer.signingKey, phrase: phrase), to: peer)
+        return (phrase, ended.map(\.kind))
+    }
+
+    /// Remembers a spell a spectre taught (the last one learnt is the one `spell` speaks).
+    public func learn(spell phrase: String, key: Data, database: SeanceDatabase) throws {
+        try CurseStore(database: database).learn(spell: phrase, for: key)
     }
 
     /// The one present peer `wanted` names (`name` or `name#fp`).
@@ -269,6 +329,17 @@ public final class Curses: ChatFeature, CurseBook, @unchecked Sendable {
         })
         shell.register(Command("curses", scope: .global, summary: "the curses on you, and how long each has left") { invocation in
             try self.list(invocation.shell)
+        })
+        let cursers = ArgumentKind.dynamic { [weak self] in
+            guard let self, let login = self.profiles.current, let database = try? shell.session.openDatabase() else { return [] }
+            return ((try? CurseStore(database: database).casters(of: login.identity.signingPublicKey)) ?? []).map {
+                Candidate(SafeText.visible(PeerIdentity.handle(name: $0.name, signingKey: $0.key)), "cursed you")
+            }
+        }
+        shell.register(Command("spell", scope: .global,
+                               arguments: [.positional("peer", cursers, help: "a ghost that cursed you: name or name#fingerprint")],
+                               summary: "speak the spell a spectre taught you at a ghost that cursed you") { invocation in
+            try self.castSpell(invocation.arguments["peer"]!, shell: invocation.shell)
         })
     }
 }

@@ -6,8 +6,9 @@ import Synchronization
 /// peer is named on screen. A feature adds its rules when going online and they stay until
 /// `clear` (going offline); each rule decides for itself whether it applies just now.
 public final class Rules: Sendable {
-    /// Whether `peer` may be seen; every rule must agree.
-    public typealias Sight = @Sendable (Peer) -> Bool
+    /// Whether `peer` may be seen (nil: someone who is no network peer, a spectre); every rule
+    /// must agree.
+    public typealias Sight = @Sendable (Peer?) -> Bool
     /// A line on its way out: changed, or refused with an error the user reads.
     public typealias Outgoing = @Sendable (String) throws -> String
     /// The name to show instead of the handle of the peer with this signing key, or nil to
@@ -30,8 +31,9 @@ public final class Rules: Sendable {
 
     public func clear() { state.withLock { $0 = State() } }
 
-    /// True when every sight rule lets `peer` be seen (the planes are checked apart).
-    public func allowsSight(of peer: Peer) -> Bool {
+    /// True when every sight rule lets `peer` be seen (the planes are checked apart); nil asks
+    /// about someone who is no network peer (a spectre).
+    public func allowsSight(of peer: Peer?) -> Bool {
         state.withLock { $0.sight }.allSatisfy { $0(peer) }
     }
 

@@ -21,6 +21,8 @@ public enum KindTable {
     /// A Ghost's curse on a Human, and the Human's answer (the `Curses` target).
     public static let curse: UInt8 = 9
     public static let curseAnswer: UInt8 = 10
+    /// A Human's spell against a ghost that cursed it.
+    public static let spell: UInt8 = 11
     /// Kinds 240–255 are for tests and experiments: never sent by a released seance.
     public static let experimental: ClosedRange<UInt8> = 240...255
 }

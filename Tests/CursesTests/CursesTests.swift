@@ -61,93 +61,16 @@ import Wire
     }
 }
 
-/// Two shells on an in-memory network with a manual clock: the whole curse protocol, each
-/// rule's effect, expiry, the candle, the medallion and the caster checks.
-final class CurseWorld: @unchecked Sendable {
-    final class Node {
-        let name: String
-        let profile: Profile
-        let identity: Identity
-        let engine: Engine
-        let service: NearbyService
-        let delivery: DeliveryService
-        let curses: Curses
-        let rules = Rules()
-        let inbox = AsyncInbox()
-        /// This node's plane (only tests change it).
-        final class PlaneCell: @unchecked Sendable { var value: Plane; init(_ value: Plane) { self.value = value } }
-        let plane: PlaneCell
-        let database: SeanceDatabase
-
-        init(_ name: String, plane: Plane, world: CurseWorld) throws {
-            self.name = name
-            self.plane = PlaneCell(plane)
-            database = try testDatabase(world.directory + "/\(name).sqlite")
-            (profile, identity) = try ProfileStore(database: database, rounds: 1 << 10)
-                .create(name: name, password: "correct horse", avatar: nil, gift: false, now: world.scheduler.now)
-            engine = Engine(scheduler: world.scheduler)
-            service = NearbyService(transport: MemoryTransport(network: world.network, address: name),
-                                    timing: PresenceTiming(interval: 1, jitter: 0, startupGap: 0.5), signer: identity.signing,
-                                    announcement: Announcement(name: name, agreementKey: identity.agreementPublicKey, plane: plane.wireValue,
-                                                               avatar: .none, unicastPort: 0, intervalMilliseconds: 0),
-                                    engine: engine) { _ in }
-            delivery = DeliveryService(store: MessageStore(database: database), identity: identity, myPlane: { .human }, rules: rules,
-                                       engine: engine, clock: { world.scheduler.now }) { _ in }
-            curses = Curses(profiles: Profiles())
-            try goOnline(world)
-        }
-
-        func goOnline(_ world: CurseWorld) throws {
-            let plane = self.plane
-            try curses.online(OnlineContext(service: service, delivery: delivery, engine: engine, profile: profile, identity: identity,
-                                            database: database, inbox: inbox, styler: Styler(.plain), rules: rules,
-                                            myPlane: { plane.value }, random: SeededRandom(seed: 5)))
-        }
-
-        func notices() -> [String] { inbox.drain() }
-    }
-
-    let directory = temporaryDirectory("curses")
-    let scheduler = ManualScheduler()
-    let network = MemoryNetwork()
-    var nodes: [Node] = []
-
-    init(_ specs: [(String, Plane)]) throws {
-        for (name, plane) in specs { nodes.append(try Node(name, plane: plane, world: self)) }
-        for node in nodes { try node.service.start() }
-        step(0)
-    }
-
-    deinit {
-        for node in nodes { node.service.stop() }
-        removeDirectory(directory)
-    }
-
-    /// Moves the clock and lets every engine finish what that caused.
-    func step(_ seconds: Double) {
-        scheduler.advance(by: seconds)
-        for _ in 0..<4 { for node in nodes { node.engine.sync {} } }
-    }
-
-    /// A caster that skips its own checks: the packet, straight onto the network.
-    func forgeCast(from caster: Node, on target: Node, kind: CurseKind, minutes: UInt8 = 5) throws {
-        let peer = try #require(caster.service.peer(target.identity.signingPublicKey))
-        caster.service.send(CurseCast(target: target.identity.signingPublicKey, kind: kind, minutes: minutes,
-                                      id: Data((0..<16).map { _ in UInt8.random(in: 0...255) })), to: peer)
-        step(0)
-    }
-}
-
 @Suite struct CurseProtocolTests {
     /// `curse` as the command runs it, without a shell around: the caster's checks, then the packet.
-    func cast(_ world: CurseWorld, from caster: CurseWorld.Node, on target: CurseWorld.Node, _ kind: CurseKind, minutes: Int = 5) throws {
+    func cast(_ world: ChatWorld, from caster: ChatWorld.Node, on target: ChatWorld.Node, _ kind: CurseKind, minutes: Int = 5) throws {
         let peer = try #require(caster.service.peer(target.identity.signingPublicKey))
         try caster.curses.send(kind, minutes: minutes, to: peer)
         world.step(0)
     }
 
     @Test func eachCurseTakesHoldAndDoesWhatItSays() throws {
-        let world = try CurseWorld([("ghost", .ghost), ("will", .human)])
+        let world = try ChatWorld([("ghost", .ghost), ("will", .human)])
         let (ghost, will) = (world.nodes[0], world.nodes[1])
         let ghostPeer = try #require(will.service.peer(ghost.identity.signingPublicKey))
 
@@ -174,7 +97,7 @@ final class CurseWorld: @unchecked Sendable {
     }
 
     @Test func curseEndsOnTimeAndSaysSo() throws {
-        let world = try CurseWorld([("ghost", .ghost), ("will", .human)])
+        let world = try ChatWorld([("ghost", .ghost), ("will", .human)])
         let (ghost, will) = (world.nodes[0], world.nodes[1])
         try cast(world, from: ghost, on: will, .silence, minutes: 2)
         _ = will.notices()
@@ -187,7 +110,7 @@ final class CurseWorld: @unchecked Sendable {
     }
 
     @Test func aCurseOutlivesGoingOfflineAndBack() throws {
-        let world = try CurseWorld([("ghost", .ghost), ("will", .human)])
+        let world = try ChatWorld([("ghost", .ghost), ("will", .human)])
         let (ghost, will) = (world.nodes[0], world.nodes[1])
         try cast(world, from: ghost, on: will, .mirror, minutes: 10)
         will.curses.offline()
@@ -204,7 +127,7 @@ final class CurseWorld: @unchecked Sendable {
     /// around the command is refused by the target, which judges by the caster's own signed
     /// announcement.
     @Test func theCastersChecksHoldOnBothSides() throws {
-        let world = try CurseWorld([("ghost", .ghost), ("will", .human), ("nancy", .dying), ("mike", .human)])
+        let world = try ChatWorld([("ghost", .ghost), ("will", .human), ("nancy", .dying), ("mike", .human)])
         let (ghost, will, nancy, mike) = (world.nodes[0], world.nodes[1], world.nodes[2], world.nodes[3])
         // A Human cannot cast; a Ghost cannot curse a Dying.
         let willPeer = try #require(mike.service.peer(will.identity.signingPublicKey))
@@ -224,7 +147,7 @@ final class CurseWorld: @unchecked Sendable {
     /// A Saint's medallion makes a curse bounce, and the caster hears it; a Holy candle lifts
     /// the curse that ends last.
     @Test func theMedallionAndTheCandle() throws {
-        let world = try CurseWorld([("ghost", .ghost), ("will", .human)])
+        let world = try ChatWorld([("ghost", .ghost), ("will", .human)])
         let (ghost, will) = (world.nodes[0], world.nodes[1])
         let ledger = Ledger(database: will.database)
         for item in [Item.medallion, .candle] {
@@ -248,5 +171,38 @@ final class CurseWorld: @unchecked Sendable {
         #expect(throws: StoreError.noneLeft(.candle)) {
             try ledger.useCandle(profile: will.profile.id, curses: will.curses, now: world.scheduler.now)
         }
+    }
+
+    /// A spectre's spell, spoken at the ghost that cursed you: its curses end at once, and for
+    /// half an hour it cannot curse you: its own shell refuses, and yours would too.
+    @Test func aSpellRepelsTheGhostForHalfAnHour() throws {
+        let world = try ChatWorld([("ghost", .ghost), ("will", .human)])
+        let (ghost, will) = (world.nodes[0], world.nodes[1])
+        try cast(world, from: ghost, on: will, .silence, minutes: 30)
+        #expect(throws: UserError.self) { try will.rules.outgoing("x") }
+        let ghostPeer = try #require(will.service.peer(ghost.identity.signingPublicKey))
+        #expect(throws: UserError.self) { try will.curses.speak(to: ghostPeer) }  // No spell learnt yet.
+        try will.curses.learn(spell: Spells.phrases[0], key: will.identity.signingPublicKey, database: will.database)
+        try will.curses.speak(to: ghostPeer)
+        world.step(0)
+        #expect(try will.rules.outgoing("free") == "free", "the ghost's curses ended")
+        #expect(ghost.notices().contains { $0.contains("repelled you with a spell") })
+        let willPeer = try #require(ghost.service.peer(will.identity.signingPublicKey))
+        #expect(throws: UserError.self) { try ghost.curses.send(.mirror, minutes: 5, to: willPeer) }
+        // Around the ghost's own check, will's shell refuses too, and says so.
+        try world.forgeCast(from: ghost, on: will, kind: .mirror)
+        #expect(try will.rules.outgoing("abc") == "abc")
+        world.step(30 * 60 + 1)
+        try cast(world, from: ghost, on: will, .mirror)
+        #expect(try will.rules.outgoing("abc") == "cba", "after half an hour the ghost may curse again")
+    }
+
+    /// A spell is only for a ghost that cursed you.
+    @Test func aSpellNeedsACurseToAnswer() throws {
+        let world = try ChatWorld([("ghost", .ghost), ("will", .human)])
+        let (ghost, will) = (world.nodes[0], world.nodes[1])
+        try will.curses.learn(spell: Spells.phrases[1], key: will.identity.signingPublicKey, database: will.database)
+        let ghostPeer = try #require(will.service.peer(ghost.identity.signingPublicKey))
+        #expect(throws: UserError.self) { try will.curses.speak(to: ghostPeer) }
     }
 }

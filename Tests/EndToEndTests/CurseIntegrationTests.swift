@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Glibc
 import Testing
@@ -100,5 +101,49 @@ struct CurseIntegrationTests {
         #expect(try ghost.read(until: "your curse bounced off will#", timeout: 10))
         #expect(try will.read(until: "bounced off your Saint's medallion", timeout: 10))
         #expect(try query(willData, "SELECT kind FROM curse WHERE endedAt IS NULL") == [])
+    }
+
+    /// A spell (as a spectre would have taught it) spoken by the cursed Human at the Ghost: the
+    /// curse ends on the Human's side, the Ghost's screen says it was repelled, and the Ghost's
+    /// next curse is refused for half an hour.
+    @Test func aSpellStopsTheGhost() throws {
+        let shells = LoopbackShells()
+        let ghostData = try shells.makeProfile("ghost"), willData = try shells.makeProfile("will"), mikeData = try shells.makeProfile("mike")
+        // The spell will learnt, where the spectre would have put it.
+        let key = try #require(Data(hex: try query(willData, "SELECT hex(signingKey) FROM profile").first ?? ""))
+        let fingerprint = SHA256.hash(data: key).prefix(16).map { String(format: "%02x", $0) }.joined()
+        _ = try query(willData, "INSERT INTO setting (key, value) VALUES ('spell.\(fingerprint)', 'the lamp is lit and the house is mine')")
+        func shell(_ data: String, battery: Int) throws -> PipeDriver {
+            try PipeDriver(arguments: ["--data-dir", data, "--interface", "lo", "--port", "\(shells.port)", "--announce-interval", "0.2",
+                                       "--battery", "\(battery)"], scratch: shells.scratch)
+        }
+        let mike = try shell(mikeData, battery: 90), will = try shell(willData, battery: 90), ghost = try shell(ghostData, battery: 3)
+        defer { mike.close(); will.close(); ghost.close() }
+        try mike.send("login mike --password-file \(shells.password)\nchat")
+        try will.send("login will --password-file \(shells.password)\nchat\nopen mike --wait 20")
+        #expect(try will.read(until: "mike#", timeout: 20))
+        try ghost.send("login ghost --password-file \(shells.password)\nchat\nopen will --wait 20\n/back\ncurse will silence 30")
+        #expect(try will.read(until: "cursed you with silence", timeout: 20))
+        try will.send("/spell ghost")
+        #expect(try will.read(until: "you speak the spell", timeout: 10))
+        #expect(try ghost.read(until: "repelled you with a spell", timeout: 10))
+        try will.send("free again")
+        #expect(try mike.read(until: "free again", timeout: 10))
+        try ghost.send("curse will mirror 5")
+        #expect(try ghost.readError(until: "repelled you with a spell: you cannot curse them for", timeout: 10))
+    }
+}
+
+extension Data {
+    init?(hex: String) {
+        var bytes: [UInt8] = []
+        var index = hex.startIndex
+        while index < hex.endIndex {
+            let next = hex.index(index, offsetBy: 2, limitedBy: hex.endIndex) ?? hex.endIndex
+            guard let byte = UInt8(hex[index..<next], radix: 16) else { return nil }
+            bytes.append(byte)
+            index = next
+        }
+        self.init(bytes)
     }
 }
