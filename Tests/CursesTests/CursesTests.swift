@@ -144,6 +144,21 @@ import Wire
         #expect(try CurseStore(database: nancy.database).active(on: nancy.identity.signingPublicKey, now: world.scheduler.now).isEmpty)
     }
 
+    /// Of the five planes only a Ghost casts: a Dying, Hollow or Undead caster is refused by its
+    /// own shell and, packet sent anyway, by the Human's, which reads the caster's plane from its
+    /// signed announcement (a curse packet carries no plane to forge).
+    @Test func everyPlaneButTheGhostIsRefused() throws {
+        let world = try ChatWorld([("will", .human), ("d", .dying), ("h", .hollow), ("u", .undead)])
+        let will = world.nodes[0]
+        for caster in world.nodes.dropFirst() {
+            let peer = try #require(caster.service.peer(will.identity.signingPublicKey))
+            #expect(throws: UserError.self) { try caster.curses.send(.blind, minutes: 5, to: peer) }
+            try world.forgeCast(from: caster, on: will, kind: .blind)
+        }
+        #expect(try CurseStore(database: will.database).active(on: will.identity.signingPublicKey, now: world.scheduler.now).isEmpty)
+        #expect(will.rules.allowsSight(of: nil))
+    }
+
     /// A Saint's medallion makes a curse bounce, and the caster hears it; a Holy candle lifts
     /// the curse that ends last.
     @Test func theMedallionAndTheCandle() throws {

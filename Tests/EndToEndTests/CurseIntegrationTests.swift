@@ -67,7 +67,7 @@ struct CurseIntegrationTests {
         let mike = try shell(mikeData, battery: 90), will = try shell(willData, battery: 90), ghost = try shell(ghostData, battery: 3)
         defer { mike.close(); will.close(); ghost.close() }
         try mike.send("login mike --password-file \(shells.password)\nchat")
-        try will.send("login will --password-file \(shells.password)\nstore\nbuy candle 2 --password-file \(shells.password)\n"
+        try will.send("login will --password-file \(shells.password)\nstore\nbuy candle 3 --password-file \(shells.password)\n"
                       + "buy medallion --password-file \(shells.password)\nchat\nopen mike --wait 20\n/back")
         #expect(try will.read(until: "mike#", timeout: 20))
         try ghost.send("login ghost --password-file \(shells.password)\nchat\nopen will --wait 20\n/back")
@@ -94,6 +94,16 @@ struct CurseIntegrationTests {
         #expect(try will.read(until: ":::sighted", timeout: 10))
         let sighted = will.output.components(separatedBy: "the curse of blind from ghost#").last ?? ""
         #expect(sighted.contains("mike#"), "\(sighted)")  // (A Human never sees the Ghost: the planes.)
+
+        // Possession: mike gets as many words, none of them will's.
+        try ghost.send("curse will possession 5")
+        #expect(try will.read(until: "cursed you with possession", timeout: 10))
+        try will.send("open mike\nhello there mike\n/back")
+        #expect(try eventually(timeout: 10) { (try? query(mikeData, "SELECT text FROM message WHERE outgoing = 0")) ?? [] != [] })
+        let possessed = try query(mikeData, "SELECT text FROM message WHERE outgoing = 0").first ?? ""
+        #expect(possessed.split(separator: " ").count == 3 && !possessed.contains("hello") && !possessed.contains("mike"), "\(possessed)")
+        try will.send("store\nuse candle\nchat")
+        #expect(try will.read(until: "the curse of possession from ghost#", timeout: 10))
 
         // The medallion: the next curse bounces.
         try will.send("store\nwear medallion\nchat")
