@@ -3,25 +3,49 @@ import Foundation
 import Glibc
 import Testing
 
-/// Curses between real shells on the suite's loopback, each driven step by step: a Ghost
-/// curses a Human, the effects show on the Human's screen and on the screen of the Human it
-/// writes to, the curses outlive a restart, and a Human cannot cast.
+/// A Ghost and two Humans, will and mike, on the suite's loopback, each a shell driven step by
+/// step: mike online; will online (after `willFirst`, where PASSWORD is the password file's
+/// path) with its conversation with mike open; the ghost online, with will in its table.
+final class CurseScene {
+    let shells = LoopbackShells()
+    let ghostData: String, willData: String, mikeData: String
+    private(set) var ghost: PipeDriver!, will: PipeDriver!, mike: PipeDriver!
+
+    init(willFirst: [String] = [], prepare: (CurseScene) throws -> Void = { _ in }) throws {
+        ghostData = try shells.makeProfile("ghost")
+        willData = try shells.makeProfile("will")
+        mikeData = try shells.makeProfile("mike")
+        try prepare(self)
+        mike = try shell(mikeData, battery: 90)
+        will = try shell(willData, battery: 90)
+        ghost = try shell(ghostData, battery: 3)
+        try mike.send(login("mike") + "\nchat")
+        let first = willFirst.map { $0.replacingOccurrences(of: "PASSWORD", with: shells.password) }
+        try will.send(([login("will")] + first + ["chat", "open mike --wait 20"]).joined(separator: "\n"))
+        #expect(try will.read(until: "mike#", timeout: 20))
+        try ghost.send(login("ghost") + "\nchat\nopen will --wait 20\n/back")
+        #expect(try ghost.read(until: "will#", timeout: 20))
+    }
+
+    func login(_ name: String) -> String { "login \(name) --password-file \(shells.password)" }
+
+    /// A shell on this scene's loopback port, on the plane `battery` gives.
+    func shell(_ data: String, battery: Int) throws -> PipeDriver {
+        try PipeDriver(arguments: ["--data-dir", data, "--interface", "lo", "--port", "\(shells.port)", "--announce-interval", "0.2",
+                                   "--battery", "\(battery)", "--seed", "7"], scratch: shells.scratch)
+    }
+
+    deinit { [mike, will, ghost].forEach { $0?.close() } }
+}
+
+/// Curses between real shells: a Ghost curses a Human, the effects show on the Human's screen
+/// and on the screen of the Human it writes to, the curses outlive a restart, candles lift,
+/// medallions bounce, spells repel, and only a Ghost casts.
 @Suite(.enabled(if: inPrivateNetwork, "runs only inside scripts/in-netns (make test)"))
 struct CurseIntegrationTests {
     @Test func aGhostCursesAHumanAndBothScreensShowIt() throws {
-        let shells = LoopbackShells()
-        let ghostData = try shells.makeProfile("ghost"), willData = try shells.makeProfile("will"), mikeData = try shells.makeProfile("mike")
-        func shell(_ data: String, battery: Int) throws -> PipeDriver {
-            try PipeDriver(arguments: ["--data-dir", data, "--interface", "lo", "--port", "\(shells.port)", "--announce-interval", "0.2",
-                                       "--battery", "\(battery)", "--seed", "7"], scratch: shells.scratch)
-        }
-        let mike = try shell(mikeData, battery: 90), will = try shell(willData, battery: 90), ghost = try shell(ghostData, battery: 3)
-        defer { mike.close(); will.close(); ghost.close() }
-        try mike.send("login mike --password-file \(shells.password)\nchat")
-        try will.send("login will --password-file \(shells.password)\nchat\nopen mike --wait 20")
-        #expect(try will.read(until: "mike#", timeout: 20))
-        try ghost.send("login ghost --password-file \(shells.password)\nchat\nopen will --wait 20\n/back")
-        #expect(try ghost.read(until: "will#", timeout: 20))
+        let scene = try CurseScene()
+        let (ghost, will, mike, willData) = (scene.ghost!, scene.will!, scene.mike!, scene.willData)
 
         // A Human cannot cast.
         try mike.send("curse will silence 5")
@@ -45,9 +69,9 @@ struct CurseIntegrationTests {
 
         // Both outlive a restart: listed by a new process, still enforced when it is online.
         will.close()
-        let again = try shell(willData, battery: 90)
+        let again = try scene.shell(willData, battery: 90)
         defer { again.close() }
-        try again.send("login will --password-file \(shells.password)\ncurses")
+        try again.send(scene.login("will") + "\ncurses")
         #expect(try again.read(until: "silence", timeout: 10))
         #expect(again.output.contains("mirror") && again.output.contains("from ghost#"), "\(again.output)")
         try again.send("chat")
@@ -55,23 +79,12 @@ struct CurseIntegrationTests {
         #expect(try query(willData, "SELECT count(*) FROM curse WHERE endedAt IS NULL") == ["2"])
     }
 
-    /// Amnesia and blindness on the Human's own screen; a Holy candle lifts the curse that ends
-    /// last; a Saint's medallion makes the next one bounce, and the caster hears it.
-    @Test func candlesAndMedallionsAgainstAmnesiaAndBlindness() throws {
-        let shells = LoopbackShells()
-        let ghostData = try shells.makeProfile("ghost"), willData = try shells.makeProfile("will"), mikeData = try shells.makeProfile("mike")
-        func shell(_ data: String, battery: Int) throws -> PipeDriver {
-            try PipeDriver(arguments: ["--data-dir", data, "--interface", "lo", "--port", "\(shells.port)", "--announce-interval", "0.2",
-                                       "--battery", "\(battery)"], scratch: shells.scratch)
-        }
-        let mike = try shell(mikeData, battery: 90), will = try shell(willData, battery: 90), ghost = try shell(ghostData, battery: 3)
-        defer { mike.close(); will.close(); ghost.close() }
-        try mike.send("login mike --password-file \(shells.password)\nchat")
-        try will.send("login will --password-file \(shells.password)\nstore\nbuy candle 3 --password-file \(shells.password)\n"
-                      + "buy medallion --password-file \(shells.password)\nchat\nopen mike --wait 20\n/back")
-        #expect(try will.read(until: "mike#", timeout: 20))
-        try ghost.send("login ghost --password-file \(shells.password)\nchat\nopen will --wait 20\n/back")
-        #expect(try ghost.read(until: "will#", timeout: 20))
+    /// Amnesia, blindness and possession; a Holy candle lifts the curse that ends last; a
+    /// Saint's medallion makes the next one bounce, and the caster hears it.
+    @Test func candlesAndMedallionsAgainstAmnesiaBlindnessAndPossession() throws {
+        let scene = try CurseScene(willFirst: ["store", "buy candle 3 --password-file PASSWORD", "buy medallion --password-file PASSWORD"])
+        let (ghost, will, mikeData, willData) = (scene.ghost!, scene.will!, scene.mikeData, scene.willData)
+        try will.send("/back")
 
         try ghost.send("curse will amnesia 10")
         #expect(try will.read(until: "cursed you with amnesia", timeout: 10))
@@ -117,22 +130,14 @@ struct CurseIntegrationTests {
     /// curse ends on the Human's side, the Ghost's screen says it was repelled, and the Ghost's
     /// next curse is refused for half an hour.
     @Test func aSpellStopsTheGhost() throws {
-        let shells = LoopbackShells()
-        let ghostData = try shells.makeProfile("ghost"), willData = try shells.makeProfile("will"), mikeData = try shells.makeProfile("mike")
-        // The spell will learnt, where the spectre would have put it.
-        let key = try #require(Data(hex: try query(willData, "SELECT hex(signingKey) FROM profile").first ?? ""))
-        let fingerprint = SHA256.hash(data: key).prefix(16).map { String(format: "%02x", $0) }.joined()
-        _ = try query(willData, "INSERT INTO setting (key, value) VALUES ('spell.\(fingerprint)', 'the lamp is lit and the house is mine')")
-        func shell(_ data: String, battery: Int) throws -> PipeDriver {
-            try PipeDriver(arguments: ["--data-dir", data, "--interface", "lo", "--port", "\(shells.port)", "--announce-interval", "0.2",
-                                       "--battery", "\(battery)"], scratch: shells.scratch)
+        let scene = try CurseScene { scene in
+            // The spell will learnt, where a spectre would have put it.
+            let key = try #require(Data(hex: try query(scene.willData, "SELECT hex(signingKey) FROM profile").first ?? ""))
+            let fingerprint = SHA256.hash(data: key).prefix(16).map { String(format: "%02x", $0) }.joined()
+            _ = try query(scene.willData, "INSERT INTO setting (key, value) VALUES ('spell.\(fingerprint)', 'the lamp is lit and the house is mine')")
         }
-        let mike = try shell(mikeData, battery: 90), will = try shell(willData, battery: 90), ghost = try shell(ghostData, battery: 3)
-        defer { mike.close(); will.close(); ghost.close() }
-        try mike.send("login mike --password-file \(shells.password)\nchat")
-        try will.send("login will --password-file \(shells.password)\nchat\nopen mike --wait 20")
-        #expect(try will.read(until: "mike#", timeout: 20))
-        try ghost.send("login ghost --password-file \(shells.password)\nchat\nopen will --wait 20\n/back\ncurse will silence 30")
+        let (ghost, will, mike) = (scene.ghost!, scene.will!, scene.mike!)
+        try ghost.send("curse will silence 30")
         #expect(try will.read(until: "cursed you with silence", timeout: 20))
         try will.send("/spell ghost")
         #expect(try will.read(until: "you speak the spell", timeout: 10))
