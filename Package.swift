@@ -16,8 +16,9 @@ let package = Package(
     targets: [
         // libedit through a system library target; shim.h wraps its variadic calls.
         .systemLibrary(name: "CEditLine", pkgConfig: "libedit", providers: [.apt(["libedit-dev"])]),
-        // libmosquitto (Debian libmosquitto-dev), the MQTT client, as a system library.
-        .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
+        // libmosquitto (Debian libmosquitto-dev), the MQTT client: its header, and calls that load
+        // it on first use (it brings libssl and libcrypto, which every start-up would pay for).
+        .target(name: "CMosquitto", linkerSettings: [.linkedLibrary("dl")]),
         // stb_image from Debian's libstb-dev, compiled once in this target.
         .target(name: "CStbImage"),
         .target(name: "Terminal", dependencies: ["CStbImage"]),

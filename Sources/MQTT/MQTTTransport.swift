@@ -94,25 +94,29 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
         Route(transport: name, address: PeerIdentity.longFingerprint(of: signingKey))
     }
 
-    private static let libraryReady: Bool = { mosquitto_lib_init() == MOSQ_ERR_SUCCESS.rawValue }()
+    /// Loaded and initialised on first use; nil when that worked, else why not.
+    private static let libraryProblem: String? = {
+        guard seance_mosquitto_load() else { return String(cString: seance_mosquitto_error()) }
+        return seance_mosquitto_lib_init() == MOSQ_ERR_SUCCESS.rawValue ? nil : "libmosquitto did not initialise"
+    }()
 
     public func start(deliver: @escaping @Sendable ([UInt8], Route) -> Void, report: @escaping @Sendable (TransportState) -> Void) throws {
-        guard Self.libraryReady else { throw Failure.client("libmosquitto did not initialise") }
+        if let problem = Self.libraryProblem { throw Failure.client(problem + " (install libmosquitto1)") }
         // 23 characters at most, as MQTT 3.1.1 promises every broker takes: ours, and unique.
         let clientID = "seance-" + ownID.prefix(10) + "-" + String(format: "%05x", UInt32.random(in: 0..<0x100000))
-        guard let client = mosquitto_new(clientID, true, Unmanaged.passUnretained(self).toOpaque()) else {
+        guard let client = seance_mosquitto_new(clientID, true, Unmanaged.passUnretained(self).toOpaque()) else {
             throw Failure.client(String(cString: strerror(errno)))
         }
         do {
             try configure(client)
         } catch {
-            mosquitto_destroy(client)
+            seance_mosquitto_destroy(client)
             throw error
         }
         let handle = ClientHandle(pointer: client)
         let fresh = State(client: handle, deliver: deliver, report: report)
         state.withLock { $0 = fresh }
-        mosquitto_threaded_set(client, true)
+        seance_mosquitto_threaded_set(client, true)
         let thread = Thread { self.run(handle) }
         thread.name = "seance-mqtt"
         thread.start()
@@ -127,13 +131,13 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
         var first = true
         while state.withLock({ !$0.stopping }) {
             let result = first
-                ? mosquitto_connect_async(handle.pointer, address.host, Int32(address.port), configuration.keepalive)
-                : mosquitto_reconnect_async(handle.pointer)
+                ? seance_mosquitto_connect_async(handle.pointer, address.host, Int32(address.port), configuration.keepalive)
+                : seance_mosquitto_reconnect_async(handle.pointer)
             first = first && result != MOSQ_ERR_SUCCESS.rawValue && result != MOSQ_ERR_ERRNO.rawValue
             var failure = result
             if result == MOSQ_ERR_SUCCESS.rawValue {
                 delay = Self.reconnectDelay
-                failure = mosquitto_loop_forever(handle.pointer, 1_000, 1)
+                failure = seance_mosquitto_loop_forever(handle.pointer, 1_000, 1)
             }
             guard state.withLock({ !$0.stopping }) else { break }
             changed(up: false, why: Self.failure(failure, broker: address.description))
@@ -156,10 +160,10 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
     }
 
     private func configure(_ client: OpaquePointer) throws {
-        mosquitto_int_option(client, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311)
-        mosquitto_int_option(client, MOSQ_OPT_TCP_NODELAY, 1)
+        seance_mosquitto_int_option(client, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311)
+        seance_mosquitto_int_option(client, MOSQ_OPT_TCP_NODELAY, 1)
         let address = configuration.address
-        if let user = address.user, mosquitto_username_pw_set(client, user, address.password) != MOSQ_ERR_SUCCESS.rawValue {
+        if let user = address.user, seance_mosquitto_username_pw_set(client, user, address.password) != MOSQ_ERR_SUCCESS.rawValue {
             throw Failure.client("the user name or password cannot be used")
         }
         if address.tls {
@@ -167,21 +171,21 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
             guard access(caFile, R_OK) == 0 else {
                 throw Failure.tls(broker: address.description, reason: "cannot read the CA file \(caFile): \(String(cString: strerror(errno)))")
             }
-            let result = mosquitto_tls_set(client, caFile, nil, nil, nil, nil)
+            let result = seance_mosquitto_tls_set(client, caFile, nil, nil, nil, nil)
             if result != MOSQ_ERR_SUCCESS.rawValue { throw Failure.tls(broker: address.description, reason: Self.describe(result)) }
         }
         // If this process dies, the broker clears our retained presence for us.
-        mosquitto_will_set(client, presenceTopic, 0, nil, 1, true)
-        mosquitto_reconnect_delay_set(client, Self.reconnectDelay, Self.reconnectDelayMaximum, true)
-        mosquitto_connect_callback_set(client) { _, context, code in
+        seance_mosquitto_will_set(client, presenceTopic, 0, nil, 1, true)
+        seance_mosquitto_reconnect_delay_set(client, Self.reconnectDelay, Self.reconnectDelayMaximum, true)
+        seance_mosquitto_connect_callback_set(client) { _, context, code in
             guard let context else { return }
             Unmanaged<MQTTTransport>.fromOpaque(context).takeUnretainedValue().connected(code: code)
         }
-        mosquitto_disconnect_callback_set(client) { _, context, code in
+        seance_mosquitto_disconnect_callback_set(client) { _, context, code in
             guard let context else { return }
             Unmanaged<MQTTTransport>.fromOpaque(context).takeUnretainedValue().disconnected(code: code)
         }
-        mosquitto_message_callback_set(client) { _, context, message in
+        seance_mosquitto_message_callback_set(client) { _, context, message in
             guard let context, let message else { return }
             Unmanaged<MQTTTransport>.fromOpaque(context).takeUnretainedValue().received(message.pointee)
         }
@@ -192,7 +196,7 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
     private func connected(code: Int32) {
         guard code == 0 else {
             // Refused: wrong credentials, not authorised, … libmosquitto tries again later.
-            let reason = String(cString: mosquitto_connack_string(code))
+            let reason = String(cString: seance_mosquitto_connack_string(code))
             changed(up: false, why: "the broker \(configuration.address) refused the connection: \(reason)")
             return
         }
@@ -201,9 +205,11 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
             return (state.client, state.presence)
         }
         guard let client = handle?.pointer else { return }
-        mosquitto_subscribe(client, nil, configuration.prefix + "presence/+", 1)
-        mosquitto_subscribe(client, nil, inboxTopic, 1)
-        if let presence { publish(presence, to: presenceTopic, retain: true) }
+        // Presence at QoS 0 (it is refreshed anyway), the inbox at QoS 1; what reaches the
+        // recipient is still confirmed end to end by seance's own acknowledgements.
+        seance_mosquitto_subscribe(client, nil, configuration.prefix + "presence/+", 0)
+        seance_mosquitto_subscribe(client, nil, inboxTopic, 1)
+        if let presence { publish(presence, to: presenceTopic, retain: true, qos: 1) }
         changed(up: true, why: "")
     }
 
@@ -254,32 +260,46 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
     public func broadcast(_ bytes: [UInt8], as kind: BroadcastKind) {
         switch kind {
         case .presence:
-            state.withLock { $0.presence = bytes }
-            publish(bytes, to: presenceTopic, retain: true)
+            // Retained only when what it says changed (a clustered broker stores and replicates
+            // every retained publish); a refresh saying the same goes to those listening now.
+            let changed = state.withLock { state -> Bool in
+                defer { state.presence = bytes }
+                return state.presence.map { Self.body(of: $0) != Self.body(of: bytes) } ?? true
+            }
+            publish(bytes, to: presenceTopic, retain: changed, qos: changed ? 1 : 0)
         case .farewell:
             // Said to whoever listens now; then the retained announcement is withdrawn.
             state.withLock { $0.presence = nil }
-            publish(bytes, to: presenceTopic, retain: false)
-            publish([], to: presenceTopic, retain: true)
+            publish(bytes, to: presenceTopic, retain: false, qos: 0)
+            publish([], to: presenceTopic, retain: true, qos: 1)
         case .question:
             // Newcomers get every retained announcement when they subscribe: nobody need ask.
             break
         case .other:
-            publish(bytes, to: presenceTopic, retain: false)
+            publish(bytes, to: presenceTopic, retain: false, qos: 0)
         }
     }
 
     public func send(_ bytes: [UInt8], to route: Route) {
         guard route.transport == name, route.address.count == 32, route.address.allSatisfy(\.isHexDigit) else { return }
-        publish(bytes, to: configuration.prefix + "inbox/" + route.address, retain: false)
+        publish(bytes, to: configuration.prefix + "inbox/" + route.address, retain: false, qos: 1)
     }
 
-    private func publish(_ bytes: [UInt8], to topic: String, retain: Bool) {
+    /// A frame without its header's time and sequence and without its signature: what an
+    /// announcement says, to tell a refresh from a change.
+    static func body(of frame: [UInt8]) -> ArraySlice<UInt8> {
+        guard frame.count > Wire.headerSize + Wire.signatureSize else { return frame[...] }
+        return frame[Wire.headerSize..<(frame.count - Wire.signatureSize)]
+    }
+
+    /// Presence and broadcasts at QoS 0 (refreshed anyway; a clustered broker then need not
+    /// store them), what stays and what is direct at QoS 1.
+    private func publish(_ bytes: [UInt8], to topic: String, retain: Bool, qos: Int32) {
         // libmosquitto queues what is published while the connection is down and sends it on
         // reconnecting; seance's own acknowledgements make delivery end to end regardless.
         guard let client = state.withLock({ $0.stopping ? nil : $0.client })?.pointer else { return }
         bytes.withUnsafeBytes { buffer in
-            _ = mosquitto_publish(client, nil, topic, Int32(buffer.count), buffer.baseAddress, 1, retain)
+            _ = seance_mosquitto_publish(client, nil, topic, Int32(buffer.count), buffer.baseAddress, qos, retain)
         }
     }
 
@@ -290,19 +310,19 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
             defer { state.client = nil; state.stopping = true; state.deliver = nil; state.report = nil }
             return state.client
         }) else { return }
-        mosquitto_disconnect(handle.pointer)
+        seance_mosquitto_disconnect(handle.pointer)
         wake.signal()
         // The loop returns once what was queued (the farewell) and the disconnect have gone, or
         // at once when not connected; the thread then ends.
         ended.wait()
-        mosquitto_destroy(handle.pointer)
+        seance_mosquitto_destroy(handle.pointer)
     }
 
     /// The client, to hand to the loop thread (libmosquitto's calls are thread-safe).
     private struct ClientHandle: @unchecked Sendable { let pointer: OpaquePointer }
 
     static func describe(_ code: Int32) -> String {
-        let text = code == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : String(cString: mosquitto_strerror(code))
+        let text = code == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : String(cString: seance_mosquitto_strerror(code))
         return text.hasSuffix(".") ? String(text.dropLast()) : text
     }
 }

@@ -39,7 +39,7 @@ enum Corpus {
         for (name, bytes) in files {
             let path = directory + "/" + name
             try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-            FileManager.default.createFile(atPath: path, contents: Data(bytes))
+            _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
         }
         print("wrote \(files.count) inputs to \(directory)")
     }

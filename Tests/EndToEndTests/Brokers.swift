@@ -91,6 +91,26 @@ final class BrokerProcess {
         return false
     }
 
+    /// Waits until a QoS 1 message published on this broker reaches a subscriber on `other`
+    /// (a cluster whose JetStream is still forming takes the publish but does not carry it yet).
+    func waitUntilCarrying(to other: BrokerProcess, timeout: Double = 40) throws -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        var attempt = 0
+        while Date() < deadline {
+            attempt += 1
+            let topic = "seance-test/probe-\(attempt)"
+            let result = try sh("""
+                (ip netns exec \(other.namespace) mosquitto_sub -h \(other.address) -p \(other.port) -i probe-sub-\(attempt) -q 1 \
+                    -t \(topic) -C 1 -W 3 > /tmp/seance-probe-\(attempt).$$ 2>&1 &)
+                sleep 0.5
+                ip netns exec \(namespace) mosquitto_pub -h \(address) -p \(port) -i probe-pub-\(attempt) -q 1 -t \(topic) -m carried >/dev/null 2>&1
+                sleep 1; cat /tmp/seance-probe-\(attempt).$$; rm -f /tmp/seance-probe-\(attempt).$$
+                """)
+            if result.contains("carried") { return true }
+        }
+        return false
+    }
+
     deinit { kill() }
 }
 
