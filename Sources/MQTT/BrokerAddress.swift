@@ -74,7 +74,7 @@ public struct BrokerAddress: Equatable, Sendable, CustomStringConvertible {
     /// The URL as it may be shown: the password, if any, as `***`.
     public var description: String {
         var text = (tls ? "mqtts://" : "mqtt://")
-        if let user { text += user + (password == nil ? "" : ":***") + "@" }
+        if let user { text += Self.encode(user) + (password == nil ? "" : ":***") + "@" }
         text += host.contains(":") ? "[\(host)]" : host
         return text + ":\(port)"
     }
@@ -85,6 +85,21 @@ public struct BrokerAddress: Equatable, Sendable, CustomStringConvertible {
         let credentials = text[scheme.upperBound..<at]
         guard let colon = credentials.firstIndex(of: ":") else { return text }
         return String(text[..<colon]) + ":***" + String(text[at...])
+    }
+
+    /// A user name as a URL carries it: anything but letters, digits and `-._~` %-escaped (so
+    /// what is shown reads back, and shows no control character).
+    static func encode(_ text: String) -> String {
+        var result = ""
+        for byte in text.utf8 {
+            let scalar = Unicode.Scalar(byte)
+            if byte < 0x80, scalar.properties.isAlphabetic || ("0"..."9").contains(Character(scalar)) || "-._~".unicodeScalars.contains(scalar) {
+                result.unicodeScalars.append(scalar)
+            } else {
+                result += String(format: "%%%02X", byte)
+            }
+        }
+        return result
     }
 
     private static func decode(_ text: Substring) throws(Invalid) -> String {

@@ -32,6 +32,15 @@ import Testing
         }
     }
 
+    /// A user name is shown %-escaped where it needs to be, so that it reads back (and shows no
+    /// control character); found by the fuzzer.
+    @Test func aUserNameIsShownSoItReadsBack() throws {
+        let address = try BrokerAddress(parsing: "mqtts://a%23b%3Bc%0A@broker.test")
+        #expect(address.user == "a#b;c\n")
+        #expect(address.description == "mqtts://a%23b%3Bc%0A@broker.test:8883")
+        #expect(try BrokerAddress(parsing: address.description) == address)
+    }
+
     @Test func refusesWhatIsNotABroker() {
         for bad in ["198.18.0.1", "mqtt://", "mqtt://h:0", "mqtt://h:70000", "mqtt://h:port", "ws://h", "mqtt://[::1", "mqtt://@h",
                     "mqtt://h h", "mqtt://h?x=1", "mqtt://a:b@h:%zz"] {
