@@ -87,8 +87,12 @@ public final class Curses: ChatFeature, CurseBook, @unchecked Sendable {
     /// A line on its way out: refused under silence, turned to gibberish under possession,
     /// mirrored under the mirror (both, in that order, when both are on).
     func outgoing(_ line: String) throws -> String {
-        if let silence = state.withLock({ state in state.active.first { $0.kind == .silence && $0.endsAt > (state.context?.engine.now ?? .infinity) } }) {
-            throw UserError("you are silenced by \(SafeText.visible(silence.casterHandle)) (\(Self.left(silence.endsAt - Date().timeIntervalSince1970)) left)")
+        let (silence, now) = state.withLock { state -> (ActiveCurse?, Double) in
+            let now = state.context?.engine.now ?? .infinity
+            return (state.active.first { $0.kind == .silence && $0.endsAt > now }, now)
+        }
+        if let silence {
+            throw UserError("you are silenced by \(SafeText.visible(silence.casterHandle)) (\(Self.left(silence.endsAt - now)) left)")
         }
         var text = line
         if isActive(.possession) { text = state.withLock { state in Gibberish.possess(text, using: &state.random) } }
