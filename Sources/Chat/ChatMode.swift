@@ -387,7 +387,7 @@ public final class ChatMode {
 
     /// `trust NAME#FP`: that key becomes the trusted one for its name.
     static func trust(_ handle: String, in database: SeanceDatabase) throws -> String {
-        let (name, fingerprint) = splitHandle(handle)
+        let (name, fingerprint) = PeerIdentity.split(handle)
         guard let fingerprint else { throw UserError("give the key to trust as name#fingerprint (see nearby)") }
         return try database.write { db in
             let keys = try Data.fetchAll(db, sql: "SELECT signingKey FROM knownPeer WHERE name = ?", arguments: [name])

@@ -104,11 +104,9 @@ extension ChatMode {
 
     /// The present peers `wanted` (a name, or `name#fp`) can mean that this plane lets us see.
     private func visiblePeers(matching wanted: String) -> [Peer] {
-        let (name, fingerprint) = Self.splitHandle(wanted)
         let mine = link.plane.withLock { $0 }
         return (service?.peers() ?? []).filter {
-            $0.name.caseInsensitiveCompare(name) == .orderedSame && (fingerprint == nil || $0.fingerprint == fingerprint)
-                && (Plane(wireValue: $0.announcement.plane).map(mine.canReach) ?? false) && rules.allowsSight(of: $0)
+            $0.answers(to: wanted) && (Plane(wireValue: $0.announcement.plane).map(mine.canReach) ?? false) && rules.allowsSight(of: $0)
         }
     }
 
@@ -124,7 +122,7 @@ extension ChatMode {
             return
         }
         guard let me = profiles.current else { throw ProfileError.notLoggedIn }
-        let (name, fingerprint) = Self.splitHandle(wanted)
+        let (name, fingerprint) = PeerIdentity.split(wanted)
         let visible = visiblePeers(matching: wanted)
         let store = MessageStore(database: try shell.session.openDatabase())
         let past = try store.conversations(myKey: me.identity.signingPublicKey, peerName: name).filter {
@@ -264,11 +262,6 @@ extension ChatMode {
         let received = message.receivedAt.map(stamp) ?? (message.outgoing ? "not yet delivered" : "?")
         shell.console.print("#\(number): sent \(stamp(message.sentAt)), " + (message.outgoing ? "delivered " : "received ") + received
                             + (message.outgoing ? "  (\(message.state.rawValue))" : ""))
-    }
-
-    static func splitHandle(_ text: String) -> (name: String, fingerprint: String?) {
-        guard let hash = text.lastIndex(of: "#") else { return (text, nil) }
-        return (String(text[..<hash]), String(text[text.index(after: hash)...]).lowercased())
     }
 }
 

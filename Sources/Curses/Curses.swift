@@ -255,10 +255,7 @@ public final class Curses: ChatFeature, CurseBook, @unchecked Sendable {
 
     /// The one present peer `wanted` names (`name` or `name#fp`).
     static func find(_ wanted: String, among peers: [Peer]) throws -> Peer {
-        let parts = wanted.split(separator: "#", maxSplits: 1).map(String.init)
-        let matches = peers.filter {
-            $0.name.caseInsensitiveCompare(parts.first ?? "") == .orderedSame && (parts.count < 2 || $0.fingerprint == parts[1])
-        }
+        let matches = peers.filter { $0.answers(to: wanted) }
         guard let peer = matches.first else { throw UserError("nobody called \(SafeText.visible(wanted)) is nearby") }
         guard matches.count == 1 else {
             throw UserError("several peers are called \(SafeText.visible(wanted)): " + matches.map(\.shownHandle).joined(separator: ", ")

@@ -94,6 +94,12 @@ public struct Peer: Equatable, Sendable {
     public var fingerprint: String { PeerIdentity.fingerprint(of: signingKey) }
     public var handle: String { PeerIdentity.handle(name: name, signingKey: signingKey) }
 
+    /// Whether `wanted` (a name, any case, or `name#fp`) can mean this peer.
+    public func answers(to wanted: String) -> Bool {
+        let (name, fingerprint) = PeerIdentity.split(wanted)
+        return self.name.caseInsensitiveCompare(name) == .orderedSame && (fingerprint == nil || self.fingerprint == fingerprint)
+    }
+
     /// The routes heard within `lifetime` of `now`, ranked by `preference` (transport names, the
     /// preferred first); a route still live is never passed over for a stale one.
     public func liveRoutes(now: Double, lifetime: Double, preference: [String]) -> [PeerRoute] {

@@ -16,4 +16,11 @@ public enum PeerIdentity {
 
     /// `name#fp`: the name as given, and the key's fingerprint.
     public static func handle(name: String, signingKey: Data) -> String { name + "#" + fingerprint(of: signingKey) }
+
+    /// A handle as typed, split at its last `#`: the name, and the fingerprint (lower-cased)
+    /// when one was given.
+    public static func split(_ handle: String) -> (name: String, fingerprint: String?) {
+        guard let hash = handle.lastIndex(of: "#") else { return (handle, nil) }
+        return (String(handle[..<hash]), String(handle[handle.index(after: hash)...]).lowercased())
+    }
 }

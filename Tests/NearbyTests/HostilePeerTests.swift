@@ -121,3 +121,16 @@ import Testing
         #expect(messages.allSatisfy { !$0.isWhole && $0.lastSequence - $0.firstSequence + 1 <= UInt32(IncomingAssembler.maximumFragments) })
     }
 }
+
+/// One reading of `name#fp` for everything that looks a peer up (open, trust, curse, spell).
+@Suite struct HandleTests {
+    @Test func aHandleNamesAPeerWhateverTheCaseOfItsFingerprint() {
+        let key = Curve25519.Signing.PrivateKey().publicKey.rawRepresentation
+        let peer = Peer(signingKey: key, announcement: Announcement(name: "Ghost", agreementKey: Data(repeating: 1, count: 32), plane: 4,
+                                                                   avatar: .none, unicastPort: 1, intervalMilliseconds: 5000),
+                        route: Route(transport: "lan", address: "198.18.0.2:1"), lastSeen: 0)
+        #expect(peer.answers(to: "ghost") && peer.answers(to: "GHOST#" + peer.fingerprint.uppercased()))
+        #expect(!peer.answers(to: "ghost#0000") || peer.fingerprint == "0000")
+        #expect(PeerIdentity.split("a#b#C1") == ("a#b", "c1"))
+    }
+}
