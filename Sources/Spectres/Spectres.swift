@@ -75,7 +75,9 @@ public final class Spectres: ChatFeature, LocalPresence, @unchecked Sendable {
     private struct State {
         var context: OnlineContext?
         var present: [Spectre] = []
-        var timers: [Cancellable] = []
+        /// The next arrival, and each present spectre's fading (removed as it fires).
+        var next: Cancellable?
+        var fades: [Int: Cancellable] = [:]
         var random = SeededRandom(seed: 0)
         var nextID = 1
         /// Arrivals so far this time online (tests count them).
@@ -103,8 +105,8 @@ public final class Spectres: ChatFeature, LocalPresence, @unchecked Sendable {
 
     public func offline() {
         let timers = state.withLock { state -> [Cancellable] in
-            defer { state.timers = []; state.present = []; state.context = nil }
-            return state.timers
+            defer { state.next = nil; state.fades = [:]; state.present = []; state.context = nil }
+            return Array(state.fades.values) + [state.next].compactMap { $0 }
         }
         timers.forEach { $0.cancel() }
     }
@@ -121,7 +123,7 @@ public final class Spectres: ChatFeature, LocalPresence, @unchecked Sendable {
             self.arrive(context)
             self.scheduleNext(context)
         }
-        state.withLock { $0.timers.append(timer) }
+        state.withLock { $0.next = timer }
     }
 
     /// A spectre comes, if this shell is Human (the dying see other things).
@@ -144,13 +146,14 @@ public final class Spectres: ChatFeature, LocalPresence, @unchecked Sendable {
         let timer = context.engine.after(spectre.fadesAt - now) { [weak self] in
             guard let self else { return }
             let gone = self.state.withLock { state -> Bool in
+                state.fades[spectre.id] = nil
                 guard let index = state.present.firstIndex(where: { $0.id == spectre.id }) else { return false }
                 state.present.remove(at: index)
                 return true
             }
             if gone, context.rules.allowsSight(of: nil) { context.inbox.post(self.glyph(context) + " \(spectre.name) fades away") }
         }
-        state.withLock { $0.timers.append(timer) }
+        state.withLock { $0.fades[spectre.id] = timer }
     }
 
     // MARK: Answers (the shell's thread)
