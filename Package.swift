@@ -73,7 +73,12 @@ let package = Package(
         ]),
         // Spectres: local spirits that answer questions and teach spells.
         .target(name: "Spectres", dependencies: ["Chat", "Curses", "Nearby", "Shell", "Terminal"]),
-        .target(name: "App", dependencies: ["Shell", "Terminal", "Storage", "Zombies", "Visions", "Chat", "Nearby", "Store", "Accounts", "LAN", "MQTT", "Curses", "Spectres"]),
+        // Rooms: a host's beacon, guests that join and leave by range, lines to every member.
+        .target(name: "Rooms", dependencies: [
+            "Chat", "Nearby", "Wire", "Accounts", "Shell", "Storage", "Terminal",
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
+        .target(name: "App", dependencies: ["Shell", "Terminal", "Storage", "Zombies", "Visions", "Chat", "Nearby", "Store", "Accounts", "LAN", "MQTT", "Curses", "Spectres", "Rooms"]),
         .executableTarget(name: "seance", dependencies: [
             "App",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -83,8 +88,9 @@ let package = Package(
             "Wire", "Shell", "Terminal", "MQTT", .product(name: "Crypto", package: "swift-crypto"),
         ]),
         // What the test targets share: temporary directories and a database with every table.
-        .target(name: "TestSupport", dependencies: ["App", "Storage", "Chat", "Curses", "Spectres", "Nearby", "Accounts", "Shell", "Terminal"],
+        .target(name: "TestSupport", dependencies: ["App", "Storage", "Chat", "Curses", "Spectres", "Rooms", "Nearby", "Accounts", "Shell", "Terminal"],
                 path: "Tests/TestSupport"),
+        .testTarget(name: "RoomsTests", dependencies: ["TestSupport", "Rooms", "Chat", "Nearby", "Wire", "Shell", "Terminal", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "TerminalTests", dependencies: ["Terminal"]),
         .testTarget(name: "ShellTests", dependencies: ["TestSupport", "Shell", "Terminal", "Storage"]),
         .testTarget(name: "StorageTests", dependencies: ["TestSupport", "Storage"]),

@@ -2,6 +2,7 @@ import Accounts
 import Chat
 import Curses
 import Spectres
+import Rooms
 import Glibc
 import LAN
 import MQTT
@@ -64,11 +65,13 @@ extension Schema {
         ChatSchema.trustedKeys,
         StoreSchema.receiptsAndInventory,
         CursesSchema.curses,
+        RoomsSchema.rooms,
     ])
 
     /// Each feature's list, for the test that every one is in the order above.
     static let features: [[Migration]] = [[.settings], ZombiesSchema.migrations, VisionsSchema.migrations, AccountsSchema.migrations,
-                                         NearbySchema.migrations, ChatSchema.migrations, StoreSchema.migrations, CursesSchema.migrations]
+                                         NearbySchema.migrations, ChatSchema.migrations, StoreSchema.migrations, CursesSchema.migrations,
+                                         RoomsSchema.migrations]
 }
 
 /// Builds the shell with every mode and runs it.
@@ -183,6 +186,7 @@ public enum App {
         let curses = Curses(profiles: profiles)
         curses.register(in: shell, chat: chat)
         Spectres(curses: curses).register(in: chat)
+        Rooms().register(in: shell, chat: chat)
         let store = StoreMode(session: profiles.session)
         store.curses = curses
         store.register(in: shell)

@@ -12,7 +12,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 #define FUNCTIONS(X) \
     X(lib_init) X(new) X(destroy) X(int_option) X(threaded_set) X(username_pw_set) X(tls_set) X(will_set) \
     X(reconnect_delay_set) X(connect_callback_set) X(disconnect_callback_set) X(message_callback_set) \
-    X(connect_async) X(reconnect_async) X(loop_forever) X(disconnect) X(subscribe) X(publish) X(strerror) \
+    X(connect_async) X(reconnect_async) X(loop_forever) X(disconnect) X(subscribe) X(unsubscribe) X(publish) X(strerror) \
     X(connack_string)
 
 #define POINTER(name) static __typeof__(&mosquitto_##name) p_##name;
@@ -63,6 +63,7 @@ int seance_mosquitto_reconnect_async(struct mosquitto *m) { return p_reconnect_a
 int seance_mosquitto_loop_forever(struct mosquitto *m, int t, int n) { return p_loop_forever(m, t, n); }
 int seance_mosquitto_disconnect(struct mosquitto *m) { return p_disconnect(m); }
 int seance_mosquitto_subscribe(struct mosquitto *m, int *mid, const char *s, int q) { return p_subscribe(m, mid, s, q); }
+int seance_mosquitto_unsubscribe(struct mosquitto *m, int *mid, const char *s) { return p_unsubscribe(m, mid, s); }
 int seance_mosquitto_publish(struct mosquitto *m, int *mid, const char *t, int n, const void *p, int q, bool r) {
     return p_publish(m, mid, t, n, p, q, r);
 }

@@ -142,8 +142,18 @@ public final class ChatMode {
     // MARK: Entering and leaving
 
     private func enter(_ shell: Shell) throws {
+        if service == nil { try goOnline(shell) }
+        try list(shell)
+    }
+
+    /// Whether this shell is online (chat, or a mode that needs it, brought it there).
+    public var isOnline: Bool { service != nil }
+
+    /// Announces this profile on every transport and brings the features online; a mode that
+    /// needs the network (rooms) calls it when the user is not online yet.
+    public func goOnline(_ shell: Shell) throws {
         guard let (profile, identity) = profiles.current else { throw ProfileError.notLoggedIn }
-        if service != nil { return try list(shell) }
+        guard service == nil else { return }
         let plane = battery.reading.plane
         link.plane.withLock { $0 = plane }
         let database = try shell.session.openDatabase()
@@ -182,7 +192,8 @@ public final class ChatMode {
         deliveryBox.set(delivery)
         let context = OnlineContext(service: service, delivery: delivery, engine: engine, profile: profile, identity: identity,
                                     database: database, inbox: inbox, styler: styler, rules: rules,
-                                    myPlane: { link.plane.withLock { $0 } }, random: SeededRandom(seed: shell.session.random.next()))
+                                    myPlane: { link.plane.withLock { $0 } }, random: SeededRandom(seed: shell.session.random.next()),
+                                    capabilities: shell.capabilities, columns: shell.console.columns)
         do {
             // Features register their kinds and rules before the first packet can arrive.
             for feature in features { try feature.online(context) }
@@ -212,7 +223,6 @@ public final class ChatMode {
         link.poll(battery, every: Self.batteryPollSeconds)
         let transports = service.transports.map(\.description).joined(separator: " and ")
         shell.console.print("announcing \(profile.handle) as \(plane.name) on \(transports)")
-        try list(shell)
     }
 
     func closeConversation() {
@@ -243,8 +253,9 @@ public final class ChatMode {
             defer { service = nil }
             return service
         }
-        running?.stop()
+        // Features first: a room's host still tells its guests, with the transports up.
         if running != nil { features.forEach { $0.offline() } }
+        running?.stop()
         rules.clear()
     }
 
@@ -469,10 +480,15 @@ public struct OnlineContext: @unchecked Sendable {
     public let myPlane: @Sendable () -> Plane
     /// Seeded from `--seed`, like every other random choice.
     public let random: SeededRandom
+    /// How the terminal draws, for what arrives while the user types (a room's bubbles).
+    public let capabilities: Capabilities
+    public let columns: Int
 
     public init(service: NearbyService, delivery: DeliveryService, engine: Engine, profile: Profile, identity: Identity,
                 database: SeanceDatabase, inbox: AsyncInbox, styler: Styler, rules: Rules, myPlane: @escaping @Sendable () -> Plane,
-                random: SeededRandom) {
+                random: SeededRandom, capabilities: Capabilities = .plain, columns: Int = 80) {
+        self.capabilities = capabilities
+        self.columns = columns
         self.service = service
         self.delivery = delivery
         self.engine = engine

@@ -236,15 +236,9 @@ extension ChatMode {
     /// message is shown, however tall.
     private func fittingPage(_ conversation: Conversation, before: Int64?, store: MessageStore, _ shell: Shell,
                              reserved: Int) throws -> ([ChatMessage], [String]) {
-        var page = try store.page(conversation.id, before: before)
         let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
-        let now = shell.session.clock()
-        while true {
-            let previous = try page.first.flatMap { try store.message(before: $0.id, in: conversation.id) }
-            let lines = view.render(page, previous: previous, now: now)
-            if page.count <= 1 || lines.count + reserved + 1 <= shell.console.rows { return (page, lines) }
-            page.removeFirst()
-        }
+        return try view.fitting(try store.page(conversation.id, before: before), rows: shell.console.rows, reserved: reserved,
+                                now: shell.session.clock()) { try store.message(before: $0.id, in: conversation.id) }
     }
 
     private func tap(_ number: Int, _ shell: Shell) throws {

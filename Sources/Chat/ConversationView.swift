@@ -75,6 +75,7 @@ public struct ConversationView: Sendable {
             rows.append("╰" + String(repeating: "─", count: width + 2) + "╯")
         }
         rows = rows.map { styler.apply(style, $0) }
+        if !message.outgoing, let sender = message.sender { rows.insert(styler.bold(SafeText.visible(sender)), at: 0) }
         let label = styler.dim("#\(message.number)")
         if message.outgoing {
             let state = styler.dim(message.state.rawValue)
@@ -83,6 +84,19 @@ public struct ConversationView: Sendable {
             return placed + [String(repeating: " ", count: max(0, columns - status.displayWidth)) + label + " " + state]
         }
         return rows + [label]
+    }
+
+    /// The newest of `page` that fit `rows` with `reserved` lines to spare, and their rendering;
+    /// `previous` gives the message before a given one (its time decides the first header). At
+    /// least one message is kept, however tall.
+    public func fitting(_ page: [ChatMessage], rows: Int, reserved: Int, now: Double,
+                        previous: (ChatMessage) throws -> ChatMessage?) rethrows -> ([ChatMessage], [String]) {
+        var page = page
+        while true {
+            let lines = render(page, previous: try page.first.flatMap(previous), now: now)
+            if page.count <= 1 || lines.count + reserved + 1 <= rows { return (page, lines) }
+            page.removeFirst()
+        }
     }
 
     func centred(_ text: String) -> String {

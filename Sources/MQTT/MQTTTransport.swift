@@ -64,6 +64,8 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
         /// Our latest announcement, published again on every (re)connection: a broker that
         /// restarted without persistence has lost it.
         var presence: [UInt8]?
+        /// Whether the rooms' topics are subscribed to (and are again on reconnecting).
+        var watchingRooms = false
     }
 
     public let name = "broker"
@@ -87,6 +89,7 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
 
     var presenceTopic: String { configuration.prefix + "presence/" + ownID }
     var inboxTopic: String { configuration.prefix + "inbox/" + ownID }
+    var roomsTopic: String { configuration.prefix + "rooms/+" }
 
     /// A peer's direct frames go to its inbox, named by its key (whatever topic its presence
     /// came by: anyone can publish anywhere, only the signature says who it is).
@@ -200,15 +203,16 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
             changed(up: false, why: "the broker \(configuration.address) refused the connection: \(reason)")
             return
         }
-        let (handle, presence) = state.withLock { state -> (ClientHandle?, [UInt8]?) in
+        let (handle, presence, rooms) = state.withLock { state -> (ClientHandle?, [UInt8]?, Bool) in
             state.connected = true
-            return (state.client, state.presence)
+            return (state.client, state.presence, state.watchingRooms)
         }
         guard let client = handle?.pointer else { return }
         // Presence at QoS 0 (it is refreshed anyway), the inbox at QoS 1; what reaches the
         // recipient is still confirmed end to end by seance's own acknowledgements.
         seance_mosquitto_subscribe(client, nil, configuration.prefix + "presence/+", 0)
         seance_mosquitto_subscribe(client, nil, inboxTopic, 1)
+        if rooms { seance_mosquitto_subscribe(client, nil, roomsTopic, 0) }
         if let presence { publish(presence, to: presenceTopic, retain: true, qos: 1) }
         changed(up: true, why: "")
     }
@@ -228,7 +232,7 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
         guard message.payloadlen > 0, message.payloadlen <= Self.maximumFrame, let payload = message.payload,
               let topic = message.topic.map({ String(cString: $0) }) else { return }
         let bytes = Array(UnsafeRawBufferPointer(start: payload, count: Int(message.payloadlen)))
-        let presencePrefix = configuration.prefix + "presence/"
+        let presencePrefix = configuration.prefix + "presence/", roomsPrefix = configuration.prefix + "rooms/"
         let route: Route
         if topic == inboxTopic {
             // Who sent it is known only once its signature is checked, above this transport.
@@ -237,6 +241,9 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
             let id = String(topic.dropFirst(presencePrefix.count))
             guard id != ownID else { return }
             route = Route(transport: name, address: id)
+        } else if topic.hasPrefix(roomsPrefix) {
+            // A beacon: its signature says whose; the topic names only the room.
+            route = Route(transport: name, address: "")
         } else {
             return
         }
@@ -275,8 +282,26 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
         case .question:
             // Newcomers get every retained announcement when they subscribe: nobody need ask.
             break
+        case .room(let room):
+            // Beacons come every second: QoS 0, never retained (a retained one would outlive
+            // the room).
+            publish(bytes, to: configuration.prefix + "rooms/" + room, retain: false, qos: 0)
         case .other:
             publish(bytes, to: presenceTopic, retain: false, qos: 0)
+        }
+    }
+
+    public func watchRooms(_ watching: Bool) {
+        let client = state.withLock { state -> ClientHandle? in
+            guard state.watchingRooms != watching else { return nil }
+            state.watchingRooms = watching
+            return state.connected && !state.stopping ? state.client : nil
+        }
+        guard let pointer = client?.pointer else { return }
+        if watching {
+            seance_mosquitto_subscribe(pointer, nil, roomsTopic, 0)
+        } else {
+            seance_mosquitto_unsubscribe(pointer, nil, roomsTopic)
         }
     }
 

@@ -21,9 +21,13 @@ public struct ChatMessage: Equatable, Sendable {
     /// When it arrived here (incoming), or was acknowledged (outgoing).
     public var receivedAt: Double?
     public var state: State
+    /// Who wrote it, shown above a received bubble where several write (a room); nil in a
+    /// conversation, whose header names the one other.
+    public var sender: String?
 
     public init(id: Int64? = nil, number: Int64, outgoing: Bool, text: String, sentAt: Double, receivedAt: Double? = nil,
-                state: State) {
+                state: State, sender: String? = nil) {
+        self.sender = sender
         self.id = id ?? number
         self.number = number
         self.outgoing = outgoing

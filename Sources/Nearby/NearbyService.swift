@@ -101,8 +101,11 @@ public final class NearbyService: Sendable {
         }
     }
 
-    /// Sends a feature's packet to everyone in range.
-    public func broadcast<Kind: PacketKind>(_ packet: Kind) { send(Self.payload(packet)) }
+    /// Sends a feature's packet to everyone in range (`kind` tells a broker which topic).
+    public func broadcast<Kind: PacketKind>(_ packet: Kind, as kind: BroadcastKind = .other) { send(Self.payload(packet), as: kind) }
+
+    /// Room beacons wanted, or no longer, on every transport.
+    public func watchRooms(_ watching: Bool) { transports.forEach { $0.watchRooms(watching) } }
 
     /// Sends a feature's packet to one peer.
     public func send<Kind: PacketKind>(_ packet: Kind, to peer: Peer) { sendDirect(Self.payload(packet), to: peer) }
@@ -258,13 +261,13 @@ public final class NearbyService: Sendable {
     }
 
     /// Sends to everyone in range on every transport.
-    private func send(_ payload: Payload) {
+    private func send(_ payload: Payload, as given: BroadcastKind = .other) {
         guard let bytes = frame(payload) else { return }
         let kind: BroadcastKind = switch payload {
         case .announce: .presence
         case .goodbye: .farewell
         case .query: .question
-        default: .other
+        default: given
         }
         for transport in transports { transport.broadcast(bytes, as: kind) }
         count(bytes, copies: transports.count)

@@ -101,8 +101,9 @@ public final class ManualScheduler: Scheduler {
         add(0, interval: seconds, queue: queue, body: body)
     }
 
-    /// Moves time forward by `seconds`, firing what falls due on the way.
-    public func advance(by seconds: Double) {
+    /// Moves time forward by `seconds`, firing what falls due on the way; `settle` runs after each
+    /// (to let what a task sent elsewhere happen at the task's time, not at the end).
+    public func advance(by seconds: Double, settle: () -> Void = {}) {
         let end = now + seconds
         while true {
             let next = state.withLock { state -> Task? in
@@ -119,6 +120,7 @@ public final class ManualScheduler: Scheduler {
             }
             guard let next else { break }
             next.queue.sync(execute: next.body)
+            settle()
         }
         state.withLock { $0.now = end }
     }

@@ -30,11 +30,18 @@ public enum MessageCrypto {
     /// Text bytes per fragment: what fits a datagram with all headers, with room to spare.
     public static let fragmentText = 900
 
+    /// What a key is for, in its derivation: a room line's key differs from the conversation's,
+    /// so a sealed copy cannot be replayed from one into the other.
+    public enum Purpose: String, Sendable {
+        case conversation = "seance message v1"
+        case room = "seance room v1"
+    }
+
     public static func key(mine: Curve25519.KeyAgreement.PrivateKey, theirs: Data, mySigningKey: Data,
-                           theirSigningKey: Data) throws -> SymmetricKey {
+                           theirSigningKey: Data, purpose: Purpose = .conversation) throws -> SymmetricKey {
         let shared = try mine.sharedSecretFromKeyAgreement(with: .init(rawRepresentation: theirs))
         let salt = [mySigningKey, theirSigningKey].sorted { $0.lexicographicallyPrecedes($1) }.reduce(Data(), +)
-        return shared.hkdfDerivedSymmetricKey(using: SHA256.self, salt: salt, sharedInfo: Data("seance message v1".utf8),
+        return shared.hkdfDerivedSymmetricKey(using: SHA256.self, salt: salt, sharedInfo: Data(purpose.rawValue.utf8),
                                               outputByteCount: 32)
     }
 

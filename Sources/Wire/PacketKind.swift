@@ -23,6 +23,14 @@ public enum KindTable {
     public static let curseAnswer: UInt8 = 10
     /// A Human's spell against a ghost that cursed it.
     public static let spell: UInt8 = 11
+    /// Rooms (the `Rooms` target): a host's beacon, a guest's probe and the host's roster in
+    /// answer, a guest leaving or a host closing, a line to one member and its acknowledgement.
+    public static let beacon: UInt8 = 12
+    public static let roomProbe: UInt8 = 13
+    public static let roomRoster: UInt8 = 14
+    public static let roomMembership: UInt8 = 15
+    public static let roomLine: UInt8 = 16
+    public static let roomLineAck: UInt8 = 17
     /// Kinds 240–255 are for tests and experiments: never sent by a released seance.
     public static let experimental: ClosedRange<UInt8> = 240...255
 }

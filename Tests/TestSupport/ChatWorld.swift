@@ -3,6 +3,7 @@ import Chat
 import Curses
 import Foundation
 import Nearby
+import Rooms
 import Shell
 import Spectres
 import Terminal
@@ -22,6 +23,7 @@ public final class ChatWorld: @unchecked Sendable {
         public let delivery: DeliveryService
         public let curses: Curses
         public let spectres: Spectres
+        public let rooms = Rooms()
         public let rules = Rules()
         public let inbox = AsyncInbox()
         /// This node's plane (only tests change it).
@@ -56,12 +58,14 @@ public final class ChatWorld: @unchecked Sendable {
                                         myPlane: { plane.value }, random: SeededRandom(seed: world.seed))
             try curses.online(context)
             try spectres.online(context)
+            try rooms.online(context)
         }
 
         /// As chat does when going offline.
         public func goOffline() {
             curses.offline()
             spectres.offline()
+            rooms.offline()
             rules.clear()
         }
 
@@ -90,7 +94,12 @@ public final class ChatWorld: @unchecked Sendable {
 
     /// Moves the clock and lets every engine finish what that caused.
     public func step(_ seconds: Double) {
-        scheduler.advance(by: seconds)
+        scheduler.advance(by: seconds) { settle() }
+        settle()
+    }
+
+    /// Lets every engine finish what it was handed (a packet can cause another, and so on).
+    func settle() {
         for _ in 0..<4 { for node in nodes { node.engine.sync {} } }
     }
 

@@ -29,6 +29,7 @@ int seance_mosquitto_reconnect_async(struct mosquitto *mosq);
 int seance_mosquitto_loop_forever(struct mosquitto *mosq, int timeout, int max_packets);
 int seance_mosquitto_disconnect(struct mosquitto *mosq);
 int seance_mosquitto_subscribe(struct mosquitto *mosq, int *mid, const char *sub, int qos);
+int seance_mosquitto_unsubscribe(struct mosquitto *mosq, int *mid, const char *sub);
 int seance_mosquitto_publish(struct mosquitto *mosq, int *mid, const char *topic, int payloadlen, const void *payload, int qos, bool retain);
 const char *seance_mosquitto_strerror(int mosq_errno);
 const char *seance_mosquitto_connack_string(int connack_code);

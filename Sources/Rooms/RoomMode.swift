@@ -1,0 +1,83 @@
+import Chat
+import Foundation
+import Nearby
+import Shell
+import Terminal
+
+extension Rooms {
+    /// The `room` mode: `room host`, `room listen`, `room scan`; in a room, a plain line goes to
+    /// every member and the prompt is `room:MAJOR.MINOR`; `members`, `leave`, `close`, `older`.
+    public func register(in shell: Shell, chat: ChatMode) {
+        chat.features.append(self)
+        var oldestShown: Int64?
+        shell.register(Mode(
+            name: "room", summary: "group chat with the people near a beacon (room host, room listen)",
+            prompt: { self.currentRoom.map { "room:\($0.room)" } ?? "room" },
+            enter: { shell in
+                try chat.goOnline(shell)
+                self.showing = true
+                oldestShown = nil
+                if let (page, lines) = try self.page(before: nil, shell: shell, reserved: 2) {
+                    oldestShown = page.first?.id
+                    lines.forEach { shell.console.print($0) }
+                }
+            },
+            leave: { _ in self.showing = false },
+            messages: MessageInput(isActive: { self.currentRoom != nil }, send: { shell, line in
+                let text = line.trimmingCharacters(in: .whitespaces)
+                guard !text.isEmpty else { return }
+                let message = try self.say(text)
+                let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
+                view.bubble(message).forEach { shell.console.print($0) }
+            })))
+        shell.register(mode: "room", "host", arguments: [.positional("major", .integer, help: "0 to 65535"),
+                                                         .positional("minor", .integer, help: "0 to 65535")],
+                       summary: "host room MAJOR.MINOR: beacon it every second; guests nearby join by themselves") { shell, arguments in
+            shell.console.print(try self.host(try Self.room(arguments)))
+            oldestShown = nil
+        }
+        shell.register(mode: "room", "listen",
+                       arguments: [.option("--wait", "seconds", help: "wait up to this long to join (scripts); fails if no room is heard")],
+                       summary: "join the first room whose beacon is heard (the last found, if several)") { shell, arguments in
+            var wait: Double?
+            if let text = arguments["seconds"] {
+                guard let seconds = Double(text), (0...3_600).contains(seconds) else {
+                    throw ShellError.badArgument("--wait takes seconds from 0 to 3600, not '\(text)'")
+                }
+                wait = seconds
+            }
+            try self.listen(wait: wait, shell: shell)
+            oldestShown = nil
+        }
+        shell.register(mode: "room", "scan", summary: "the rooms beaconed in range, without joining") { shell, _ in
+            try self.scan(shell: shell)
+        }
+        shell.register(mode: "room", "members", summary: "who is in the room, and how near the host each is") { shell, _ in
+            try self.members(shell: shell)
+        }
+        shell.register(mode: "room", "leave", summary: "leave the room (or stop listening)") { shell, _ in
+            shell.console.print(try self.leave())
+        }
+        shell.register(mode: "room", "close", summary: "as its host, end the room for everyone") { shell, _ in
+            shell.console.print(try self.close())
+        }
+        shell.register(mode: "room", "older", summary: "the page of the room's lines before the ones shown") { shell, _ in
+            guard let (page, lines) = try self.page(before: oldestShown ?? Int64.max, shell: shell, reserved: 1) else {
+                throw UserError("you are in no room")
+            }
+            guard !page.isEmpty else { return shell.console.print("nothing older") }
+            oldestShown = page.first?.id
+            lines.forEach { shell.console.print($0) }
+        }
+    }
+
+    static func room(_ arguments: Arguments) throws -> RoomID {
+        func number(_ name: String) throws -> UInt16 {
+            guard let value = try arguments.integer(name), let number = UInt16(exactly: value) else {
+                throw ShellError.badArgument("\(name) must be from 0 to 65535, not \(arguments[name] ?? "")")
+            }
+            return number
+        }
+        return RoomID(major: try number("major"), minor: try number("minor"))
+    }
+}

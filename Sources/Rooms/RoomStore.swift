@@ -1,0 +1,130 @@
+import Foundation
+import GRDB
+import Nearby
+import Storage
+import Wire
+
+/// A room as stored: its numbers with its host's key (numbers alone can be reused), on this
+/// profile.
+public struct StoredRoom: Equatable, Sendable {
+    public var id: Int64
+    public var room: RoomID
+    public var hostKey: Data
+}
+
+/// Room lines, paged like conversations: each line once (a copy sent again is recognised by its
+/// sender and id), numbered per room, with how many members got our own.
+public struct RoomStore: Sendable {
+    public let database: SeanceDatabase
+
+    public init(database: SeanceDatabase) { self.database = database }
+
+    /// The room, created on first use.
+    public func room(_ room: RoomID, host: Data, hostName: String, myKey: Data, now: Double) throws -> StoredRoom {
+        try database.write { db in
+            try db.execute(sql: """
+                INSERT INTO room (myKey, hostKey, major, minor, hostName, lastActivity) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT(myKey, hostKey, major, minor) DO UPDATE SET hostName = excluded.hostName, lastActivity = excluded.lastActivity
+                """, arguments: [myKey, host, room.major, room.minor, hostName, now])
+            let id = try Int64.fetchOne(db, sql: "SELECT id FROM room WHERE myKey = ? AND hostKey = ? AND major = ? AND minor = ?",
+                                        arguments: [myKey, host, room.major, room.minor])!
+            return StoredRoom(id: id, room: room, hostKey: host)
+        }
+    }
+
+    /// A line received; nil when it was stored already (a copy sent again).
+    public func received(in room: Int64, id: Data, sender: Data, senderName: String, text: String, sentAt: Double,
+                         now: Double) throws -> ChatMessage? {
+        try database.write { db in
+            try db.execute(sql: """
+                INSERT OR IGNORE INTO roomMessage (roomId, number, messageId, senderKey, senderName, outgoing, text, sentAt, receivedAt)
+                VALUES (?, (SELECT coalesce(max(number), 0) + 1 FROM roomMessage WHERE roomId = ?), ?, ?, ?, 0, ?, ?, ?)
+                """, arguments: [room, room, id, sender, senderName, text, sentAt, now])
+            guard db.changesCount > 0 else { return nil }
+            return try Self.message(db, id: db.lastInsertedRowID)
+        }
+    }
+
+    /// A line of ours, sent to `copies` members.
+    public func sent(in room: Int64, id: Data, me: Data, myName: String, text: String, copies: Int, now: Double) throws -> ChatMessage {
+        try database.write { db in
+            try db.execute(sql: """
+                INSERT INTO roomMessage (roomId, number, messageId, senderKey, senderName, outgoing, text, sentAt, copies)
+                VALUES (?, (SELECT coalesce(max(number), 0) + 1 FROM roomMessage WHERE roomId = ?), ?, ?, ?, 1, ?, ?, ?)
+                """, arguments: [room, room, id, me, myName, text, now, copies])
+            return try Self.message(db, id: db.lastInsertedRowID)!
+        }
+    }
+
+    /// One more member acknowledged our line `id`: its number, and whether every copy is now in.
+    public func acknowledged(in room: Int64, id: Data, me: Data, now: Double) throws -> (number: Int64, all: Bool)? {
+        try database.write { db in
+            try db.execute(sql: """
+                UPDATE roomMessage SET acknowledged = acknowledged + 1, receivedAt = coalesce(receivedAt, ?)
+                WHERE roomId = ? AND senderKey = ? AND messageId = ? AND acknowledged < copies
+                """, arguments: [now, room, me, id])
+            guard db.changesCount > 0, let row = try Row.fetchOne(db, sql: """
+                SELECT number, acknowledged, copies FROM roomMessage WHERE roomId = ? AND senderKey = ? AND messageId = ?
+                """, arguments: [room, me, id]) else { return nil }
+            return (row["number"], (row["acknowledged"] as Int) >= (row["copies"] as Int))
+        }
+    }
+
+    /// The newest lines before row `before` (nil: the newest of all), oldest first.
+    public func page(_ room: Int64, before: Int64? = nil, limit: Int = MessageStore.pageSize) throws -> [ChatMessage] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: "\(Self.columns) WHERE roomId = ? AND id < ? ORDER BY id DESC LIMIT ?",
+                             arguments: [room, before ?? Int64.max, limit]).reversed().map(Self.message)
+        }
+    }
+
+    static let columns = "SELECT id, number, outgoing, text, sentAt, receivedAt, copies, acknowledged, senderName, senderKey FROM roomMessage"
+
+    static func message(_ db: Database, id: Int64) throws -> ChatMessage? {
+        try Row.fetchOne(db, sql: "\(columns) WHERE id = ?", arguments: [id]).map(message)
+    }
+
+    static func message(_ row: Row) -> ChatMessage {
+        let outgoing: Bool = row["outgoing"]
+        let copies: Int = row["copies"], acknowledged: Int = row["acknowledged"]
+        let state: ChatMessage.State = !outgoing ? .received : (acknowledged >= copies ? .delivered : .sent)
+        let sender = PeerIdentity.handle(name: row["senderName"], signingKey: row["senderKey"])
+        return ChatMessage(id: row["id"], number: row["number"], outgoing: outgoing, text: row["text"], sentAt: row["sentAt"],
+                           receivedAt: row["receivedAt"], state: state, sender: outgoing ? nil : sender)
+    }
+}
+
+public enum RoomsSchema {
+    /// Every migration of this feature, in order.
+    public static let migrations = [rooms]
+
+    public static let rooms = Migration("v12-rooms") { db in
+        try db.create(table: "room") { t in
+            t.autoIncrementedPrimaryKey("id")
+            t.column("myKey", .blob).notNull()
+            t.column("hostKey", .blob).notNull()
+            t.column("major", .integer).notNull()
+            t.column("minor", .integer).notNull()
+            t.column("hostName", .text).notNull()
+            t.column("lastActivity", .double).notNull()
+            t.uniqueKey(["myKey", "hostKey", "major", "minor"])
+        }
+        try db.create(table: "roomMessage") { t in
+            t.autoIncrementedPrimaryKey("id")
+            t.column("roomId", .integer).notNull().references("room", onDelete: .cascade)
+            t.column("number", .integer).notNull()
+            t.column("messageId", .blob).notNull()
+            t.column("senderKey", .blob).notNull()
+            t.column("senderName", .text).notNull()
+            t.column("outgoing", .boolean).notNull()
+            t.column("text", .text).notNull()
+            t.column("sentAt", .double).notNull()
+            t.column("receivedAt", .double)
+            // Our own lines: how many members were sent a copy, and how many acknowledged it.
+            t.column("copies", .integer).notNull().defaults(to: 0)
+            t.column("acknowledged", .integer).notNull().defaults(to: 0)
+            t.uniqueKey(["roomId", "senderKey", "messageId"])
+        }
+        try db.execute(sql: "CREATE INDEX roomMessage_page ON roomMessage(roomId, id)")
+    }
+}

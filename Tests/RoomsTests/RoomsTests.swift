@@ -1,0 +1,296 @@
+import Foundation
+import GRDB
+import Nearby
+import Synchronization
+import Testing
+import TestSupport
+import Wire
+@testable import Rooms
+
+/// The packet kind of a feature's frame, and the frame's sender (to lose some in a test).
+private func feature(_ bytes: [UInt8]) -> (code: UInt8, body: [UInt8], sender: Data)? {
+    guard let packet = try? Packet.decode(bytes), case .other(let code, let body) = packet.payload else { return nil }
+    return (code, body, packet.sender)
+}
+
+@Suite struct RoomPacketTests {
+    @Test func everyKindReadsBackWhatWasWritten() throws {
+        let key = Data(repeating: 7, count: 32), id = Data(repeating: 9, count: 16), room = RoomID(major: 65535, minor: 0)
+        func roundTrip<Kind: PacketKind & Equatable>(_ packet: Kind) throws {
+            var bytes: [UInt8] = []
+            packet.write(to: &bytes)
+            var reader = ByteReader(bytes[...])
+            #expect(try Kind(reading: &reader) == packet)
+        }
+        try roundTrip(Beacon(room: room, counter: 42, intervalMilliseconds: 1000, closing: true))
+        try roundTrip(RoomProbe(room: room, nonce: .max, proximity: .far))
+        try roundTrip(RoomRoster(room: room, echo: 5, members: [.init(key: key, proximity: .near)]))
+        try roundTrip(RoomMembership(room: room, action: .close))
+        try roundTrip(RoomLine(room: room, host: key, id: id, recipient: key, sealed: Data(repeating: 1, count: 40)))
+        try roundTrip(RoomLineAck(room: room, host: key, id: id))
+    }
+
+    @Test func malformedPacketsAreRefused() {
+        func refused<Kind: PacketKind>(_ kind: Kind.Type, _ bytes: [UInt8]) -> Bool {
+            var reader = ByteReader(bytes[...])
+            return (try? Kind(reading: &reader)) == nil
+        }
+        // A roster longer than a room holds, a flag out of range, trailing bytes, an unknown proximity.
+        #expect(refused(RoomRoster.self, [0, 1, 0, 2] + [UInt8](repeating: 0, count: 8) + [UInt8(RoomRoster.capacity + 1)]
+                        + [UInt8](repeating: 0, count: 33 * (RoomRoster.capacity + 1))))
+        #expect(refused(Beacon.self, [0, 1, 0, 2, 0, 0, 0, 1, 3, 232, 2]))
+        #expect(refused(Beacon.self, [0, 1, 0, 2, 0, 0, 0, 1, 3, 232, 0, 0]))
+        #expect(refused(RoomProbe.self, [0, 1, 0, 2] + [UInt8](repeating: 0, count: 8) + [3]))
+        #expect(refused(RoomLine.self, [0, 1, 0, 2] + [UInt8](repeating: 0, count: 80 + MessageCrypto.overhead)))
+    }
+
+    /// The most members a roster can name still fit one datagram, with every header.
+    @Test func aFullRosterFitsADatagram() throws {
+        var body: [UInt8] = []
+        RoomRoster(room: RoomID(major: 1, minor: 2), echo: 1,
+                   members: (0..<RoomRoster.capacity).map { .init(key: Data(repeating: UInt8($0), count: 32), proximity: .far) })
+            .write(to: &body)
+        let frame = try Packet.encode(.other(code: KindTable.roomRoster, body: body), signer: .init(), timestamp: 0, sequence: 1)
+        #expect(frame.count <= Wire.maximumDatagram)
+    }
+}
+
+@Suite struct ProximityEstimatorTests {
+    /// Ten seconds of beacons, `lost` of each ten missing, evaluated every second.
+    func run(lost: Set<Int>, roundTrip: Double? = nil, seconds: Int = 30) -> [Proximity] {
+        var estimator = ProximityEstimator(joinedAt: 0, interval: 1)
+        var classes: [Proximity] = []
+        for second in 1...seconds {
+            if !lost.contains(second % 10) { estimator.beacon(counter: UInt32(second), at: Double(second)) }
+            if let roundTrip { estimator.roundTrip(roundTrip) }
+            _ = estimator.evaluate(now: Double(second) + 0.5)
+            classes.append(estimator.current)
+        }
+        return classes
+    }
+
+    @Test func everyBeaconAndAQuickAnswerIsImmediate() {
+        #expect(run(lost: []).allSatisfy { $0 == .immediate })
+        #expect(run(lost: [3], roundTrip: 0.002).last == .immediate)  // 90 %
+    }
+
+    @Test func theShareOfBeaconsSetsTheClass() {
+        #expect(run(lost: [1, 5]).last == .near)  // 80 %
+        #expect(run(lost: [1, 3, 5, 7]).last == .near)  // 60 %
+        #expect(run(lost: [1, 3, 5, 7, 9]).last == .far)  // 50 %
+    }
+
+    @Test func theRoundTripSetsTheClassToo() {
+        #expect(run(lost: [], roundTrip: 0.050).last == .near)
+        #expect(run(lost: [], roundTrip: 0.250).last == .far)
+        // The median of the last three: one slow answer changes nothing.
+        var estimator = ProximityEstimator(joinedAt: 0, interval: 1)
+        estimator.beacon(counter: 1, at: 0.2)
+        estimator.roundTrip(0.001); estimator.roundTrip(0.5); estimator.roundTrip(0.002)
+        #expect(estimator.estimate(now: 0.5) == .immediate)
+    }
+
+    /// A class is taken after three seconds of it in a row, not on one unlucky second.
+    @Test func aChangeSettlesBeforeItIsTaken() {
+        var estimator = ProximityEstimator(joinedAt: 0, interval: 1)
+        for second in 1...10 { estimator.beacon(counter: UInt32(second), at: Double(second)) }
+        estimator.roundTrip(0.3)
+        #expect(estimator.evaluate(now: 10.5) == nil)
+        #expect(estimator.evaluate(now: 10.6) == nil)
+        #expect(estimator.evaluate(now: 10.7) == .far)
+        #expect(estimator.current == .far)
+    }
+
+    /// The same beacon by the LAN and by a broker counts once.
+    @Test func aBeaconHeardTwiceCountsOnce() {
+        var estimator = ProximityEstimator(joinedAt: 0, interval: 1)
+        for second in 1...10 where second % 2 == 0 {
+            estimator.beacon(counter: UInt32(second), at: Double(second))
+            estimator.beacon(counter: UInt32(second), at: Double(second) + 0.01)
+        }
+        #expect(estimator.share(now: 10.5) == 0.5)
+    }
+}
+
+@Suite struct RoomTests {
+    let room = RoomID(major: 1, minor: 2)
+
+    /// ann hosts room 1.2; the others listen; everyone present first.
+    func world(_ specs: [(String, Plane)] = [("ann", .human), ("ben", .human), ("cat", .human)]) throws -> ChatWorld {
+        let world = try ChatWorld(specs)
+        world.step(1.5)
+        try world.nodes[0].rooms.host(room)
+        for node in world.nodes.dropFirst() { try node.rooms.listen() }
+        world.step(2)
+        return world
+    }
+
+    @Test func guestsJoinByThemselvesAndEveryoneSeesTheRoster() throws {
+        let world = try world()
+        let (ann, ben, cat) = (world.nodes[0], world.nodes[1], world.nodes[2])
+        for guest in [ben, cat] {
+            #expect(guest.rooms.currentRoom?.room == room)
+            #expect(guest.rooms.currentRoom?.host == ann.identity.signingPublicKey)
+            #expect(guest.notices().contains { $0.contains("you joined room 1.2, hosted by ann#") })
+        }
+        let members = try #require(try ann.rooms.members())
+        #expect(members.map(\.what) == ["host", "immediate", "immediate"])
+        #expect(members[0].name.hasPrefix("ann#") && members[0].name.hasSuffix("(you)"))
+        #expect(Set(members.dropFirst().map { String($0.name.prefix(3)) }) == ["ben", "cat"])
+        world.step(2)
+        let seenByCat = try #require(try cat.rooms.members())
+        #expect(seenByCat.count == 3 && seenByCat[0].what == "host" && seenByCat.contains { $0.name.hasSuffix("(you)") })
+        #expect(ann.notices().filter { $0.contains("joined room 1.2 (immediate)") }.count == 2)
+    }
+
+    /// Of several rooms heard, `listen` joins the one found last; a room heard just now is joined at once.
+    @Test func listeningJoinsTheRoomFoundLast() throws {
+        let world = try ChatWorld([("ann", .human), ("dan", .human), ("ben", .human)])
+        world.step(1.5)
+        try world.nodes[0].rooms.host(RoomID(major: 1, minor: 1))
+        world.step(1)
+        try world.nodes[1].rooms.host(RoomID(major: 2, minor: 2))
+        world.step(1)
+        try world.nodes[2].rooms.listen()
+        #expect(world.nodes[2].rooms.currentRoom?.room == RoomID(major: 2, minor: 2))
+    }
+
+    @Test func aGuestLeavesWhenTheBeaconIsSilentForTenSeconds() throws {
+        let world = try world()
+        let ann = world.nodes[0].identity.signingPublicKey
+        let ben = world.nodes[1]
+        world.network.setLoss { bytes in feature(bytes).map { $0.code == KindTable.beacon && $0.sender == ann } ?? false }
+        world.step(9)
+        #expect(ben.rooms.currentRoom != nil)
+        world.step(1.5)
+        #expect(ben.rooms.currentRoom == nil)
+        #expect(ben.notices().contains { $0.contains("no beacon from the host of room 1.2 for 10 s: out of range; you left it") })
+        // It told the host, who tells the rest.
+        world.step(1)
+        #expect(world.nodes[0].notices().contains { $0.contains("ben#") && $0.contains("left room 1.2") })
+    }
+
+    /// Half the beacons lost: the guest becomes far, and the host's roster says so; immediate again
+    /// once they all come.
+    @Test func proximityFollowsLossAndComesBack() throws {
+        let world = try world()
+        let (ann, ben) = (world.nodes[0], world.nodes[1])
+        let host = ann.identity.signingPublicKey
+        world.network.setLoss { bytes in
+            guard let (code, body, sender) = feature(bytes), code == KindTable.beacon, sender == host else { return false }
+            var reader = ByteReader(body[...])
+            return (try? Beacon(reading: &reader)).map { $0.counter % 2 == 0 } ?? false
+        }
+        world.step(14)
+        #expect(try ann.rooms.members()?.first { $0.name.hasPrefix("ben") }?.what == "far")
+        #expect(ben.notices().contains { $0.contains("you are now far to the host of room 1.2") })
+        world.network.setLoss(nil)
+        // The lost beacons leave the ten-second window; each class settles for three seconds.
+        world.step(18)
+        #expect(try ann.rooms.members()?.first { $0.name.hasPrefix("ben") }?.what == "immediate")
+        #expect(ann.notices().contains { $0.contains("ben#") && $0.contains("is now immediate in room 1.2") })
+    }
+
+    @Test func aForgedBeaconIsFlaggedAndNotFollowed() throws {
+        let world = try ChatWorld([("ann", .human), ("ben", .human), ("dan", .human), ("eve", .human)])
+        world.step(1.5)
+        let (ann, ben, dan, eve) = (world.nodes[0], world.nodes[1], world.nodes[2], world.nodes[3])
+        try ann.rooms.host(room)
+        try ben.rooms.listen()
+        world.step(1)
+        // dan cannot host a room heard from another key…
+        #expect(throws: (any Error).self) { try dan.rooms.host(room) }
+        try eve.rooms.listen()  // eve joins ann's room at once, before any forgery
+        try eve.rooms.leave()
+        // …so it forges ann's beacon with its own key.
+        for counter in 1...3 {
+            dan.service.broadcast(Beacon(room: room, counter: UInt32(counter), intervalMilliseconds: 1000), as: .room("1.2"))
+            world.step(1)
+        }
+        #expect(ben.notices().contains { $0.contains("dan#") && $0.contains("also beacons room 1.2") && $0.contains("forged") })
+        #expect(ann.notices().contains { $0.contains("dan#") && $0.contains("which you host") })
+        #expect(ben.rooms.currentRoom?.host == ann.identity.signingPublicKey)
+        // A newcomer joins the room's first key, not the forger heard last.
+        try eve.rooms.listen()
+        #expect(eve.rooms.currentRoom?.host == ann.identity.signingPublicKey)
+    }
+
+    /// Human ann hosts; Human ben, Dying cat and Ghost dan are guests. A line reaches exactly
+    /// those the planes let the pair talk.
+    @Test func aLineReachesExactlyTheMembersThePlanesAllow() throws {
+        let world = try world([("ann", .human), ("ben", .human), ("cat", .dying), ("dan", .ghost)])
+        world.step(2)
+        let (ann, ben, cat, dan) = (world.nodes[0], world.nodes[1], world.nodes[2], world.nodes[3])
+        func lines(_ node: ChatWorld.Node) throws -> [String] {
+            try RoomStore(database: node.database).database.read { db in
+                try String.fetchAll(db, sql: "SELECT text FROM roomMessage WHERE NOT outgoing ORDER BY id")
+            }
+        }
+        let said = try ben.rooms.say("hello, living")
+        #expect(said.outgoing && said.state == .sent)
+        let ghostly = try dan.rooms.say("boo")
+        #expect(ghostly.outgoing)
+        #expect(throws: (any Error).self) { try cat.rooms.say("only the dying hear me") }
+        world.step(0.5)
+        #expect(try lines(ann) == ["hello, living", "boo"])
+        #expect(try lines(ben) == ["boo"])
+        #expect(try lines(cat) == ["boo"])
+        #expect(try lines(dan) == [])
+        #expect(ben.notices().contains { $0.contains("room 1.2 · dan#") && $0.contains("boo") })
+        // Every copy acknowledged: ben's line went to ann alone, dan's to all three.
+        let copies = try ben.database.read { db in try Row.fetchOne(db, sql: "SELECT copies, acknowledged FROM roomMessage WHERE outgoing") }
+        #expect(copies?["copies"] == 1 && copies?["acknowledged"] == 1)
+        let ghostCopies = try dan.database.read { db in try Int.fetchOne(db, sql: "SELECT acknowledged FROM roomMessage WHERE outgoing") }
+        #expect(ghostCopies == 3)
+    }
+
+    @Test func aLostCopyIsSentAgainAndStoredOnce() throws {
+        let world = try world()
+        let (ann, ben) = (world.nodes[0], world.nodes[1])
+        let dropped = Mutex(0)
+        world.network.setLoss { bytes in
+            guard feature(bytes)?.code == KindTable.roomLine else { return false }
+            return dropped.withLock { count in
+                count += 1
+                return count <= 2  // both first copies
+            }
+        }
+        _ = try ben.rooms.say("once")
+        world.step(0.1)
+        #expect(try ann.database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM roomMessage") } == 0)
+        world.step(1)
+        world.step(1)
+        #expect(try ann.database.read { db in try String.fetchAll(db, sql: "SELECT text FROM roomMessage") } == ["once"])
+        #expect(try ben.database.read { db in try Int.fetchOne(db, sql: "SELECT acknowledged FROM roomMessage WHERE outgoing") } == 2)
+    }
+
+    @Test func closeEndsTheRoomForEveryone() throws {
+        let world = try world()
+        let (ann, ben, cat) = (world.nodes[0], world.nodes[1], world.nodes[2])
+        #expect(throws: (any Error).self) { try ben.rooms.close() }
+        try ann.rooms.close()
+        world.step(0.1)
+        for guest in [ben, cat] {
+            #expect(guest.rooms.currentRoom == nil)
+            #expect(guest.notices().contains { $0.contains("the host closed room 1.2; you left it") })
+        }
+        #expect(ann.rooms.currentRoom == nil)
+        #expect(throws: (any Error).self) { try ann.rooms.say("anyone?") }
+    }
+
+    @Test func aGuestThatLeavesIsDroppedFromTheRoster() throws {
+        let world = try world()
+        let (ann, ben, cat) = (world.nodes[0], world.nodes[1], world.nodes[2])
+        world.step(1)
+        _ = cat.notices()
+        try ben.rooms.leave()
+        world.step(0.1)
+        #expect(try ann.rooms.members()?.count == 2)
+        #expect(cat.notices().contains { $0.contains("ben#") && $0.contains("left room 1.2") })
+        #expect(throws: (any Error).self) { try ann.rooms.leave() }  // a host closes instead
+        // A guest that vanishes without a word is forgotten after 15 s.
+        cat.service.stop()
+        world.step(16)
+        #expect(try ann.rooms.members()?.count == 1)
+    }
+}
