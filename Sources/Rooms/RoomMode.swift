@@ -10,7 +10,7 @@ extension Rooms {
     public func register(in shell: Shell, chat: ChatMode) {
         chat.features.append(self)
         var oldestShown: Int64?
-        shell.register(Mode(
+        let mode = Mode(
             name: "room", summary: "group chat with the people near a beacon (room host, room listen)",
             prompt: { self.currentRoom.map { "room:\($0.room)" } ?? "room" },
             enter: { shell in
@@ -29,11 +29,19 @@ extension Rooms {
                 let message = try self.say(text)
                 let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
                 view.bubble(message).forEach { shell.console.print($0) }
-            })))
+            }))
+        shell.register(mode)
+        /// `room host …` typed in another mode brings the user online and into the room's mode.
+        func arrive(_ shell: Shell, _ body: () throws -> Void) throws {
+            try chat.goOnline(shell)
+            try body()
+            if shell.currentMode != mode.name { try shell.enter(mode) }
+        }
         shell.register(mode: "room", "host", arguments: [.positional("major", .integer, help: "0 to 65535"),
                                                          .positional("minor", .integer, help: "0 to 65535")],
                        summary: "host room MAJOR.MINOR: beacon it every second; guests nearby join by themselves") { shell, arguments in
-            shell.console.print(try self.host(try Self.room(arguments)))
+            let room = try Self.room(arguments)
+            try arrive(shell) { shell.console.print(try self.host(room)) }
             oldestShown = nil
         }
         shell.register(mode: "room", "listen",
@@ -46,10 +54,11 @@ extension Rooms {
                 }
                 wait = seconds
             }
-            try self.listen(wait: wait, shell: shell)
+            try arrive(shell) { try self.listen(wait: wait, shell: shell) }
             oldestShown = nil
         }
         shell.register(mode: "room", "scan", summary: "the rooms beaconed in range, without joining") { shell, _ in
+            try chat.goOnline(shell)
             try self.scan(shell: shell)
         }
         shell.register(mode: "room", "members", summary: "who is in the room, and how near the host each is") { shell, _ in

@@ -681,7 +681,7 @@ public final class Rooms: ChatFeature, @unchecked Sendable {
     }
 
     private func online() throws -> OnlineContext {
-        guard let context = state.withLock({ $0.context }) else { throw UserError("you are offline: room brings you online") }
+        guard let context = state.withLock({ $0.context }) else { throw UserError("you are in no room (and offline): room host or room listen") }
         return context
     }
 

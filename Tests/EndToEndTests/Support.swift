@@ -197,10 +197,11 @@ final class PipeDriver {
     private let input = Pipe(), outputPipe = Pipe(), errors = Pipe()
     private var received = "", receivedErrors = ""
 
-    init(arguments: [String], scratch: Scratch) throws {
-        process.executableURL = URL(fileURLWithPath: seanceBinary)
-        process.arguments = arguments
-        process.environment = ["HOME": scratch.path, "PATH": "/usr/bin:/bin"]
+    /// `prefix` runs seance through another program (`ip netns exec NS`, to put it on a test host).
+    init(arguments: [String], scratch: Scratch, prefix: [String] = []) throws {
+        process.executableURL = URL(fileURLWithPath: prefix.first ?? seanceBinary)
+        process.arguments = prefix.isEmpty ? arguments : Array(prefix.dropFirst()) + [seanceBinary] + arguments
+        process.environment = ["HOME": scratch.path, "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"]
         process.standardInput = input
         process.standardOutput = outputPipe
         process.standardError = errors
@@ -221,6 +222,11 @@ final class PipeDriver {
             Issue.record("no '\(text)' after \(timeout) s; the threads:\n\(stacks)")
         }
         return found
+    }
+
+    /// Reads stdout for `seconds`, whatever comes (for a test that polls a listing).
+    func drain(for seconds: Double) throws {
+        _ = try wait(for: "\u{0}", in: outputPipe.fileHandleForReading, into: &received, timeout: seconds)
     }
 
     func readError(until text: String, timeout: Double) throws -> Bool {

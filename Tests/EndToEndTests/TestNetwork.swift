@@ -36,14 +36,14 @@ final class TestNetwork {
 
                 """
         }
-        let result = try shell(script)
+        let result = try shellScript(script)
         guard result.status == 0 else { throw SetupError(output: result.output) }
     }
 
     deinit {
         var script = "nft delete table bridge seance\(id) 2>/dev/null; ip link del \(bridge) 2>/dev/null\n"
         for host in 1...count { script += "ip netns del \(namespace(host)) 2>/dev/null\n" }
-        _ = try? shell(script)
+        _ = try? shellScript(script)
     }
 
     struct SetupError: Error, CustomStringConvertible {
@@ -59,7 +59,7 @@ final class TestNetwork {
     /// Adds a rule to the bridge's forward chain, matching this network's own ports only so tests
     /// running beside it are not touched.
     func addBridgeRule(_ rule: String) throws {
-        let result = try shell("""
+        let result = try shellScript("""
             nft add table bridge seance\(id)
             nft add chain bridge seance\(id) forward '{ type filter hook forward priority 0; }'
             nft add rule bridge seance\(id) forward iifname '"sv\(id)*"' \(rule)
@@ -69,7 +69,7 @@ final class TestNetwork {
 
     /// How many frames the loss rule has dropped so far.
     func droppedFrames() throws -> Int {
-        let listing = try shell("nft list chain bridge seance\(id) forward").output
+        let listing = try shellScript("nft list chain bridge seance\(id) forward").output
         guard let range = listing.range(of: #"packets (\d+)"#, options: .regularExpression) else { return 0 }
         return Int(listing[range].split(separator: " ")[1]) ?? 0
     }
@@ -126,7 +126,7 @@ final class TestNetwork {
                               outputPath: scratch.path + "/out-\(host)-\(UUID().uuidString.prefix(4))")
     }
 
-    private func shell(_ script: String) throws -> (status: Int32, output: String) {
+    func shellScript(_ script: String) throws -> (status: Int32, output: String) {
         let path = scratch.write("net-\(UUID().uuidString.prefix(6)).sh", script)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/bash")
