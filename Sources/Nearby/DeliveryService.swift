@@ -45,16 +45,15 @@ public final class DeliveryService: @unchecked Sendable {
         var key: SymmetricKey
         var queue = OutgoingQueue()
         var assembler: IncomingAssembler
-        /// Acknowledged and first-sent state not yet written: the timer tick writes it in one
-        /// transaction, so a busy conversation does not pay a transaction per packet.
+        /// Acknowledged and first-sent state not yet written: written together as soon as the
+        /// engine has handled what is queued before it (`scheduleFlush`), so a burst of
+        /// acknowledgements costs one transaction and a lone one waits for no timer.
         var acknowledged: UInt32 = 0
         var firstSent: [Int64] = []
 
         var conversation: Int64 { conversationRecord.id }
     }
 
-    /// Writes of state to the store happen at most this often.
-    static let flushInterval = 0.05
 
     private let store: MessageStore
     private let identity: Identity
@@ -69,7 +68,8 @@ public final class DeliveryService: @unchecked Sendable {
     private var dropped: [String: Int] = [:]
     /// Fragments held by every link's assembler together.
     private var bufferedTotal = 0
-    private var lastFlush = 0.0
+    /// A state write is queued on the engine (behind the packets already waiting there).
+    private var flushScheduled = false
     private let clock: @Sendable () -> Double
 
     public static let maximumLength = 4_000
@@ -210,11 +210,21 @@ public final class DeliveryService: @unchecked Sendable {
         }
     }
 
+    /// Writes the states gathered so far once the engine has handled what is already queued:
+    /// acknowledgements arriving together are written together, and none waits for a tick.
+    private func scheduleFlush() {
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        engine.async { [weak self] in
+            guard let self else { return }
+            self.flushScheduled = false
+            self.flushStates(now: self.clock())
+        }
+    }
+
     /// Records acknowledgements and first transmissions in the store, one transaction per
-    /// conversation, at most every `flushInterval`.
+    /// conversation.
     private func flushStates(now: Double) {
-        guard now - lastFlush >= Self.flushInterval else { return }
-        lastFlush = now
         var work: [(Int64, UInt32, [Int64])] = []
         for (key, var link) in links where link.acknowledged > link.conversationRecord.acknowledgedSequence || !link.firstSent.isEmpty {
             work.append((link.conversation, link.acknowledged, link.firstSent))
@@ -246,6 +256,7 @@ public final class DeliveryService: @unchecked Sendable {
             let (fragments, first, again) = link.queue.due(now: now)
             link.firstSent += first.sorted()
             links[key] = link
+            if !first.isEmpty { scheduleFlush() }
             if !fragments.isEmpty { outgoing.append((peer, link.key, fragments, again)) }
         }
         // A first copy goes by the preferred route; a copy sent again goes by every route the
@@ -289,6 +300,7 @@ public final class DeliveryService: @unchecked Sendable {
             link.queue.acknowledge(upTo: sequence)
             link.acknowledged = max(link.acknowledged, sequence)
             links[packet.sender] = link
+            scheduleFlush()
         case .read(let recipient, let sequence):
             guard recipient == myKey, let conversation = knownConversation(packet.sender) else { return }
             if let numbers = try? store.markRead(conversation, upTo: sequence, now: clock()), !numbers.isEmpty {

@@ -128,4 +128,17 @@ import Testing
         #expect(annService.routeNames(of: later) == ["broker"])
         withExtendedLifetime(benDelivery) {}
     }
+
+    /// A message is `sent` and then `delivered` as soon as its acknowledgement is handled: the
+    /// clock does not move at all, so no timer can have written either state.
+    @Test func statesAreWrittenWithoutWaitingForATick() throws {
+        let world = try ChatWorld([("ann", .human), ("ben", .human)])
+        let (ann, ben) = (world.nodes[0], world.nodes[1])
+        let peer = try #require(ann.service.peer(ben.identity.signingPublicKey))
+        let conversation = try ann.delivery.conversation(with: peer)
+        let message = try ann.delivery.send("no waiting", in: conversation)
+        world.step(0)
+        let store = MessageStore(database: ann.database)
+        #expect(try store.page(conversation.id).first { $0.number == message.number }?.state == .delivered)
+    }
 }

@@ -45,6 +45,7 @@ public final class ChatWorld: @unchecked Sendable {
                                     engine: engine) { _ in }
             delivery = DeliveryService(store: MessageStore(database: database), identity: identity, myPlane: { .human }, rules: rules,
                                        engine: engine, clock: { world.scheduler.now }) { _ in }
+            delivery.attach(service)
             curses = Curses(profiles: Profiles())
             spectres = Spectres(curses: curses)
             try goOnline(world)
