@@ -2,9 +2,14 @@
 """seance benchmarks: every figure is printed next to a reference measured in the same run.
 
 Run through `make bench`, which builds the release binary and runs this inside a private
-network namespace. Nothing here asserts: the targets are printed beside the figures.
+network namespace. Nothing here asserts: the targets are printed beside the figures. Timings
+of whole commands are medians with their minimum and maximum, the command and its reference
+run alternately (so a busy moment of the machine falls on both); latencies give p50, p90, p99
+and the maximum; rates are medians of three bursts. Every figure also goes to a JSON file
+(`--json`, default `.build/bench.json`) to compare commits.
 """
 import argparse
+import json
 import os
 import re
 import select
@@ -34,6 +39,59 @@ def run_measured(argv, stdin_path=None, env=None):
         return elapsed, int(report.read().split()[-1])
 
 
+FIGURES = {}
+
+
+def record(name, **values):
+    """Keeps a figure for the JSON file (seconds, counts and ratios as they were measured)."""
+    FIGURES[name] = values
+
+
+def spread(values):
+    """median, min and max of a list."""
+    return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
+
+
+def ms(summary):
+    """`12.34 ms (min 11.90, max 15.02)` for a spread of seconds."""
+    return (f"{summary['median'] * 1e3:8.2f} ms   (min {summary['min'] * 1e3:.2f}, max {summary['max'] * 1e3:.2f}, "
+            f"{summary['n']} runs)")
+
+
+def timed(argv, env):
+    start = time.perf_counter()
+    subprocess.call(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    return time.perf_counter() - start
+
+
+def paired_times(first, second, runs, env=None):
+    """Wall times of two commands run alternately `runs` times each, exec to exit."""
+    a, b = [], []
+    for _ in range(runs):
+        a.append(timed(first, env))
+        b.append(timed(second, env))
+    return spread(a), spread(b)
+
+
+def latency(name, values, label):
+    """Prints and records p50, p90, p99 and the maximum of one-way latencies (seconds)."""
+    p50, p90, p99 = (percentile(values, f) for f in (0.5, 0.9, 0.99))
+    record(name, p50=p50, p90=p90, p99=p99, max=max(values), n=len(values))
+    print(f"{label:26} p50 {p50 * 1e3:7.3f}  p90 {p90 * 1e3:7.3f}  p99 {p99 * 1e3:7.3f}  max {max(values) * 1e3:7.3f} ms"
+          f"   ({len(values)} samples)")
+    return p50, p99
+
+
+def rates(name, values, label, target):
+    """Prints and records the median of several measured rates, with their range."""
+    if not values:
+        return print(f"{label:26} no burst completed")
+    summary = spread(values)
+    record(name, unit="messages/s", **summary)
+    print(f"{label:26} {summary['median']:9,.0f} messages/s   (min {summary['min']:,.0f}, max {summary['max']:,.0f}, "
+          f"{summary['n']} bursts; {target})")
+
+
 def median_time(argv, runs, env=None):
     """Median and worst wall time of `runs` runs, exec to exit (no wrapper in between)."""
     times = []
@@ -58,13 +116,14 @@ def startup(binary, work, env, runs):
     db = os.path.join(data, "seance.sqlite")
     if not os.path.exists(db):
         subprocess.run(["sqlite3", db, "create table t(x);"], check=True)
-    seance, _ = median_time([binary, "--data-dir", data, "-c", "quit"], runs, env)
-    sqlite, _ = median_time(["sqlite3", db, ".quit"], runs, env)
+    seance, sqlite = paired_times([binary, "--data-dir", data, "-c", "quit"], ["sqlite3", db, ".quit"], runs, env)
     _, seance_rss = run_measured([binary, "--data-dir", data, "-c", "quit"], env=env)
     _, sqlite_rss = run_measured(["sqlite3", db, ".quit"], env=env)
-    print(f"seance -c quit      {seance * 1000:8.2f} ms   peak {seance_rss / 1024:6.1f} MiB")
-    print(f"sqlite3 DB .quit    {sqlite * 1000:8.2f} ms   peak {sqlite_rss / 1024:6.1f} MiB   (reference)")
-    print(f"ratio               {seance / sqlite:8.2f} x   (target: at most 3x)")
+    ratio = seance["median"] / sqlite["median"]
+    record("startup", seance=seance, sqlite3=sqlite, ratio=ratio, seance_peak_kib=seance_rss, sqlite3_peak_kib=sqlite_rss)
+    print(f"seance -c quit      {ms(seance)}   peak {seance_rss / 1024:6.1f} MiB")
+    print(f"sqlite3 DB .quit    {ms(sqlite)}   peak {sqlite_rss / 1024:6.1f} MiB   (reference)")
+    print(f"ratio               {ratio:8.2f} x   (target: at most 3x)")
 
 
 def throughput(binary, work, env, count):
@@ -79,6 +138,7 @@ def throughput(binary, work, env, count):
     seance_time, seance_rss = run_measured([binary, "--data-dir", data], commands, env)
     sqlite_time, sqlite_rss = run_measured(["sqlite3", ":memory:"], selects, env)
     seance_rate, sqlite_rate = count / seance_time, count / sqlite_time
+    record("batch", seance=seance_rate, sqlite3=sqlite_rate, unit="commands/s")
     print(f"seance              {seance_rate:12,.0f} commands/s   peak {seance_rss / 1024:6.1f} MiB")
     print(f"sqlite3 select 1;   {sqlite_rate:12,.0f} commands/s   peak {sqlite_rss / 1024:6.1f} MiB   (reference)")
     print(f"ratio               {seance_rate / sqlite_rate:12.2f} x   (target: at least 50,000 commands/s)")
@@ -107,14 +167,15 @@ def visions_page(binary, work, env, runs):
     for count in (100, 10_000):
         data = os.path.join(work, f"visions-{count}")
         db = fill_visions(binary, data, env, count, image)
-        seance, worst = median_time([binary, "--data-dir", data, "-c", "visions"], runs, env)
-        sqlite, _ = median_time(["sqlite3", db, query], runs, env)
+        seance, sqlite = paired_times([binary, "--data-dir", data, "-c", "visions"], ["sqlite3", db, query], runs, env)
         _, rss = run_measured([binary, "--data-dir", data, "-c", "visions"], env=env)
         results[count] = (seance, sqlite, rss)
     seance, sqlite, rss = results[10_000]
-    print(f"seance: visions      {seance * 1000:8.2f} ms   (worst {worst * 1000:.2f} ms)   peak {rss / 1024:6.1f} MiB")
-    print(f"sqlite3: same page   {sqlite * 1000:8.2f} ms   (reference)")
-    print(f"ratio                {seance / sqlite:8.2f} x   (target: the page in under 20 ms)")
+    record("visions_page", seance=seance, sqlite3=sqlite, ratio=seance["median"] / sqlite["median"], peak_kib=rss,
+           peak_kib_100=results[100][2])
+    print(f"seance: visions      {ms(seance)}   peak {rss / 1024:6.1f} MiB")
+    print(f"sqlite3: same page   {ms(sqlite)}   (reference)")
+    print(f"ratio                {seance['median'] / sqlite['median']:8.2f} x   (target: the page in under 20 ms)")
     small_rss = results[100][2]
     print(f"peak memory, 100 vs 10,000 visions: {small_rss / 1024:.1f} MiB vs {rss / 1024:.1f} MiB"
           "   (target: no growth with the number of visions)")
@@ -214,6 +275,8 @@ def nearby(binary, work, env, runs, peers, watch_seconds):
         if seen is not None:
             times.append(seen - start)
     login_ref, _ = median_time([binary, "--data-dir", peer_dir, "-c", f"login visitor --password-file {password}"], 10, env)
+    if times:
+        record("discovery", unit="s", **spread(times), runs=runs)
     print(f"discovery, exec to listed  median {statistics.median(times) * 1000:7.1f} ms   worst {max(times) * 1000:7.1f} ms"
           f"   ({len(times)} of {runs} seen; target: under 1.5 s median)")
     print(f"reference: exec + login    median {login_ref * 1000:7.1f} ms   (the part that is start-up, not network)")
@@ -243,6 +306,7 @@ def nearby(binary, work, env, runs, peers, watch_seconds):
     time.sleep(watch_seconds)
     busy = cpu_seconds(observer.pid) - before
     rss = rss_mib(observer.pid)
+    record("observer_crowd", listed=arrived, peers=peers, core_share=busy / watch_seconds, alone=alone, rss_mib=rss)
     print(f"peers the observer listed  {arrived} of {peers}")
     print(f"observer among {peers} peers  {busy / watch_seconds * 100:7.2f} % of a core over {watch_seconds} s"
           f"   RSS {rss:5.1f} MiB   (target: under 1 % of a core)")
@@ -281,6 +345,7 @@ def newcomer_discovery(binary, work, env, password, peers, runs):
         if start is not None and seen_all is not None:
             times.append(seen_all - start)
     if times:
+        record("newcomer_lists_all", unit="s", **spread(times))
         print(f"newcomer lists all {peers}    median {statistics.median(times) * 1000:7.1f} ms   worst {max(times) * 1000:7.1f} ms"
               f"   ({len(times)} of {runs} saw everyone; target: under 250 ms median)")
     if received:
@@ -343,30 +408,32 @@ def chat_pair(binary, work, env, tag, args, count, rounds=200, ben_args=None):
         seen = wait_for_line(receiver, f"ping {i}", 5)
         if seen is not None:
             latencies.append(seen - start)
-    start = time.perf_counter()
-    sender.stdin.write("".join(f"burst {i}\n" for i in range(count)))
-    sender.stdin.flush()
-    done = wait_for_line(receiver, f"burst {count - 1}", 120)
+    measured = []
+    for burst in range(3):
+        start = time.perf_counter()
+        sender.stdin.write("".join(f"burst{burst} {i}\n" for i in range(count)))
+        sender.stdin.flush()
+        done = wait_for_line(receiver, f"burst{burst} {count - 1}", 120)
+        if done is not None:
+            measured.append(count / (done - start))
     sender.kill()
     receiver.kill()
     sender.wait()
     receiver.wait()
-    return latencies, (count / (done - start) if done is not None else None)
+    return latencies, measured
 
 
 def conversations(binary, work, env, count):
     section("conversations: latency, sustained rate, paging over 1,000,000 messages")
     password = os.path.join(work, "password")
     a_dir = os.path.join(work, "conv-a")
-    latencies, rate = chat_pair(binary, work, env, "conv", [], count)
+    latencies, measured = chat_pair(binary, work, env, "conv", [], count)
     reference = udp_ping_pong(2000)
-    p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
-    r50, r99 = percentile(reference, 0.5), percentile(reference, 0.99)
-    print(f"one-way latency            p50 {p50 * 1e3:7.3f} ms   p99 {p99 * 1e3:7.3f} ms   ({len(latencies)} of 200)")
-    print(f"raw UDP round trip         p50 {r50 * 1e3:7.3f} ms   p99 {r99 * 1e3:7.3f} ms   (reference)")
+    _, p99 = latency("lan_latency", latencies, "one-way latency")
+    _, r99 = latency("udp_round_trip", reference, "raw UDP round trip")
+    record("lan_latency_ratio", p99=p99 / r99)
     print(f"ratio                      p99 {p99 / r99:7.1f} x   (target: within 5x)")
-    if rate is not None:
-        print(f"sustained, stored at both  {rate:9,.0f} messages/s   (target: at least 2,000)")
+    rates("lan_rate", measured, "sustained, stored at both", "target: at least 20,000")
 
     # Paging: a conversation of 1,000,000 messages, then opening it and asking for older pages.
     db = os.path.join(a_dir, "seance.sqlite")
@@ -377,14 +444,30 @@ def conversations(binary, work, env, count):
                'filler message number ' || i, 100000 + i, 100000 + i, 1700000000 + i, 1700000000 + i, 'read' FROM n;
     """], check=True)
     login = f"login ann --password-file {password}; chat"
-    base, _ = median_time([binary, "--data-dir", a_dir, "-c", login], 15, env)
-    opened, _ = median_time([binary, "--data-dir", a_dir, "--no-anim", "-c", login + "; open ben"], 15, env)
-    older, _ = median_time([binary, "--data-dir", a_dir, "--no-anim", "-c", login + "; open ben; older; older; older"], 15, env)
+    # Differences of medians: each printed with the noise it must stand above (half the wider of
+    # the two ranges between their 25th and 75th percentiles); one smaller than that says so.
+    # `older` is asked 100 times in one run, so its share is far above the noise.
+    pages = 100
+    def quartiles(argv):
+        times = [timed(argv, env) for _ in range(15)]
+        return statistics.median(times), statistics.quantiles(times, n=4)
+    base = quartiles([binary, "--data-dir", a_dir, "-c", login])
+    opened = quartiles([binary, "--data-dir", a_dir, "--no-anim", "-c", login + "; open ben"])
+    older = quartiles([binary, "--data-dir", a_dir, "--no-anim", "-c", login + "; open ben" + "; older" * pages])
     query = "SELECT id, outgoing, text, sentAt, receivedAt, state FROM message WHERE conversationId = 1 AND id < 9223372036854775807 ORDER BY id DESC LIMIT 20;"
-    sqlite, _ = median_time(["sqlite3", db, query], 15, env)
-    print(f"open ben (newest page)     {(opened - base) * 1e3:7.2f} ms   over login + chat alone   (target: under 10 ms)")
-    print(f"older, per page            {(older - opened) / 3 * 1e3:7.2f} ms")
-    print(f"sqlite3: the same page     {sqlite * 1e3:7.2f} ms   (reference, including sqlite3's own start-up)")
+    sqlite = spread([timed(["sqlite3", db, query], env) for _ in range(15)])
+    def difference(label, a, b, divisor, note):
+        value = (a[0] - b[0]) / divisor
+        noise = max(a[1][2] - a[1][0], b[1][2] - b[1][0]) / 2 / divisor
+        record(label, value=value, noise=noise)
+        if abs(value) < noise:
+            print(f"{label:26} below the noise: under {noise * 1e3:.2f} ms   {note}")
+        else:
+            print(f"{label:26} {value * 1e3:7.3f} ms  ± {noise * 1e3:.3f}   {note}")
+    difference("open ben (newest page)", opened, base, 1, "over login + chat alone   (target: under 10 ms)")
+    difference("older, per page", older, opened, pages, f"({pages} pages in one run)")
+    record("sqlite3_page", **sqlite)
+    print(f"sqlite3: the same page     {ms(sqlite)}   (reference, including sqlite3's own start-up)")
 
 
 def wait_for_broker(port, timeout=30):
@@ -439,15 +522,13 @@ def brokers(binary, work, env, count):
             print("mosquitto did not start")
             return
         url = "mqtt://127.0.0.1:18830"
-        latencies, rate = chat_pair(binary, work, env, "mqtt", ["--no-lan", "--broker", url], count)
+        latencies, measured = chat_pair(binary, work, env, "mqtt", ["--no-lan", "--broker", url], count)
         floor = broker_floor(18830, 18830, 200, 200)
-        p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
-        f50, f99 = percentile(floor, 0.5), percentile(floor, 0.99)
-        print(f"mosquitto: one-way latency p50 {p50 * 1e3:7.3f} ms   p99 {p99 * 1e3:7.3f} ms   ({len(latencies)} of 200)")
-        print(f"mosquitto_pub -> _sub      p50 {f50 * 1e3:7.3f} ms   p99 {f99 * 1e3:7.3f} ms   (reference: the broker's floor, 200 bytes)")
-        print(f"ratio                      p99 {p99 / f99:7.1f} x   (target: within 3x)")
-        if rate is not None:
-            print(f"sustained, stored at both  {rate:9,.0f} messages/s   (target: at least 2,000)")
+        _, p99 = latency("mosquitto_latency", latencies, "mosquitto: one-way")
+        _, f99 = latency("mosquitto_floor", floor, "mosquitto_pub -> _sub")
+        record("mosquitto_latency_ratio", p99=p99 / f99)
+        print(f"ratio                      p99 {p99 / f99:7.1f} x   (target: within 3x of the broker's floor, 200 bytes)")
+        rates("mosquitto_rate", measured, "sustained, stored at both", "target: at least 2,000")
     finally:
         mosquitto.kill()
         mosquitto.wait()
@@ -468,14 +549,11 @@ def brokers(binary, work, env, count):
             return
         # ann on node 1, ben on node 3: the messages cross the cluster.
         a_args, b_args = ["--no-lan", "--broker", "mqtt://127.0.0.1:18841"], ["--no-lan", "--broker", "mqtt://127.0.0.1:18843"]
-        latencies, rate = chat_pair(binary, work, env, "nats", a_args, count, ben_args=b_args)
+        latencies, measured = chat_pair(binary, work, env, "nats", a_args, count, ben_args=b_args)
         floor = broker_floor(18841, 18843, 200, 200)
-        p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
-        f50, f99 = percentile(floor, 0.5), percentile(floor, 0.99)
-        print(f"NATS x3: one-way latency   p50 {p50 * 1e3:7.3f} ms   p99 {p99 * 1e3:7.3f} ms   ({len(latencies)} of 200)")
-        print(f"mosquitto_pub -> _sub      p50 {f50 * 1e3:7.3f} ms   p99 {f99 * 1e3:7.3f} ms   (reference: node 1 to node 3)")
-        if rate is not None:
-            print(f"sustained, stored at both  {rate:9,.0f} messages/s   (no target yet)")
+        latency("nats_latency", latencies, "NATS x3: one-way")
+        latency("nats_floor", floor, "pub -> sub, node 1 to 3")
+        rates("nats_rate", measured, "sustained, stored at both", "no target yet")
     finally:
         for node in nodes:
             node.kill()
@@ -487,6 +565,7 @@ def main():
     parser.add_argument("--binary", required=True)
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--commands", type=int, default=100_000)
+    parser.add_argument("--json", default=".build/bench.json", help="where to write the figures")
     args = parser.parse_args()
     binary = os.path.abspath(args.binary)
     env = dict(os.environ, NO_COLOR="1")
@@ -499,6 +578,10 @@ def main():
         nearby(binary, work, env, runs=20, peers=50, watch_seconds=30)
         conversations(binary, work, env, count=5000)
         brokers(binary, work, env, count=5000)
+    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+    with open(args.json, "w") as f:
+        json.dump({"binary": binary, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "figures": FIGURES}, f, indent=2)
+    print(f"\nfigures written to {args.json}")
 
 
 if __name__ == "__main__":
