@@ -293,4 +293,24 @@ private func feature(_ bytes: [UInt8]) -> (code: UInt8, body: [UInt8], sender: D
         world.step(16)
         #expect(try ann.rooms.members()?.count == 1)
     }
+
+    /// Lines are stored once per sender and id, numbered per room, and paged like a conversation.
+    @Test func linesArePagedAndStoredOnce() throws {
+        let world = try ChatWorld([("ann", .human)], network: false)
+        let ann = world.nodes[0]
+        let store = RoomStore(database: ann.database)
+        let me = ann.identity.signingPublicKey, other = Data(repeating: 3, count: 32)
+        let stored = try store.room(room, host: other, hostName: "bob", myKey: me, now: 0)
+        for i in 1...30 {
+            let id = Data(repeating: UInt8(i), count: 16)
+            #expect(try store.received(in: stored.id, id: id, sender: other, senderName: "bob", text: "line \(i)", sentAt: Double(i), now: Double(i)) != nil)
+            #expect(try store.received(in: stored.id, id: id, sender: other, senderName: "bob", text: "again", sentAt: Double(i), now: Double(i)) == nil)
+        }
+        let newest = try store.page(stored.id)
+        #expect(newest.map(\.text) == (11...30).map { "line \($0)" })
+        #expect(newest.last?.number == 30 && newest.last?.sender?.hasPrefix("bob#") == true)
+        #expect(try store.page(stored.id, before: newest.first!.id).map(\.number) == Array(1...10))
+        // Another host with the same numbers is another room.
+        #expect(try store.room(room, host: me, hostName: "ann", myKey: me, now: 0).id != stored.id)
+    }
 }
