@@ -23,6 +23,9 @@ public struct OutgoingQueue: Sendable {
 
     public var isEmpty: Bool { entries.isEmpty }
 
+    /// When the next fragment in the window is due, if any waits.
+    public var nextDue: Double? { entries.prefix(Self.window).map(\.nextAt).min() }
+
     /// Adds fragments (in sequence order); fragments already queued are ignored.
     public mutating func enqueue(_ fragments: [Fragment], message: Int64, now: Double) {
         let known = Set(entries.map(\.fragment.sequence))

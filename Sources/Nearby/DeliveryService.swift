@@ -18,11 +18,15 @@ public struct DeliveryNetwork: Sendable {
     /// Sends a packet to a peer: by every route it has when `everyRoute`, back by `reply` when
     /// that is one of its routes, else by the preferred one.
     public var send: @Sendable (_ payload: Payload, _ to: Peer, _ everyRoute: Bool, _ reply: Route?) -> Void
+    /// Asks to be ticked at a time (a retransmission is due then).
+    public var wake: @Sendable (Double) -> Void
 
     public init(peer: @escaping @Sendable (Data) -> Peer?,
-                send: @escaping @Sendable (_ payload: Payload, _ to: Peer, _ everyRoute: Bool, _ reply: Route?) -> Void) {
+                send: @escaping @Sendable (_ payload: Payload, _ to: Peer, _ everyRoute: Bool, _ reply: Route?) -> Void,
+                wake: @escaping @Sendable (Double) -> Void = { _ in }) {
         self.peer = peer
         self.send = send
+        self.wake = wake
     }
 
     /// A network of a few peers, listed, each with one route (tests).
@@ -68,8 +72,11 @@ public final class DeliveryService: @unchecked Sendable {
     private var dropped: [String: Int] = [:]
     /// Fragments held by every link's assembler together.
     private var bufferedTotal = 0
-    /// A state write is queued on the engine (behind the packets already waiting there).
+    /// A state write is queued on the engine; when the last one was made.
     private var flushScheduled = false
+    private var lastFlush = -Double.infinity
+    /// Under a stream of acknowledgements, states are written at most this often.
+    static let flushInterval = 0.05
     private let clock: @Sendable () -> Double
 
     public static let maximumLength = 4_000
@@ -93,9 +100,11 @@ public final class DeliveryService: @unchecked Sendable {
         connect(DeliveryNetwork(peer: { [weak nearby] key in nearby?.peer(key) },
                                 send: { [weak nearby] payload, peer, everyRoute, reply in
                                     nearby?.sendDirect(payload, to: peer, everyRoute: everyRoute, reply: reply)
-                                }))
+                                },
+                                wake: { [weak nearby] deadline in nearby?.wake(at: deadline) }))
         nearby.setDirectHooks(.init(packet: { [weak self] packet, route in self?.receive(packet, from: route) },
-                                    tick: { [weak self] now in self?.tick(now: now) }))
+                                    tick: { [weak self] now in self?.tick(now: now) },
+                                    deadline: { [weak self] in self?.nextDeadline() }))
     }
 
     /// Uses `network` for peers and sending (tests give an in-memory one).
@@ -163,6 +172,7 @@ public final class DeliveryService: @unchecked Sendable {
             link.queue.enqueue(Self.fragments(pending), message: pending.id, now: now)
         }
         send(now: now)  // Out at once, not at the next timer tick.
+        rearm()  // And again when its retransmission is due.
         return ChatMessage(id: pending.id, number: pending.number, outgoing: true, text: text, sentAt: now, state: .sending)
     }
 
@@ -184,6 +194,7 @@ public final class DeliveryService: @unchecked Sendable {
             for message in outbox { link.queue.enqueue(Self.fragments(message), message: message.id, now: now) }
             link.queue.restart(now: now)
         }
+        rearm()
     }
 
     /// Loads every outbox at start, so messages written while away go when their peer appears.
@@ -199,6 +210,7 @@ public final class DeliveryService: @unchecked Sendable {
                 for message in outbox { link.queue.enqueue(Self.fragments(message), message: message.id, now: now) }
             }
         }
+        rearm()
     }
 
     /// Sends what is due to the peers in range, and (from the timer) writes the state changes
@@ -210,16 +222,41 @@ public final class DeliveryService: @unchecked Sendable {
         }
     }
 
-    /// Writes the states gathered so far once the engine has handled what is already queued:
-    /// acknowledgements arriving together are written together, and none waits for a tick.
+    /// Writes the states gathered so far: at once (once the engine has handled what is already
+    /// queued) when nothing was written in the last `flushInterval`, else when it has passed.
+    /// A lone acknowledgement waits for nothing; a stream of them costs one transaction per
+    /// interval, not one each.
     private func scheduleFlush() {
         guard !flushScheduled else { return }
         flushScheduled = true
-        engine.async { [weak self] in
+        let write: @Sendable () -> Void = { [weak self] in
             guard let self else { return }
             self.flushScheduled = false
-            self.flushStates(now: self.clock())
+            self.lastFlush = self.clock()
+            self.flushStates(now: self.lastFlush)
         }
+        let wait = lastFlush + Self.flushInterval - clock()
+        if wait <= 0 { engine.async(write) } else { _ = engine.after(wait, write) }
+    }
+
+    /// When a fragment waiting for a peer in range is next due. A peer out of range has no
+    /// deadline: its arrival sends its queue (`peerArrived`).
+    public func nextDeadline() -> Double? {
+        engine.sync { dueDeadline() }
+    }
+
+    private func dueDeadline() -> Double? {
+        guard let network else { return nil }
+        return links.compactMap { key, link in
+            guard let due = link.queue.nextDue, let peer = network.peer(key), let theirs = Plane(wireValue: peer.announcement.plane),
+                  myPlane().canReach(theirs) else { return nil }
+            return due
+        }.min()
+    }
+
+    /// Asks the engine to tick when the next fragment is due.
+    private func rearm() {
+        if let deadline = dueDeadline() { network?.wake(deadline) }
     }
 
     /// Records acknowledgements and first transmissions in the store, one transaction per

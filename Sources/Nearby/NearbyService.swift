@@ -52,9 +52,13 @@ public final class NearbyService: Sendable {
     public struct DirectHooks: Sendable {
         public var packet: (@Sendable (Packet, Route) -> Void)?
         public var tick: (@Sendable (Double) -> Void)?
-        public init(packet: (@Sendable (Packet, Route) -> Void)? = nil, tick: (@Sendable (Double) -> Void)? = nil) {
+        /// When the layer above next has something to do (a retransmission), if ever.
+        public var deadline: (@Sendable () -> Double?)?
+        public init(packet: (@Sendable (Packet, Route) -> Void)? = nil, tick: (@Sendable (Double) -> Void)? = nil,
+                    deadline: (@Sendable () -> Double?)? = nil) {
             self.packet = packet
             self.tick = tick
+            self.deadline = deadline
         }
     }
 
@@ -121,9 +125,19 @@ public final class NearbyService: Sendable {
     private let state: Mutex<State>
     /// Where packets are handled, timers run and events are told: never the socket's thread.
     public let engine: Engine
-    /// The presence tick, on the engine. Set and cancelled by `start` and `stop` only (the
-    /// shell's thread), never touched elsewhere.
-    nonisolated(unsafe) private var timer: Cancellable?
+    /// The one timer of presence and delivery, armed for the next deadline (an announcement, a
+    /// peer's expiry, a retransmission) rather than ticking: nothing waits for a tick, and an
+    /// idle shell wakes once a second at most. `generation` tells a timer replaced by an
+    /// earlier one that it is stale.
+    private struct Alarm {
+        var running = false
+        var at = Double.infinity
+        var timer: Cancellable?
+        var generation = 0
+    }
+    private let alarm = Mutex(Alarm())
+    /// The longest the engine sleeps: a backstop, should a deadline be missed.
+    static let longestSleep = 1.0
 
     /// - Parameters:
     ///   - ownAvatarPixels: the 16x16 RGBA avatar to hand out when asked, if it is an image.
@@ -180,14 +194,54 @@ public final class NearbyService: Sendable {
             $0.running = true
             $0.announcement.unicastPort = port
         }
-        timer = engine.every(0.05) { [weak self] in self?.tick() }
+        alarm.withLock { $0.running = true }
+        wake(at: clock())
+    }
+
+    /// Makes sure the engine works at `deadline` (or sooner); safe from any thread. The layer
+    /// above calls it when it has queued something to do.
+    public func wake(at deadline: Double) {
+        alarm.withLock { alarm in
+            guard alarm.running else { return }
+            let now = clock()
+            let target = min(max(deadline, now), now + Self.longestSleep)
+            guard target < alarm.at else { return }
+            alarm.timer?.cancel()
+            alarm.generation += 1
+            let generation = alarm.generation
+            alarm.at = target
+            alarm.timer = engine.after(target - now) { [weak self] in self?.alarmRang(generation) }
+        }
+    }
+
+    private func alarmRang(_ generation: Int) {
+        let current = alarm.withLock { alarm -> Bool in
+            guard alarm.generation == generation else { return false }
+            alarm.at = .infinity
+            alarm.timer = nil
+            return true
+        }
+        guard current else { return }
+        tick()
+        // At least a millisecond on: a deadline met only strictly after it (an expiry) must not
+        // ring again at the same instant.
+        wake(at: max(nextDeadline(), clock() + 0.001))
+    }
+
+    /// The earliest of the next announcement, the next expiry and the next retransmission.
+    private func nextDeadline() -> Double {
+        let own = state.withLock { min($0.schedule.nextAt, $0.table.nextExpiry) }
+        return min(own, hooks.withLock { $0.deadline }?() ?? .infinity)
     }
 
     /// Says goodbye and stops the transports. Safe to call twice.
     public func stop() {
         guard state.withLock({ $0.running }) else { return }
+        let timer = alarm.withLock { alarm -> Cancellable? in
+            defer { alarm = Alarm() }
+            return alarm.timer
+        }
         timer?.cancel()
-        timer = nil
         send(.goodbye)
         state.withLock { $0.running = false }
         transports.forEach { $0.stop() }
@@ -214,6 +268,7 @@ public final class NearbyService: Sendable {
             $0.announcement.plane = plane
             $0.schedule.announceSoon(now: now)
         }
+        wake(at: now)
     }
 
     // MARK: On the engine
@@ -344,6 +399,8 @@ public final class NearbyService: Sendable {
             // Every announcement may prompt the avatar request again: the first can be refused
             // when it reaches the peer before our own announcement did.
             if case .announce = packet.payload, let peer = self.peer(packet.sender) { fetchAvatar(of: peer, now: now) }
+            // A newcomer may expire before anything else is due.
+            wake(at: state.withLock { $0.table.nextExpiry })
             events.forEach(onEvent)
         }
     }

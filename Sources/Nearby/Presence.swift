@@ -146,7 +146,8 @@ public struct PresenceTable: Sendable {
     private var retiredOrder: [Data] = []
     private var retiredStart = 0
     /// No peer can expire before this time: ticks in between cost nothing.
-    private var nextExpiry = Double.infinity
+    /// When the next peer can expire (nothing to scan before).
+    public private(set) var nextExpiry = Double.infinity
     /// Full scans made by `expire` (tests check that idle ticks make none).
     public private(set) var expiryScans = 0
 

@@ -129,16 +129,26 @@ import Testing
         withExtendedLifetime(benDelivery) {}
     }
 
-    /// A message is `sent` and then `delivered` as soon as its acknowledgement is handled: the
-    /// clock does not move at all, so no timer can have written either state.
-    @Test func statesAreWrittenWithoutWaitingForATick() throws {
+    /// An acknowledgement is written as soon as it is handled, not at a tick: the first copy is
+    /// lost, the retry goes at 0.25 s exactly, and at that instant the message is `delivered`
+    /// (with a 50 ms tick it was the tick after).
+    @Test func anAcknowledgementIsWrittenWithoutWaitingForATick() throws {
         let world = try ChatWorld([("ann", .human), ("ben", .human)])
         let (ann, ben) = (world.nodes[0], world.nodes[1])
+        let lost = Mutex(false)
+        world.network.setLoss { bytes in
+            guard bytes.count > 5, bytes[5] == 5 else { return false }
+            return lost.withLock { done in defer { done = true }; return !done }
+        }
+        world.step(1)  // Past the moment anything was last written.
         let peer = try #require(ann.service.peer(ben.identity.signingPublicKey))
         let conversation = try ann.delivery.conversation(with: peer)
         let message = try ann.delivery.send("no waiting", in: conversation)
-        world.step(0)
         let store = MessageStore(database: ann.database)
-        #expect(try store.page(conversation.id).first { $0.number == message.number }?.state == .delivered)
+        func state() throws -> ChatMessage.State? { try store.page(conversation.id).first { $0.number == message.number }?.state }
+        world.step(0)
+        #expect(try state() == .sent)
+        world.step(OutgoingQueue.initialBackoff)
+        #expect(try state() == .delivered)
     }
 }
