@@ -146,9 +146,6 @@ public final class ChatMode {
         try list(shell)
     }
 
-    /// Whether this shell is online (chat, or a mode that needs it, brought it there).
-    public var isOnline: Bool { service != nil }
-
     /// Announces this profile on every transport and brings the features online; a mode that
     /// needs the network (rooms) calls it when the user is not online yet.
     public func goOnline(_ shell: Shell) throws {

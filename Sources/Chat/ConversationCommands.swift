@@ -30,12 +30,7 @@ extension ChatMode {
         shell.register(mode: "chat", "open", arguments: [.positional("peer", peers, help: "a name, or name#fingerprint"),
                                                          .option("--wait", "seconds", help: "wait up to this long for them to come into sight (scripts)")],
                 summary: "start or resume a conversation; then a plain line sends it") { shell, arguments in
-            if let text = arguments["seconds"] {
-                guard let seconds = Double(text), (0...3_600).contains(seconds) else {
-                    throw ShellError.badArgument("--wait takes seconds from 0 to 3600, not '\(text)'")
-                }
-                try self.waitForPeer(arguments["peer"]!, seconds: seconds, shell)
-            }
+            if let seconds = try arguments.waitSeconds() { try self.waitForPeer(arguments["peer"]!, seconds: seconds, shell) }
             try self.open(arguments["peer"]!, shell)
         }
         shell.register(mode: "chat", "back", summary: "close the conversation (or, with none open, leave chat mode)") { shell, _ in
@@ -73,7 +68,7 @@ extension ChatMode {
                     for line in view.bubble(message) { inbox.post(line) }
                     openBox.markShown?(message.id)
                 } else {
-                    let preview = DisplayWidth.truncate(SafeText.visible(message.text.replacingOccurrences(of: "\n", with: " ")), to: 40)
+                    let preview = ConversationView.preview(message.text, width: 40)
                     let sender = rules.shownName(of: from.signingKey) ?? from.shownHandle
                     inbox.post(Styler(capabilities).apply(.magenta, "✉") + " \(sender): \(preview)   (open \(sender))")
                 }
@@ -215,7 +210,7 @@ extension ChatMode {
             let handle = summary.conversation.shownHandle
             let when = summary.lastTime.map { view.sectionTitle($0, now: shell.session.clock()) } ?? ""
             let unread = summary.unread > 0 ? shell.styler.bold("\(summary.unread) unread") : ""
-            let last = summary.lastText.map { DisplayWidth.truncate(SafeText.visible($0.replacingOccurrences(of: "\n", with: " ")), to: 32) } ?? ""
+            let last = summary.lastText.map { ConversationView.preview($0, width: 32) } ?? ""
             shell.console.print([DisplayWidth.pad(handle, to: 20), DisplayWidth.pad(when, to: 18), DisplayWidth.pad(unread, to: 10), last]
                                     .joined(separator: " "))
         }

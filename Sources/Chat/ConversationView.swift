@@ -99,6 +99,11 @@ public struct ConversationView: Sendable {
         }
     }
 
+    /// A message on one line, made safe and cut to `width` columns (notices, the list of chats).
+    public static func preview(_ text: String, width: Int) -> String {
+        DisplayWidth.truncate(SafeText.visible(text.replacingOccurrences(of: "\n", with: " ")), to: width)
+    }
+
     func centred(_ text: String) -> String {
         String(repeating: " ", count: max(0, (columns - text.strippingANSI.displayWidth) / 2)) + text
     }

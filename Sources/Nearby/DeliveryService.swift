@@ -49,15 +49,12 @@ public final class DeliveryService: @unchecked Sendable {
         var key: SymmetricKey
         var queue = OutgoingQueue()
         var assembler: IncomingAssembler
-        /// Acknowledged and first-sent state not yet written: written together as soon as the
-        /// engine has handled what is queued before it (`scheduleFlush`), so a burst of
-        /// acknowledgements costs one transaction and a lone one waits for no timer.
+        /// Acknowledged and first-sent state not yet written (`scheduleFlush` writes it).
         var acknowledged: UInt32 = 0
         var firstSent: [Int64] = []
 
         var conversation: Int64 { conversationRecord.id }
     }
-
 
     private let store: MessageStore
     private let identity: Identity
@@ -213,8 +210,9 @@ public final class DeliveryService: @unchecked Sendable {
         rearm()
     }
 
-    /// Sends what is due to the peers in range, and (from the timer) writes the state changes
-    /// gathered since the last write.
+    /// Sends what is due to the peers in range, and writes the state changes gathered since the
+    /// last write (callers that drive delivery by hand rely on it; `scheduleFlush` writes them
+    /// otherwise).
     public func tick(now: Double) {
         engine.sync {
             send(now: now)
@@ -246,12 +244,15 @@ public final class DeliveryService: @unchecked Sendable {
     }
 
     private func dueDeadline() -> Double? {
-        guard let network else { return nil }
-        return links.compactMap { key, link in
-            guard let due = link.queue.nextDue, let peer = network.peer(key), let theirs = Plane(wireValue: peer.announcement.plane),
-                  myPlane().canReach(theirs) else { return nil }
-            return due
-        }.min()
+        links.compactMap { key, link in link.queue.nextDue.flatMap { reachablePeer(key) == nil ? nil : $0 } }.min()
+    }
+
+    /// The present peer with this key, if our plane reaches it: the only ones sent to.
+    private func reachablePeer(_ key: Data) -> Peer? {
+        guard let peer = network?.peer(key), let theirs = Plane(wireValue: peer.announcement.plane), myPlane().canReach(theirs) else {
+            return nil
+        }
+        return peer
     }
 
     /// Asks the engine to tick when the next fragment is due.
@@ -285,11 +286,10 @@ public final class DeliveryService: @unchecked Sendable {
         // Most ticks have nothing to send: do not even look at who is in range; when something
         // waits, only its peers are looked up, so the cost does not grow with the crowd.
         let waiting = links.compactMap { $0.value.queue.isEmpty ? nil : $0.key }
-        guard !waiting.isEmpty, let network else { return }
+        guard !waiting.isEmpty, network != nil else { return }
         var outgoing: [(Peer, SymmetricKey, [Fragment], Bool)] = []
         for key in waiting {
-            guard var link = links[key], let peer = network.peer(key), let theirs = Plane(wireValue: peer.announcement.plane),
-                  myPlane().canReach(theirs) else { continue }
+            guard var link = links[key], let peer = reachablePeer(key) else { continue }
             let (fragments, first, again) = link.queue.due(now: now)
             link.firstSent += first.sorted()
             links[key] = link

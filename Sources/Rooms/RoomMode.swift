@@ -47,13 +47,7 @@ extension Rooms {
         shell.register(mode: "room", "listen",
                        arguments: [.option("--wait", "seconds", help: "wait up to this long to join (scripts); fails if no room is heard")],
                        summary: "join the first room whose beacon is heard (the last found, if several)") { shell, arguments in
-            var wait: Double?
-            if let text = arguments["seconds"] {
-                guard let seconds = Double(text), (0...3_600).contains(seconds) else {
-                    throw ShellError.badArgument("--wait takes seconds from 0 to 3600, not '\(text)'")
-                }
-                wait = seconds
-            }
+            let wait = try arguments.waitSeconds()
             try arrive(shell) { try self.listen(wait: wait, shell: shell) }
             oldestShown = nil
         }

@@ -141,10 +141,11 @@ public final class Rooms: ChatFeature, @unchecked Sendable {
 
     /// The room this shell is in, if any, and who hosts it.
     public var currentRoom: (room: RoomID, host: Data)? {
-        switch place {
-        case .hosting(let hosting): return (hosting.room, state.withLock { $0.context?.identity.signingPublicKey } ?? Data())
-        case .guest(let guest): return (guest.room, guest.host)
-        case .none, .listening: return nil
+        state.withLock { state in
+            guard let room = state.place.room, let host = state.place.hostKey(me: state.context?.identity.signingPublicKey ?? Data()) else {
+                return nil
+            }
+            return (room, host)
         }
     }
 
@@ -496,7 +497,7 @@ public final class Rooms: ChatFeature, @unchecked Sendable {
             let view = ConversationView(capabilities: context.capabilities, columns: context.columns)
             for row in view.bubble(message) { context.inbox.post(row) }
         } else {
-            let preview = DisplayWidth.truncate(SafeText.visible(text.replacingOccurrences(of: "\n", with: " ")), to: 40)
+            let preview = ConversationView.preview(text, width: 40)
             post(context, "room \(line.room) · \(message.sender!): \(preview)   (room, to read it there)")
         }
     }

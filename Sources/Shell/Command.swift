@@ -70,6 +70,16 @@ public struct Arguments {
         return value
     }
 
+    /// `--wait SECONDS` (the option's value named `seconds`): 0 to 3600, for scripts that wait on
+    /// the network.
+    public func waitSeconds() throws(ShellError) -> Double? {
+        guard let text = values["seconds"] else { return nil }
+        guard let seconds = Double(text), (0...3_600).contains(seconds) else {
+            throw .badArgument("--wait takes seconds from 0 to 3600, not '\(text)'")
+        }
+        return seconds
+    }
+
     /// Checks `words` against `specs`: options anywhere, positionals in order.
     static func parse(_ words: [String], specs: [ArgumentSpec], usage: String) throws(ShellError) -> Arguments {
         var values: [String: String] = [:]
