@@ -256,8 +256,6 @@ def rss_mib(pid):
 def nearby(binary, work, env, runs, peers, watch_seconds):
     section(f"nearby: discovery over {runs} runs, traffic, one shell among {peers} peers")
     password = os.path.join(work, "password")
-    with open(password, "w") as f:
-        f.write("correct horse\n")
     observer_dir, peer_dir = os.path.join(work, "observer"), os.path.join(work, "peer")
     make_profile(binary, observer_dir, "watcher", password, env)
     make_profile(binary, peer_dir, "visitor", password, env)
@@ -566,18 +564,31 @@ def main():
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--commands", type=int, default=100_000)
     parser.add_argument("--json", default=".build/bench.json", help="where to write the figures")
+    parser.add_argument("--only", default="", help="comma-separated sections to run (default: all): "
+                        "startup,batch,visions,nearby,conversations,brokers")
     args = parser.parse_args()
     binary = os.path.abspath(args.binary)
     env = dict(os.environ, NO_COLOR="1")
     with tempfile.TemporaryDirectory(prefix="seance-bench-") as work:
         env["HOME"] = work
+        # The profiles' password, for every section that logs in.
+        with open(os.path.join(work, "password"), "w") as f:
+            f.write("correct horse\n")
         print(f"seance benchmarks — {binary}")
-        startup(binary, work, env, args.runs)
-        throughput(binary, work, env, args.commands)
-        visions_page(binary, work, env, max(20, args.runs // 4))
-        nearby(binary, work, env, runs=20, peers=50, watch_seconds=30)
-        conversations(binary, work, env, count=5000)
-        brokers(binary, work, env, count=5000)
+        sections = {
+            "startup": lambda: startup(binary, work, env, args.runs),
+            "batch": lambda: throughput(binary, work, env, args.commands),
+            "visions": lambda: visions_page(binary, work, env, max(20, args.runs // 4)),
+            "nearby": lambda: nearby(binary, work, env, runs=20, peers=50, watch_seconds=30),
+            "conversations": lambda: conversations(binary, work, env, count=5000),
+            "brokers": lambda: brokers(binary, work, env, count=5000),
+        }
+        chosen = [name for name in args.only.split(",") if name] or list(sections)
+        unknown = [name for name in chosen if name not in sections]
+        if unknown:
+            parser.error(f"no section called {', '.join(unknown)}; the sections are {', '.join(sections)}")
+        for name in chosen:
+            sections[name]()
     os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
     with open(args.json, "w") as f:
         json.dump({"binary": binary, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "figures": FIGURES}, f, indent=2)

@@ -243,6 +243,8 @@ public final class ChatMode {
 
     /// Says goodbye and releases everything going online took. Safe to call when offline.
     func goOffline() {
+        // Lines typed last are written (and sent once) before anything stops.
+        delivery?.settle()
         closeConversation()
         delivery = nil
         link.onOwnChange.withLock { $0 = nil }

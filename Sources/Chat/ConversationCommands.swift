@@ -76,6 +76,10 @@ extension ChatMode {
                 guard openBox.id == conversation, let last = numbers.max() else { return }
                 let which = numbers.count == 1 ? "#\(last)" : "#\(numbers.min()!)–#\(last)"
                 inbox.post(Styler(capabilities).dim("\(which) \(state.rawValue)"))
+            case .notStored(_, let numbers, let reason):
+                // Said wherever the user is: a line they typed was neither kept nor sent.
+                let which = numbers.count == 1 ? "#\(numbers[0])" : "#\(numbers.min()!)–#\(numbers.max()!)"
+                inbox.post(Styler(capabilities).error("\(which) could not be stored (\(reason)); it was not sent"))
             }
         }
     }
@@ -238,6 +242,7 @@ extension ChatMode {
 
     private func tap(_ number: Int, _ shell: Shell) throws {
         guard let conversation = openConversation else { throw UserError("open a conversation first: open NAME") }
+        delivery?.settle()  // A line just typed is written by now.
         let store = MessageStore(database: try shell.session.openDatabase())
         guard let message = try store.message(number: Int64(number), in: conversation.id) else {
             throw UserError("there is no message #\(number) with \(conversation.shownHandle)")

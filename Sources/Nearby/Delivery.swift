@@ -35,21 +35,34 @@ public struct OutgoingQueue: Sendable {
         entries.sort { $0.fragment.sequence < $1.fragment.sequence }
     }
 
+    /// What is due now: fragments going for the first time, fragments going again (they go by
+    /// every route the peer has, in case the preferred one stopped working), and the messages
+    /// sent for the first time.
+    public struct Due: Equatable, Sendable {
+        public var fresh: [Fragment] = []
+        public var repeated: [Fragment] = []
+        public var firstSent: Set<Int64> = []
+
+        /// Every fragment due, in sequence order.
+        public var fragments: [Fragment] { (fresh + repeated).sorted { $0.sequence < $1.sequence } }
+    }
+
     /// The fragments to (re)send now: those in the window whose time has come. Each gets its
-    /// next deadline. Returns also the messages sent for the first time, and whether any
-    /// fragment is being sent again (then it goes by every route the peer has).
-    public mutating func due(now: Double) -> (fragments: [Fragment], firstSent: Set<Int64>, again: Bool) {
-        var fragments: [Fragment] = []
-        var first: Set<Int64> = []
-        var again = false
+    /// next deadline.
+    public mutating func due(now: Double) -> Due {
+        var due = Due()
         for index in entries.indices.prefix(Self.window) where entries[index].nextAt <= now {
-            if entries[index].attempts == 0 { first.insert(entries[index].message) } else { again = true }
+            if entries[index].attempts == 0 {
+                due.firstSent.insert(entries[index].message)
+                due.fresh.append(entries[index].fragment)
+            } else {
+                due.repeated.append(entries[index].fragment)
+            }
             entries[index].attempts += 1
             let backoff = min(Self.maximumBackoff, Self.initialBackoff * Double(1 << min(entries[index].attempts - 1, 8)))
             entries[index].nextAt = now + backoff
-            fragments.append(entries[index].fragment)
         }
-        return (fragments, first, again)
+        return due
     }
 
     /// The peer has every fragment up to `sequence`: they leave the queue.

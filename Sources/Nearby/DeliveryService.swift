@@ -9,6 +9,8 @@ public enum DeliveryEvent: Sendable {
     case received(conversation: Int64, message: ChatMessage, from: Peer)
     /// Your messages changed state (sent, delivered, read).
     case stateChanged(conversation: Int64, numbers: [Int64], state: ChatMessage.State)
+    /// Your messages could not be written (the database refused): they were not sent.
+    case notStored(conversation: Int64, numbers: [Int64], reason: String)
 }
 
 /// What delivery needs of the network: who is in range, and a way to send them a packet.
@@ -52,6 +54,12 @@ public final class DeliveryService: @unchecked Sendable {
         /// Acknowledged and first-sent state not yet written (`scheduleFlush` writes it).
         var acknowledged: UInt32 = 0
         var firstSent: [Int64] = []
+        /// Incoming messages shown up to this row, not yet marked read (`scheduleFlush`).
+        var shownUpTo: Int64 = 0
+        /// The next message number, and the last fragment sequence given out, written or not:
+        /// the engine numbers messages itself, so `send` need not wait for the database.
+        var nextNumber: Int64
+        var sentSequence: UInt32
 
         var conversation: Int64 { conversationRecord.id }
     }
@@ -69,6 +77,10 @@ public final class DeliveryService: @unchecked Sendable {
     private var dropped: [String: Int] = [:]
     /// Fragments held by every link's assembler together.
     private var bufferedTotal = 0
+    /// Lines `send` took and numbered, not yet written: written together by `writeOutgoing`
+    /// (queued on the engine), then sent. A burst of lines costs one transaction.
+    private var unwritten: [(peerKey: Data, row: OutgoingRow)] = []
+    private var writeScheduled = false
     /// A state write is queued on the engine; when the last one was made.
     private var flushScheduled = false
     private var lastFlush = -Double.infinity
@@ -144,10 +156,21 @@ public final class DeliveryService: @unchecked Sendable {
                                peerAgreementKey: peer.announcement.agreementKey, now: clock())
     }
 
-    /// Stores `text` for the conversation and queues it; it goes now if the peer is in range and
-    /// the planes allow it, or later from the outbox.
+    /// Numbers `text` in the conversation and hands it to the engine, which writes it (with
+    /// the other lines taken meanwhile, in one transaction) and then sends it if the peer is in
+    /// range and the planes allow it, or keeps it in the outbox. Returns at once: what is
+    /// wrong with the line is thrown here; a database that refuses it is told later
+    /// (`DeliveryEvent.notStored`). Nothing goes out before it is written.
     public func send(_ text: String, in conversation: Conversation) throws -> ChatMessage {
         try engine.sync { try queueMessage(text, in: conversation) }
+    }
+
+    /// Waits until every line taken is written and sent, and every state change written.
+    public func settle() {
+        engine.sync {
+            writeOutgoing()
+            flushStates(now: clock())
+        }
     }
 
     private func queueMessage(_ text: String, in conversation: Conversation) throws -> ChatMessage {
@@ -162,15 +185,58 @@ public final class DeliveryService: @unchecked Sendable {
            !myPlane().canReach(theirs) {
             throw SendError.cannotReach(mine: myPlane(), theirs: theirs, name: peer.handle)
         }
-        let pieces = MessageCrypto.split(text)
+        let pieces = MessageCrypto.split(text).count
         let now = clock()
-        let pending = try store.queueOutgoing(text, fragments: pieces.count, in: conversation.id, now: now)
-        try withLink(conversation) { link in
-            link.queue.enqueue(Self.fragments(pending), message: pending.id, now: now)
+        let row = try withLink(conversation) { link in
+            defer {
+                link.nextNumber += 1
+                link.sentSequence += UInt32(pieces)
+            }
+            return OutgoingRow(conversation: conversation.id, number: link.nextNumber, text: text, firstSequence: link.sentSequence + 1,
+                               lastSequence: link.sentSequence + UInt32(pieces), sentAt: now)
         }
-        send(now: now)  // Out at once, not at the next timer tick.
-        rearm()  // And again when its retransmission is due.
-        return ChatMessage(id: pending.id, number: pending.number, outgoing: true, text: text, sentAt: now, state: .sending)
+        unwritten.append((conversation.peerKey, row))
+        if !writeScheduled {
+            writeScheduled = true
+            engine.async { [weak self] in self?.writeOutgoing() }
+        }
+        return ChatMessage(number: row.number, outgoing: true, text: text, sentAt: now, state: .sending)
+    }
+
+    /// Writes the lines taken since the last write in one transaction, then sends them (out at
+    /// once, not at a timer) and arms their retransmission. Lines the database refused are
+    /// told and their numbers given back.
+    private func writeOutgoing() {
+        writeScheduled = false
+        guard !unwritten.isEmpty else { return }
+        let batch = unwritten
+        unwritten = []
+        let now = clock()
+        do {
+            let ids = try store.storeOutgoing(batch.map(\.row), now: now)
+            for ((peerKey, row), id) in zip(batch, ids) {
+                let pending = PendingMessage(id: id, number: row.number, text: row.text, firstSequence: row.firstSequence,
+                                             lastSequence: row.lastSequence, sentAt: row.sentAt)
+                links[peerKey]?.queue.enqueue(Self.fragments(pending), message: id, now: now)
+            }
+        } catch {
+            // Nothing of the batch is stored: the numbers go back to what the database holds.
+            for peerKey in Set(batch.map(\.peerKey)) { reloadCounters(peerKey) }
+            for conversation in Set(batch.map(\.row.conversation)) {
+                let numbers = batch.filter { $0.row.conversation == conversation }.map(\.row.number)
+                onEvent(.notStored(conversation: conversation, numbers: numbers, reason: "\(error)"))
+            }
+            return
+        }
+        send(now: now)
+        rearm()  // And again when a retransmission is due.
+    }
+
+    /// The link's numbering, read again from the database (after a write it refused).
+    private func reloadCounters(_ peerKey: Data) {
+        guard let conversation = links[peerKey]?.conversation, let counters = try? store.counters(conversation) else { return }
+        links[peerKey]?.nextNumber = counters.nextNumber
+        links[peerKey]?.sentSequence = counters.sentSequence
     }
 
     /// The fragments of a stored message.
@@ -215,6 +281,7 @@ public final class DeliveryService: @unchecked Sendable {
     /// otherwise).
     public func tick(now: Double) {
         engine.sync {
+            writeOutgoing()
             send(now: now)
             flushStates(now: now)
         }
@@ -260,15 +327,25 @@ public final class DeliveryService: @unchecked Sendable {
         if let deadline = dueDeadline() { network?.wake(deadline) }
     }
 
-    /// Records acknowledgements and first transmissions in the store, one transaction per
-    /// conversation.
+    /// Records acknowledgements, first transmissions and what was shown in the store, and
+    /// sends the read receipts.
     private func flushStates(now: Double) {
         var work: [(Int64, UInt32, [Int64])] = []
-        for (key, var link) in links where link.acknowledged > link.conversationRecord.acknowledgedSequence || !link.firstSent.isEmpty {
-            work.append((link.conversation, link.acknowledged, link.firstSent))
+        var shown: [(Int64, Data, Int64)] = []
+        for (key, var link) in links
+        where link.acknowledged > link.conversationRecord.acknowledgedSequence || !link.firstSent.isEmpty || link.shownUpTo > 0 {
+            if link.acknowledged > link.conversationRecord.acknowledgedSequence || !link.firstSent.isEmpty {
+                work.append((link.conversation, link.acknowledged, link.firstSent))
+            }
+            if link.shownUpTo > 0 { shown.append((link.conversation, key, link.shownUpTo)) }
             link.conversationRecord.acknowledgedSequence = link.acknowledged
             link.firstSent = []
+            link.shownUpTo = 0
             links[key] = link
+        }
+        for (conversation, peerKey, number) in shown {
+            guard let sequence = try? store.markShown(conversation, upTo: number), let peer = presentPeer(peerKey) else { continue }
+            transmit(.read(recipient: peer.signingKey, sequence: sequence), to: peer)
         }
         for (conversation, acknowledged, firstSent) in work {
             // Only messages still `sending` become `sent`: one acknowledged or read meanwhile
@@ -287,23 +364,52 @@ public final class DeliveryService: @unchecked Sendable {
         // waits, only its peers are looked up, so the cost does not grow with the crowd.
         let waiting = links.compactMap { $0.value.queue.isEmpty ? nil : $0.key }
         guard !waiting.isEmpty, network != nil else { return }
-        var outgoing: [(Peer, SymmetricKey, [Fragment], Bool)] = []
+        var outgoing: [(Peer, SymmetricKey, OutgoingQueue.Due)] = []
         for key in waiting {
             guard var link = links[key], let peer = reachablePeer(key) else { continue }
-            let (fragments, first, again) = link.queue.due(now: now)
-            link.firstSent += first.sorted()
+            let due = link.queue.due(now: now)
+            link.firstSent += due.firstSent.sorted()
             links[key] = link
-            if !first.isEmpty { scheduleFlush() }
-            if !fragments.isEmpty { outgoing.append((peer, link.key, fragments, again)) }
+            if !due.firstSent.isEmpty { scheduleFlush() }
+            if !due.fresh.isEmpty || !due.repeated.isEmpty { outgoing.append((peer, link.key, due)) }
         }
-        // A first copy goes by the preferred route; a copy sent again goes by every route the
-        // peer has, in case the preferred one stopped working (the receiver keeps one copy).
-        for (peer, key, fragments, again) in outgoing {
-            for fragment in fragments {
-                guard let sealed = try? MessageCrypto.seal(fragment, key: key, sender: myKey, recipient: peer.signingKey) else { continue }
-                transmit(.message(recipient: peer.signingKey, sealed: sealed), to: peer, everyRoute: again)
+        for (peer, key, due) in outgoing {
+            let seal = { (fragment: Fragment) in try? MessageCrypto.seal(fragment, key: key, sender: self.myKey, recipient: peer.signingKey) }
+            // First copies go by the preferred route, as many to a packet as fit: under a burst
+            // one signature covers many messages.
+            for boxes in Self.bundles(due.fresh.compactMap(seal)) {
+                transmit(boxes.count == 1 ? .message(recipient: peer.signingKey, sealed: boxes[0])
+                                          : .messages(recipient: peer.signingKey, sealed: boxes), to: peer)
+            }
+            // A copy sent again goes alone (a reader that knows no bundles still gets it) and by
+            // every route the peer has, in case the preferred one stopped working (the receiver
+            // keeps one copy).
+            for sealed in due.repeated.compactMap(seal) {
+                transmit(.message(recipient: peer.signingKey, sealed: sealed), to: peer, everyRoute: true)
             }
         }
+    }
+
+    /// Room for sealed boxes in a bundle: a datagram less the header, the signature and the
+    /// recipient's key.
+    static let bundleCapacity = Wire.maximumDatagram - Wire.headerSize - Wire.signatureSize - 32
+
+    /// Sealed boxes grouped, in order, into as few packets as fit (each box behind its 2-byte
+    /// length).
+    static func bundles(_ boxes: [Data]) -> [[Data]] {
+        var groups: [[Data]] = []
+        var current: [Data] = [], used = 0
+        for box in boxes {
+            if !current.isEmpty && used + 2 + box.count > bundleCapacity {
+                groups.append(current)
+                current = []
+                used = 0
+            }
+            current.append(box)
+            used += 2 + box.count
+        }
+        if !current.isEmpty { groups.append(current) }
+        return groups
     }
 
     // MARK: Receiving
@@ -316,21 +422,9 @@ public final class DeliveryService: @unchecked Sendable {
     private func handle(_ packet: Packet, from route: Route) {
         switch packet.payload {
         case .message(let recipient, let sealed):
-            guard recipient == myKey else { return drop("not for us") }
-            // The plane table binds the receiver too: only a sender whose plane reaches ours.
-            guard let peer = presentPeer(packet.sender), let theirs = Plane(wireValue: peer.announcement.plane) else {
-                return drop("unknown sender")
-            }
-            guard theirs.canReach(myPlane()) else { return drop("plane") }
-            // The conversation is looked up once per peer, not for every fragment; a stranger's
-            // is made only for a fragment that decrypts, so noise creates nothing.
-            let known = links[packet.sender]?.conversationRecord
-            if known == nil {
-                guard (try? store.existingConversation(myKey: myKey, peerKey: peer.signingKey)) ?? nil != nil
-                        || opens(sealed, from: peer) else { return drop("cannot decrypt") }
-            }
-            guard let conversation = known ?? (try? makeConversation(with: peer)) else { return drop("storage") }
-            receiveFragment(sealed, from: peer, by: route, conversation: conversation)
+            receive([sealed], for: recipient, from: packet.sender, by: route)
+        case .messages(let recipient, let sealed):
+            receive(sealed, for: recipient, from: packet.sender, by: route)
         case .ack(let recipient, let sequence):
             guard recipient == myKey else { return }
             guard var link = links[packet.sender] else { return }
@@ -346,6 +440,25 @@ public final class DeliveryService: @unchecked Sendable {
         default:
             return
         }
+    }
+
+    /// Sealed fragments from `sender` (one packet's): checked, then taken in together.
+    private func receive(_ sealed: [Data], for recipient: Data, from sender: Data, by route: Route) {
+        guard recipient == myKey else { return drop("not for us") }
+        // The plane table binds the receiver too: only a sender whose plane reaches ours.
+        guard let peer = presentPeer(sender), let theirs = Plane(wireValue: peer.announcement.plane) else {
+            return drop("unknown sender")
+        }
+        guard theirs.canReach(myPlane()) else { return drop("plane") }
+        // The conversation is looked up once per peer, not for every fragment; a stranger's
+        // is made only for a fragment that decrypts, so noise creates nothing.
+        let known = links[sender]?.conversationRecord
+        if known == nil {
+            guard (try? store.existingConversation(myKey: myKey, peerKey: peer.signingKey)) ?? nil != nil
+                    || sealed.contains(where: { opens($0, from: peer) }) else { return drop("cannot decrypt") }
+        }
+        guard let conversation = known ?? (try? makeConversation(with: peer)) else { return drop("storage") }
+        receiveFragments(sealed, from: peer, by: route, conversation: conversation)
     }
 
     /// True when `sealed` decrypts with the key agreed with `peer` (checked before anything is
@@ -369,63 +482,83 @@ public final class DeliveryService: @unchecked Sendable {
         return nil
     }
 
-    private func receiveFragment(_ sealed: Data, from peer: Peer, by route: Route, conversation: Conversation) {
+    /// One packet's fragments: each opened and put in order; the messages they complete are
+    /// stored together, in one transaction, and only then acknowledged, once for the packet.
+    private func receiveFragments(_ sealed: [Data], from peer: Peer, by route: Route, conversation: Conversation) {
+        // Our own lines first, so rows stay in the order of their numbers.
+        writeOutgoing()
         guard var link = try? link(for: conversation) else { return drop("storage") }
-        guard let fragment = try? MessageCrypto.open(sealed, key: link.key, sender: peer.signingKey, recipient: myKey) else {
-            return drop("cannot decrypt")
-        }
-        if fragment.sequence > link.assembler.delivered && bufferedTotal >= Self.totalBufferLimit { return drop("out of window") }
         let heldBefore = link.assembler.bufferedCount
-        let delivered = link.assembler.delivered
-        let outcome = link.assembler.receive(fragment)
-        if case .messages(let messages) = outcome {
-            // Stored before acknowledged: a crash between the two only repeats the ack. A
-            // message over the limits is acknowledged too (the sender would repeat it forever
-            // otherwise) but only its sequence numbers are kept.
-            var kept = delivered
-            for message in messages {
-                do {
-                    try keep(message, from: peer, in: conversation)
-                    kept = message.lastSequence
-                } catch {
-                    // The database refused (full disk, a lock, …): what is stored stays stored,
-                    // and the rest is asked for again, so the conversation never sticks.
-                    drop("storage")
-                    link.assembler = IncomingAssembler(delivered: kept)
-                    break
-                }
+        let deliveredBefore = link.assembler.delivered
+        var whole: [AssembledMessage] = []
+        var accepted = false
+        for box in sealed {
+            guard let fragment = try? MessageCrypto.open(box, key: link.key, sender: peer.signingKey, recipient: myKey) else {
+                drop("cannot decrypt")
+                continue
+            }
+            let held = bufferedTotal + link.assembler.bufferedCount - heldBefore
+            if fragment.sequence > link.assembler.delivered && held >= Self.totalBufferLimit {
+                drop("out of window")
+                continue
+            }
+            switch link.assembler.receive(fragment) {
+            case .outOfWindow: drop("out of window")
+            case .messages(let messages):
+                whole += messages
+                accepted = true
+            case .duplicate, .buffered: accepted = true
+            }
+        }
+        var stored: [ChatMessage] = []
+        if !whole.isEmpty {
+            do {
+                stored = try keep(whole, in: conversation, link: &link)
+            } catch {
+                // The database refused (full disk, a lock, …): nothing of these is stored or
+                // acknowledged, and they are asked for again, so the conversation never sticks.
+                drop("storage")
+                link.assembler = IncomingAssembler(delivered: deliveredBefore)
             }
         }
         bufferedTotal += link.assembler.bufferedCount - heldBefore
         links[peer.signingKey] = link
-        if outcome == .outOfWindow { return drop("out of window") }
+        for message in stored { onEvent(.received(conversation: conversation.id, message: message, from: peer)) }
+        guard accepted else { return }
         transmit(.ack(recipient: peer.signingKey, sequence: link.assembler.delivered), to: peer, reply: route)
     }
 
-    /// Stores one whole message (or, when it breaks the limits, only its sequence numbers) and
-    /// tells the view.
-    private func keep(_ message: AssembledMessage, from peer: Peer, in conversation: Conversation) throws {
+    /// Stores whole messages (or, for one that breaks the limits, only its sequence numbers),
+    /// numbered after the link's last, in one transaction. Returns the messages stored.
+    private func keep(_ messages: [AssembledMessage], in conversation: Conversation, link: inout Link) throws -> [ChatMessage] {
         let now = clock()
-        var sentAt = Double(message.sentAt) / 1000
-        if sentAt > now + Self.allowedClockSkew { sentAt = now }
-        if let reason = Self.refusal(of: message) {
-            try store.skip(in: conversation.id, upTo: message.lastSequence, now: now)
-            return drop(reason)
+        var rows: [IncomingRow] = []
+        var number = link.nextNumber
+        for message in messages {
+            if let reason = Self.refusal(of: message) {
+                drop(reason)
+                continue
+            }
+            var sentAt = Double(message.sentAt) / 1000
+            if sentAt > now + Self.allowedClockSkew { sentAt = now }
+            rows.append(IncomingRow(number: number, text: message.text, firstSequence: message.firstSequence,
+                                    lastSequence: message.lastSequence, sentAt: sentAt))
+            number += 1
         }
-        let stored = try store.receive(message.text, in: conversation.id, firstSequence: message.firstSequence,
-                                       lastSequence: message.lastSequence, sentAt: sentAt, now: now)
-        onEvent(.received(conversation: conversation.id,
-                          message: ChatMessage(id: stored.id, number: stored.number, outgoing: false, text: message.text,
-                                               sentAt: sentAt, receivedAt: now, state: .received),
-                          from: peer))
+        let ids = try store.storeIncoming(rows, deliveredUpTo: messages.last!.lastSequence, in: conversation.id, now: now)
+        link.nextNumber = number
+        return zip(rows, ids).map { row, id in
+            ChatMessage(id: id, number: row.number, outgoing: false, text: row.text, sentAt: row.sentAt, receivedAt: now, state: .received)
+        }
     }
 
-    /// Incoming messages up to `number` were shown: tell the peer (a read receipt).
+    /// Incoming messages up to row `number` were shown: they are marked read and the peer is
+    /// told (a read receipt), with the state writes (`scheduleFlush`): a stream of messages
+    /// shown one by one costs a write and a receipt per interval, not one each.
     public func shown(upTo number: Int64, in conversation: Conversation) {
         engine.sync {
-            guard let sequence = try? store.markShown(conversation.id, upTo: number),
-                  let peer = presentPeer(conversation.peerKey) else { return }
-            transmit(.read(recipient: peer.signingKey, sequence: sequence), to: peer)
+            guard (try? withLink(conversation, { $0.shownUpTo = max($0.shownUpTo, number) })) != nil else { return }
+            scheduleFlush()
         }
     }
 
@@ -441,8 +574,11 @@ public final class DeliveryService: @unchecked Sendable {
         if let link = links[conversation.peerKey] { return link }
         let key = try MessageCrypto.key(mine: identity.agreement, theirs: conversation.peerAgreementKey,
                                         mySigningKey: myKey, theirSigningKey: conversation.peerKey)
+        // Numbering goes on from what is stored (the conversation given may be an old copy).
+        let counters = try store.counters(conversation.id)
         let link = Link(conversationRecord: conversation, key: key, assembler: IncomingAssembler(delivered: conversation.deliveredSequence),
-                        acknowledged: conversation.acknowledgedSequence)
+                        acknowledged: conversation.acknowledgedSequence, nextNumber: counters.nextNumber,
+                        sentSequence: counters.sentSequence)
         links[conversation.peerKey] = link
         return link
     }

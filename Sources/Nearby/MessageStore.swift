@@ -66,6 +66,42 @@ public struct PendingMessage: Equatable, Sendable {
     public var sentAt: Double
 }
 
+/// An outgoing message numbered by the engine, to be written (`MessageStore.storeOutgoing`).
+public struct OutgoingRow: Equatable, Sendable {
+    public var conversation: Int64
+    public var number: Int64
+    public var text: String
+    public var firstSequence: UInt32
+    public var lastSequence: UInt32
+    public var sentAt: Double
+
+    public init(conversation: Int64, number: Int64, text: String, firstSequence: UInt32, lastSequence: UInt32, sentAt: Double) {
+        self.conversation = conversation
+        self.number = number
+        self.text = text
+        self.firstSequence = firstSequence
+        self.lastSequence = lastSequence
+        self.sentAt = sentAt
+    }
+}
+
+/// A whole incoming message numbered by the engine, to be written (`MessageStore.storeIncoming`).
+public struct IncomingRow: Equatable, Sendable {
+    public var number: Int64
+    public var text: String
+    public var firstSequence: UInt32
+    public var lastSequence: UInt32
+    public var sentAt: Double
+
+    public init(number: Int64, text: String, firstSequence: UInt32, lastSequence: UInt32, sentAt: Double) {
+        self.number = number
+        self.text = text
+        self.firstSequence = firstSequence
+        self.lastSequence = lastSequence
+        self.sentAt = sentAt
+    }
+}
+
 /// A line of `chats`.
 public struct ConversationSummary: Equatable, Sendable {
     public var conversation: Conversation
@@ -125,20 +161,46 @@ public struct MessageStore: Sendable {
         }
     }
 
-    /// Stores an outgoing message of `fragments` fragments, giving it the next sequence numbers.
+    /// Stores an outgoing message of `fragments` fragments, giving it the next number and
+    /// sequence numbers.
     public func queueOutgoing(_ text: String, fragments: Int, in conversation: Int64, now: Double) throws -> PendingMessage {
         try database.write { db in
-            let last = try UInt32.fetchOne(db, sql: "SELECT sentSequence FROM conversation WHERE id = ?", arguments: [conversation]) ?? 0
-            let first = last + 1, end = last + UInt32(fragments)
-            try db.execute(sql: "UPDATE conversation SET sentSequence = ?, lastActivity = ? WHERE id = ?", arguments: [end, now, conversation])
-            let number = try Self.nextNumber(db, conversation)
-            try db.execute(sql: """
-                INSERT INTO message (conversationId, number, outgoing, text, firstSequence, lastSequence, sentAt, state)
-                VALUES (?, ?, 1, ?, ?, ?, ?, 'sending')
-                """, arguments: [conversation, number, text, first, end, now])
-            return PendingMessage(id: db.lastInsertedRowID, number: number, text: text, firstSequence: first, lastSequence: end,
+            let counters = try Self.counters(db, conversation)
+            let row = OutgoingRow(conversation: conversation, number: counters.nextNumber, text: text,
+                                  firstSequence: counters.sentSequence + 1, lastSequence: counters.sentSequence + UInt32(fragments), sentAt: now)
+            let id = try Self.insert(db, row, now: now)
+            return PendingMessage(id: id, number: row.number, text: text, firstSequence: row.firstSequence, lastSequence: row.lastSequence,
                                   sentAt: now)
         }
+    }
+
+    /// Stores outgoing messages the engine has numbered already, in one transaction. Returns
+    /// their rows, in order.
+    public func storeOutgoing(_ rows: [OutgoingRow], now: Double) throws -> [Int64] {
+        guard !rows.isEmpty else { return [] }
+        return try database.write { db in try rows.map { try Self.insert(db, $0, now: now) } }
+    }
+
+    private static func insert(_ db: Database, _ row: OutgoingRow, now: Double) throws -> Int64 {
+        try db.cachedStatement(sql: """
+            INSERT INTO message (conversationId, number, outgoing, text, firstSequence, lastSequence, sentAt, state)
+            VALUES (?, ?, 1, ?, ?, ?, ?, 'sending')
+            """).execute(arguments: [row.conversation, row.number, row.text, row.firstSequence, row.lastSequence, row.sentAt])
+        let id = db.lastInsertedRowID
+        try db.cachedStatement(sql: "UPDATE conversation SET sentSequence = max(sentSequence, ?), lastActivity = ? WHERE id = ?")
+            .execute(arguments: [row.lastSequence, now, row.conversation])
+        return id
+    }
+
+    /// The last sequence number given to an outgoing fragment and the next message number of
+    /// `conversation`: where the engine goes on numbering.
+    public func counters(_ conversation: Int64) throws -> (sentSequence: UInt32, nextNumber: Int64) {
+        try database.read { db in try Self.counters(db, conversation) }
+    }
+
+    private static func counters(_ db: Database, _ conversation: Int64) throws -> (sentSequence: UInt32, nextNumber: Int64) {
+        let sent = try UInt32.fetchOne(db, sql: "SELECT sentSequence FROM conversation WHERE id = ?", arguments: [conversation]) ?? 0
+        return (sent, try nextNumber(db, conversation))
     }
 
     /// Outgoing messages not yet acknowledged, oldest first: the outbox.
@@ -212,15 +274,32 @@ public struct MessageStore: Sendable {
                         sentAt: Double, now: Double) throws -> (id: Int64, number: Int64) {
         try database.write { db in
             let number = try Self.nextNumber(db, conversation)
-            try db.execute(sql: """
-                INSERT INTO message (conversationId, number, outgoing, text, firstSequence, lastSequence, sentAt, receivedAt, state)
-                VALUES (?, ?, 0, ?, ?, ?, ?, ?, 'received')
-                """, arguments: [conversation, number, text, firstSequence, lastSequence, sentAt, now])
-            let id = db.lastInsertedRowID
-            try db.execute(sql: "UPDATE conversation SET deliveredSequence = ?, lastActivity = ?, unread = unread + 1 WHERE id = ?",
-                           arguments: [lastSequence, now, conversation])
-            return (id, number)
+            let row = IncomingRow(number: number, text: text, firstSequence: firstSequence, lastSequence: lastSequence, sentAt: sentAt)
+            return (try Self.store(db, [row], deliveredUpTo: lastSequence, in: conversation, now: now)[0], number)
         }
+    }
+
+    /// Stores whole incoming messages the engine has numbered, in order, and advances the
+    /// delivered sequence to `deliveredUpTo` (past refused messages too), in one transaction:
+    /// a burst costs one commit. Returns their rows, in order.
+    public func storeIncoming(_ rows: [IncomingRow], deliveredUpTo sequence: UInt32, in conversation: Int64, now: Double) throws -> [Int64] {
+        try database.write { db in try Self.store(db, rows, deliveredUpTo: sequence, in: conversation, now: now) }
+    }
+
+    private static func store(_ db: Database, _ rows: [IncomingRow], deliveredUpTo sequence: UInt32, in conversation: Int64,
+                              now: Double) throws -> [Int64] {
+        let insert = try db.cachedStatement(sql: """
+            INSERT INTO message (conversationId, number, outgoing, text, firstSequence, lastSequence, sentAt, receivedAt, state)
+            VALUES (?, ?, 0, ?, ?, ?, ?, ?, 'received')
+            """)
+        let ids = try rows.map { row in
+            try insert.execute(arguments: [conversation, row.number, row.text, row.firstSequence, row.lastSequence, row.sentAt, now])
+            return db.lastInsertedRowID
+        }
+        try db.cachedStatement(sql: """
+            UPDATE conversation SET deliveredSequence = max(deliveredSequence, ?), lastActivity = ?, unread = unread + ? WHERE id = ?
+            """).execute(arguments: [sequence, now, rows.count, conversation])
+        return ids
     }
 
     /// The number the next message of `conversation` gets (one lookup on the unique index).
@@ -232,10 +311,7 @@ public struct MessageStore: Sendable {
     /// An incoming message that was refused (over the limits): nothing of it is kept but the
     /// fact that its sequence numbers were received, so it is acknowledged and never asked again.
     public func skip(in conversation: Int64, upTo lastSequence: UInt32, now: Double) throws {
-        try database.write { db in
-            try db.execute(sql: "UPDATE conversation SET deliveredSequence = max(deliveredSequence, ?), lastActivity = ? WHERE id = ?",
-                           arguments: [lastSequence, now, conversation])
-        }
+        _ = try storeIncoming([], deliveredUpTo: lastSequence, in: conversation, now: now)
     }
 
     /// Incoming messages up to row `number` have been shown. Returns the highest sequence now

@@ -375,7 +375,7 @@ public final class NearbyService: Sendable {
             state.withLock { state in
                 if state.requested[hash] != nil { state.avatars[hash] = pixels }
             }
-        case .message, .ack, .read:
+        case .message, .messages, .ack, .read:
             // Named as the sender's direct route on that transport (a broker's inbox does not say
             // who wrote to it; the signature does), so an answer can go back the same way.
             let port = peer(packet.sender)?.announcement.unicastPort ?? 0

@@ -209,7 +209,7 @@ public struct PresenceTable: Sendable {
                 return []
             }
             return [.left(remove(packet.sender, newest: freshness), .goodbye)]
-        case .avatarRequest, .avatar, .message, .ack, .read, .query, .other:
+        case .avatarRequest, .avatar, .message, .messages, .ack, .read, .query, .other:
             return []
         }
     }

@@ -31,6 +31,8 @@ public enum KindTable {
     public static let roomMembership: UInt8 = 15
     public static let roomLine: UInt8 = 16
     public static let roomLineAck: UInt8 = 17
+    /// Several fragments of direct messages in one packet (a burst; `Payload.messages`).
+    public static let messages: UInt8 = 18
     /// Kinds 240–255 are for tests and experiments: never sent by a released seance.
     public static let experimental: ClosedRange<UInt8> = 240...255
 }

@@ -41,6 +41,8 @@ public enum PacketType: UInt8, Sendable {
     case read = 7
     /// "Who is there?": every peer that hears it announces itself soon (mDNS-style).
     case query = 8
+    /// Several fragments of direct messages in one packet: one signature for a burst.
+    case messages = 18
 }
 
 /// Why a datagram was dropped. Every case is counted; none is fatal.
@@ -117,6 +119,9 @@ public enum Payload: Equatable, Sendable {
     case avatar(hash: Data, pixels: Data)
     /// One fragment of a direct message, sealed for `recipient` (see `MessageCrypto`).
     case message(recipient: Data, sealed: Data)
+    /// Several sealed fragments for `recipient`, in sequence order: what a burst sends, so that
+    /// one signature (the costly part of a packet) covers many messages.
+    case messages(recipient: Data, sealed: [Data])
     /// Every fragment up to `sequence` arrived, in order.
     case ack(recipient: Data, sequence: UInt32)
     /// Every message up to fragment `sequence` has been shown.
@@ -140,6 +145,7 @@ public enum Payload: Equatable, Sendable {
         case .avatarRequest: return .avatarRequest
         case .avatar: return .avatar
         case .message: return .message
+        case .messages: return .messages
         case .ack: return .ack
         case .read: return .read
         case .query: return .query
@@ -245,6 +251,16 @@ extension Payload {
             }
             bytes += recipient
             bytes += sealed
+        case .messages(let recipient, let boxes):
+            guard recipient.count == 32, !boxes.isEmpty,
+                  boxes.allSatisfy({ $0.count >= MessageCrypto.overhead && $0.count <= Int(UInt16.max) }) else {
+                throw DecodeError.malformedPayload("messages fields")
+            }
+            bytes += recipient
+            for box in boxes {
+                bytes.appendBigEndian(UInt16(box.count))
+                bytes += box
+            }
         case .ack(let recipient, let sequence), .read(let recipient, let sequence):
             guard recipient.count == 32 else { throw DecodeError.malformedPayload("recipient") }
             bytes += recipient
@@ -304,6 +320,17 @@ extension Payload {
             let sealed = Data(reader.take(reader.remaining) ?? [])
             guard sealed.count >= MessageCrypto.overhead else { throw .malformedPayload("sealed message too short") }
             payload = .message(recipient: recipient, sealed: sealed)
+        case .messages:
+            let recipient = Data(try need(reader.take(32)))
+            var boxes: [Data] = []
+            // Boxes run to the end of the payload, each behind its length (no extension fields).
+            while !reader.isAtEnd {
+                let length = Int(try need(reader.uint16()))
+                guard length >= MessageCrypto.overhead else { throw .malformedPayload("sealed message too short") }
+                boxes.append(Data(try need(reader.take(length))))
+            }
+            guard !boxes.isEmpty else { throw .malformedPayload("no sealed message") }
+            payload = .messages(recipient: recipient, sealed: boxes)
         case .ack:
             payload = .ack(recipient: Data(try need(reader.take(32))), sequence: try need(reader.uint32()))
         case .read:
@@ -311,7 +338,7 @@ extension Payload {
         }
         // What follows the known fields is extension fields, each a tag (1 byte), a length
         // (2 bytes) and a value: none is known yet, so each is skipped; only their framing is
-        // checked. (A message's sealed box runs to the end: it has none.)
+        // checked. (A message's sealed box, or a bundle's boxes, run to the end: they have none.)
         while !reader.isAtEnd {
             guard reader.byte() != nil, let length = reader.uint16(), reader.take(Int(length)) != nil else {
                 throw .malformedPayload("extension fields")

@@ -144,6 +144,7 @@ final class Pair: Sendable {
             try pair.aliceDelivery.send(String(repeating: "x", count: 4_001), in: conversation)
         }
         _ = try pair.aliceDelivery.send(String(repeating: "x", count: 4_000), in: conversation)
+        pair.aliceDelivery.settle()
         #expect(try pair.aliceStore.page(conversation.id).count == 1)
     }
 }
