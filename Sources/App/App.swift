@@ -66,6 +66,7 @@ extension Schema {
         StoreSchema.receiptsAndInventory,
         CursesSchema.curses,
         RoomsSchema.rooms,
+        NearbySchema.unreadByPeer,
     ])
 
     /// Each feature's list, for the test that every one is in the order above.

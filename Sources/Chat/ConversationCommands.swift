@@ -164,7 +164,7 @@ extension ChatMode {
         }
         guard let conversation = openConversation, let delivery else { throw UserError("open a conversation first: open NAME") }
         guard !text.isEmpty else { return }
-        let message = try delivery.send(text, in: conversation)
+        let message = try delivery.send(text, in: conversation, more: shell.hasPendingInput)
         let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
         let bubble = view.bubble(message)
         if animate && shell.capabilities.interactive { slide(bubble, shell) }

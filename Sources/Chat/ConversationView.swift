@@ -79,7 +79,9 @@ public struct ConversationView: Sendable {
         let label = styler.dim("#\(message.number)")
         if message.outgoing {
             let state = styler.dim(message.state.rawValue)
-            let placed = rows.map { String(repeating: " ", count: max(0, columns - $0.strippingANSI.displayWidth)) + $0 }
+            // Every row of the bubble is its text's width and four columns of frame.
+            let indent = String(repeating: " ", count: max(0, columns - (width + 4)))
+            let placed = rows.map { indent + $0 }
             let status = "#\(message.number) \(message.state.rawValue)"
             return placed + [String(repeating: " ", count: max(0, columns - status.displayWidth)) + label + " " + state]
         }
@@ -101,7 +103,8 @@ public struct ConversationView: Sendable {
 
     /// A message on one line, made safe and cut to `width` columns (notices, the list of chats).
     public static func preview(_ text: String, width: Int) -> String {
-        DisplayWidth.truncate(SafeText.visible(text.replacingOccurrences(of: "\n", with: " ")), to: width)
+        // Newlines become spaces (`split`: Foundation's replacing costs more than the rest).
+        DisplayWidth.truncate(SafeText.visible(text.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: " ")), to: width)
     }
 
     func centred(_ text: String) -> String {

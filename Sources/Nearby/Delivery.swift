@@ -17,22 +17,35 @@ public struct OutgoingQueue: Sendable {
     public static let initialBackoff = 0.25
     public static let maximumBackoff = 4.0
 
-    public private(set) var entries: [Entry] = []
+    /// Entries before `head` are acknowledged: dropping them costs nothing until they are many
+    /// (a long burst's queue is thousands long, and an acknowledgement comes every few packets).
+    private var items: [Entry] = []
+    private var head = 0
 
     public init() {}
 
-    public var isEmpty: Bool { entries.isEmpty }
+    /// The fragments waiting for their acknowledgement, in sequence order.
+    public var entries: ArraySlice<Entry> { items[head...] }
+
+    public var isEmpty: Bool { head == items.count }
+
+    /// Fragments sent at least once and not yet acknowledged.
+    public var inFlight: Int { entries.prefix(Self.window).count { $0.attempts > 0 } }
 
     /// When the next fragment in the window is due, if any waits.
     public var nextDue: Double? { entries.prefix(Self.window).map(\.nextAt).min() }
 
     /// Adds fragments (in sequence order); fragments already queued are ignored.
     public mutating func enqueue(_ fragments: [Fragment], message: Int64, now: Double) {
-        let known = Set(entries.map(\.fragment.sequence))
-        for fragment in fragments where !known.contains(fragment.sequence) {
-            entries.append(Entry(fragment: fragment, message: message, nextAt: now))
+        let fresh = fragments.map { Entry(fragment: $0, message: message, nextAt: now) }
+        // The usual case, a new message after the last: appended, nothing to look up.
+        if let first = fragments.first?.sequence, isEmpty || first > items[items.count - 1].fragment.sequence,
+           zip(fragments, fragments.dropFirst()).allSatisfy({ $0.sequence < $1.sequence }) {
+            return items += fresh
         }
-        entries.sort { $0.fragment.sequence < $1.fragment.sequence }
+        let known = Set(entries.map(\.fragment.sequence))
+        items += fresh.filter { !known.contains($0.fragment.sequence) }
+        items[head...].sort { $0.fragment.sequence < $1.fragment.sequence }
     }
 
     /// What is due now: fragments going for the first time, fragments going again (they go by
@@ -51,30 +64,34 @@ public struct OutgoingQueue: Sendable {
     /// next deadline.
     public mutating func due(now: Double) -> Due {
         var due = Due()
-        for index in entries.indices.prefix(Self.window) where entries[index].nextAt <= now {
-            if entries[index].attempts == 0 {
-                due.firstSent.insert(entries[index].message)
-                due.fresh.append(entries[index].fragment)
+        for index in items.indices[head...].prefix(Self.window) where items[index].nextAt <= now {
+            if items[index].attempts == 0 {
+                due.firstSent.insert(items[index].message)
+                due.fresh.append(items[index].fragment)
             } else {
-                due.repeated.append(entries[index].fragment)
+                due.repeated.append(items[index].fragment)
             }
-            entries[index].attempts += 1
-            let backoff = min(Self.maximumBackoff, Self.initialBackoff * Double(1 << min(entries[index].attempts - 1, 8)))
-            entries[index].nextAt = now + backoff
+            items[index].attempts += 1
+            let backoff = min(Self.maximumBackoff, Self.initialBackoff * Double(1 << min(items[index].attempts - 1, 8)))
+            items[index].nextAt = now + backoff
         }
         return due
     }
 
     /// The peer has every fragment up to `sequence`: they leave the queue.
     public mutating func acknowledge(upTo sequence: UInt32) {
-        entries.removeAll { $0.fragment.sequence <= sequence }
+        while head < items.count && items[head].fragment.sequence <= sequence { head += 1 }
+        if head == items.count || (head >= 1_024 && head * 2 >= items.count) {
+            items.removeFirst(head)
+            head = 0
+        }
     }
 
     /// The peer is back in range: everything is due at once, with the backoff started afresh.
     public mutating func restart(now: Double) {
-        for index in entries.indices {
-            entries[index].nextAt = now
-            entries[index].attempts = min(entries[index].attempts, 1)
+        for index in items.indices[head...] {
+            items[index].nextAt = now
+            items[index].attempts = min(items[index].attempts, 1)
         }
     }
 }

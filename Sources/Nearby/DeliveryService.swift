@@ -56,12 +56,37 @@ public final class DeliveryService: @unchecked Sendable {
         var firstSent: [Int64] = []
         /// Incoming messages shown up to this row, not yet marked read (`scheduleFlush`).
         var shownUpTo: Int64 = 0
-        /// The next message number, and the last fragment sequence given out, written or not:
-        /// the engine numbers messages itself, so `send` need not wait for the database.
+
+        var conversation: Int64 { conversationRecord.id }
+    }
+
+    /// A conversation's next message number and last fragment sequence given out, written or
+    /// not: messages are numbered here, so `send` need not wait for the database.
+    private struct Counters {
         var nextNumber: Int64
         var sentSequence: UInt32
 
-        var conversation: Int64 { conversationRecord.id }
+        init(_ stored: (sentSequence: UInt32, nextNumber: Int64)) {
+            nextNumber = stored.nextNumber
+            sentSequence = stored.sentSequence
+        }
+    }
+
+    private struct Unwritten {
+        var conversation: Conversation
+        var row: OutgoingRow
+    }
+
+    /// What the thread that sends (the shell's) shares with the engine, behind a lock held for
+    /// no I/O: the numbering, and the lines taken but not yet written. The engine writes them
+    /// together (`writeOutgoing`), so a burst of lines costs one transaction, and `send` never
+    /// waits for the engine.
+    private struct Intake {
+        var counters: [Int64: Counters] = [:]
+        var unwritten: [Unwritten] = []
+        /// A write is queued on the engine; a hold (`send(more:)`) has its timer running.
+        var writeScheduled = false
+        var holding = false
     }
 
     private let store: MessageStore
@@ -73,14 +98,15 @@ public final class DeliveryService: @unchecked Sendable {
     private let engine: Engine
     // Confined to `engine`.
     private var links: [Data: Link] = [:]
-    private var network: DeliveryNetwork?
+    /// Set once by `connect`; read by `send` on the caller's thread too.
+    private let networkLock = Mutex<DeliveryNetwork?>(nil)
+    private var network: DeliveryNetwork? { networkLock.withLock { $0 } }
     private var dropped: [String: Int] = [:]
     /// Fragments held by every link's assembler together.
     private var bufferedTotal = 0
     /// Lines `send` took and numbered, not yet written: written together by `writeOutgoing`
     /// (queued on the engine), then sent. A burst of lines costs one transaction.
-    private var unwritten: [(peerKey: Data, row: OutgoingRow)] = []
-    private var writeScheduled = false
+    private let intake = Mutex(Intake())
     /// A state write is queued on the engine; when the last one was made.
     private var flushScheduled = false
     private var lastFlush = -Double.infinity
@@ -117,7 +143,7 @@ public final class DeliveryService: @unchecked Sendable {
     }
 
     /// Uses `network` for peers and sending (tests give an in-memory one).
-    public func connect(_ network: DeliveryNetwork) { engine.sync { self.network = network } }
+    public func connect(_ network: DeliveryNetwork) { networkLock.withLock { $0 = network } }
 
     private func transmit(_ payload: Payload, to peer: Peer, everyRoute: Bool = false, reply: Route? = nil) {
         network?.send(payload, peer, everyRoute, reply)
@@ -161,9 +187,38 @@ public final class DeliveryService: @unchecked Sendable {
     /// range and the planes allow it, or keeps it in the outbox. Returns at once: what is
     /// wrong with the line is thrown here; a database that refuses it is told later
     /// (`DeliveryEvent.notStored`). Nothing goes out before it is written.
-    public func send(_ text: String, in conversation: Conversation) throws -> ChatMessage {
-        try engine.sync { try queueMessage(text, in: conversation) }
+    ///
+    /// - Parameter more: more lines follow at once (a pipe holds them): the write waits for
+    ///   them, up to a window's worth or `holdLimit` seconds, so a burst is written and sent
+    ///   in few transactions and packets. A line typed by a person goes at once.
+    public func send(_ text: String, in conversation: Conversation, more: Bool = false) throws -> ChatMessage {
+        let text = try checked(text, for: conversation)
+        let pieces = UInt32(MessageCrypto.split(text).count)
+        let now = clock()
+        // Read outside the lock (no lock is held across I/O); whoever numbers first keeps theirs.
+        let stored = intake.withLock { $0.counters[conversation.id] } == nil ? try store.counters(conversation.id) : nil
+        let (row, writeNow, holdFirst) = intake.withLock { intake in
+            var counters = intake.counters[conversation.id] ?? Counters(stored!)
+            let row = OutgoingRow(conversation: conversation.id, number: counters.nextNumber, text: text,
+                                  firstSequence: counters.sentSequence + 1, lastSequence: counters.sentSequence + pieces, sentAt: now)
+            counters.nextNumber += 1
+            counters.sentSequence += pieces
+            intake.counters[conversation.id] = counters
+            intake.unwritten.append(Unwritten(conversation: conversation, row: row))
+            if more && intake.unwritten.count < OutgoingQueue.window {
+                defer { intake.holding = true }
+                return (row, false, !intake.holding)
+            }
+            defer { intake.writeScheduled = true }
+            return (row, !intake.writeScheduled, false)
+        }
+        if writeNow { engine.async { [weak self] in self?.writeOutgoing() } }
+        if holdFirst { engine.after(Self.holdLimit) { [weak self] in self?.writeOutgoing() } }
+        return ChatMessage(number: row.number, outgoing: true, text: text, sentAt: now, state: .sending)
     }
+
+    /// The longest a line waits for the lines after it (`send(_:in:more:)`).
+    static let holdLimit = 0.002
 
     /// Waits until every line taken is written and sent, and every state change written.
     public func settle() {
@@ -173,7 +228,8 @@ public final class DeliveryService: @unchecked Sendable {
         }
     }
 
-    private func queueMessage(_ text: String, in conversation: Conversation) throws -> ChatMessage {
+    /// The line as it will be sent, or why it cannot be.
+    private func checked(_ text: String, for conversation: Conversation) throws -> String {
         guard !text.isEmpty else { throw SendError.empty }
         guard !text.unicodeScalars.contains("\0") else { throw SendError.nul }
         guard text.count <= Self.maximumLength else { throw SendError.tooLong(text.count) }
@@ -185,58 +241,44 @@ public final class DeliveryService: @unchecked Sendable {
            !myPlane().canReach(theirs) {
             throw SendError.cannotReach(mine: myPlane(), theirs: theirs, name: peer.handle)
         }
-        let pieces = MessageCrypto.split(text).count
-        let now = clock()
-        let row = try withLink(conversation) { link in
-            defer {
-                link.nextNumber += 1
-                link.sentSequence += UInt32(pieces)
-            }
-            return OutgoingRow(conversation: conversation.id, number: link.nextNumber, text: text, firstSequence: link.sentSequence + 1,
-                               lastSequence: link.sentSequence + UInt32(pieces), sentAt: now)
-        }
-        unwritten.append((conversation.peerKey, row))
-        if !writeScheduled {
-            writeScheduled = true
-            engine.async { [weak self] in self?.writeOutgoing() }
-        }
-        return ChatMessage(number: row.number, outgoing: true, text: text, sentAt: now, state: .sending)
+        return text
     }
 
     /// Writes the lines taken since the last write in one transaction, then sends them (out at
-    /// once, not at a timer) and arms their retransmission. Lines the database refused are
-    /// told and their numbers given back.
+    /// once, not at a timer) and arms their retransmission.
     private func writeOutgoing() {
-        writeScheduled = false
-        guard !unwritten.isEmpty else { return }
-        let batch = unwritten
-        unwritten = []
-        let now = clock()
-        do {
-            let ids = try store.storeOutgoing(batch.map(\.row), now: now)
-            for ((peerKey, row), id) in zip(batch, ids) {
-                let pending = PendingMessage(id: id, number: row.number, text: row.text, firstSequence: row.firstSequence,
-                                             lastSequence: row.lastSequence, sentAt: row.sentAt)
-                links[peerKey]?.queue.enqueue(Self.fragments(pending), message: id, now: now)
-            }
-        } catch {
-            // Nothing of the batch is stored: the numbers go back to what the database holds.
-            for peerKey in Set(batch.map(\.peerKey)) { reloadCounters(peerKey) }
-            for conversation in Set(batch.map(\.row.conversation)) {
-                let numbers = batch.filter { $0.row.conversation == conversation }.map(\.row.number)
-                onEvent(.notStored(conversation: conversation, numbers: numbers, reason: "\(error)"))
-            }
-            return
+        let batch = intake.withLock { intake in
+            intake.writeScheduled = false
+            intake.holding = false
+            defer { intake.unwritten = [] }
+            return intake.unwritten
         }
+        guard !batch.isEmpty else { return }
+        let now = clock()
+        write(batch, now: now)
         send(now: now)
         rearm()  // And again when a retransmission is due.
     }
 
-    /// The link's numbering, read again from the database (after a write it refused).
-    private func reloadCounters(_ peerKey: Data) {
-        guard let conversation = links[peerKey]?.conversation, let counters = try? store.counters(conversation) else { return }
-        links[peerKey]?.nextNumber = counters.nextNumber
-        links[peerKey]?.sentSequence = counters.sentSequence
+    /// Writes lines taken, in one transaction, and queues their fragments. Lines the database
+    /// refused are told, and the numbering starts again from what it holds.
+    private func write(_ batch: [Unwritten], now: Double) {
+        guard !batch.isEmpty else { return }
+        do {
+            let ids = try store.storeOutgoing(batch.map(\.row), now: now)
+            for (line, id) in zip(batch, ids) {
+                let pending = PendingMessage(id: id, number: line.row.number, text: line.row.text, firstSequence: line.row.firstSequence,
+                                             lastSequence: line.row.lastSequence, sentAt: line.row.sentAt)
+                try withLink(line.conversation) { $0.queue.enqueue(Self.fragments(pending), message: id, now: now) }
+            }
+        } catch {
+            let conversations = Set(batch.map(\.row.conversation))
+            intake.withLock { intake in conversations.forEach { intake.counters[$0] = nil } }
+            for conversation in conversations {
+                let numbers = batch.filter { $0.row.conversation == conversation }.map(\.row.number)
+                onEvent(.notStored(conversation: conversation, numbers: numbers, reason: "\(error)"))
+            }
+        }
     }
 
     /// The fragments of a stored message.
@@ -366,12 +408,11 @@ public final class DeliveryService: @unchecked Sendable {
         guard !waiting.isEmpty, network != nil else { return }
         var outgoing: [(Peer, SymmetricKey, OutgoingQueue.Due)] = []
         for key in waiting {
-            guard var link = links[key], let peer = reachablePeer(key) else { continue }
-            let due = link.queue.due(now: now)
-            link.firstSent += due.firstSent.sorted()
-            links[key] = link
+            guard let peer = reachablePeer(key), let due = links[key]?.queue.due(now: now) else { continue }
+            // Changed in place: a copy of the link would copy its queue, thousands long in a burst.
+            links[key]!.firstSent += due.firstSent.sorted()
             if !due.firstSent.isEmpty { scheduleFlush() }
-            if !due.fresh.isEmpty || !due.repeated.isEmpty { outgoing.append((peer, link.key, due)) }
+            if !due.fresh.isEmpty || !due.repeated.isEmpty { outgoing.append((peer, links[key]!.key, due)) }
         }
         for (peer, key, due) in outgoing {
             let seal = { (fragment: Fragment) in try? MessageCrypto.seal(fragment, key: key, sender: self.myKey, recipient: peer.signingKey) }
@@ -426,12 +467,17 @@ public final class DeliveryService: @unchecked Sendable {
         case .messages(let recipient, let sealed):
             receive(sealed, for: recipient, from: packet.sender, by: route)
         case .ack(let recipient, let sequence):
-            guard recipient == myKey else { return }
-            guard var link = links[packet.sender] else { return }
-            link.queue.acknowledge(upTo: sequence)
-            link.acknowledged = max(link.acknowledged, sequence)
-            links[packet.sender] = link
+            guard recipient == myKey, links[packet.sender] != nil else { return }
+            links[packet.sender]!.queue.acknowledge(upTo: sequence)
+            links[packet.sender]!.acknowledged = max(links[packet.sender]!.acknowledged, sequence)
             scheduleFlush()
+            // The window moved: what waited behind it goes now, not at the next alarm — once half
+            // the window is free, so a burst goes in full packets rather than one fragment per
+            // acknowledgement (each answered by its own acknowledgement, and so on).
+            if links[packet.sender]!.queue.inFlight <= OutgoingQueue.window / 2 {
+                send(now: clock())
+                rearm()
+            }
         case .read(let recipient, let sequence):
             guard recipient == myKey, let conversation = knownConversation(packet.sender) else { return }
             if let numbers = try? store.markRead(conversation, upTo: sequence, now: clock()), !numbers.isEmpty {
@@ -485,8 +531,6 @@ public final class DeliveryService: @unchecked Sendable {
     /// One packet's fragments: each opened and put in order; the messages they complete are
     /// stored together, in one transaction, and only then acknowledged, once for the packet.
     private func receiveFragments(_ sealed: [Data], from peer: Peer, by route: Route, conversation: Conversation) {
-        // Our own lines first, so rows stay in the order of their numbers.
-        writeOutgoing()
         guard var link = try? link(for: conversation) else { return drop("storage") }
         let heldBefore = link.assembler.bufferedCount
         let deliveredBefore = link.assembler.delivered
@@ -510,43 +554,65 @@ public final class DeliveryService: @unchecked Sendable {
             case .duplicate, .buffered: accepted = true
             }
         }
+        let heldAfter = link.assembler.bufferedCount
+        bufferedTotal += heldAfter - heldBefore
+        // Kept before storing: writing our own lines first (`keep`) queues their fragments on
+        // this same link.
+        links[peer.signingKey] = link
         var stored: [ChatMessage] = []
         if !whole.isEmpty {
             do {
-                stored = try keep(whole, in: conversation, link: &link)
+                stored = try keep(whole, in: conversation)
             } catch {
                 // The database refused (full disk, a lock, …): nothing of these is stored or
                 // acknowledged, and they are asked for again, so the conversation never sticks.
                 drop("storage")
-                link.assembler = IncomingAssembler(delivered: deliveredBefore)
+                links[peer.signingKey]?.assembler = IncomingAssembler(delivered: deliveredBefore)
+                bufferedTotal -= heldAfter
             }
         }
-        bufferedTotal += link.assembler.bufferedCount - heldBefore
-        links[peer.signingKey] = link
         for message in stored { onEvent(.received(conversation: conversation.id, message: message, from: peer)) }
-        guard accepted else { return }
-        transmit(.ack(recipient: peer.signingKey, sequence: link.assembler.delivered), to: peer, reply: route)
+        guard accepted, let delivered = links[peer.signingKey]?.assembler.delivered else { return }
+        transmit(.ack(recipient: peer.signingKey, sequence: delivered), to: peer, reply: route)
     }
 
     /// Stores whole messages (or, for one that breaks the limits, only its sequence numbers),
     /// numbered after the link's last, in one transaction. Returns the messages stored.
-    private func keep(_ messages: [AssembledMessage], in conversation: Conversation, link: inout Link) throws -> [ChatMessage] {
+    private func keep(_ messages: [AssembledMessage], in conversation: Conversation) throws -> [ChatMessage] {
         let now = clock()
-        var rows: [IncomingRow] = []
-        var number = link.nextNumber
+        var kept: [AssembledMessage] = []
         for message in messages {
-            if let reason = Self.refusal(of: message) {
-                drop(reason)
-                continue
-            }
-            var sentAt = Double(message.sentAt) / 1000
-            if sentAt > now + Self.allowedClockSkew { sentAt = now }
-            rows.append(IncomingRow(number: number, text: message.text, firstSequence: message.firstSequence,
-                                    lastSequence: message.lastSequence, sentAt: sentAt))
-            number += 1
+            if let reason = Self.refusal(of: message) { drop(reason) } else { kept.append(message) }
         }
-        let ids = try store.storeIncoming(rows, deliveredUpTo: messages.last!.lastSequence, in: conversation.id, now: now)
-        link.nextNumber = number
+        // Numbered after every line taken so far, and written after them, so rows keep the
+        // order of their numbers.
+        let stored = intake.withLock { $0.counters[conversation.id] } == nil ? try store.counters(conversation.id) : nil
+        let (ours, first) = intake.withLock { intake in
+            var counters = intake.counters[conversation.id] ?? Counters(stored!)
+            defer {
+                counters.nextNumber += Int64(kept.count)
+                intake.counters[conversation.id] = counters
+                intake.unwritten = []
+            }
+            return (intake.unwritten, counters.nextNumber)
+        }
+        if !ours.isEmpty {
+            write(ours, now: now)
+            send(now: now)
+            rearm()
+        }
+        let rows = kept.enumerated().map { index, message in
+            let sentAt = Double(message.sentAt) / 1000
+            return IncomingRow(number: first + Int64(index), text: message.text, firstSequence: message.firstSequence,
+                               lastSequence: message.lastSequence, sentAt: sentAt > now + Self.allowedClockSkew ? now : sentAt)
+        }
+        let ids: [Int64]
+        do {
+            ids = try store.storeIncoming(rows, deliveredUpTo: messages.last!.lastSequence, in: conversation.id, now: now)
+        } catch {
+            intake.withLock { $0.counters[conversation.id] = nil }
+            throw error
+        }
         return zip(rows, ids).map { row, id in
             ChatMessage(id: id, number: row.number, outgoing: false, text: row.text, sentAt: row.sentAt, receivedAt: now, state: .received)
         }
@@ -574,11 +640,8 @@ public final class DeliveryService: @unchecked Sendable {
         if let link = links[conversation.peerKey] { return link }
         let key = try MessageCrypto.key(mine: identity.agreement, theirs: conversation.peerAgreementKey,
                                         mySigningKey: myKey, theirSigningKey: conversation.peerKey)
-        // Numbering goes on from what is stored (the conversation given may be an old copy).
-        let counters = try store.counters(conversation.id)
         let link = Link(conversationRecord: conversation, key: key, assembler: IncomingAssembler(delivered: conversation.deliveredSequence),
-                        acknowledged: conversation.acknowledgedSequence, nextNumber: counters.nextNumber,
-                        sentSequence: counters.sentSequence)
+                        acknowledged: conversation.acknowledgedSequence)
         links[conversation.peerKey] = link
         return link
     }
@@ -586,8 +649,8 @@ public final class DeliveryService: @unchecked Sendable {
     /// Runs `body` on the link of `conversation` and keeps what it changed.
     @discardableResult
     private func withLink<T>(_ conversation: Conversation, _ body: (inout Link) throws -> T) throws -> T {
-        var link = try link(for: conversation)
-        defer { links[conversation.peerKey] = link }
-        return try body(&link)
+        _ = try link(for: conversation)
+        // In place: a copy would copy the link's queue.
+        return try body(&links[conversation.peerKey]!)
     }
 }

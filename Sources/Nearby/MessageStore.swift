@@ -244,11 +244,12 @@ public struct MessageStore: Sendable {
     @discardableResult
     public func acknowledge(_ conversation: Int64, upTo sequence: UInt32, now: Double) throws -> [Int64] {
         try database.write { db in
-            let changed = try Int64.fetchAll(db, sql: """
-                UPDATE message SET state = 'delivered', receivedAt = ?
-                WHERE conversationId = ? AND outgoing = 1 AND state IN ('sending', 'sent') AND lastSequence <= ?
+            // Only the outbox is walked (its index), however long the conversation.
+            let changed = try Int64.fetchAll(db.cachedStatement(sql: """
+                UPDATE message INDEXED BY message_outbox SET state = 'delivered', receivedAt = ?
+                WHERE conversationId = ? AND state IN ('sending', 'sent') AND firstSequence <= ? AND outgoing = 1 AND lastSequence <= ?
                 RETURNING number
-                """, arguments: [now, conversation, sequence]).sorted()
+                """), arguments: [now, conversation, sequence, sequence]).sorted()
             try db.execute(sql: "UPDATE conversation SET acknowledgedSequence = max(acknowledgedSequence, ?) WHERE id = ?",
                            arguments: [sequence, conversation])
             return changed
@@ -260,11 +261,12 @@ public struct MessageStore: Sendable {
     @discardableResult
     public func markRead(_ conversation: Int64, upTo sequence: UInt32, now: Double) throws -> [Int64] {
         try database.write { db in
-            try Int64.fetchAll(db, sql: """
-                UPDATE message SET state = 'read', receivedAt = coalesce(receivedAt, ?)
+            // Only messages not read yet are walked (their index), however long the conversation.
+            try Int64.fetchAll(db.cachedStatement(sql: """
+                UPDATE message INDEXED BY message_unread_by_peer SET state = 'read', receivedAt = coalesce(receivedAt, ?)
                 WHERE conversationId = ? AND outgoing = 1 AND state != 'read' AND lastSequence <= ?
                 RETURNING number
-                """, arguments: [now, conversation, sequence]).sorted()
+                """), arguments: [now, conversation, sequence]).sorted()
         }
     }
 

@@ -4,7 +4,7 @@ import Storage
 /// The engine's tables: conversations and their messages (the outbox among them).
 public enum NearbySchema {
     /// Every migration of this feature, in order.
-    public static let migrations = [conversations, messageNumbers]
+    public static let migrations = [conversations, messageNumbers, unreadByPeer]
 
     /// Conversations and their messages.
     public static let conversations = Migration("v6-conversations") { db in
@@ -57,5 +57,11 @@ public enum NearbySchema {
             WHERE message.id = numbered.id
             """)
         try db.execute(sql: "CREATE UNIQUE INDEX message_number ON message(conversationId, number)")
+    }
+
+    /// Sent messages the peer has not read yet: a read receipt walks only these, not the
+    /// whole conversation (it did, and a long conversation made every receipt slower).
+    public static let unreadByPeer = Migration("v13-unread-by-peer") { db in
+        try db.execute(sql: "CREATE INDEX message_unread_by_peer ON message(conversationId, lastSequence) WHERE outgoing = 1 AND state != 'read'")
     }
 }

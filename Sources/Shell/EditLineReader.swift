@@ -30,6 +30,8 @@ public final class EditLineReader: LineReader {
     private var isEditing = false
 
     public var isInteractive: Bool { true }
+    /// A person types one line at a time: every line is worth acting on at once.
+    public var hasPendingInput: Bool { false }
 
     /// - Parameter historyPath: where history is loaded from and saved to; nil keeps none.
     /// `path` when history can be kept there: a regular file, or none yet (then created

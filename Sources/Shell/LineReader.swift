@@ -18,6 +18,9 @@ public protocol LineReader: AnyObject {
     func remember(_ line: String, persistent: Bool)
     /// Keys that run a command at once in the current mode; empty restores ordinary editing.
     func setKeyCommands(_ commands: [SpecialKey: String])
+    /// True when another line can be read without waiting (a pipe that holds more): whoever
+    /// can do a batch's work once for many lines may wait for them.
+    var hasPendingInput: Bool { get }
     /// Asks one field of a form. `secret` turns echo off. Nil when the user gave up (Ctrl-C/Ctrl-D).
     func ask(_ question: String, secret: Bool, completions: ((String) -> [Candidate])?) -> String?
 }
@@ -55,6 +58,13 @@ public final class BatchLineReader: LineReader {
     }
 
     public var isInteractive: Bool { false }
+
+    public var hasPendingInput: Bool {
+        if buffer[start...].contains(UInt8(ascii: "\n")) { return true }
+        guard case .fd(let fd) = source, !atEnd else { return start < buffer.count }
+        var readable = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&readable, 1, 0) > 0
+    }
 
     public func readLine(prompt: String) -> LineInput {
         while true {

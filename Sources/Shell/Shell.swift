@@ -12,6 +12,8 @@ public final class Shell {
     public private(set) var currentMode: String?
     /// The reader of the running loop: forms use it to ask for fields.
     public private(set) var reader: LineReader?
+    /// True when the next line is there already (see `LineReader.hasPendingInput`).
+    public var hasPendingInput: Bool { reader?.hasPendingInput ?? false }
     public var isInteractive: Bool { reader?.isInteractive ?? false }
 
     private var quitRequested = false

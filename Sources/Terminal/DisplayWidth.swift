@@ -23,6 +23,8 @@ extension StringProtocol {
     /// The number of terminal columns this text occupies. ANSI escapes are not skipped:
     /// measure text before styling it.
     public var displayWidth: Int {
+        // Printable ASCII, most text, is one column a byte: no grapheme breaking needed.
+        if utf8.allSatisfy({ (0x20..<0x7F).contains($0) }) { return utf8.count }
         var width = 0
         for character in self { width += character.displayWidth }
         return width

@@ -5,13 +5,22 @@ import Foundation
 public enum PeerIdentity {
     /// The same four hex digits profiles show: the first two bytes of SHA-256 of the key.
     public static func fingerprint(of signingKey: Data) -> String {
-        SHA256.hash(data: signingKey).prefix(2).map { String(format: "%02x", $0) }.joined()
+        hex(SHA256.hash(data: signingKey).prefix(2))
     }
 
     /// A longer fingerprint for where a short one could collide: 32 hex digits (128 bits) of
     /// SHA-256 of the key. Names a peer's broker topics.
     public static func longFingerprint(of signingKey: Data) -> String {
-        SHA256.hash(data: signingKey).prefix(16).map { String(format: "%02x", $0) }.joined()
+        hex(SHA256.hash(data: signingKey).prefix(16))
+    }
+
+    /// Lowercase hex digits (without `String(format:)`, which costs microseconds a byte: a
+    /// handle is shown with every message notice).
+    static func hex(_ bytes: some Sequence<UInt8>) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        for byte in bytes { text += [digits[Int(byte >> 4)], digits[Int(byte & 15)]] }
+        return String(decoding: text, as: UTF8.self)
     }
 
     /// `name#fp`: the name as given, and the key's fingerprint.
