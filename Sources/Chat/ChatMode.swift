@@ -75,6 +75,8 @@ public final class ChatMode {
     static let batteryPollSeconds = 30.0
     /// Delivery of conversations; exists while in chat mode.
     var delivery: DeliveryService?
+    /// The log checkpointed off the engine while online (`BackgroundCheckpoints`).
+    private var checkpoints: BackgroundCheckpoints?
     /// The conversation `open` chose, and the oldest message shown of it (for `older`).
     var openConversation: Conversation? {
         didSet { if openConversation == nil { openBox?.set(nil, markShown: nil) } }
@@ -209,6 +211,9 @@ public final class ChatMode {
             throw error
         }
         self.delivery = delivery
+        // Online is long-running: the log is checkpointed beside the engine, not in its commits
+        // (without it, SQLite's own checkpoints stay: slower now and then, never wrong).
+        checkpoints = try? BackgroundCheckpoints(database)
         link.onOwnChange.withLock {
             $0 = { old, new, peers in
                 // Blind (a curse) sees nobody come or go, whatever the planes.
@@ -255,6 +260,8 @@ public final class ChatMode {
         // Features first: a room's host still tells its guests, with the transports up.
         if running != nil { features.forEach { $0.offline() } }
         running?.stop()
+        checkpoints?.stop()
+        checkpoints = nil
         rules.clear()
     }
 

@@ -138,3 +138,39 @@ final class TemporaryDirectory {
         #expect(throws: StorageError.notADatabase(path: path)) { try testDatabase(path) }
     }
 }
+
+/// While online the log is checkpointed beside the writer, never inside its commits.
+@Suite struct BackgroundCheckpointTests {
+    private func autoCheckpoint(_ db: SeanceDatabase) throws -> Int? {
+        try db.writer.writeWithoutTransaction { try Int.fetchOne($0, sql: "PRAGMA wal_autocheckpoint") }
+    }
+
+    private func fileSize(_ path: String) -> Int {
+        var info = stat()
+        return stat(path, &info) == 0 ? Int(info.st_size) : -1
+    }
+
+    @Test func theWriterStopsCheckpointingAndTheLogIsCheckpointedBeside() throws {
+        let tmp = TemporaryDirectory()
+        let path = tmp.path + "/seance.sqlite"
+        let db = try testDatabase(path)
+        // Whatever is in the log now goes into the file first, so growth below is the rows'.
+        _ = try db.writer.writeWithoutTransaction { try $0.checkpoint(.truncate) }
+        let checkpoints = try BackgroundCheckpoints(db, every: 0.02)
+        #expect(try autoCheckpoint(db) == 0)
+        let before = fileSize(path)
+        // About 60 pages: far under SQLite's own threshold of 1,000, so only the background
+        // checkpoint can move them from the log into the file.
+        try db.write { db in
+            for index in 0..<240 { try db.execute(sql: "INSERT INTO setting (key, value) VALUES (?, ?)", arguments: ["k\(index)", String(repeating: "x", count: 900)]) }
+        }
+        var waited = 0
+        while fileSize(path) <= before && waited < 500 {
+            usleep(10_000)
+            waited += 1
+        }
+        #expect(fileSize(path) > before)
+        checkpoints.stop()
+        #expect(try autoCheckpoint(db) == BackgroundCheckpoints.defaultAutoCheckpoint)
+    }
+}
