@@ -15,7 +15,7 @@ import Visions
 import Zombies
 
 /// What the command line asked for; the executable fills it in from its flags.
-public struct LaunchOptions: Sendable {
+public struct LaunchOptions: Sendable, Equatable {
     public var dataDirectory: String?
     public var seed: UInt64?
     public var color: ColorMode = .auto

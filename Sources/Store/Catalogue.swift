@@ -41,7 +41,13 @@ public struct Order: Equatable, Sendable {
 }
 
 /// Cents as dollars: `$2.99`.
-public func dollars(_ cents: Int) -> String { String(format: "$%d.%02d", cents / 100, cents % 100) }
+public func dollars(_ cents: Int) -> String {
+    // By hand: the first `String(format:)` of a run sets up Foundation's formatting, a good
+    // part of start-up (the store's commands name their prices when they are registered).
+    let sign = cents < 0 ? "-" : ""
+    let cents = abs(cents)
+    return "\(sign)$\(cents / 100)." + (cents % 100 < 10 ? "0" : "") + "\(cents % 100)"
+}
 
 /// A purchase as recorded: signed by the buyer's profile key over `canonicalText`, so a change
 /// to any stored field shows when the receipt is verified.

@@ -1,5 +1,6 @@
 import App
 import ArgumentParser
+import Glibc
 import Terminal
 
 /// The executable: flags in, exit status out. Everything else lives in the libraries.
@@ -71,6 +72,20 @@ struct Seance: ParsableCommand {
     @Argument(help: ArgumentHelp("A file of commands to run.", valueName: "script"))
     var script: String?
 
+    /// The common flags are read without the full parser's reflection (most of start-up);
+    /// anything else — help, a mistake — goes to it.
+    static func main() {
+        if let options = LaunchOptions(commonFlags: Array(CommandLine.arguments.dropFirst())) {
+            Glibc.exit(App.run(options).exitStatus)
+        }
+        main(nil)
+    }
+
+    /// What the full parser makes of a command line (tests compare it with the common flags').
+    static func options(parsing arguments: [String]) throws -> LaunchOptions {
+        try parse(arguments).launchOptions
+    }
+
     func validate() throws {
         if let battery, !(0...100).contains(battery) {
             throw ValidationError("--battery takes a percentage from 0 to 100, not \(battery)")
@@ -78,6 +93,10 @@ struct Seance: ParsableCommand {
     }
 
     func run() throws {
+        throw ExitCode(App.run(launchOptions).exitStatus)
+    }
+
+    var launchOptions: LaunchOptions {
         var options = LaunchOptions()
         options.dataDirectory = dataDirectory
         options.seed = seed
@@ -99,7 +118,7 @@ struct Seance: ParsableCommand {
         settings["broker-prefix"] = brokerPrefix.map { [$0] }
         settings["no-lan"] = noLAN ? ["yes"] : nil
         options.settings = settings
-        throw ExitCode(App.run(options).exitStatus)
+        return options
     }
 }
 

@@ -1,0 +1,45 @@
+import App
+import Testing
+@testable import seance
+
+/// The common flags are read by hand at start-up (`LaunchOptions(commonFlags:)`); whatever it
+/// reads must come out as the full parser reads it, and whatever it cannot read goes to the
+/// full parser.
+@Suite struct CommonFlagsTests {
+    static let agreeing: [[String]] = [
+        [],
+        ["-c", "quit"],
+        ["--data-dir", "/tmp/d", "-c", "login ann; chat", "-c", "quit"],
+        ["--seed", "42", "--color", "never", "--ascii", "--bail", "--echo", "--no-anim", "--battery", "7"],
+        ["script.seance", "--battery", "100"],
+        ["--battery", "0", "script.seance"],
+        ["--interface", "lo", "--interface", "veth0", "--port", "47000", "--group", "239.1.2.3", "--announce-interval", "0.2"],
+        ["--broker", "mqtt://u:p@198.18.0.1:1883", "--broker-ca", "/etc/ca.pem", "--broker-prefix", "x/", "--no-lan"],
+        ["--color", "always", "-c", ""],
+    ]
+
+    @Test(arguments: agreeing)
+    func commonFlagsReadAsTheFullParserReadsThem(_ arguments: [String]) throws {
+        let quick = try #require(LaunchOptions(commonFlags: arguments))
+        #expect(quick == (try Seance.options(parsing: arguments)))
+    }
+
+    static let leftToTheFullParser: [[String]] = [
+        ["--help"], ["-h"], ["--version"],
+        ["--data-dir=/tmp/d"],           // The = form.
+        ["--data-dir"],                  // No value.
+        ["-c", "--bail"],                // A value that looks like a flag.
+        ["--seed", "x"], ["--seed", "-1"],
+        ["--color", "sometimes"],
+        ["--battery", "101"], ["--battery", "-5"],
+        ["--ascii", "--ascii"],          // Given twice.
+        ["--data-dir", "a", "--data-dir", "b"],
+        ["one.seance", "two.seance"],    // Two scripts.
+        ["--frobnicate"], ["-x"], ["--"], ["-"],
+    ]
+
+    @Test(arguments: leftToTheFullParser)
+    func anythingElseGoesToTheFullParser(_ arguments: [String]) {
+        #expect(LaunchOptions(commonFlags: arguments) == nil)
+    }
+}
