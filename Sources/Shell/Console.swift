@@ -6,7 +6,13 @@ import Terminal
 /// terminal's owner to print them. Posting also writes a byte to a pipe, which wakes the line
 /// reader out of its wait for a key.
 public final class AsyncInbox: Sendable {
-    private let pending = Mutex<[String]>([])
+    private struct State {
+        var lines: [String] = []
+        /// A wake-up byte is in the pipe and not yet read: another would wake nobody more.
+        var woken = false
+    }
+
+    private let state = Mutex(State())
     /// Read end first; the line reader polls the read end together with stdin.
     public let wakeFDs: (read: Int32, write: Int32)
 
@@ -26,32 +32,52 @@ public final class AsyncInbox: Sendable {
         close(wakeFDs.write)
     }
 
-    /// Queues a line for printing above the prompt. Safe from any thread.
+    /// Queues a line for printing above the prompt. Safe from any thread. Under a stream of
+    /// lines (a burst of messages) only the first writes to the pipe until the reader wakes.
     public func post(_ line: String) {
-        pending.withLock { $0.append(line) }
-        wake()
+        let wakeNeeded = state.withLock { state in
+            state.lines.append(line)
+            defer { state.woken = true }
+            return !state.woken
+        }
+        if wakeNeeded { writeWakeByte() }
     }
 
     /// Wakes the reader without a line (a signal handler uses the same pipe directly).
     public func wake() {
+        state.withLock { $0.woken = true }
+        writeWakeByte()
+    }
+
+    private func writeWakeByte() {
         var byte: UInt8 = 1
         _ = write(wakeFDs.write, &byte, 1)
     }
 
     /// Empties the wake-up pipe but keeps the queued lines, for a waiter that cannot print now.
     public func clearWake() {
-        var drained: [UInt8] = Array(repeating: 0, count: 64)
-        while read(wakeFDs.read, &drained, drained.count) > 0 {}
+        emptyPipe()
+        state.withLock { $0.woken = false }
     }
 
     /// Takes every queued line, oldest first.
     public func drain() -> [String] {
+        // The pipe first, then the lines and the flag together: a line posted after the lines
+        // were taken writes a new byte (one posted while the pipe empties writes a byte that
+        // wakes the reader once for nothing) — never a line left without a wake-up.
+        emptyPipe()
+        return state.withLock { state in
+            defer {
+                state.lines.removeAll()
+                state.woken = false
+            }
+            return state.lines
+        }
+    }
+
+    private func emptyPipe() {
         var drained: [UInt8] = Array(repeating: 0, count: 64)
         while read(wakeFDs.read, &drained, drained.count) > 0 {}
-        return pending.withLock { lines in
-            defer { lines.removeAll() }
-            return lines
-        }
     }
 }
 
