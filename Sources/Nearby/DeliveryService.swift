@@ -195,15 +195,11 @@ public final class DeliveryService: @unchecked Sendable {
         let text = try checked(text, for: conversation)
         let pieces = UInt32(MessageCrypto.split(text).count)
         let now = clock()
-        // Read outside the lock (no lock is held across I/O); whoever numbers first keeps theirs.
-        let stored = intake.withLock { $0.counters[conversation.id] } == nil ? try store.counters(conversation.id) : nil
-        let (row, writeNow, holdFirst) = intake.withLock { intake in
-            var counters = intake.counters[conversation.id] ?? Counters(stored!)
+        let (row, writeNow, holdFirst) = try withCounters(of: conversation.id) { intake, counters in
             let row = OutgoingRow(conversation: conversation.id, number: counters.nextNumber, text: text,
                                   firstSequence: counters.sentSequence + 1, lastSequence: counters.sentSequence + pieces, sentAt: now)
             counters.nextNumber += 1
             counters.sentSequence += pieces
-            intake.counters[conversation.id] = counters
             intake.unwritten.append(Unwritten(conversation: conversation, row: row))
             if more && intake.unwritten.count < OutgoingQueue.window {
                 defer { intake.holding = true }
@@ -215,6 +211,22 @@ public final class DeliveryService: @unchecked Sendable {
         if writeNow { engine.async { [weak self] in self?.writeOutgoing() } }
         if holdFirst { engine.after(Self.holdLimit) { [weak self] in self?.writeOutgoing() } }
         return ChatMessage(number: row.number, outgoing: true, text: text, sentAt: now, state: .sending)
+    }
+
+    /// Runs `body` on the intake and the conversation's counters. When the intake has none they
+    /// are read from the database first, outside the lock (no lock is held across I/O), and
+    /// whoever puts them there first keeps theirs; if they were dropped meanwhile (a write that
+    /// failed), they are read again.
+    private func withCounters<T>(of conversation: Int64, _ body: (inout Intake, inout Counters) -> T) throws -> T {
+        while true {
+            let stored = intake.withLock { $0.counters[conversation] } == nil ? try store.counters(conversation) : nil
+            let result: T? = intake.withLock { intake in
+                guard var counters = intake.counters[conversation] ?? stored.map(Counters.init) else { return nil }
+                defer { intake.counters[conversation] = counters }
+                return body(&intake, &counters)
+            }
+            if let result { return result }
+        }
     }
 
     /// The longest a line waits for the lines after it (`send(_:in:more:)`).
@@ -374,11 +386,10 @@ public final class DeliveryService: @unchecked Sendable {
     private func flushStates(now: Double) {
         var work: [(Int64, UInt32, [Int64])] = []
         var shown: [(Int64, Data, Int64)] = []
-        for (key, var link) in links
-        where link.acknowledged > link.conversationRecord.acknowledgedSequence || !link.firstSent.isEmpty || link.shownUpTo > 0 {
-            if link.acknowledged > link.conversationRecord.acknowledgedSequence || !link.firstSent.isEmpty {
-                work.append((link.conversation, link.acknowledged, link.firstSent))
-            }
+        for (key, var link) in links {
+            let statesChanged = link.acknowledged > link.conversationRecord.acknowledgedSequence || !link.firstSent.isEmpty
+            guard statesChanged || link.shownUpTo > 0 else { continue }
+            if statesChanged { work.append((link.conversation, link.acknowledged, link.firstSent)) }
             if link.shownUpTo > 0 { shown.append((link.conversation, key, link.shownUpTo)) }
             link.conversationRecord.acknowledgedSequence = link.acknowledged
             link.firstSent = []
@@ -586,12 +597,9 @@ public final class DeliveryService: @unchecked Sendable {
         }
         // Numbered after every line taken so far, and written after them, so rows keep the
         // order of their numbers.
-        let stored = intake.withLock { $0.counters[conversation.id] } == nil ? try store.counters(conversation.id) : nil
-        let (ours, first) = intake.withLock { intake in
-            var counters = intake.counters[conversation.id] ?? Counters(stored!)
+        let (ours, first) = try withCounters(of: conversation.id) { intake, counters in
             defer {
                 counters.nextNumber += Int64(kept.count)
-                intake.counters[conversation.id] = counters
                 intake.unwritten = []
             }
             return (intake.unwritten, counters.nextNumber)
