@@ -320,9 +320,12 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
     /// Presence and broadcasts at QoS 0 (refreshed anyway; a clustered broker then need not
     /// store them), what stays and what is direct at QoS 1.
     private func publish(_ bytes: [UInt8], to topic: String, retain: Bool, qos: Int32) {
-        // libmosquitto queues what is published while the connection is down and sends it on
-        // reconnecting; seance's own acknowledgements make delivery end to end regardless.
-        guard let client = state.withLock({ $0.stopping ? nil : $0.client })?.pointer else { return }
+        // Only once the broker has accepted us: libmosquitto 2.0.11 would otherwise write a
+        // publish issued while it connects ahead of the CONNECT (a clustered broker then hangs
+        // up), and what it queues across a reconnection can leave its in-flight count stuck, so
+        // that QoS 1 publishes stop for good. Dropped instead: presence is published again on
+        // connecting, and seance's own acknowledgements send direct frames again.
+        guard let client = state.withLock({ $0.stopping || !$0.connected ? nil : $0.client })?.pointer else { return }
         bytes.withUnsafeBytes { buffer in
             _ = seance_mosquitto_publish(client, nil, topic, Int32(buffer.count), buffer.baseAddress, qos, retain)
         }

@@ -1,0 +1,136 @@
+import Foundation
+import Glibc
+import Testing
+import Wire
+@testable import MQTT
+
+/// The transport against a scripted broker on loopback (inside `scripts/in-netns`): what it
+/// writes, packet by packet, before and after the broker accepts it.
+@Suite(.enabled(if: inPrivateNetwork, "opens a loopback socket: runs inside scripts/in-netns"))
+struct MQTTTransportTests {
+    /// Nothing is published until the broker has answered CONNECT: a clustered broker (NATS)
+    /// hangs up on a client whose first packet is a PUBLISH, and libmosquitto wrote one first
+    /// when the engine sent while it connected. Then, once accepted, what is sent goes out.
+    @Test func nothingIsPublishedBeforeTheBrokerAcceptsTheConnection() throws {
+        let broker = try ScriptedBroker()
+        defer { broker.close() }
+        let transport = MQTTTransport(configuration: .init(address: try BrokerAddress(parsing: "mqtt://127.0.0.1:\(broker.port)")),
+                                      signingKey: Data(repeating: 7, count: 32))
+        try transport.start(deliver: { _, _ in }, report: { _ in })
+        defer { transport.stop() }
+        let inbox = Route(transport: "broker", address: String(repeating: "ab", count: 16))
+        let frame = [UInt8](repeating: 0x5A, count: 40)
+
+        // Sent while the connection is being made, before and after the broker reads CONNECT.
+        transport.broadcast(frame, as: .presence)
+        transport.send(frame, to: inbox)
+        try broker.accept()
+        let first = try broker.packet()
+        #expect(first.type == 0x10, "the first packet is CONNECT, not \(first.type)")
+        for _ in 0..<20 {
+            transport.send(frame, to: inbox)
+            transport.broadcast(frame, as: .presence)
+        }
+        #expect(broker.packet(within: 300) == nil, "nothing but CONNECT before CONNACK")
+
+        broker.write([0x20, 0x02, 0x00, 0x00])  // CONNACK: accepted.
+        // After it: the subscriptions and the retained presence, then a direct frame on asking.
+        var published = false
+        for attempt in 0..<50 where !published {
+            if attempt % 5 == 0 { transport.send(frame, to: inbox) }
+            while let packet = broker.packet(within: 20) {
+                if packet.type == 0x30, packet.flags & 0x06 == 0x02, packet.body.starts(with: [0x00, UInt8("seance/inbox/".count + 32)]) {
+                    published = true
+                }
+            }
+        }
+        #expect(published, "a direct frame is published at QoS 1 once connected")
+    }
+}
+
+/// Set by scripts/in-netns: sockets opened here stay in a namespace of the test's own.
+var inPrivateNetwork: Bool { ProcessInfo.processInfo.environment["SEANCE_IN_NETNS"] == "1" }
+
+/// A listening socket on 127.0.0.1 that plays a broker by hand: reads MQTT packets, writes bytes.
+final class ScriptedBroker {
+    struct Packet { let type: UInt8, flags: UInt8, body: [UInt8] }
+    struct Failure: Error { let what: String }
+
+    let port: UInt16
+    private let listener: Int32
+    private var connection: Int32 = -1
+    private var buffer: [UInt8] = []
+
+    init() throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw -> Bool in
+                bind(listener, raw, length) == 0 && listen(listener, 1) == 0 && getsockname(listener, raw, &length) == 0
+            }
+        }
+        guard listener >= 0, bound else {
+            if listener >= 0 { Glibc.close(listener) }
+            throw Failure(what: "cannot listen on loopback: \(String(cString: strerror(errno)))")
+        }
+        self.listener = listener
+        port = UInt16(bigEndian: address.sin_port)
+    }
+
+    /// Waits (up to 10 s) for the client to connect.
+    func accept() throws {
+        var poller = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+        guard poll(&poller, 1, 10_000) == 1 else { throw Failure(what: "the client did not connect") }
+        connection = Glibc.accept(listener, nil, nil)
+        guard connection >= 0 else { throw Failure(what: "accept: \(String(cString: strerror(errno)))") }
+    }
+
+    /// The next whole packet (up to 10 s).
+    func packet() throws -> Packet {
+        guard let packet = packet(within: 10_000) else { throw Failure(what: "no packet came") }
+        return packet
+    }
+
+    /// The next whole packet, or nil when none comes within `milliseconds`.
+    func packet(within milliseconds: Int32) -> Packet? {
+        while true {
+            if let packet = take() { return packet }
+            var poller = pollfd(fd: connection, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, milliseconds) == 1 else { return nil }
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            let count = read(connection, &chunk, chunk.count)
+            guard count > 0 else { return nil }
+            buffer += chunk[..<count]
+        }
+    }
+
+    /// A packet off the front of the buffer, when a whole one is there: the fixed header's
+    /// type and flags, its remaining length (base-128, least significant first), the body.
+    private func take() -> Packet? {
+        guard buffer.count >= 2 else { return nil }
+        var length = 0, shift = 0, index = 1
+        while true {
+            guard index < buffer.count, index <= 4 else { return nil }
+            length |= Int(buffer[index] & 0x7F) << shift
+            shift += 7
+            index += 1
+            if buffer[index - 1] & 0x80 == 0 { break }
+        }
+        guard buffer.count >= index + length else { return nil }
+        let packet = Packet(type: buffer[0] & 0xF0, flags: buffer[0] & 0x0F, body: Array(buffer[index..<(index + length)]))
+        buffer.removeFirst(index + length)
+        return packet
+    }
+
+    func write(_ bytes: [UInt8]) {
+        _ = bytes.withUnsafeBytes { Glibc.write(connection, $0.baseAddress, $0.count) }
+    }
+
+    func close() {
+        if connection >= 0 { Glibc.close(connection) }
+        Glibc.close(listener)
+    }
+}
