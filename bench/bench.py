@@ -4,8 +4,9 @@
 Run through `make bench`, which builds the release binary and runs this inside a private
 network namespace. Nothing here asserts: the targets are printed beside the figures. Timings
 of whole commands are medians with their minimum and maximum, the command and its reference
-run alternately (so a busy moment of the machine falls on both); latencies give p50, p90, p99
-and the maximum; rates are medians of three bursts. Every figure also goes to a JSON file
+run alternately (so a busy moment of the machine falls on both); latencies come in sets, each
+after a set of its reference's, and give the medians over the sets of p50, p90, p99 and the
+maximum; rates are medians of three bursts. Every figure also goes to a JSON file
 (`--json`, default `.build/bench.json`) to compare commits.
 """
 import argparse
@@ -73,13 +74,28 @@ def paired_times(first, second, runs, env=None):
     return spread(a), spread(b)
 
 
-def latency(name, values, label):
-    """Prints and records p50, p90, p99 and the maximum of one-way latencies (seconds)."""
-    p50, p90, p99 = (percentile(values, f) for f in (0.5, 0.9, 0.99))
-    record(name, p50=p50, p90=p90, p99=p99, max=max(values), n=len(values))
-    print(f"{label:26} p50 {p50 * 1e3:7.3f}  p90 {p90 * 1e3:7.3f}  p99 {p99 * 1e3:7.3f}  max {max(values) * 1e3:7.3f} ms"
-          f"   ({len(values)} samples)")
-    return p50, p99
+def latency(name, sets, label):
+    """Prints and records one-way latencies (seconds) measured in several sets: each of p50,
+    p90, p99 and the maximum is the median of the sets' own, so that one busy moment of the
+    machine moves one set, not the figure; p99 also with its range over the sets."""
+    summary = {key: statistics.median(percentile(values, fraction) for values in sets)
+               for key, fraction in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("max", 1.0))}
+    p99s = [percentile(values, 0.99) for values in sets]
+    samples = sum(len(values) for values in sets)
+    record(name, **summary, p99_min=min(p99s), p99_max=max(p99s), n=samples, sets=len(sets))
+    print(f"{label:26} p50 {summary['p50'] * 1e3:7.3f}  p90 {summary['p90'] * 1e3:7.3f}  p99 {summary['p99'] * 1e3:7.3f}"
+          f"  max {summary['max'] * 1e3:7.3f} ms   (p99 {min(p99s) * 1e3:.3f}–{max(p99s) * 1e3:.3f} over {len(sets)} sets; {samples} samples)")
+    return summary["p50"], summary["p99"]
+
+
+def latency_ratio(name, sets, references, target):
+    """The p99 of each set over its reference set's, measured just before it: the median of
+    those ratios, with their range."""
+    ratios = [percentile(values, 0.99) / percentile(reference, 0.99) for values, reference in zip(sets, references)]
+    summary = spread(ratios)
+    record(name, p99=summary["median"], min=summary["min"], max=summary["max"], n=summary["n"])
+    print(f"ratio                      p99 {summary['median']:7.1f} x   (min {summary['min']:.1f}, max {summary['max']:.1f} "
+          f"over {summary['n']} sets; {target})")
 
 
 def rates(name, values, label, target):
@@ -380,10 +396,16 @@ def percentile(values, fraction):
     return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))]
 
 
-def chat_pair(binary, work, env, tag, args, count, rounds=200, ben_args=None):
-    """ann and ben, started with `args` (which transports; ben with `ben_args` when given): the one-way latencies of `rounds`
-    pings (the line into ann's shell, the notice out of ben's), then the rate at which `count`
-    messages, sent as fast as ann's shell takes them, are stored at both ends."""
+SETS, ROUNDS = 5, 400
+"""Latencies: sets of pings, each after a set of its reference's (the two interleaved)."""
+
+
+def chat_pair(binary, work, env, tag, args, count, reference, ben_args=None):
+    """ann and ben, started with `args` (which transports; ben with `ben_args` when given): the
+    one-way latencies of pings (the line into ann's shell, the notice out of ben's) in SETS sets
+    of ROUNDS, each after a set of `reference(ROUNDS)`; then the rate at which `count` messages,
+    sent as fast as ann's shell takes them, are stored at both ends. Returns (sets, reference
+    sets, rates)."""
     password = os.path.join(work, "password")
     a_dir, b_dir = os.path.join(work, f"{tag}-a"), os.path.join(work, f"{tag}-b")
     make_profile(binary, a_dir, "ann", password, env)
@@ -398,14 +420,18 @@ def chat_pair(binary, work, env, tag, args, count, rounds=200, ben_args=None):
     sender.stdin.flush()
     wait_for_line(receiver, "ann#", 20)
     time.sleep(1.6)
-    latencies = []
-    for i in range(rounds):
-        start = time.perf_counter()
-        sender.stdin.write(f"ping {i}\n")
-        sender.stdin.flush()
-        seen = wait_for_line(receiver, f"ping {i}", 5)
-        if seen is not None:
-            latencies.append(seen - start)
+    sets, references = [], []
+    for index in range(SETS):
+        references.append(reference(ROUNDS))
+        latencies = []
+        for i in range(ROUNDS):
+            start = time.perf_counter()
+            sender.stdin.write(f"ping {index}.{i}\n")
+            sender.stdin.flush()
+            seen = wait_for_line(receiver, f"ping {index}.{i}", 5)
+            if seen is not None:
+                latencies.append(seen - start)
+        sets.append(latencies)
     measured = []
     for burst in range(3):
         start = time.perf_counter()
@@ -418,19 +444,17 @@ def chat_pair(binary, work, env, tag, args, count, rounds=200, ben_args=None):
     receiver.kill()
     sender.wait()
     receiver.wait()
-    return latencies, measured
+    return sets, references, measured
 
 
 def conversations(binary, work, env, count):
     section("conversations: latency, sustained rate, paging over 1,000,000 messages")
     password = os.path.join(work, "password")
     a_dir = os.path.join(work, "conv-a")
-    latencies, measured = chat_pair(binary, work, env, "conv", [], count)
-    reference = udp_ping_pong(2000)
-    _, p99 = latency("lan_latency", latencies, "one-way latency")
-    _, r99 = latency("udp_round_trip", reference, "raw UDP round trip")
-    record("lan_latency_ratio", p99=p99 / r99)
-    print(f"ratio                      p99 {p99 / r99:7.1f} x   (target: within 5x)")
+    sets, references, measured = chat_pair(binary, work, env, "conv", [], count, udp_ping_pong)
+    latency("lan_latency", sets, "one-way latency")
+    latency("udp_round_trip", references, "raw UDP round trip")
+    latency_ratio("lan_latency_ratio", sets, references, "target: within 5x")
     rates("lan_rate", measured, "sustained, stored at both", "target: at least 20,000")
 
     # Paging: a conversation of 1,000,000 messages, then opening it and asking for older pages.
@@ -479,30 +503,41 @@ def wait_for_broker(port, timeout=30):
     return False
 
 
-def broker_floor(publish_port, subscribe_port, rounds, size):
+class BrokerFloor:
     """The broker's own one-way latency for a payload of `size` bytes: a line into a long-lived
-    mosquitto_pub, out of a long-lived mosquitto_sub (the same pipes-in, pipes-out method)."""
-    sub = subprocess.Popen(["mosquitto_sub", "-h", "127.0.0.1", "-p", str(subscribe_port), "-q", "1", "-t", "bench/floor"],
-                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    pub = subprocess.Popen(["mosquitto_pub", "-h", "127.0.0.1", "-p", str(publish_port), "-q", "1", "-t", "bench/floor", "-l"],
-                           stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
-    padding = "x" * max(0, size - 16)
-    for _ in range(50):  # Until both are connected.
-        pub.stdin.write(f"warm {padding}\n")
-        pub.stdin.flush()
-        if wait_for_line(sub, "warm", 0.2) is not None:
-            break
-    times = []
-    for i in range(rounds):
-        start = time.perf_counter()
-        pub.stdin.write(f"floor {i} {padding}\n")
-        pub.stdin.flush()
-        seen = wait_for_line(sub, f"floor {i} ", 5)
-        if seen is not None:
-            times.append(seen - start)
-    pub.kill()
-    sub.kill()
-    return times
+    mosquitto_pub, out of a long-lived mosquitto_sub (the same pipes-in, pipes-out method).
+    Called with a number of rounds, it measures that many."""
+
+    def __init__(self, publish_port, subscribe_port, size):
+        self.sub = subprocess.Popen(["mosquitto_sub", "-h", "127.0.0.1", "-p", str(subscribe_port), "-q", "1", "-t", "bench/floor"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.pub = subprocess.Popen(["mosquitto_pub", "-h", "127.0.0.1", "-p", str(publish_port), "-q", "1", "-t", "bench/floor", "-l"],
+                                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
+        self.padding = "x" * max(0, size - 16)
+        self.count = 0
+        for _ in range(50):  # Until both are connected.
+            self.pub.stdin.write(f"warm {self.padding}\n")
+            self.pub.stdin.flush()
+            if wait_for_line(self.sub, "warm", 0.2) is not None:
+                break
+
+    def __call__(self, rounds):
+        times = []
+        for _ in range(rounds):
+            self.count += 1
+            start = time.perf_counter()
+            self.pub.stdin.write(f"floor {self.count} {self.padding}\n")
+            self.pub.stdin.flush()
+            seen = wait_for_line(self.sub, f"floor {self.count} ", 5)
+            if seen is not None:
+                times.append(seen - start)
+        return times
+
+    def close(self):
+        self.pub.kill()
+        self.sub.kill()
+        self.pub.wait()
+        self.sub.wait()
 
 
 def brokers(binary, work, env, count):
@@ -520,12 +555,14 @@ def brokers(binary, work, env, count):
             print("mosquitto did not start")
             return
         url = "mqtt://127.0.0.1:18830"
-        latencies, measured = chat_pair(binary, work, env, "mqtt", ["--no-lan", "--broker", url], count)
-        floor = broker_floor(18830, 18830, 200, 200)
-        _, p99 = latency("mosquitto_latency", latencies, "mosquitto: one-way")
-        _, f99 = latency("mosquitto_floor", floor, "mosquitto_pub -> _sub")
-        record("mosquitto_latency_ratio", p99=p99 / f99)
-        print(f"ratio                      p99 {p99 / f99:7.1f} x   (target: within 3x of the broker's floor, 200 bytes)")
+        floor = BrokerFloor(18830, 18830, 200)
+        try:
+            sets, references, measured = chat_pair(binary, work, env, "mqtt", ["--no-lan", "--broker", url], count, floor)
+        finally:
+            floor.close()
+        latency("mosquitto_latency", sets, "mosquitto: one-way")
+        latency("mosquitto_floor", references, "mosquitto_pub -> _sub")
+        latency_ratio("mosquitto_latency_ratio", sets, references, "target: within 3x of the broker's floor, 200 bytes")
         rates("mosquitto_rate", measured, "sustained, stored at both", "target: at least 2,000")
     finally:
         mosquitto.kill()
@@ -547,10 +584,14 @@ def brokers(binary, work, env, count):
             return
         # ann on node 1, ben on node 3: the messages cross the cluster.
         a_args, b_args = ["--no-lan", "--broker", "mqtt://127.0.0.1:18841"], ["--no-lan", "--broker", "mqtt://127.0.0.1:18843"]
-        latencies, measured = chat_pair(binary, work, env, "nats", a_args, count, ben_args=b_args)
-        floor = broker_floor(18841, 18843, 200, 200)
-        latency("nats_latency", latencies, "NATS x3: one-way")
-        latency("nats_floor", floor, "pub -> sub, node 1 to 3")
+        floor = BrokerFloor(18841, 18843, 200)
+        try:
+            sets, references, measured = chat_pair(binary, work, env, "nats", a_args, count, floor, ben_args=b_args)
+        finally:
+            floor.close()
+        latency("nats_latency", sets, "NATS x3: one-way")
+        latency("nats_floor", references, "pub -> sub, node 1 to 3")
+        latency_ratio("nats_latency_ratio", sets, references, "no target yet")
         rates("nats_rate", measured, "sustained, stored at both", "no target yet")
     finally:
         for node in nodes:
