@@ -67,6 +67,7 @@ extension Schema {
         CursesSchema.curses,
         RoomsSchema.rooms,
         NearbySchema.unreadByPeer,
+        NearbySchema.oneConversationIndex,
     ])
 
     /// Each feature's list, for the test that every one is in the order above.

@@ -4,7 +4,7 @@ import Storage
 /// The engine's tables: conversations and their messages (the outbox among them).
 public enum NearbySchema {
     /// Every migration of this feature, in order.
-    public static let migrations = [conversations, messageNumbers, unreadByPeer]
+    public static let migrations = [conversations, messageNumbers, unreadByPeer, oneConversationIndex]
 
     /// Conversations and their messages.
     public static let conversations = Migration("v6-conversations") { db in
@@ -63,5 +63,12 @@ public enum NearbySchema {
     /// whole conversation (it did, and a long conversation made every receipt slower).
     public static let unreadByPeer = Migration("v13-unread-by-peer") { db in
         try db.execute(sql: "CREATE INDEX message_unread_by_peer ON message(conversationId, lastSequence) WHERE outgoing = 1 AND state != 'read'")
+    }
+
+    /// `message_on_conversationId` (made by `belongsTo`) held (conversationId, row id), as
+    /// `message_page` does: every message written wrote the same entry twice. The foreign
+    /// key's lookups use `message_page`.
+    public static let oneConversationIndex = Migration("v14-one-conversation-index") { db in
+        try db.execute(sql: "DROP INDEX IF EXISTS message_on_conversationId")
     }
 }

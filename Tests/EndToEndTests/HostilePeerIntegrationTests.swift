@@ -86,18 +86,23 @@ struct HostilePeerIntegrationTests {
     @Test func aReplayedAnnouncementAfterGoodbyeIsIgnored() throws {
         let shells = LoopbackShells()
         let bob = try shells.makeProfile("bob")
-        let runB = try shells.start("bob", data: bob, lines: ["chat", "sleep 1.5", "echo one", "nearby", "sleep 1.5", "echo two",
+        let runB = try shells.start("bob", data: bob, lines: ["chat", "echo ready", "sleep 1.5", "echo one", "nearby", "sleep 1.5", "echo two",
                                                             "nearby", "sleep 1.5", "echo three", "nearby"])
         defer { runB.kill() }
-        usleep(500_000)
+        // Each step waits for bob's listing before it (a loaded machine delays bob, not the
+        // steps), and has bob's 1.5 s before the next.
+        func listed(after marker: String) -> String? {
+            runB.output.components(separatedBy: "\n" + marker + "\n").dropFirst().first.flatMap { $0.contains("\n") ? $0 : nil }
+        }
+        #expect(eventually(timeout: 30) { runB.output.contains("ready\n") }, "\(runB.output)")
         let eve = FakePeer(port: shells.port)
         let captured = try eve.packet(eve.announcement(name: "eve", intervalMilliseconds: 60_000))
         eve.multicast(captured)
-        usleep(1_500_000)
+        #expect(eventually(timeout: 30) { listed(after: "one") != nil }, "\(runB.output)")
         eve.multicast(try eve.packet(.goodbye))
         usleep(200_000)
         for _ in 0..<5 { eve.multicast(captured) }
-        usleep(1_500_000)
+        #expect(eventually(timeout: 30) { listed(after: "two") != nil }, "\(runB.output)")
         eve.multicast(try eve.packet(eve.announcement(name: "eve", intervalMilliseconds: 60_000)))
         let output = runB.wait()
         let sections = output.components(separatedBy: "\n").split { ["one", "two", "three"].contains($0) }.map { $0.joined(separator: "\n") }

@@ -15,6 +15,26 @@ import Testing
         return (store, conversation, dir)
     }
 
+    /// Every message written writes each of its indexes: none of them may be another's twin
+    /// (a row id ends every index's key, so (conversationId) was (conversationId, id)). Deleting
+    /// a conversation's messages still goes by an index.
+    @Test func noIndexOfMessagesRepeatsAnother() throws {
+        let dir = temporaryDirectory("messages")
+        defer { removeDirectory(dir) }
+        let database = try testDatabase(dir + "/seance.sqlite")
+        try database.read { db in
+            let names = try String.fetchAll(db, sql: "SELECT name FROM pragma_index_list('message') WHERE partial = 0")
+            let keys = try names.map { name -> [String] in
+                let columns = try String.fetchAll(db, sql: "SELECT coalesce(name, 'rowid') FROM pragma_index_xinfo(?) WHERE key = 1 ORDER BY seqno", arguments: [name])
+                // The row id that ends every key, and the id column that is the row id.
+                return Array(columns.map { $0 == "id" ? "rowid" : $0 }.reversed().drop(while: { $0 == "rowid" }).reversed())
+            }
+            #expect(Set(keys).count == keys.count, "\(zip(names, keys).map { "\($0): \($1)" })")
+            let plan = try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN SELECT id FROM message WHERE conversationId = 1").map { $0["detail"] as String }.joined()
+            #expect(plan.contains("USING") && plan.contains("INDEX"), "\(plan)")
+        }
+    }
+
     @Test func outgoingGetSequencesAndLeaveTheOutboxWhenAcknowledged() throws {
         let (store, conversation, dir) = try makeStore()
         defer { removeDirectory(dir) }
