@@ -82,6 +82,8 @@ public enum MessageCrypto {
     /// Splits a message's UTF-8 into fragments of at most `fragmentText` bytes, on character
     /// boundaries.
     public static func split(_ text: String, limit: Int = fragmentText) -> [Data] {
+        // Most lines fit one fragment: no walk over their characters.
+        if text.utf8.count <= limit { return [Data(text.utf8)] }
         var pieces: [Data] = []
         var current = Data()
         for character in text {

@@ -147,6 +147,11 @@ import Testing
         #expect(String(decoding: pieces.reduce(Data(), +), as: UTF8.self) == text)
         #expect(pieces.allSatisfy { String(data: $0, encoding: .utf8) != nil })
         #expect(MessageCrypto.split("") == [Data()])
+        // At the limit a line is one fragment; a byte over, two (the short way and the long
+        // way agree on where the limit is).
+        #expect(MessageCrypto.split(String(repeating: "x", count: 900), limit: 900).count == 1)
+        #expect(MessageCrypto.split(String(repeating: "x", count: 899) + "é", limit: 900).map(\.count) == [899, 2])
+        #expect(MessageCrypto.split("e\u{301}👻", limit: 900) == [Data("e\u{301}👻".utf8)])
     }
 
 }
