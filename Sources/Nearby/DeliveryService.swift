@@ -102,6 +102,8 @@ public final class DeliveryService: @unchecked Sendable {
     private let networkLock = Mutex<DeliveryNetwork?>(nil)
     private var network: DeliveryNetwork? { networkLock.withLock { $0 } }
     private var dropped: [String: Int] = [:]
+    /// Peers owed an acknowledgement, and the route to send it by (`acknowledge`).
+    private var acknowledgements: [Data: (Peer, Route)] = [:]
     /// Fragments held by every link's assembler together.
     private var bufferedTotal = 0
     /// Lines `send` took and numbered, not yet written: written together by `writeOutgoing`
@@ -583,8 +585,20 @@ public final class DeliveryService: @unchecked Sendable {
             }
         }
         for message in stored { onEvent(.received(conversation: conversation.id, message: message, from: peer)) }
-        guard accepted, let delivered = links[peer.signingKey]?.assembler.delivered else { return }
-        transmit(.ack(recipient: peer.signingKey, sequence: delivered), to: peer, reply: route)
+        guard accepted else { return }
+        acknowledge(peer, reply: route)
+    }
+
+    /// Acknowledges what is stored from `peer`, after whatever the engine was already given to
+    /// do: packets that came together (a burst) are then acknowledged once, a packet alone at
+    /// once. Each acknowledgement is a signature made here and checked there.
+    private func acknowledge(_ peer: Peer, reply route: Route) {
+        guard acknowledgements.updateValue((peer, route), forKey: peer.signingKey) == nil else { return }
+        engine.async { [weak self] in
+            guard let self, let (peer, route) = self.acknowledgements.removeValue(forKey: peer.signingKey),
+                  let delivered = self.links[peer.signingKey]?.assembler.delivered else { return }
+            self.transmit(.ack(recipient: peer.signingKey, sequence: delivered), to: peer, reply: route)
+        }
     }
 
     /// Stores whole messages (or, for one that breaks the limits, only its sequence numbers),

@@ -32,14 +32,17 @@ final class Pair: Sendable {
     let toBob = Shared<[Packet]>([]), toAlice = Shared<[Packet]>([])
     let received = Shared<[String]>([])
     let directory: String
+    /// Each side's engine: `settle` waits until what each was given to do is done (a receiver's
+    /// acknowledgement follows what it was already given).
+    let aliceEngine = Engine(label: "alice"), bobEngine = Engine(label: "bob")
 
     init() throws {
         directory = temporaryDirectory("delivery")
         aliceStore = MessageStore(database: try testDatabase(directory + "/a.sqlite"))
         bobStore = MessageStore(database: try testDatabase(directory + "/b.sqlite"))
         let alicePlane = self.alicePlane, bobPlane = self.bobPlane, received = self.received
-        aliceDelivery = DeliveryService(store: aliceStore, identity: alice, myPlane: { alicePlane.withLock { $0 } }, clock: { 0 }) { _ in }
-        bobDelivery = DeliveryService(store: bobStore, identity: bob, myPlane: { bobPlane.withLock { $0 } }, clock: { 0 }) { event in
+        aliceDelivery = DeliveryService(store: aliceStore, identity: alice, myPlane: { alicePlane.withLock { $0 } }, engine: aliceEngine, clock: { 0 }) { _ in }
+        bobDelivery = DeliveryService(store: bobStore, identity: bob, myPlane: { bobPlane.withLock { $0 } }, engine: bobEngine, clock: { 0 }) { event in
             if case .received(_, let message, _) = event { received.withLock { $0.append(message.text) } }
         }
         let (alice, bob, toBob, toAlice) = (self.alice, self.bob, self.toBob, self.toAlice)
@@ -71,8 +74,15 @@ final class Pair: Sendable {
         for round in 0..<rounds {
             aliceDelivery.tick(now: now + Double(round) * 10)
             for packet in toBob.take() { bobDelivery.receive(packet, from: Route(transport: "memory", address: "h")) }
+            settle()
             for packet in toAlice.take() { aliceDelivery.receive(packet, from: Route(transport: "memory", address: "h")) }
+            settle()
         }
+    }
+
+    func settle() {
+        aliceEngine.sync {}
+        bobEngine.sync {}
     }
 }
 
@@ -87,6 +97,34 @@ final class Pair: Sendable {
         #expect(pair.received.withLock { $0 } == ["hello", long])
         #expect(try pair.aliceStore.outbox(conversation.id).isEmpty)
         #expect(try pair.aliceStore.page(conversation.id).map(\.state) == [.delivered, .delivered])
+    }
+
+    /// Packets the receiver was given together (a burst) are acknowledged once, for all of
+    /// them, after they are stored; a packet alone at once.
+    @Test func packetsThatCameTogetherAreAcknowledgedOnce() throws {
+        let pair = try Pair()
+        let conversation = try pair.conversationAtAlice()
+        for index in 1...3 {
+            _ = try pair.aliceDelivery.send(String(repeating: "x", count: 800) + " \(index)", in: conversation)
+            pair.aliceDelivery.tick(now: 0)
+        }
+        let packets = pair.toBob.take()
+        #expect(packets.count == 3)
+        let route = Route(transport: "memory", address: "h")
+        // One engine job takes all three (as a burst read off the network together would).
+        pair.bobEngine.sync { for packet in packets { pair.bobDelivery.receive(packet, from: route) } }
+        pair.settle()
+        let acks = pair.toAlice.take().compactMap { packet -> UInt32? in
+            if case .ack(_, let sequence) = packet.payload { return sequence }
+            return nil
+        }
+        #expect(acks == [3])
+        #expect(pair.received.withLock { $0.count } == 3)
+        _ = try pair.aliceDelivery.send("alone", in: conversation)
+        pair.aliceDelivery.tick(now: 0)
+        for packet in pair.toBob.take() { pair.bobDelivery.receive(packet, from: route) }
+        pair.settle()
+        #expect(pair.toAlice.take().count == 1)
     }
 
     @Test func replayedFragmentsAreNotStoredTwice() throws {

@@ -27,7 +27,8 @@ import Testing
     }
 
     func acknowledged(_ pair: Pair) -> UInt32? {
-        pair.toAlice.take().compactMap { packet -> UInt32? in
+        pair.settle()
+        return pair.toAlice.take().compactMap { packet -> UInt32? in
             if case .ack(_, let sequence) = packet.payload { return sequence }
             return nil
         }.max()
