@@ -66,6 +66,9 @@ public enum DisplayWidth {
 
     /// Words into lines of at most `width` columns; a word longer than a line is broken.
     public static func wrap(_ text: String, width: Int) -> [String] {
+        // One printable ASCII line that fits, with single spaces only between words (what the
+        // walk below would rebuild anyway): itself. Most chat lines are.
+        if text.utf8.count <= width, isSingleSpacedASCII(text.utf8) { return [text] }
         var lines: [String] = []
         for paragraph in text.split(separator: "\n", omittingEmptySubsequences: false) {
             var current = ""
@@ -96,6 +99,16 @@ public enum DisplayWidth {
             lines.append(current)
         }
         return lines
+    }
+
+    /// Printable ASCII, with no space at either end nor two together.
+    static func isSingleSpacedASCII(_ bytes: String.UTF8View) -> Bool {
+        var previous: UInt8 = 0x20
+        for byte in bytes {
+            guard (0x20..<0x7F).contains(byte), byte != 0x20 || previous != 0x20 else { return false }
+            previous = byte
+        }
+        return previous != 0x20
     }
 
     /// A label and its description in two columns, the description wrapped at word boundaries

@@ -15,6 +15,13 @@ import Terminal
     @Test func aCharacterWiderThanTheLineGetsALineOfItsOwn() {
         #expect(DisplayWidth.wrap("👻👻 a", width: 1) == ["👻", "👻", "a"])
         #expect(DisplayWidth.wrap("漢字", width: 0) == ["漢", "字"])
+        // A line that fits is itself, spaces made single as for any other.
+        #expect(DisplayWidth.wrap("two words", width: 9) == ["two words"])
+        #expect(DisplayWidth.wrap("two words", width: 8) == ["two", "words"])
+        #expect(DisplayWidth.wrap("two  words ", width: 40) == ["two words"])
+        #expect(DisplayWidth.wrap(" lead", width: 40) == ["lead"])
+        #expect(DisplayWidth.wrap("", width: 40) == [""])
+        #expect(DisplayWidth.wrap("tab\there", width: 40) == ["tab\there"])
     }
 
     @Test func rowsOfEmojiLineUp() {
