@@ -64,15 +64,15 @@ public struct ConversationView: Sendable {
         let inner = max(4, bubbleWidth - 4)
         // Widths are measured on what will be shown: the text made safe first.
         let body = DisplayWidth.wrap(SafeText.visible(message.text, keepNewlines: true), width: inner)
-        let width = body.map(\.displayWidth).max() ?? 0
+        let width = body.map { $0.displayWidth }.max() ?? 0  // (A key path here cost more than the widths.)
         let style: Style = message.outgoing ? .cyan : .yellow
         var rows: [String]
         if capabilities.ascii {
             rows = body.map { "( " + DisplayWidth.pad($0, to: width) + " )" }
         } else {
-            rows = ["╭" + String(repeating: "─", count: width + 2) + "╮"]
+            rows = ["╭" + String(repeated: "─", count: width + 2) + "╮"]
             rows += body.map { "│ " + DisplayWidth.pad($0, to: width) + " │" }
-            rows.append("╰" + String(repeating: "─", count: width + 2) + "╯")
+            rows.append("╰" + String(repeated: "─", count: width + 2) + "╯")
         }
         rows = rows.map { styler.apply(style, $0) }
         if !message.outgoing, let sender = message.sender { rows.insert(styler.bold(SafeText.visible(sender)), at: 0) }
@@ -80,10 +80,10 @@ public struct ConversationView: Sendable {
         if message.outgoing {
             let state = styler.dim(message.state.rawValue)
             // Every row of the bubble is its text's width and four columns of frame.
-            let indent = String(repeating: " ", count: max(0, columns - (width + 4)))
+            let indent = String(repeated: " ", count: max(0, columns - (width + 4)))
             let placed = rows.map { indent + $0 }
             let status = "#\(message.number) \(message.state.rawValue)"
-            return placed + [String(repeating: " ", count: max(0, columns - status.displayWidth)) + label + " " + state]
+            return placed + [String(repeated: " ", count: max(0, columns - status.displayWidth)) + label + " " + state]
         }
         return rows + [label]
     }

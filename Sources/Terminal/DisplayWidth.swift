@@ -31,6 +31,25 @@ extension StringProtocol {
     }
 }
 
+extension String {
+    /// `piece` `count` times, its bytes copied in one buffer: `String(repeating:count:)`
+    /// appends string to string, and the frame and indent of a chat bubble cost more that way
+    /// than the rest of it.
+    public init(repeated piece: String, count: Int) {
+        let unit = Array(piece.utf8), total = unit.count * Swift.max(0, count)
+        self.init(unsafeUninitializedCapacity: total) { buffer in
+            if unit.count == 1 {
+                UnsafeMutableBufferPointer(rebasing: buffer[0..<total]).initialize(repeating: unit[0])
+            } else {
+                for start in stride(from: 0, to: total, by: unit.count) {
+                    _ = UnsafeMutableBufferPointer(rebasing: buffer[start..<(start + unit.count)]).initialize(from: unit)
+                }
+            }
+            return total
+        }
+    }
+}
+
 public enum DisplayWidth {
     static func isRegionalIndicator(_ scalar: Unicode.Scalar) -> Bool {
         (0x1F1E6...0x1F1FF).contains(scalar.value)
@@ -128,7 +147,7 @@ public enum DisplayWidth {
     /// Pads `text` with spaces on the right to `width` columns (never truncates).
     public static func pad(_ text: String, to width: Int) -> String {
         let missing = width - text.strippingANSI.displayWidth
-        return missing > 0 ? text + String(repeating: " ", count: missing) : text
+        return missing > 0 ? text + String(repeated: " ", count: missing) : text
     }
 
     /// Cuts `text` to at most `width` columns, ending with `…` when something was cut.
