@@ -157,7 +157,7 @@ extension ChatMode {
 
     /// A line typed in an open conversation is a message.
     func sendLine(_ line: String, _ shell: Shell) throws {
-        let text = line.trimmingCharacters(in: .whitespaces)
+        let text = Self.trimmed(line)
         if let local = openLocal {
             guard !text.isEmpty else { return }
             return talk(to: local, text, shell)
@@ -169,6 +169,16 @@ extension ChatMode {
         let bubble = view.bubble(message)
         if animate && shell.capabilities.interactive { slide(bubble, shell) }
         for row in bubble { shell.console.print(row) }
+    }
+
+    /// The line without spaces or tabs at either end. Foundation's trimming costs more than a
+    /// sent line's encryption, so the usual line, with none, is not handed to it.
+    static func trimmed(_ line: String) -> String {
+        func isSpace(_ scalar: Unicode.Scalar) -> Bool { scalar == "\t" || scalar.properties.generalCategory == .spaceSeparator }
+        guard let first = line.unicodeScalars.first, let last = line.unicodeScalars.last, !isSpace(first) && !isSpace(last) else {
+            return line.trimmingCharacters(in: .whitespaces)
+        }
+        return line
     }
 
     /// A line said to a local one (a spectre), and its answer: on screen only, never stored.

@@ -5,6 +5,15 @@ import Testing
 @testable import Chat
 
 @Suite struct ConversationViewTests {
+    /// A typed line loses the spaces and tabs at its ends (any kind of space), nothing else.
+    @Test func aLineIsTrimmedOfSpacesAtItsEnds() {
+        #expect(ChatMode.trimmed("hello there") == "hello there")
+        #expect(ChatMode.trimmed("  hi\t") == "hi")
+        #expect(ChatMode.trimmed("\u{3000}wide space") == "wide space")
+        #expect(ChatMode.trimmed(" ") == "" && ChatMode.trimmed("") == "")
+        #expect(ChatMode.trimmed("ends in a newline\n") == "ends in a newline\n")
+    }
+
     var utc: Calendar {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC")!
