@@ -321,10 +321,10 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
     /// store them), what stays and what is direct at QoS 1.
     private func publish(_ bytes: [UInt8], to topic: String, retain: Bool, qos: Int32) {
         // Only once the broker has accepted us: libmosquitto 2.0.11 would otherwise write a
-        // publish issued while it connects ahead of the CONNECT (a clustered broker then hangs
-        // up), and what it queues across a reconnection can leave its in-flight count stuck, so
-        // that QoS 1 publishes stop for good. Dropped instead: presence is published again on
-        // connecting, and seance's own acknowledgements send direct frames again.
+        // publish issued while it connects ahead of the CONNECT, and a clustered broker (NATS)
+        // hangs up on that (the reconnection that followed once stalled a burst for good).
+        // Dropped instead: presence is published again on connecting, and seance's own
+        // acknowledgements have direct frames sent again.
         guard let client = state.withLock({ $0.stopping || !$0.connected ? nil : $0.client })?.pointer else { return }
         bytes.withUnsafeBytes { buffer in
             _ = seance_mosquitto_publish(client, nil, topic, Int32(buffer.count), buffer.baseAddress, qos, retain)

@@ -38,7 +38,9 @@ extension String {
     public init(repeated piece: String, count: Int) {
         let unit = Array(piece.utf8), total = unit.count * Swift.max(0, count)
         self.init(unsafeUninitializedCapacity: total) { buffer in
-            if unit.count == 1 {
+            if total == 0 {
+                return 0
+            } else if unit.count == 1 {
                 UnsafeMutableBufferPointer(rebasing: buffer[0..<total]).initialize(repeating: unit[0])
             } else {
                 for start in stride(from: 0, to: total, by: unit.count) {

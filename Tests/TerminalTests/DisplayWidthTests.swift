@@ -16,7 +16,7 @@ import Terminal
         #expect(DisplayWidth.wrap("👻👻 a", width: 1) == ["👻", "👻", "a"])
         #expect(DisplayWidth.wrap("漢字", width: 0) == ["漢", "字"])
         #expect(String(repeated: "─", count: 3) == "───" && String(repeated: "ab", count: 2) == "abab")
-        #expect(String(repeated: " ", count: 0) == "" && String(repeated: "x", count: -1) == "")
+        #expect(String(repeated: " ", count: 0) == "" && String(repeated: "x", count: -1) == "" && String(repeated: "", count: 3) == "")
         // A line that fits is itself, spaces made single as for any other.
         #expect(DisplayWidth.wrap("two words", width: 9) == ["two words"])
         #expect(DisplayWidth.wrap("two words", width: 8) == ["two", "words"])
