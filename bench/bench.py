@@ -588,13 +588,15 @@ def brokers(binary, work, env, count):
         a_args, b_args = ["--no-lan", "--broker", "mqtt://127.0.0.1:18841"], ["--no-lan", "--broker", "mqtt://127.0.0.1:18843"]
         floor = BrokerFloor(18841, 18843, 200)
         try:
-            sets, references, measured = chat_pair(binary, work, env, "nats", a_args, count, floor, ben_args=b_args)
+            # Bursts of a fifth: on a busy machine the cluster's own QoS 1 round trips reach a
+            # quarter of a second (see its floor), and 5,000 messages then outlast the wait.
+            sets, references, measured = chat_pair(binary, work, env, "nats", a_args, count // 5, floor, ben_args=b_args)
         finally:
             floor.close()
         latency("nats_latency", sets, "NATS x3: one-way")
         latency("nats_floor", references, "pub -> sub, node 1 to 3")
         latency_ratio("nats_latency_ratio", sets, references, "no target yet")
-        rates("nats_rate", measured, "sustained, stored at both", "no target yet")
+        rates("nats_rate", measured, f"sustained, {count // 5:,} at a time", "no target yet")
     finally:
         for node in nodes:
             node.kill()
