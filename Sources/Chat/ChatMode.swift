@@ -186,6 +186,8 @@ public final class ChatMode {
             for line in limiter.admit(lines, now: Date().timeIntervalSince1970) { inbox.post(line) }
             if case .arrived(let peer) = event { deliveryBox.delivery?.peerArrived(peer) }
             if case .changed(_, let peer) = event { deliveryBox.delivery?.peerArrived(peer) }
+            // What was sent while the broker was away was dropped (never queued in the client).
+            if case .transport(_, .up) = event { deliveryBox.delivery?.transportReturned() }
         }
         let delivery = makeDelivery(store: MessageStore(database: database), identity: identity, engine: engine, shell: shell)
         deliveryBox.set(delivery)

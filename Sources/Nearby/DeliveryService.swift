@@ -316,6 +316,17 @@ public final class DeliveryService: @unchecked Sendable {
         rearm()
     }
 
+    /// A transport came back (a broker reconnected): what waits for an acknowledgement goes
+    /// again at once, rather than when its backoff, up to `maximumBackoff`, would have it.
+    public func transportReturned() {
+        engine.sync {
+            let now = clock()
+            for key in Array(links.keys) { links[key]?.queue.restart(now: now) }
+            send(now: now)
+            rearm()
+        }
+    }
+
     /// Loads every outbox at start, so messages written while away go when their peer appears.
     public func loadOutboxes() throws {
         try engine.sync { try loadAllOutboxes() }

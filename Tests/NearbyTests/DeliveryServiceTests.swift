@@ -127,6 +127,20 @@ final class Pair: Sendable {
         #expect(pair.toAlice.take().count == 1)
     }
 
+    /// When a transport comes back, what waits for an acknowledgement goes again at once, not
+    /// when its backoff would have it (a broker's client drops what is sent while it is away).
+    @Test func aReturningTransportSendsWhatWaitsAtOnce() throws {
+        let pair = try Pair()
+        let conversation = try pair.conversationAtAlice()
+        _ = try pair.aliceDelivery.send("into the void", in: conversation)
+        pair.aliceDelivery.tick(now: 0)
+        #expect(pair.toBob.take().count == 1)  // Lost.
+        pair.aliceDelivery.tick(now: 0)
+        #expect(pair.toBob.take().isEmpty)  // Not due again before its backoff.
+        pair.aliceDelivery.transportReturned()
+        #expect(pair.toBob.take().count == 1)
+    }
+
     @Test func replayedFragmentsAreNotStoredTwice() throws {
         let pair = try Pair()
         let conversation = try pair.conversationAtAlice()
