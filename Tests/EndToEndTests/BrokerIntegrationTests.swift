@@ -139,11 +139,13 @@ struct BrokerIntegrationTests {
         // Refreshes once a second (the LAN tests' 0.2 s leaves 0.7 s before a peer expires:
         // less than a loaded three-node cluster can promise).
         let runA = try net.start(host: 4, data: a, name: "ann", arguments: ["--broker", nodes[0].url, "--no-lan", "--announce-interval", "1"],
-                                 lines: ["chat", "open ben --wait 40"] + toBen + ["/sleep 60"])
+                                 lines: ["chat", "open ben --wait 40"] + toBen + ["/sleep 240"])
         let runB = try net.start(host: 5, data: b, name: "ben", arguments: ["--broker", nodes[2].url, "--no-lan", "--announce-interval", "1"],
-                                 lines: ["chat", "open ann --wait 40"] + toAnn + ["/sleep 60"])
+                                 lines: ["chat", "open ann --wait 40"] + toAnn + ["/sleep 240"])
         defer { runA.kill(); runB.kill() }
-        let done = try eventually(timeout: 90) { try allDelivered(a, count: 1_000) && allDelivered(b, count: 50) }
+        // Generous (and the shells stay as long): alone this takes seconds, but beside the whole
+        // suite on two cores the cluster's own round trips reach a quarter of a second.
+        let done = try eventually(timeout: 240) { try allDelivered(a, count: 1_000) && allDelivered(b, count: 50) }
         #expect(done, "ann: \(states(a)); ben: \(states(b)); ann said: \(runA.output.suffix(600)); node 1: \(nodes[0].log.suffix(800))")
         #expect(try received(b) == toBen)
         #expect(try received(a) == toAnn)
