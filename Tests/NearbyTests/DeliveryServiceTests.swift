@@ -84,6 +84,16 @@ final class Pair: Sendable {
         aliceEngine.sync {}
         bobEngine.sync {}
     }
+
+    /// The sequence numbers of the acknowledgements bob has sent alice since last asked, once
+    /// both engines have done what they were given.
+    func acknowledgements() -> [UInt32] {
+        settle()
+        return toAlice.take().compactMap { packet -> UInt32? in
+            if case .ack(_, let sequence) = packet.payload { return sequence }
+            return nil
+        }
+    }
 }
 
 @Suite struct DeliveryServiceTests {
@@ -113,12 +123,7 @@ final class Pair: Sendable {
         let route = Route(transport: "memory", address: "h")
         // One engine job takes all three (as a burst read off the network together would).
         pair.bobEngine.sync { for packet in packets { pair.bobDelivery.receive(packet, from: route) } }
-        pair.settle()
-        let acks = pair.toAlice.take().compactMap { packet -> UInt32? in
-            if case .ack(_, let sequence) = packet.payload { return sequence }
-            return nil
-        }
-        #expect(acks == [3])
+        #expect(pair.acknowledgements() == [3])
         #expect(pair.received.withLock { $0.count } == 3)
         _ = try pair.aliceDelivery.send("alone", in: conversation)
         pair.aliceDelivery.tick(now: 0)

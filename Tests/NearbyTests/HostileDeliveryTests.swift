@@ -26,13 +26,7 @@ import Testing
         try pair.bobStore.existingConversation(myKey: pair.bob.signingPublicKey, peerKey: pair.alice.signingPublicKey)
     }
 
-    func acknowledged(_ pair: Pair) -> UInt32? {
-        pair.settle()
-        return pair.toAlice.take().compactMap { packet -> UInt32? in
-            if case .ack(_, let sequence) = packet.payload { return sequence }
-            return nil
-        }.max()
-    }
+    func acknowledged(_ pair: Pair) -> UInt32? { pair.acknowledgements().max() }
 
     @Test func noiseFromAStrangerCreatesNoConversation() throws {
         let pair = try Pair()
