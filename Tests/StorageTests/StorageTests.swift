@@ -175,10 +175,10 @@ final class TemporaryDirectory {
         let tmp = TemporaryDirectory()
         let path = tmp.path + "/seance.sqlite"
         let db = try testDatabase(path)
-        let checkpoints = try BackgroundCheckpoints(db, every: 0.005)
+        let checkpoints = try BackgroundCheckpoints(db, every: 0.005, writerThreshold: 1_000)
         defer { checkpoints.stop() }
         // Each commit adds a few frames: 4,000 of them, about 8,000 frames (32 MB) if never
-        // started over; SQLite's threshold is 1,000. Two rows updated in turn.
+        // started over; the writer's threshold is 1,000 here. Two rows updated in turn.
         var largest = 0
         for index in 0..<4_000 {
             try db.write { db in try db.execute(sql: "INSERT OR REPLACE INTO setting (key, value) VALUES (?, ?)", arguments: ["k\(index % 2)", "\(index)"]) }
@@ -186,5 +186,25 @@ final class TemporaryDirectory {
         }
         let frame = 4_096 + 24
         #expect(largest > 0 && largest < 2_000 * frame, "the log reached \(largest / frame) frames")
+    }
+
+    /// While checkpoints run beside it, the writer checkpoints (and waits for the disk) in its
+    /// commits ten times less often; stopped, it has SQLite's threshold again, and the log its
+    /// space back.
+    @Test func theWriterCheckpointsRarelyWhileTheseRunAndAsBeforeOnceStopped() throws {
+        let tmp = TemporaryDirectory()
+        let path = tmp.path + "/seance.sqlite"
+        let db = try testDatabase(path)
+        let threshold = { try db.writer.writeWithoutTransaction { try Int.fetchOne($0, sql: "PRAGMA wal_autocheckpoint") } }
+        #expect(try threshold() == BackgroundCheckpoints.sqliteThreshold)
+        let checkpoints = try BackgroundCheckpoints(db, every: 0.02)
+        #expect(try threshold() == 10_000)
+        try db.write { db in
+            for index in 0..<240 { try db.execute(sql: "INSERT INTO setting (key, value) VALUES (?, ?)", arguments: ["k\(index)", String(repeating: "x", count: 900)]) }
+        }
+        #expect(fileSize(path + "-wal") > 0)
+        checkpoints.stop()
+        #expect(try threshold() == BackgroundCheckpoints.sqliteThreshold)
+        #expect(fileSize(path + "-wal") == 0)
     }
 }
