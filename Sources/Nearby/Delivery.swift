@@ -11,8 +11,11 @@ public struct OutgoingQueue: Sendable {
         var nextAt: Double = 0
     }
 
-    /// At most this many fragments are in flight at once.
-    public static let window = 64
+    /// At most this many fragments are in flight at once. A burst's fragments travel about
+    /// twenty to a packet and are acknowledged once per few packets: with 64 in flight (three
+    /// packets) the sender kept stopping for acknowledgements, both sides' engines half idle,
+    /// at 13,000–16,000 messages/s; 512 keep the pipe full (22,000–32,000/s, same machine).
+    public static let window = 512
     /// First retransmission after this long; then doubling, up to `maximumBackoff`.
     public static let initialBackoff = 0.25
     public static let maximumBackoff = 4.0
