@@ -23,6 +23,7 @@ public final class BackgroundCheckpoints: @unchecked Sendable {
 
     private let connection: DatabaseQueue
     private let writer: DatabasePool
+    private let queue = DispatchQueue(label: "seance.checkpoints", qos: .utility)
     // Touched only by `init` and `stop`, on the caller's thread.
     private let timer: DispatchSourceTimer
     private var stopped = false
@@ -35,7 +36,6 @@ public final class BackgroundCheckpoints: @unchecked Sendable {
         } catch {
             throw SeanceDatabase.describe(error, path: database.path)
         }
-        let queue = DispatchQueue(label: "seance.checkpoints", qos: .utility)
         timer = DispatchSource.makeTimerSource(queue: queue)
         let connection = self.connection
         timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(Int(interval * 100)))
@@ -52,6 +52,9 @@ public final class BackgroundCheckpoints: @unchecked Sendable {
         guard !stopped else { return }
         stopped = true
         timer.cancel()
+        // A checkpoint under way holds the lock every checkpoint takes (and SQLite does not wait
+        // for that one): it ends first.
+        queue.sync {}
         try? writer.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA wal_autocheckpoint = \(Self.sqliteThreshold)")
             _ = try db.checkpoint(.truncate)

@@ -197,7 +197,8 @@ final class TemporaryDirectory {
         let db = try testDatabase(path)
         let threshold = { try db.writer.writeWithoutTransaction { try Int.fetchOne($0, sql: "PRAGMA wal_autocheckpoint") } }
         #expect(try threshold() == BackgroundCheckpoints.sqliteThreshold)
-        let checkpoints = try BackgroundCheckpoints(db, every: 0.02)
+        // Often, so one is likely under way when they stop.
+        let checkpoints = try BackgroundCheckpoints(db, every: 0.001)
         #expect(try threshold() == 10_000)
         try db.write { db in
             for index in 0..<240 { try db.execute(sql: "INSERT INTO setting (key, value) VALUES (?, ?)", arguments: ["k\(index)", String(repeating: "x", count: 900)]) }
