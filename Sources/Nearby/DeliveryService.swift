@@ -56,6 +56,9 @@ public final class DeliveryService: @unchecked Sendable {
         var firstSent: [Int64] = []
         /// Incoming messages shown up to this row, not yet marked read (`scheduleFlush`).
         var shownUpTo: Int64 = 0
+        /// The last fragment received whose message is stored: what is acknowledged. The
+        /// assembler may be ahead, by messages waiting for `storeReceived`.
+        var stored: UInt32
 
         var conversation: Int64 { conversationRecord.id }
     }
@@ -104,6 +107,18 @@ public final class DeliveryService: @unchecked Sendable {
     private var dropped: [String: Int] = [:]
     /// Peers owed an acknowledgement, and the route to send it by (`acknowledge`).
     private var acknowledgements: [Data: (Peer, Route)] = [:]
+    /// Whole messages received and not yet stored, by sender in the order they first came:
+    /// `storeReceived` stores them once the engine has handled the packets it was already
+    /// given, so packets that came together (a burst) cost one transaction, not one each.
+    private var unstored: [Unstored] = []
+    private var storeScheduled = false
+
+    private struct Unstored {
+        var peer: Peer
+        var route: Route
+        var conversation: Conversation
+        var messages: [AssembledMessage] = []
+    }
     /// Fragments held by every link's assembler together.
     private var bufferedTotal = 0
     /// Lines `send` took and numbered, not yet written: written together by `writeOutgoing`
@@ -234,9 +249,11 @@ public final class DeliveryService: @unchecked Sendable {
     /// The longest a line waits for the lines after it (`send(_:in:more:)`).
     static let holdLimit = 0.002
 
-    /// Waits until every line taken is written and sent, and every state change written.
+    /// Waits until every line taken is written and sent, every message received stored, and
+    /// every state change written.
     public func settle() {
         engine.sync {
+            storeReceived()
             writeOutgoing()
             flushStates(now: clock())
         }
@@ -479,9 +496,15 @@ public final class DeliveryService: @unchecked Sendable {
 
     // MARK: Receiving
 
-    /// A direct packet that came by `route` (an acknowledgement goes back the same way).
+    /// A direct packet that came by `route` (an acknowledgement goes back the same way). On the
+    /// engine (the network's packets), the messages it completes are stored with those of the
+    /// packets queued behind it; from another thread, before this returns.
     public func receive(_ packet: Packet, from route: Route) {
-        engine.sync { handle(packet, from: route) }
+        if engine.isCurrent { return handle(packet, from: route) }
+        engine.sync {
+            handle(packet, from: route)
+            storeReceived()
+        }
     }
 
     private func handle(_ packet: Packet, from route: Route) {
@@ -552,12 +575,12 @@ public final class DeliveryService: @unchecked Sendable {
         return nil
     }
 
-    /// One packet's fragments: each opened and put in order; the messages they complete are
-    /// stored together, in one transaction, and only then acknowledged, once for the packet.
+    /// One packet's fragments: each opened and put in order. The messages they complete wait for
+    /// `storeReceived` (queued behind the packets the engine was already given); a packet that
+    /// completes none is acknowledged at once.
     private func receiveFragments(_ sealed: [Data], from peer: Peer, by route: Route, conversation: Conversation) {
         guard var link = try? link(for: conversation) else { return drop("storage") }
         let heldBefore = link.assembler.bufferedCount
-        let deliveredBefore = link.assembler.delivered
         var whole: [AssembledMessage] = []
         var accepted = false
         for box in sealed {
@@ -578,38 +601,62 @@ public final class DeliveryService: @unchecked Sendable {
             case .duplicate, .buffered: accepted = true
             }
         }
-        let heldAfter = link.assembler.bufferedCount
-        bufferedTotal += heldAfter - heldBefore
-        // Kept before storing: writing our own lines first (`keep`) queues their fragments on
-        // this same link.
+        bufferedTotal += link.assembler.bufferedCount - heldBefore
         links[peer.signingKey] = link
-        var stored: [ChatMessage] = []
-        if !whole.isEmpty {
-            do {
-                stored = try keep(whole, in: conversation)
-            } catch {
-                // The database refused (full disk, a lock, …): nothing of these is stored or
-                // acknowledged, and they are asked for again, so the conversation never sticks.
-                drop("storage")
-                links[peer.signingKey]?.assembler = IncomingAssembler(delivered: deliveredBefore)
-                bufferedTotal -= heldAfter
-            }
-        }
-        for message in stored { onEvent(.received(conversation: conversation.id, message: message, from: peer)) }
         guard accepted else { return }
-        acknowledge(peer, reply: route)
+        guard !whole.isEmpty else { return acknowledge(peer, reply: route) }
+        if let index = unstored.firstIndex(where: { $0.peer.signingKey == peer.signingKey }) {
+            unstored[index].messages += whole
+            unstored[index].route = route
+        } else {
+            unstored.append(Unstored(peer: peer, route: route, conversation: conversation, messages: whole))
+        }
+        guard !storeScheduled else { return }
+        storeScheduled = true
+        engine.async { [weak self] in self?.storeReceived() }
+    }
+
+    /// Stores the messages received since the last time, in one transaction per sender, then
+    /// tells of them and acknowledges them (once per sender, whatever the number of packets).
+    /// If the database refuses, nothing of that sender's is kept: its assembler goes back to
+    /// what is stored and, unacknowledged, the messages come again — the conversation never
+    /// sticks.
+    private func storeReceived() {
+        storeScheduled = false
+        let batches = unstored
+        unstored = []
+        for batch in batches {
+            let key = batch.peer.signingKey
+            do {
+                let stored = try keep(batch.messages, in: batch.conversation)
+                links[key]?.stored = batch.messages.last!.lastSequence
+                for message in stored { onEvent(.received(conversation: batch.conversation.id, message: message, from: batch.peer)) }
+            } catch {
+                drop("storage")
+                if let link = links[key] {
+                    bufferedTotal -= link.assembler.bufferedCount
+                    links[key]!.assembler = IncomingAssembler(delivered: link.stored)
+                }
+            }
+            acknowledgements[key] = nil  // This one covers what a pending one would.
+            sendAcknowledgement(to: batch.peer, by: batch.route)
+        }
     }
 
     /// Acknowledges what is stored from `peer`, after whatever the engine was already given to
-    /// do: packets that came together (a burst) are then acknowledged once, a packet alone at
-    /// once. Each acknowledgement is a signature made here and checked there.
+    /// do: packets that came together are then acknowledged once, a packet alone at once.
+    /// Each acknowledgement is a signature made here and checked there.
     private func acknowledge(_ peer: Peer, reply route: Route) {
         guard acknowledgements.updateValue((peer, route), forKey: peer.signingKey) == nil else { return }
         engine.async { [weak self] in
-            guard let self, let (peer, route) = self.acknowledgements.removeValue(forKey: peer.signingKey),
-                  let delivered = self.links[peer.signingKey]?.assembler.delivered else { return }
-            self.transmit(.ack(recipient: peer.signingKey, sequence: delivered), to: peer, reply: route)
+            guard let self, let (peer, route) = self.acknowledgements.removeValue(forKey: peer.signingKey) else { return }
+            self.sendAcknowledgement(to: peer, by: route)
         }
+    }
+
+    private func sendAcknowledgement(to peer: Peer, by route: Route) {
+        guard let stored = links[peer.signingKey]?.stored else { return }
+        transmit(.ack(recipient: peer.signingKey, sequence: stored), to: peer, reply: route)
     }
 
     /// Stores whole messages (or, for one that breaks the limits, only its sequence numbers),
@@ -674,7 +721,7 @@ public final class DeliveryService: @unchecked Sendable {
         let key = try MessageCrypto.key(mine: identity.agreement, theirs: conversation.peerAgreementKey,
                                         mySigningKey: myKey, theirSigningKey: conversation.peerKey)
         let link = Link(conversationRecord: conversation, key: key, assembler: IncomingAssembler(delivered: conversation.deliveredSequence),
-                        acknowledged: conversation.acknowledgedSequence)
+                        acknowledged: conversation.acknowledgedSequence, stored: conversation.deliveredSequence)
         links[conversation.peerKey] = link
         return link
     }

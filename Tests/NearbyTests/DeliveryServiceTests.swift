@@ -2,6 +2,7 @@ import Accounts
 import Crypto
 import Foundation
 import Glibc
+import GRDB
 import Nearby
 import Storage
 import Synchronization
@@ -96,6 +97,21 @@ final class Pair: Sendable {
     }
 }
 
+/// Counts the transactions that wrote messages.
+final class MessageCommits: TransactionObserver, Sendable {
+    private let state = Mutex((count: 0, changed: false))
+    var count: Int { state.withLock { $0.count } }
+    func observes(eventsOfKind eventKind: DatabaseEventKind) -> Bool { eventKind.tableName == "message" }
+    func databaseDidChange(with event: DatabaseEvent) { state.withLock { $0.changed = true } }
+    func databaseDidCommit(_ db: Database) {
+        state.withLock { state in
+            if state.changed { state.count += 1 }
+            state.changed = false
+        }
+    }
+    func databaseDidRollback(_ db: Database) { state.withLock { $0.changed = false } }
+}
+
 @Suite struct DeliveryServiceTests {
     @Test func messagesArriveDecryptedAndAreConfirmed() throws {
         let pair = try Pair()
@@ -130,6 +146,30 @@ final class Pair: Sendable {
         for packet in pair.toBob.take() { pair.bobDelivery.receive(packet, from: route) }
         pair.settle()
         #expect(pair.toAlice.take().count == 1)
+    }
+
+    /// Packets the receiver was given together are stored in one transaction, not one each; a
+    /// packet alone in one of its own, before this returns when not handed over by the engine.
+    @Test func packetsThatCameTogetherAreStoredTogether() throws {
+        let pair = try Pair()
+        let conversation = try pair.conversationAtAlice()
+        let commits = MessageCommits()
+        pair.bobStore.database.writer.add(transactionObserver: commits, extent: .observerLifetime)
+        for index in 1...3 {
+            _ = try pair.aliceDelivery.send(String(repeating: "x", count: 800) + " \(index)", in: conversation)
+            pair.aliceDelivery.tick(now: 0)
+        }
+        let packets = pair.toBob.take()
+        let route = Route(transport: "memory", address: "h")
+        pair.bobEngine.sync { for packet in packets { pair.bobDelivery.receive(packet, from: route) } }
+        pair.settle()
+        #expect(commits.count == 1)
+        #expect(pair.received.withLock { $0.count } == 3)
+        _ = try pair.aliceDelivery.send("alone", in: conversation)
+        pair.aliceDelivery.tick(now: 0)
+        for packet in pair.toBob.take() { pair.bobDelivery.receive(packet, from: route) }
+        #expect(commits.count == 2)
+        #expect(pair.received.withLock { $0.count } == 4)
     }
 
     /// When a transport comes back, what waits for an acknowledgement goes again at once, not
