@@ -414,12 +414,15 @@ public final class DeliveryService: @unchecked Sendable {
     /// Records acknowledgements, first transmissions and what was shown in the store, and
     /// sends the read receipts.
     private func flushStates(now: Double) {
-        var work: [(Int64, UInt32, [Int64])] = []
+        var work: [(key: Data, conversation: Int64, acknowledged: UInt32?, before: UInt32, firstSent: [Int64])] = []
         var shown: [(Int64, Data, Int64)] = []
         for (key, var link) in links {
-            let statesChanged = link.acknowledged > link.conversationRecord.acknowledgedSequence || !link.firstSent.isEmpty
+            let acknowledged = link.acknowledged > link.conversationRecord.acknowledgedSequence ? link.acknowledged : nil
+            let statesChanged = acknowledged != nil || !link.firstSent.isEmpty
             guard statesChanged || link.shownUpTo > 0 else { continue }
-            if statesChanged { work.append((link.conversation, link.acknowledged, link.firstSent)) }
+            if statesChanged {
+                work.append((key, link.conversation, acknowledged, link.conversationRecord.acknowledgedSequence, link.firstSent))
+            }
             if link.shownUpTo > 0 { shown.append((link.conversation, key, link.shownUpTo)) }
             link.conversationRecord.acknowledgedSequence = link.acknowledged
             link.firstSent = []
@@ -430,15 +433,16 @@ public final class DeliveryService: @unchecked Sendable {
             guard let sequence = try? store.markShown(conversation, upTo: number), let peer = presentPeer(peerKey) else { continue }
             transmit(.read(recipient: peer.signingKey, sequence: sequence), to: peer)
         }
-        for (conversation, acknowledged, firstSent) in work {
+        for (key, conversation, acknowledged, before, firstSent) in work {
             // Only messages still `sending` become `sent`: one acknowledged or read meanwhile
             // never goes back.
-            if let numbers = try? store.markSent(firstSent), !numbers.isEmpty {
-                onEvent(.stateChanged(conversation: conversation, numbers: numbers, state: .sent))
+            guard let changed = try? store.recordStates(conversation, firstSent: firstSent, acknowledgedUpTo: acknowledged, now: now) else {
+                // Not written (the database refused): the acknowledgement is written next time.
+                links[key]?.conversationRecord.acknowledgedSequence = before
+                continue
             }
-            if let numbers = try? store.acknowledge(conversation, upTo: acknowledged, now: now), !numbers.isEmpty {
-                onEvent(.stateChanged(conversation: conversation, numbers: numbers, state: .delivered))
-            }
+            if !changed.sent.isEmpty { onEvent(.stateChanged(conversation: conversation, numbers: changed.sent, state: .sent)) }
+            if !changed.delivered.isEmpty { onEvent(.stateChanged(conversation: conversation, numbers: changed.delivered, state: .delivered)) }
         }
     }
 

@@ -231,29 +231,44 @@ public struct MessageStore: Sendable {
     @discardableResult
     public func markSent(_ ids: [Int64]) throws -> [Int64] {
         guard !ids.isEmpty else { return [] }
-        return try database.write { db in
-            try Int64.fetchAll(db, sql: """
-                UPDATE message SET state = 'sent' WHERE state = 'sending' AND id IN (\(ids.map(String.init).joined(separator: ",")))
-                RETURNING number
-                """).sorted()
-        }
+        return try database.write { db in try Self.markSent(db, ids) }
     }
 
     /// The peer confirmed every fragment up to `sequence`: those messages are delivered.
     /// Returns the numbers of the messages this changed.
     @discardableResult
     public func acknowledge(_ conversation: Int64, upTo sequence: UInt32, now: Double) throws -> [Int64] {
+        try database.write { db in try Self.acknowledge(db, conversation, upTo: sequence, now: now) }
+    }
+
+    /// What the engine gathered for a conversation since it last wrote, in one transaction (it
+    /// was two, and under a stream of messages the pair came every 50 ms): `markSent(firstSent)`,
+    /// then `acknowledge(upTo: acknowledged)` when given. Returns the numbers each changed.
+    public func recordStates(_ conversation: Int64, firstSent: [Int64], acknowledgedUpTo acknowledged: UInt32?,
+                             now: Double) throws -> (sent: [Int64], delivered: [Int64]) {
         try database.write { db in
-            // Only the outbox is walked (its index), however long the conversation.
-            let changed = try Int64.fetchAll(db.cachedStatement(sql: """
-                UPDATE message INDEXED BY message_outbox SET state = 'delivered', receivedAt = ?
-                WHERE conversationId = ? AND state IN ('sending', 'sent') AND firstSequence <= ? AND outgoing = 1 AND lastSequence <= ?
-                RETURNING number
-                """), arguments: [now, conversation, sequence, sequence]).sorted()
-            try db.execute(sql: "UPDATE conversation SET acknowledgedSequence = max(acknowledgedSequence, ?) WHERE id = ?",
-                           arguments: [sequence, conversation])
-            return changed
+            let sent = firstSent.isEmpty ? [] : try Self.markSent(db, firstSent)
+            return (sent, try acknowledged.map { try Self.acknowledge(db, conversation, upTo: $0, now: now) } ?? [])
         }
+    }
+
+    private static func markSent(_ db: Database, _ ids: [Int64]) throws -> [Int64] {
+        try Int64.fetchAll(db, sql: """
+            UPDATE message SET state = 'sent' WHERE state = 'sending' AND id IN (\(ids.map(String.init).joined(separator: ",")))
+            RETURNING number
+            """).sorted()
+    }
+
+    private static func acknowledge(_ db: Database, _ conversation: Int64, upTo sequence: UInt32, now: Double) throws -> [Int64] {
+        // Only the outbox is walked (its index), however long the conversation.
+        let changed = try Int64.fetchAll(db.cachedStatement(sql: """
+            UPDATE message INDEXED BY message_outbox SET state = 'delivered', receivedAt = ?
+            WHERE conversationId = ? AND state IN ('sending', 'sent') AND firstSequence <= ? AND outgoing = 1 AND lastSequence <= ?
+            RETURNING number
+            """), arguments: [now, conversation, sequence, sequence]).sorted()
+        try db.execute(sql: "UPDATE conversation SET acknowledgedSequence = max(acknowledgedSequence, ?) WHERE id = ?",
+                       arguments: [sequence, conversation])
+        return changed
     }
 
     /// The peer has shown every message up to `sequence` (so it was delivered too, even if the

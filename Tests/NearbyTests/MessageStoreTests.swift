@@ -56,6 +56,24 @@ import Testing
         #expect(try store.markSent([c.id]).isEmpty)  // States never go back.
     }
 
+    /// What the engine gathered (first sends, an acknowledgement) is one transaction, not two.
+    @Test func sentAndDeliveredAreWrittenTogether() throws {
+        let (store, conversation, dir) = try makeStore()
+        defer { removeDirectory(dir) }
+        let a = try store.queueOutgoing("one", fragments: 1, in: conversation.id, now: 1)
+        let b = try store.queueOutgoing("two", fragments: 1, in: conversation.id, now: 2)
+        let commits = MessageCommits()
+        store.database.writer.add(transactionObserver: commits, extent: .observerLifetime)
+        let changed = try store.recordStates(conversation.id, firstSent: [a.id, b.id], acknowledgedUpTo: 1, now: 3)
+        #expect(changed.sent == [a.number, b.number] && changed.delivered == [a.number])
+        #expect(commits.count == 1)
+        #expect(try store.page(conversation.id).map(\.state) == [.delivered, .sent])
+        #expect(try store.existingConversation(myKey: Data([1]), peerKey: Data([2]))?.acknowledgedSequence == 1)
+        // Only first sends: the acknowledgement is not written again.
+        let c = try store.queueOutgoing("three", fragments: 1, in: conversation.id, now: 4)
+        #expect(try store.recordStates(conversation.id, firstSent: [c.id], acknowledgedUpTo: nil, now: 5) == (sent: [c.number], delivered: []))
+    }
+
     /// Each conversation counts its own messages; a read receipt that overtakes the
     /// acknowledgement still gives the message a delivery time.
     @Test func numbersArePerConversationAndStatesOnlyMoveForward() throws {
