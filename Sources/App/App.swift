@@ -68,6 +68,7 @@ extension Schema {
         RoomsSchema.rooms,
         NearbySchema.unreadByPeer,
         NearbySchema.oneConversationIndex,
+        NearbySchema.pagesByNumber,
     ])
 
     /// Each feature's list, for the test that every one is in the order above.

@@ -16,6 +16,12 @@ public struct OutgoingQueue: Sendable {
     /// packets) the sender kept stopping for acknowledgements, both sides' engines half idle,
     /// at 13,000–16,000 messages/s; 512 keep the pipe full (22,000–32,000/s, same machine).
     public static let window = 512
+    /// Of the fragments in flight, only the oldest this many go again when their time comes. A
+    /// lost one is among them (acknowledgements are cumulative, and the receiver keeps what came
+    /// after it); when the peer is only slow (a loaded broker), a whole window sent again, a
+    /// fragment to a packet, would add 512 packets to what holds it up. The others go again
+    /// once they are among the oldest.
+    public static let resendLimit = 64
     /// First retransmission after this long; then doubling, up to `maximumBackoff`.
     public static let initialBackoff = 0.25
     public static let maximumBackoff = 4.0
@@ -36,7 +42,11 @@ public struct OutgoingQueue: Sendable {
     public var inFlight: Int { entries.prefix(Self.window).count { $0.attempts > 0 } }
 
     /// When the next fragment in the window is due, if any waits.
-    public var nextDue: Double? { entries.prefix(Self.window).map(\.nextAt).min() }
+    public var nextDue: Double? {
+        entries.prefix(Self.window).enumerated().lazy.compactMap { position, entry in
+            entry.attempts == 0 || position < Self.resendLimit ? entry.nextAt : nil
+        }.min()
+    }
 
     /// Adds fragments (in sequence order); fragments already queued are ignored.
     public mutating func enqueue(_ fragments: [Fragment], message: Int64, now: Double) {
@@ -63,11 +73,12 @@ public struct OutgoingQueue: Sendable {
         public var fragments: [Fragment] { (fresh + repeated).sorted { $0.sequence < $1.sequence } }
     }
 
-    /// The fragments to (re)send now: those in the window whose time has come. Each gets its
-    /// next deadline.
+    /// The fragments to (re)send now: those in the window whose time has come (to go again,
+    /// among the `resendLimit` oldest). Each gets its next deadline.
     public mutating func due(now: Double) -> Due {
         var due = Due()
-        for index in items.indices[head...].prefix(Self.window) where items[index].nextAt <= now {
+        for (position, index) in items.indices[head...].prefix(Self.window).enumerated() where items[index].nextAt <= now {
+            if items[index].attempts > 0 && position >= Self.resendLimit { continue }
             if items[index].attempts == 0 {
                 due.firstSent.insert(items[index].message)
                 due.fresh.append(items[index].fragment)

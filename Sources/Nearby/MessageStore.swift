@@ -151,8 +151,8 @@ public struct MessageStore: Sendable {
         try database.read { db in
             try Row.fetchAll(db, sql: """
                 SELECT conversation.*,
-                       (SELECT text FROM message WHERE conversationId = conversation.id ORDER BY id DESC LIMIT 1) AS lastText,
-                       (SELECT sentAt FROM message WHERE conversationId = conversation.id ORDER BY id DESC LIMIT 1) AS lastTime
+                       (SELECT text FROM message WHERE conversationId = conversation.id ORDER BY number DESC LIMIT 1) AS lastText,
+                       (SELECT sentAt FROM message WHERE conversationId = conversation.id ORDER BY number DESC LIMIT 1) AS lastTime
                 FROM conversation WHERE myKey = ? ORDER BY lastActivity DESC
                 """, arguments: [myKey]).map { row in
                 ConversationSummary(conversation: Self.conversation(row), lastText: row["lastText"], lastTime: row["lastTime"],
@@ -346,15 +346,21 @@ public struct MessageStore: Sendable {
         }
     }
 
-    /// The page of messages before message `before` (nil: the newest page), oldest first.
+    /// The page of messages before message `before` (row id of one of the conversation's; nil:
+    /// the newest page), oldest first. Pages walk the index of numbers, whose order is the rows'
+    /// (messages are written in the order of their numbers), from where `before` is.
     public func page(_ conversation: Int64, before: Int64? = nil, limit: Int = pageSize) throws -> [ChatMessage] {
         try database.read { db in
-            try Row.fetchAll(db, sql: """
-                SELECT id, number, outgoing, text, sentAt, receivedAt, state FROM message
-                WHERE conversationId = ? AND id < ? ORDER BY id DESC LIMIT ?
-                """, arguments: [conversation, before ?? Int64.max, limit]).reversed().map(Self.message)
+            try Row.fetchAll(db.cachedStatement(sql: Self.pageQuery), arguments: [conversation, before, limit]).reversed().map(Self.message)
         }
     }
+
+    static let pageQuery = """
+        SELECT id, number, outgoing, text, sentAt, receivedAt, state FROM message
+        WHERE conversationId = ?1
+          AND number < coalesce((SELECT number FROM message WHERE id = ?2 AND conversationId = ?1), 9223372036854775807)
+        ORDER BY number DESC LIMIT ?3
+        """
 
     /// The message just before row `id` in the same conversation (for section headers).
     public func message(before id: Int64, in conversation: Int64) throws -> ChatMessage? {

@@ -4,7 +4,7 @@ import Storage
 /// The engine's tables: conversations and their messages (the outbox among them).
 public enum NearbySchema {
     /// Every migration of this feature, in order.
-    public static let migrations = [conversations, messageNumbers, unreadByPeer, oneConversationIndex]
+    public static let migrations = [conversations, messageNumbers, unreadByPeer, oneConversationIndex, pagesByNumber]
 
     /// Conversations and their messages.
     public static let conversations = Migration("v6-conversations") { db in
@@ -39,7 +39,7 @@ public enum NearbySchema {
             t.uniqueKey(["conversationId", "outgoing", "lastSequence"])
         }
         // Pages walk this index backwards from a message id: the cost does not depend on how
-        // many messages there are.
+        // many messages there are. (Since v15 they walk `message_number` and this one is gone.)
         try db.create(index: "message_page", on: "message", columns: ["conversationId", "id"])
         try db.execute(sql: "CREATE INDEX message_outbox ON message(conversationId, firstSequence) WHERE state IN ('sending', 'sent')")
         // Unread incoming messages: few, whatever the length of the conversation.
@@ -67,8 +67,15 @@ public enum NearbySchema {
 
     /// `message_on_conversationId` (made by `belongsTo`) held (conversationId, row id), as
     /// `message_page` does: every message written wrote the same entry twice. The foreign
-    /// key's lookups use `message_page`.
+    /// key's lookups use another index on conversationId (since v15, `message_number`).
     public static let oneConversationIndex = Migration("v14-one-conversation-index") { db in
         try db.execute(sql: "DROP INDEX IF EXISTS message_on_conversationId")
+    }
+
+    /// Pages walk `message_number` (conversationId, number), in the rows' order, so
+    /// `message_page` (conversationId, id) went: every message written wrote one index fewer
+    /// (one page of the log fewer per message, an eighth of a commit).
+    public static let pagesByNumber = Migration("v15-pages-by-number") { db in
+        try db.execute(sql: "DROP INDEX IF EXISTS message_page")
     }
 }

@@ -34,6 +34,21 @@ import Testing
         #expect(queue.isEmpty)
     }
 
+    /// A window that went unacknowledged goes again only in part, the oldest first; the rest
+    /// when the acknowledgements bring it among the oldest.
+    @Test func onlyTheOldestGoAgain() {
+        var queue = OutgoingQueue()
+        let window = UInt32(OutgoingQueue.window), limit = UInt32(OutgoingQueue.resendLimit)
+        queue.enqueue(fragments(1...window), message: 1, now: 0)
+        #expect(queue.due(now: 0).fresh.count == Int(window))
+        #expect(queue.nextDue == 0.25)
+        #expect(queue.due(now: 0.25).repeated.map(\.sequence) == Array(1...limit))
+        #expect(queue.nextDue == 0.75)  // The others are not due while they wait their turn.
+        queue.acknowledge(upTo: 10)
+        #expect(queue.nextDue == 0.25)
+        #expect(queue.due(now: 0.3).repeated.map(\.sequence) == Array(limit + 1...limit + 10))
+    }
+
     @Test func aReturningPeerGetsEverythingAtOnce() {
         var queue = OutgoingQueue()
         queue.enqueue(fragments(1...3), message: 1, now: 0)
