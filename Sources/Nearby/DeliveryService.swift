@@ -525,10 +525,10 @@ public final class DeliveryService: @unchecked Sendable {
             // The window moved: what waited behind it goes now, not at the next alarm — once half
             // the window is free, so a burst goes in full packets rather than one fragment per
             // acknowledgement (each answered by its own acknowledgement, and so on).
-            if links[packet.sender]!.queue.inFlight <= OutgoingQueue.window / 2 {
-                send(now: clock())
-                rearm()
-            }
+            if links[packet.sender]!.queue.inFlight <= OutgoingQueue.window / 2 { send(now: clock()) }
+            // Fragments it brought among the oldest may be overdue (only the oldest go again):
+            // the alarm is set for them, else they would wait for the next one, up to seconds.
+            rearm()
         case .read(let recipient, let sequence):
             guard recipient == myKey, let conversation = knownConversation(packet.sender) else { return }
             if let numbers = try? store.markRead(conversation, upTo: sequence, now: clock()), !numbers.isEmpty {

@@ -172,6 +172,33 @@ final class MessageCommits: TransactionObserver, Sendable {
         #expect(pair.received.withLock { $0.count } == 4)
     }
 
+    /// Only the oldest fragments in flight go again when due; an acknowledgement that brings
+    /// overdue ones among the oldest sets the alarm for them at once (a burst through a slow
+    /// broker stalled for the next alarm, seconds away, and went at 400 messages/s).
+    @Test func fragmentsThatBecomeTheOldestGoAgainWhenDue() throws {
+        let clock = Shared(0.0), wakes = Shared<[Double]>([])
+        let alice = Identity(), bob = Identity()
+        let directory = temporaryDirectory("delivery")
+        defer { removeDirectory(directory) }
+        let store = MessageStore(database: try testDatabase(directory + "/a.sqlite"))
+        let delivery = DeliveryService(store: store, identity: alice, myPlane: { .human }, engine: Engine(label: "alice"),
+                                       clock: { clock.withLock { $0 } }) { _ in }
+        let bobPeer = Pair.peer(bob, "bob", .human)
+        delivery.connect(DeliveryNetwork(peer: { $0 == bob.signingPublicKey ? bobPeer : nil }, send: { _, _, _, _ in },
+                                         wake: { deadline in wakes.withLock { $0.append(deadline) } }))
+        let conversation = try delivery.conversation(with: bobPeer)
+        for index in 1...OutgoingQueue.window { _ = try delivery.send("m\(index)", in: conversation) }
+        delivery.tick(now: 0)  // All go.
+        _ = wakes.take()
+        clock.withLock { $0 = 0.3 }
+        delivery.tick(now: 0.3)  // The oldest go again; the others wait their turn.
+        #expect(wakes.take().allSatisfy { $0 > 0.3 })
+        let ack = Pair.packet(.ack(recipient: alice.signingPublicKey, sequence: 10), from: bob)
+        delivery.receive(ack, from: Route(transport: "memory", address: "h"))
+        // Ten more are among the oldest, and overdue since 0.25.
+        #expect(wakes.take().contains { $0 <= 0.3 })
+    }
+
     /// When a transport comes back, what waits for an acknowledgement goes again at once, not
     /// when its backoff would have it (a broker's client drops what is sent while it is away).
     @Test func aReturningTransportSendsWhatWaitsAtOnce() throws {
