@@ -45,8 +45,11 @@ struct NearbyIntegrationTests {
         _ = runB.wait()
         let out = runA.wait()
         let lines = out.split(separator: "\n").map(String.init)
-        #expect(lines.contains { $0.hasPrefix("- ben#") && $0.hasSuffix(" is out of range") }, "\(out)")
-        #expect(lines.last == "nobody you can see is nearby", "\(out)")
+        let gone = try #require(lines.lastIndex { $0.hasPrefix("- ben#") && $0.hasSuffix(" is out of range") }, "\(out)")
+        // The last listing names nobody: a spectre (a local spirit, not a peer) may come by,
+        // about once in ten minutes, and is all it may show.
+        #expect(!lines[(gone + 1)...].contains { $0.contains("ben#") }, "\(out)")
+        #expect(lines.last == "nobody you can see is nearby" || lines.last?.contains(" spectre ") == true, "\(out)")
         #expect(lines.contains { $0.contains("ben#") && $0.contains("seen 0s ago") }, "\(out)")
     }
 
