@@ -201,9 +201,11 @@ public final class DeliveryService: @unchecked Sendable {
 
     /// Numbers `text` in the conversation and hands it to the engine, which writes it (with
     /// the other lines taken meanwhile, in one transaction) and then sends it if the peer is in
-    /// range and the planes allow it, or keeps it in the outbox. Returns at once: what is
-    /// wrong with the line is thrown here; a database that refuses it is told later
-    /// (`DeliveryEvent.notStored`). Nothing goes out before it is written.
+    /// range and the planes allow it, or keeps it in the outbox. What is wrong with the line is
+    /// thrown here; a database that refuses it is told later (`DeliveryEvent.notStored`).
+    /// Nothing goes out before it is written. A line alone (typed) is written and sent before
+    /// this returns, on this thread in the engine's turn: waking the engine for it was a tenth of
+    /// a message's way to the peer. Lines of a burst return at once.
     ///
     /// - Parameter more: more lines follow at once (a pipe holds them): the write waits for
     ///   them, up to a window's worth or `holdLimit` seconds, so a burst is written and sent
@@ -212,7 +214,7 @@ public final class DeliveryService: @unchecked Sendable {
         let text = try checked(text, for: conversation)
         let pieces = UInt32(MessageCrypto.split(text).count)
         let now = clock()
-        let (row, writeNow, holdFirst) = try withCounters(of: conversation.id) { intake, counters in
+        let (row, writeNow, holdFirst, alone) = try withCounters(of: conversation.id) { intake, counters in
             let row = OutgoingRow(conversation: conversation.id, number: counters.nextNumber, text: text,
                                   firstSequence: counters.sentSequence + 1, lastSequence: counters.sentSequence + pieces, sentAt: now)
             counters.nextNumber += 1
@@ -220,12 +222,16 @@ public final class DeliveryService: @unchecked Sendable {
             intake.unwritten.append(Unwritten(conversation: conversation, row: row))
             if more && intake.unwritten.count < OutgoingQueue.window {
                 defer { intake.holding = true }
-                return (row, false, !intake.holding)
+                return (row, false, !intake.holding, false)
             }
             defer { intake.writeScheduled = true }
-            return (row, !intake.writeScheduled, false)
+            return (row, !intake.writeScheduled, false, intake.unwritten.count == 1)
         }
-        if writeNow { engine.async { [weak self] in self?.writeOutgoing() } }
+        if writeNow && alone {
+            engine.sync { writeOutgoing() }
+        } else if writeNow {
+            engine.async { [weak self] in self?.writeOutgoing() }
+        }
         if holdFirst { engine.after(Self.holdLimit) { [weak self] in self?.writeOutgoing() } }
         return ChatMessage(number: row.number, outgoing: true, text: text, sentAt: now, state: .sending)
     }

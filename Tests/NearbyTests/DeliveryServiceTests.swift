@@ -172,6 +172,26 @@ final class MessageCommits: TransactionObserver, Sendable {
         #expect(pair.received.withLock { $0.count } == 4)
     }
 
+    /// A line typed alone is written and sent before `send` returns (in the engine's turn, on
+    /// the caller's thread: nothing is woken for it); a burst's lines return at once.
+    @Test func aLineAloneHasGoneWhenSendReturns() throws {
+        let pair = try Pair()
+        let conversation = try pair.conversationAtAlice()
+        // The engine is busy for a moment: the line waits for its turn, and has gone after it.
+        let gate = DispatchSemaphore(value: 0)
+        pair.aliceEngine.async { gate.wait() }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) { gate.signal() }
+        _ = try pair.aliceDelivery.send("typed", in: conversation)
+        #expect(pair.toBob.take().count == 1)
+        #expect(try pair.aliceStore.outbox(conversation.id).map(\.text) == ["typed"])
+        // Lines of a burst are held for the ones after them, not written while `send` waits.
+        _ = try pair.aliceDelivery.send("burst 1", in: conversation, more: true)
+        #expect(pair.toBob.take().isEmpty)
+        _ = try pair.aliceDelivery.send("burst 2", in: conversation)
+        pair.settle()
+        #expect(pair.toBob.take().count == 1)  // Both, bundled in one packet.
+    }
+
     /// Only the oldest fragments in flight go again when due; an acknowledgement that brings
     /// overdue ones among the oldest sets the alarm for them at once (a burst through a slow
     /// broker stalled for the next alarm, seconds away, and went at 400 messages/s).
