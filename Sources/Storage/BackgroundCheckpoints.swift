@@ -21,21 +21,21 @@ public final class BackgroundCheckpoints: @unchecked Sendable {
     /// SQLite's default threshold, which the writer gets back on `stop`.
     public static let sqliteThreshold = 1_000
 
+    private let database: SeanceDatabase
     private let connection: DatabaseQueue
-    private let writer: DatabasePool
     private let queue = DispatchQueue(label: "seance.checkpoints", qos: .utility)
     // Touched only by `init` and `stop`, on the caller's thread.
     private let timer: DispatchSourceTimer
     private var stopped = false
 
     public init(_ database: SeanceDatabase, every interval: Double = 0.1, writerThreshold: Int = 10_000) throws(StorageError) {
+        self.database = database
         do {
             connection = try DatabaseQueue(path: database.path)
-            writer = database.writer
-            try writer.writeWithoutTransaction { try $0.execute(sql: "PRAGMA wal_autocheckpoint = \(writerThreshold)") }
         } catch {
             throw SeanceDatabase.describe(error, path: database.path)
         }
+        try database.setAutoCheckpoint(writerThreshold)
         timer = DispatchSource.makeTimerSource(queue: queue)
         let connection = self.connection
         timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(Int(interval * 100)))
@@ -55,11 +55,21 @@ public final class BackgroundCheckpoints: @unchecked Sendable {
         // A checkpoint under way holds the lock every checkpoint takes (and SQLite does not wait
         // for that one): it ends first.
         queue.sync {}
-        try? writer.writeWithoutTransaction { db in
-            try db.execute(sql: "PRAGMA wal_autocheckpoint = \(Self.sqliteThreshold)")
-            _ = try db.checkpoint(.truncate)
-        }
+        try? database.setAutoCheckpoint(Self.sqliteThreshold)
+        _ = try? database.writer.writeWithoutTransaction { try $0.checkpoint(.truncate) }
     }
 
     deinit { stop() }
+}
+
+extension SeanceDatabase {
+    /// `PRAGMA wal_autocheckpoint` of the writer connection: after how many pages of log a commit
+    /// checkpoints.
+    func setAutoCheckpoint(_ pages: Int) throws(StorageError) {
+        do {
+            try writer.writeWithoutTransaction { try $0.execute(sql: "PRAGMA wal_autocheckpoint = \(pages)") }
+        } catch {
+            throw Self.describe(error, path: path)
+        }
+    }
 }
