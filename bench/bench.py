@@ -396,6 +396,21 @@ def percentile(values, fraction):
     return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))]
 
 
+def one_way(writer, reader, lines):
+    """One-way latencies (seconds) of `lines`, each written into `writer`'s standard input once
+    the one before came out of `reader`'s standard output: the same pipes-in, pipes-out method
+    for seance and for its references."""
+    times = []
+    for line in lines:
+        start = time.perf_counter()
+        writer.stdin.write(line + "\n")
+        writer.stdin.flush()
+        seen = wait_for_line(reader, line, 5)
+        if seen is not None:
+            times.append(seen - start)
+    return times
+
+
 SETS, ROUNDS = 5, 400
 """Latencies: sets of pings, each after a set of its reference's (the two interleaved)."""
 
@@ -423,15 +438,7 @@ def chat_pair(binary, work, env, tag, args, count, reference, ben_args=None):
     sets, references = [], []
     for index in range(SETS):
         references.append(reference(ROUNDS))
-        latencies = []
-        for i in range(ROUNDS):
-            start = time.perf_counter()
-            sender.stdin.write(f"ping {index}.{i}\n")
-            sender.stdin.flush()
-            seen = wait_for_line(receiver, f"ping {index}.{i}", 5)
-            if seen is not None:
-                latencies.append(seen - start)
-        sets.append(latencies)
+        sets.append(one_way(sender, receiver, [f"ping {index}.{i}" for i in range(ROUNDS)]))
     measured = []
     for burst in range(3):
         start = time.perf_counter()
@@ -524,16 +531,8 @@ class BrokerFloor:
                 break
 
     def __call__(self, rounds):
-        times = []
-        for _ in range(rounds):
-            self.count += 1
-            start = time.perf_counter()
-            self.pub.stdin.write(f"floor {self.count} {self.padding}\n")
-            self.pub.stdin.flush()
-            seen = wait_for_line(self.sub, f"floor {self.count} ", 5)
-            if seen is not None:
-                times.append(seen - start)
-        return times
+        first, self.count = self.count + 1, self.count + rounds
+        return one_way(self.pub, self.sub, [f"floor {n} {self.padding}" for n in range(first, self.count + 1)])
 
     def close(self):
         self.pub.kill()
