@@ -22,7 +22,7 @@ let package = Package(
         // stb_image from Debian's libstb-dev, compiled once in this target.
         .target(name: "CStbImage"),
         .target(name: "Terminal", dependencies: ["CStbImage"]),
-        .target(name: "Storage", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "Storage", dependencies: ["Runtime", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),
         .target(name: "Shell", dependencies: ["CEditLine", "Terminal", "Storage", "Runtime"]),
         .target(name: "Zombies", dependencies: ["Shell", "Terminal", "Storage", .product(name: "GRDB", package: "GRDB.swift")]),
         .target(name: "Visions", dependencies: ["Shell", "Terminal", "Storage", .product(name: "GRDB", package: "GRDB.swift")]),
@@ -98,7 +98,7 @@ let package = Package(
         .testTarget(name: "RoomsTests", dependencies: ["TestSupport", "Rooms", "Chat", "Nearby", "Wire", "Shell", "Terminal", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "TerminalTests", dependencies: ["Terminal"]),
         .testTarget(name: "ShellTests", dependencies: ["TestSupport", "Shell", "Terminal", "Storage"]),
-        .testTarget(name: "StorageTests", dependencies: ["TestSupport", "Storage"]),
+        .testTarget(name: "StorageTests", dependencies: ["TestSupport", "Storage", "Runtime"]),
         .testTarget(name: "ZombiesTests", dependencies: ["Zombies", "Terminal"]),
         .testTarget(name: "LANTests", dependencies: ["LAN", "Wire"]),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "Wire"]),

@@ -411,8 +411,12 @@ def one_way(writer, reader, lines):
     return times
 
 
-SETS, ROUNDS = 5, 400
-"""Latencies: sets of pings, each after a set of its reference's (the two interleaved)."""
+SETS, ROUNDS = 5, 1000
+"""Latencies: sets of pings, each after a set of its reference's (the two interleaved). A set's
+p99 is its 10th slowest ping: of 400 pings (the 4th) it moved by a fifth between runs."""
+SETTLE = 0.5
+"""Seconds given to the shells before each reference set: seance checkpoints its log once it
+has paused for 0.1 s, and the reference is the wire's, not the wire's beside seance's disk."""
 
 
 def chat_pair(binary, work, env, tag, args, count, reference, ben_args=None):
@@ -437,6 +441,7 @@ def chat_pair(binary, work, env, tag, args, count, reference, ben_args=None):
     time.sleep(1.6)
     sets, references = [], []
     for index in range(SETS):
+        time.sleep(SETTLE)
         references.append(reference(ROUNDS))
         sets.append(one_way(sender, receiver, [f"ping {index}.{i}" for i in range(ROUNDS)]))
     measured = []

@@ -215,7 +215,7 @@ public final class ChatMode {
         self.delivery = delivery
         // Online is long-running: the log is checkpointed beside the engine, not in its commits
         // (without it, SQLite's own checkpoints stay: slower now and then, never wrong).
-        checkpoints = try? BackgroundCheckpoints(database)
+        checkpoints = try? BackgroundCheckpoints(database, scheduler: engine.scheduler)
         link.onOwnChange.withLock {
             $0 = { old, new, peers in
                 // Blind (a curse) sees nobody come or go, whatever the planes.

@@ -73,6 +73,9 @@ public final class ManualScheduler: Scheduler {
 
     public var now: Double { state.withLock { $0.now } }
 
+    /// Timers not fired or cancelled yet (a test checks that nothing is left to wake up for).
+    public var waiting: Int { state.withLock { $0.tasks.count } }
+
     private final class Handle: Cancellable {
         let id: Int
         let scheduler: ManualScheduler?

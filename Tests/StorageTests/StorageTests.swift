@@ -1,4 +1,5 @@
 import GRDB
+import Runtime
 import Glibc
 import TestSupport
 import Testing
@@ -146,13 +147,17 @@ final class TemporaryDirectory {
         return stat(path, &info) == 0 ? Int(info.st_size) : -1
     }
 
+    private func write(_ db: SeanceDatabase, _ index: Int) throws {
+        try db.write { db in try db.execute(sql: "INSERT OR REPLACE INTO setting (key, value) VALUES (?, ?)", arguments: ["k\(index % 2)", "\(index)"]) }
+    }
+
     @Test func theLogIsCheckpointedBeside() throws {
         let tmp = TemporaryDirectory()
         let path = tmp.path + "/seance.sqlite"
         let db = try testDatabase(path)
         // Whatever is in the log now goes into the file first, so growth below is the rows'.
         _ = try db.writer.writeWithoutTransaction { try $0.checkpoint(.truncate) }
-        let checkpoints = try BackgroundCheckpoints(db, every: 0.02)
+        let checkpoints = try BackgroundCheckpoints(db, quiet: 0.02)
         defer { checkpoints.stop() }
         let before = fileSize(path)
         // About 60 pages: far under SQLite's own threshold of 1,000, so only the background
@@ -168,40 +173,91 @@ final class TemporaryDirectory {
         #expect(fileSize(path) > before)
     }
 
+    /// Nothing written, nothing checkpointed, however long: an idle shell has no alarm for them
+    /// (they ran every 0.1 s whether or not anything was written).
+    @Test func nothingWrittenNoCheckpoint() throws {
+        let tmp = TemporaryDirectory()
+        let db = try testDatabase(tmp.path + "/seance.sqlite")
+        let scheduler = ManualScheduler()
+        let checkpoints = try BackgroundCheckpoints(db, scheduler: scheduler, quiet: 0.1, overdue: 1)
+        defer { checkpoints.stop() }
+        scheduler.advance(by: 60)
+        #expect(checkpoints.count == 0)
+        #expect(scheduler.waiting == 0)
+    }
+
+    /// A checkpoint waits for the writer to pause: commits 50 ms apart put it off, the first
+    /// pause of 100 ms brings it, once, and then nothing waits any more.
+    @Test func aCheckpointWaitsForAPause() throws {
+        let tmp = TemporaryDirectory()
+        let db = try testDatabase(tmp.path + "/seance.sqlite")
+        let scheduler = ManualScheduler()
+        let checkpoints = try BackgroundCheckpoints(db, scheduler: scheduler, quiet: 0.1, overdue: 10)
+        defer { checkpoints.stop() }
+        for index in 0..<20 {
+            try write(db, index)
+            scheduler.advance(by: 0.05)
+        }
+        #expect(checkpoints.count == 0)
+        scheduler.advance(by: 0.05)
+        #expect(checkpoints.count == 1)
+        scheduler.advance(by: 60)
+        #expect(checkpoints.count == 1)
+        #expect(scheduler.waiting == 0)
+    }
+
+    /// A stream that never pauses is checkpointed all the same, when the oldest commit not yet
+    /// checkpointed is `overdue` old: once a second here, whatever the number of commits.
+    @Test func aStreamWithoutPausesIsCheckpointedWhenOverdue() throws {
+        let tmp = TemporaryDirectory()
+        let db = try testDatabase(tmp.path + "/seance.sqlite")
+        let scheduler = ManualScheduler()
+        let checkpoints = try BackgroundCheckpoints(db, scheduler: scheduler, quiet: 0.1, overdue: 1)
+        defer { checkpoints.stop() }
+        // 3.5 s of commits 10 ms apart: due at 1 s, then 1 s after the first commit after it.
+        for index in 0..<350 {
+            try write(db, index)
+            scheduler.advance(by: 0.01)
+        }
+        #expect(checkpoints.count == 3)
+    }
+
     /// Under a steady stream of commits (which never leaves the log wholly checkpointed at the
-    /// moment a commit starts) the log still starts over: it stays near its threshold instead
-    /// of growing by every page of every commit.
+    /// moment a commit starts) the log still starts over: it stays near the writer's threshold
+    /// instead of growing by every page of every commit. No alarm ever fires here, so only the
+    /// hook that took SQLite's place can be what starts it over.
     @Test func aSteadyStreamOfCommitsDoesNotGrowTheLog() throws {
         let tmp = TemporaryDirectory()
         let path = tmp.path + "/seance.sqlite"
         let db = try testDatabase(path)
-        let checkpoints = try BackgroundCheckpoints(db, every: 0.005, writerThreshold: 1_000)
+        let checkpoints = try BackgroundCheckpoints(db, scheduler: ManualScheduler(), writerThreshold: 1_000)
         defer { checkpoints.stop() }
         // Each commit adds a few frames: 4,000 of them, about 8,000 frames (32 MB) if never
         // started over; the writer's threshold is 1,000 here. Two rows updated in turn.
         var largest = 0
         for index in 0..<4_000 {
-            try db.write { db in try db.execute(sql: "INSERT OR REPLACE INTO setting (key, value) VALUES (?, ?)", arguments: ["k\(index % 2)", "\(index)"]) }
+            try write(db, index)
             if index % 100 == 99 { largest = max(largest, fileSize(path + "-wal")) }
         }
         let frame = 4_096 + 24
         #expect(largest > 0 && largest < 2_000 * frame, "the log reached \(largest / frame) frames")
+        #expect(checkpoints.count == 0)
     }
 
-    /// While checkpoints run beside it, the writer checkpoints (and waits for the disk) in its
-    /// commits ten times less often; stopped, it has SQLite's threshold again, and the log its
-    /// space back.
-    @Test func theWriterCheckpointsRarelyWhileTheseRunAndAsBeforeOnceStopped() throws {
+    /// While checkpoints run beside it, SQLite's own threshold is off (the hook applies the
+    /// writer's); stopped, the writer has SQLite's threshold again, and the log its space back,
+    /// also when a checkpoint was under way.
+    @Test func theWriterHasSQLitesThresholdBackOnceStopped() throws {
         let tmp = TemporaryDirectory()
         let path = tmp.path + "/seance.sqlite"
         let db = try testDatabase(path)
         let threshold = { try db.writer.writeWithoutTransaction { try Int.fetchOne($0, sql: "PRAGMA wal_autocheckpoint") } }
         #expect(try threshold() == BackgroundCheckpoints.sqliteThreshold)
-        // Often, so one is likely under way when they stop.
-        let checkpoints = try BackgroundCheckpoints(db, every: 0.001)
-        #expect(try threshold() == 10_000)
-        try db.write { db in
-            for index in 0..<240 { try db.execute(sql: "INSERT INTO setting (key, value) VALUES (?, ?)", arguments: ["k\(index)", String(repeating: "x", count: 900)]) }
+        // Soon after each commit, so one is likely under way when they stop.
+        let checkpoints = try BackgroundCheckpoints(db, quiet: 0.000_1)
+        #expect(try threshold() == 0)
+        for index in 0..<240 {
+            try db.write { db in try db.execute(sql: "INSERT INTO setting (key, value) VALUES (?, ?)", arguments: ["k\(index)", String(repeating: "x", count: 900)]) }
         }
         #expect(fileSize(path + "-wal") > 0)
         checkpoints.stop()
