@@ -490,7 +490,8 @@ def conversations(binary, work, env, count):
     reopened = quartiles([binary, "--data-dir", a_dir, "--no-anim", "-c", login + "; open ben; back" * (opens + 1)])
     opened = quartiles([binary, "--data-dir", a_dir, "--no-anim", "-c", login + "; open ben"])
     older = quartiles([binary, "--data-dir", a_dir, "--no-anim", "-c", login + "; open ben" + "; older" * pages])
-    query = "SELECT id, number, outgoing, text, sentAt, receivedAt, state FROM message WHERE conversationId = 1 AND number < 9223372036854775807 ORDER BY number DESC LIMIT 20;"
+    query = ("SELECT id, number, outgoing, text, sentAt, shownReceivedAt, shownState FROM message_shown "
+             "WHERE conversationId = 1 AND number < 9223372036854775807 ORDER BY number DESC LIMIT 20;")
     sqlite = spread([timed(["sqlite3", db, query], env) for _ in range(15)])
     def difference(label, a, b, divisor, note):
         value = (a[0] - b[0]) / divisor

@@ -69,6 +69,7 @@ extension Schema {
         NearbySchema.unreadByPeer,
         NearbySchema.oneConversationIndex,
         NearbySchema.pagesByNumber,
+        NearbySchema.deliveredByCounter,
     ])
 
     /// Each feature's list, for the test that every one is in the order above.

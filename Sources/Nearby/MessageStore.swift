@@ -203,12 +203,15 @@ public struct MessageStore: Sendable {
         return (sent, try nextNumber(db, conversation))
     }
 
-    /// Outgoing messages not yet acknowledged, oldest first: the outbox.
+    /// Outgoing messages not yet acknowledged (nor read), oldest first: the outbox. Found on the
+    /// index of messages unread by the peer, from the acknowledged sequence on.
     public func outbox(_ conversation: Int64) throws -> [PendingMessage] {
         try database.read { db in
             try Row.fetchAll(db, sql: """
-                SELECT id, number, text, firstSequence, lastSequence, sentAt FROM message
-                WHERE conversationId = ? AND state IN ('sending', 'sent') ORDER BY firstSequence
+                SELECT id, number, text, firstSequence, lastSequence, sentAt FROM message INDEXED BY message_unread_by_peer
+                WHERE conversationId = ?1 AND outgoing = 1 AND state != 'read'
+                  AND lastSequence > (SELECT acknowledgedSequence FROM conversation WHERE id = ?1)
+                ORDER BY lastSequence
                 """, arguments: [conversation]).map {
                 PendingMessage(id: $0[0], number: $0[1], text: $0[2], firstSequence: $0[3], lastSequence: $0[4], sentAt: $0[5])
             }
@@ -220,55 +223,65 @@ public struct MessageStore: Sendable {
         try database.read { db in
             try Row.fetchAll(db, sql: """
                 SELECT * FROM conversation WHERE myKey = ? AND EXISTS
-                (SELECT 1 FROM message WHERE conversationId = conversation.id AND state IN ('sending', 'sent'))
+                (SELECT 1 FROM message INDEXED BY message_unread_by_peer WHERE conversationId = conversation.id AND outgoing = 1
+                 AND state != 'read' AND lastSequence > conversation.acknowledgedSequence)
                 """, arguments: [myKey]).map(Self.conversation)
         }
     }
 
     /// The messages (rows `ids`) went out at least once: `sending` becomes `sent` (they stay in
     /// the outbox until acknowledged). States only move forward: one already delivered or read
-    /// stays so. Returns the numbers of the messages this changed.
+    /// stays so (its row is not written). Returns the numbers of the messages this changed.
     @discardableResult
     public func markSent(_ ids: [Int64]) throws -> [Int64] {
         guard !ids.isEmpty else { return [] }
         return try database.write { db in try Self.markSent(db, ids) }
     }
 
-    /// The peer confirmed every fragment up to `sequence`: those messages are delivered.
-    /// Returns the numbers of the messages this changed.
+    /// The peer confirmed every fragment up to `sequence`: those messages are delivered. Their
+    /// rows are not written (see `NearbySchema.deliveredByCounter`): the conversation's
+    /// acknowledged sequence moves, and one `delivery` row says when. Returns the numbers of the
+    /// messages this delivered.
     @discardableResult
     public func acknowledge(_ conversation: Int64, upTo sequence: UInt32, now: Double) throws -> [Int64] {
         try database.write { db in try Self.acknowledge(db, conversation, upTo: sequence, now: now) }
     }
 
     /// What the engine gathered for a conversation since it last wrote, in one transaction (it
-    /// was two, and under a stream of messages the pair came every 50 ms): `markSent(firstSent)`,
-    /// then `acknowledge(upTo: acknowledged)` when given. Returns the numbers each changed.
+    /// was two, and under a stream of messages the pair came every 50 ms):
+    /// `acknowledge(upTo: acknowledged)` when given, then `markSent(firstSent)` for those still
+    /// sending. A message acknowledged before its sending was written goes straight to
+    /// delivered, its row not written at all (under a stream, nearly all of them). Returns the
+    /// numbers each changed.
     public func recordStates(_ conversation: Int64, firstSent: [Int64], acknowledgedUpTo acknowledged: UInt32?,
                              now: Double) throws -> (sent: [Int64], delivered: [Int64]) {
         try database.write { db in
-            let sent = firstSent.isEmpty ? [] : try Self.markSent(db, firstSent)
-            return (sent, try acknowledged.map { try Self.acknowledge(db, conversation, upTo: $0, now: now) } ?? [])
+            let delivered = try acknowledged.map { try Self.acknowledge(db, conversation, upTo: $0, now: now) } ?? []
+            return (firstSent.isEmpty ? [] : try Self.markSent(db, firstSent), delivered)
         }
     }
 
     private static func markSent(_ db: Database, _ ids: [Int64]) throws -> [Int64] {
         try Int64.fetchAll(db, sql: """
             UPDATE message SET state = 'sent' WHERE state = 'sending' AND id IN (\(ids.map(String.init).joined(separator: ",")))
+              AND lastSequence > (SELECT acknowledgedSequence FROM conversation WHERE id = message.conversationId)
             RETURNING number
             """).sorted()
     }
 
     private static func acknowledge(_ db: Database, _ conversation: Int64, upTo sequence: UInt32, now: Double) throws -> [Int64] {
-        // Only the outbox is walked (its index), however long the conversation.
-        let changed = try Int64.fetchAll(db.cachedStatement(sql: """
-            UPDATE message INDEXED BY message_outbox SET state = 'delivered', receivedAt = ?
-            WHERE conversationId = ? AND state IN ('sending', 'sent') AND firstSequence <= ? AND outgoing = 1 AND lastSequence <= ?
-            RETURNING number
-            """), arguments: [now, conversation, sequence, sequence]).sorted()
-        try db.execute(sql: "UPDATE conversation SET acknowledgedSequence = max(acknowledgedSequence, ?) WHERE id = ?",
-                       arguments: [sequence, conversation])
-        return changed
+        let before = try UInt32.fetchOne(db.cachedStatement(sql: "SELECT acknowledgedSequence FROM conversation WHERE id = ?"),
+                                         arguments: [conversation]) ?? 0
+        guard sequence > before else { return [] }
+        // Only what is unread by the peer is walked (its index), and only read.
+        let delivered = try Int64.fetchAll(db.cachedStatement(sql: """
+            SELECT number FROM message INDEXED BY message_unread_by_peer
+            WHERE conversationId = ? AND outgoing = 1 AND state != 'read' AND lastSequence > ? AND lastSequence <= ?
+            """), arguments: [conversation, before, sequence]).sorted()
+        try db.cachedStatement(sql: "UPDATE conversation SET acknowledgedSequence = ? WHERE id = ?").execute(arguments: [sequence, conversation])
+        try db.cachedStatement(sql: "INSERT INTO delivery (conversationId, upTo, at) VALUES (?, ?, ?)")
+            .execute(arguments: [conversation, sequence, now])
+        return delivered
     }
 
     /// The peer has shown every message up to `sequence` (so it was delivered too, even if the
@@ -278,7 +291,8 @@ public struct MessageStore: Sendable {
         try database.write { db in
             // Only messages not read yet are walked (their index), however long the conversation.
             try Int64.fetchAll(db.cachedStatement(sql: """
-                UPDATE message INDEXED BY message_unread_by_peer SET state = 'read', receivedAt = coalesce(receivedAt, ?)
+                UPDATE message INDEXED BY message_unread_by_peer
+                SET state = 'read', receivedAt = coalesce((SELECT shownReceivedAt FROM message_shown WHERE message_shown.id = message.id), ?)
                 WHERE conversationId = ? AND outgoing = 1 AND state != 'read' AND lastSequence <= ?
                 RETURNING number
                 """), arguments: [now, conversation, sequence]).sorted()
@@ -356,7 +370,7 @@ public struct MessageStore: Sendable {
     }
 
     static let pageQuery = """
-        SELECT id, number, outgoing, text, sentAt, receivedAt, state FROM message
+        SELECT id, number, outgoing, text, sentAt, shownReceivedAt, shownState FROM message_shown
         WHERE conversationId = ?1
           AND number < coalesce((SELECT number FROM message WHERE id = ?2 AND conversationId = ?1), 9223372036854775807)
         ORDER BY number DESC LIMIT ?3
@@ -371,7 +385,8 @@ public struct MessageStore: Sendable {
     public func message(number: Int64, in conversation: Int64) throws -> ChatMessage? {
         try database.read { db in
             try Row.fetchOne(db, sql: """
-                SELECT id, number, outgoing, text, sentAt, receivedAt, state FROM message WHERE conversationId = ? AND number = ?
+                SELECT id, number, outgoing, text, sentAt, shownReceivedAt, shownState FROM message_shown
+                WHERE conversationId = ? AND number = ?
                 """, arguments: [conversation, number]).map(Self.message)
         }
     }

@@ -4,7 +4,7 @@ import Storage
 /// The engine's tables: conversations and their messages (the outbox among them).
 public enum NearbySchema {
     /// Every migration of this feature, in order.
-    public static let migrations = [conversations, messageNumbers, unreadByPeer, oneConversationIndex, pagesByNumber]
+    public static let migrations = [conversations, messageNumbers, unreadByPeer, oneConversationIndex, pagesByNumber, deliveredByCounter]
 
     /// Conversations and their messages.
     public static let conversations = Migration("v6-conversations") { db in
@@ -77,5 +77,38 @@ public enum NearbySchema {
     /// (one page of the log fewer per message, an eighth of a commit).
     public static let pagesByNumber = Migration("v15-pages-by-number") { db in
         try db.execute(sql: "DROP INDEX IF EXISTS message_page")
+    }
+
+    /// An acknowledgement no longer writes the row of every message it delivers: a message is
+    /// delivered when its last fragment is at or under the conversation's acknowledged sequence,
+    /// and when it was is the time of the first `delivery` row that covers it (one row per
+    /// acknowledgement written, however many messages it delivers; under a stream of pings a
+    /// write of the states was eighty rows, and the next message waited for it). Stored states
+    /// are now sending, sent, read (outgoing) and received, read (incoming), and messages
+    /// delivered before this migration keep `delivered`; `message_shown` gives every message's
+    /// state and time of arrival as they are shown. The outbox is what is neither read nor
+    /// acknowledged: the index of messages unread by the peer finds it, so `message_outbox`,
+    /// which no longer would, goes (one index fewer per message sent).
+    public static let deliveredByCounter = Migration("v16-delivered-by-counter") { db in
+        try db.execute(sql: """
+            CREATE TABLE delivery (
+                conversationId INTEGER NOT NULL REFERENCES conversation(id) ON DELETE CASCADE,
+                upTo INTEGER NOT NULL,
+                at DOUBLE NOT NULL,
+                PRIMARY KEY (conversationId, upTo)
+            ) WITHOUT ROWID
+            """)
+        try db.execute(sql: "DROP INDEX IF EXISTS message_outbox")
+        try db.execute(sql: """
+            CREATE VIEW message_shown AS
+            SELECT message.*,
+                   CASE WHEN message.outgoing = 1 AND message.state IN ('sending', 'sent')
+                             AND message.lastSequence <= conversation.acknowledgedSequence
+                        THEN 'delivered' ELSE message.state END AS shownState,
+                   coalesce(message.receivedAt, CASE WHEN message.outgoing = 1 THEN
+                       (SELECT at FROM delivery WHERE delivery.conversationId = message.conversationId
+                        AND delivery.upTo >= message.lastSequence ORDER BY delivery.upTo LIMIT 1) END) AS shownReceivedAt
+            FROM message JOIN conversation ON conversation.id = message.conversationId
+            """)
     }
 }

@@ -21,11 +21,11 @@ struct BrokerIntegrationTests {
     func received(_ data: String) throws -> [String] { try query(data, "SELECT text FROM message WHERE outgoing = 0 ORDER BY id") }
 
     func states(_ data: String) -> String {
-        ((try? query(data, "SELECT state, count(*) FROM message GROUP BY state")) ?? []).joined(separator: ", ")
+        ((try? query(data, "SELECT shownState, count(*) FROM message_shown GROUP BY shownState")) ?? []).joined(separator: ", ")
     }
 
     func allDelivered(_ data: String, count: Int) throws -> Bool {
-        try query(data, "SELECT count(*) FROM message WHERE outgoing = 1 AND state IN ('delivered', 'read')") == ["\(count)"]
+        try query(data, "SELECT count(*) FROM message_shown WHERE outgoing = 1 AND shownState IN ('delivered', 'read')") == ["\(count)"]
     }
 
     /// 1,000 messages one way and 300 the other at the same time, through mosquitto only: each

@@ -17,9 +17,9 @@ struct DeliveryIntegrationTests {
                                  lines: ["chat", "open ben --wait 30"] + messages + ["/sleep 60"])
         defer { runA.kill(); runB.kill() }
         let arrived = try eventually(timeout: 60) {
-            try query(a, "SELECT count(*) FROM message WHERE outgoing = 1 AND state IN ('delivered', 'read')") == ["1000"]
+            try query(a, "SELECT count(*) FROM message_shown WHERE outgoing = 1 AND shownState IN ('delivered', 'read')") == ["1000"]
         }
-        let states = try query(a, "SELECT state, count(*) FROM message GROUP BY state")
+        let states = try query(a, "SELECT shownState, count(*) FROM message_shown GROUP BY shownState")
         #expect(arrived, "sender's states: \(states)")
         #expect(try query(b, "SELECT text FROM message WHERE outgoing = 0 ORDER BY id") == messages)
         #expect(try net.droppedFrames() > 0)
@@ -48,7 +48,7 @@ struct DeliveryIntegrationTests {
         #expect(all)
         #expect(try query(b, "SELECT text FROM message WHERE outgoing = 0 ORDER BY id") == messages)
         #expect(try eventually(timeout: 10) {
-            try query(a, "SELECT count(*) FROM message WHERE outgoing = 1 AND state IN ('sending', 'sent')") == ["0"]
+            try query(a, "SELECT count(*) FROM message_shown WHERE outgoing = 1 AND shownState IN ('sending', 'sent')") == ["0"]
         })
     }
 }

@@ -99,10 +99,17 @@ final class Pair: Sendable {
 
 /// Counts the transactions that wrote messages.
 final class MessageCommits: TransactionObserver, Sendable {
-    private let state = Mutex((count: 0, changed: false))
+    private let state = Mutex((count: 0, changed: false, rows: 0))
     var count: Int { state.withLock { $0.count } }
+    /// Rows of `message` inserted, updated or deleted, in all.
+    var rows: Int { state.withLock { $0.rows } }
     func observes(eventsOfKind eventKind: DatabaseEventKind) -> Bool { eventKind.tableName == "message" }
-    func databaseDidChange(with event: DatabaseEvent) { state.withLock { $0.changed = true } }
+    func databaseDidChange(with event: DatabaseEvent) {
+        state.withLock { state in
+            state.changed = true
+            state.rows += 1
+        }
+    }
     func databaseDidCommit(_ db: Database) {
         state.withLock { state in
             if state.changed { state.count += 1 }

@@ -69,7 +69,8 @@ import Testing
         #expect(try store.markSent([c.id]).isEmpty)  // States never go back.
     }
 
-    /// What the engine gathered (first sends, an acknowledgement) is one transaction, not two.
+    /// What the engine gathered (first sends, an acknowledgement) is one transaction, not two;
+    /// a message acknowledged by then goes straight to delivered, its row never written.
     @Test func sentAndDeliveredAreWrittenTogether() throws {
         let (store, conversation, dir) = try makeStore()
         defer { removeDirectory(dir) }
@@ -78,13 +79,79 @@ import Testing
         let commits = MessageCommits()
         store.database.writer.add(transactionObserver: commits, extent: .observerLifetime)
         let changed = try store.recordStates(conversation.id, firstSent: [a.id, b.id], acknowledgedUpTo: 1, now: 3)
-        #expect(changed.sent == [a.number, b.number] && changed.delivered == [a.number])
+        #expect(changed.sent == [b.number] && changed.delivered == [a.number])
         #expect(commits.count == 1)
+        #expect(commits.rows == 1)  // b's; a's row is not written (delivered by the counter).
         #expect(try store.page(conversation.id).map(\.state) == [.delivered, .sent])
         #expect(try store.existingConversation(myKey: Data([1]), peerKey: Data([2]))?.acknowledgedSequence == 1)
         // Only first sends: the acknowledgement is not written again.
         let c = try store.queueOutgoing("three", fragments: 1, in: conversation.id, now: 4)
         #expect(try store.recordStates(conversation.id, firstSent: [c.id], acknowledgedUpTo: nil, now: 5) == (sent: [c.number], delivered: []))
+    }
+
+    /// An acknowledgement writes the conversation and one `delivery` row, not the row of every
+    /// message it delivers (under a stream, the next message waited for eighty of them): each
+    /// message still shows delivered, at the time of the acknowledgement that covered it, and
+    /// keeps that time once read.
+    @Test func anAcknowledgementWritesNoMessage() throws {
+        let (store, conversation, dir) = try makeStore()
+        defer { removeDirectory(dir) }
+        let messages = try (1...50).map { try store.queueOutgoing("m\($0)", fragments: 1, in: conversation.id, now: Double($0)) }
+        let commits = MessageCommits()
+        store.database.writer.add(transactionObserver: commits, extent: .observerLifetime)
+        #expect(try store.acknowledge(conversation.id, upTo: 30, now: 100) == Array(1...30))
+        #expect(try store.acknowledge(conversation.id, upTo: 20, now: 101).isEmpty)  // An old one changes nothing.
+        #expect(try store.recordStates(conversation.id, firstSent: messages.map(\.id), acknowledgedUpTo: 50, now: 102)
+                == (sent: [], delivered: Array(31...50)))
+        #expect(commits.rows == 0)
+        let page = try store.page(conversation.id, limit: 50)
+        #expect(page.allSatisfy { $0.state == .delivered })
+        #expect(page.map(\.receivedAt) == Array(repeating: 100, count: 30) + Array(repeating: 102, count: 20))
+        #expect(try store.outbox(conversation.id).isEmpty)
+        #expect(try store.conversationsWithOutbox(myKey: Data([1])).isEmpty)
+        #expect(try store.markRead(conversation.id, upTo: 40, now: 200) == Array(1...40))
+        #expect(try store.message(number: 35, in: conversation.id).map { ($0.state, $0.receivedAt) } ?? (.sending, nil) == (.read, 102))
+        #expect(try store.message(number: 45, in: conversation.id).map { ($0.state, $0.receivedAt) } ?? (.sending, nil) == (.delivered, 102))
+    }
+
+    /// The outbox is found on the index of messages unread by the peer, from the acknowledged
+    /// sequence on: no scan of the conversation, however long.
+    @Test func theOutboxIsFoundOnAnIndex() throws {
+        let (store, conversation, dir) = try makeStore()
+        defer { removeDirectory(dir) }
+        _ = try store.queueOutgoing("waiting", fragments: 1, in: conversation.id, now: 1)
+        #expect(try store.conversationsWithOutbox(myKey: Data([1])).map(\.id) == [conversation.id])
+        try store.database.read { db in
+            let plan = try Row.fetchAll(db, sql: """
+                EXPLAIN QUERY PLAN SELECT id FROM message INDEXED BY message_unread_by_peer
+                WHERE conversationId = ?1 AND outgoing = 1 AND state != 'read'
+                  AND lastSequence > (SELECT acknowledgedSequence FROM conversation WHERE id = ?1) ORDER BY lastSequence
+                """, arguments: [conversation.id]).map { $0["detail"] as String }
+            #expect(plan.allSatisfy { !$0.contains("SCAN") && !$0.contains("TEMP B-TREE") }, "\(plan)")
+        }
+    }
+
+    /// A database written before `delivered` was counted rather than stored: its messages keep
+    /// their states and times, and what was waiting is still the outbox.
+    @Test func messagesDeliveredBeforeTheCounterKeepTheirStates() throws {
+        let dir = temporaryDirectory("messages")
+        defer { removeDirectory(dir) }
+        let path = dir + "/seance.sqlite"
+        let before = Schema(Array(NearbySchema.migrations.dropLast()))
+        _ = try SeanceDatabase(path: path, schema: before).writer.write { db in
+            try db.execute(sql: """
+                INSERT INTO conversation (id, myKey, peerKey, peerName, peerAgreementKey, sentSequence, acknowledgedSequence, lastActivity)
+                VALUES (1, x'01', x'02', 'bob', x'03', 4, 2, 0);
+                INSERT INTO message (conversationId, number, outgoing, text, firstSequence, lastSequence, sentAt, receivedAt, state) VALUES
+                    (1, 1, 1, 'read', 1, 1, 1, 5, 'read'), (1, 2, 1, 'delivered', 2, 2, 2, 7, 'delivered'),
+                    (1, 3, 1, 'sent', 3, 3, 3, NULL, 'sent'), (1, 4, 1, 'sending', 4, 4, 4, NULL, 'sending');
+                """)
+        }
+        let store = MessageStore(database: try SeanceDatabase(path: path, schema: Schema(NearbySchema.migrations)))
+        #expect(try store.page(1).map { "\($0.state) \($0.receivedAt ?? 0)" } == ["read 5.0", "delivered 7.0", "sent 0.0", "sending 0.0"])
+        #expect(try store.outbox(1).map(\.number) == [3, 4])
+        #expect(try store.acknowledge(1, upTo: 4, now: 9) == [3, 4])
+        #expect(try store.page(1).map { "\($0.state) \($0.receivedAt ?? 0)" } == ["read 5.0", "delivered 7.0", "delivered 9.0", "delivered 9.0"])
     }
 
     /// Each conversation counts its own messages; a read receipt that overtakes the
