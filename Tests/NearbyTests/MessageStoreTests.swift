@@ -55,8 +55,8 @@ import Testing
         let b = try store.queueOutgoing(String(repeating: "x", count: 2000), fragments: 3, in: conversation.id, now: 2)
         let c = try store.queueOutgoing("three", fragments: 1, in: conversation.id, now: 3)
         #expect((a.firstSequence, a.lastSequence, b.firstSequence, b.lastSequence, c.firstSequence) == (1, 1, 2, 4, 5))
-        #expect(try store.markSent([a.id, b.id]) == [1, 2])
-        #expect(try store.markSent([a.id, b.id]).isEmpty)  // Already sent: nothing changes twice.
+        #expect(try store.markSent([a.id, b.id], in: conversation.id) == [1, 2])
+        #expect(try store.markSent([a.id, b.id], in: conversation.id).isEmpty)  // Already sent: nothing changes twice.
         #expect(try store.outbox(conversation.id).map(\.number) == [a.number, b.number, c.number])
         // Fragment 3 of b is confirmed but not fragment 4: b is still pending.
         #expect(try store.acknowledge(conversation.id, upTo: 3, now: 10) == [a.number])
@@ -66,7 +66,7 @@ import Testing
         #expect(try store.page(conversation.id).map(\.state) == [.delivered, .delivered, .delivered])
         #expect(try store.markRead(conversation.id, upTo: 4, now: 12) == [a.number, b.number])
         #expect(try store.page(conversation.id).map(\.state) == [.read, .read, .delivered])
-        #expect(try store.markSent([c.id]).isEmpty)  // States never go back.
+        #expect(try store.markSent([c.id], in: conversation.id).isEmpty)  // States never go back.
     }
 
     /// What the engine gathered (first sends, an acknowledgement) is one transaction, not two;
@@ -112,6 +112,18 @@ import Testing
         #expect(try store.markRead(conversation.id, upTo: 40, now: 200) == Array(1...40))
         #expect(try store.message(number: 35, in: conversation.id).map { ($0.state, $0.receivedAt) } ?? (.sending, nil) == (.read, 102))
         #expect(try store.message(number: 45, in: conversation.id).map { ($0.state, $0.receivedAt) } ?? (.sending, nil) == (.delivered, 102))
+    }
+
+    /// First sends name their rows: exactly those change (row 1 is not row 11 or 21), and only
+    /// while they are neither acknowledged nor read.
+    @Test func markSentTakesExactlyTheRowsNamed() throws {
+        let (store, conversation, dir) = try makeStore()
+        defer { removeDirectory(dir) }
+        let rows = try (1...21).map { try store.queueOutgoing("m\($0)", fragments: 1, in: conversation.id, now: 1).id }
+        #expect(try store.markSent([rows[0], rows[20]], in: conversation.id) == [1, 21])
+        #expect(try store.page(conversation.id, limit: 21).filter { $0.state == .sent }.map(\.number) == [1, 21])
+        _ = try store.acknowledge(conversation.id, upTo: 5, now: 2)
+        #expect(try store.markSent(Array(rows[2...5]), in: conversation.id) == [6])
     }
 
     /// The outbox is found on the index of messages unread by the peer, from the acknowledged
@@ -166,7 +178,7 @@ import Testing
         let c = try store.receive("from bob", in: conversation.id, firstSequence: 1, lastSequence: 1, sentAt: 3, now: 3)
         #expect((a.number, b.number, c.number) == (1, 1, 2))
         #expect(try store.markRead(conversation.id, upTo: 1, now: 5) == [1])
-        #expect(try store.markSent([a.id]).isEmpty)
+        #expect(try store.markSent([a.id], in: conversation.id).isEmpty)
         #expect(try store.acknowledge(conversation.id, upTo: 1, now: 6).isEmpty)
         let message = try #require(try store.message(number: 1, in: conversation.id))
         #expect(message.state == .read && message.receivedAt == 5)
