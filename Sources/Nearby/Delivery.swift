@@ -62,12 +62,14 @@ public struct OutgoingQueue: Sendable {
     }
 
     /// What is due now: fragments going for the first time, fragments going again (they go by
-    /// every route the peer has, in case the preferred one stopped working), and the messages
-    /// sent for the first time.
+    /// every route the peer has, in case the preferred one stopped working), and how far the
+    /// messages sent for the first time reach.
     public struct Due: Equatable, Sendable {
         public var fresh: [Fragment] = []
         public var repeated: [Fragment] = []
-        public var firstSent: Set<Int64> = []
+        /// The last fragment of the last message that went for the first time now (nil: none
+        /// did). Fresh fragments go in order, so every message up to it has gone at least once.
+        public var sentThrough: UInt32?
 
         /// Every fragment due, in sequence order.
         public var fragments: [Fragment] { (fresh + repeated).sorted { $0.sequence < $1.sequence } }
@@ -77,10 +79,11 @@ public struct OutgoingQueue: Sendable {
     /// among the `resendLimit` oldest). Each gets its next deadline.
     public mutating func due(now: Double) -> Due {
         var due = Due()
+        var lastFresh: Int?
         for (position, index) in items.indices[head...].prefix(Self.window).enumerated() where items[index].nextAt <= now {
             if items[index].attempts > 0 && position >= Self.resendLimit { continue }
             if items[index].attempts == 0 {
-                due.firstSent.insert(items[index].message)
+                lastFresh = index
                 due.fresh.append(items[index].fragment)
             } else {
                 due.repeated.append(items[index].fragment)
@@ -88,6 +91,11 @@ public struct OutgoingQueue: Sendable {
             items[index].attempts += 1
             let backoff = min(Self.maximumBackoff, Self.initialBackoff * Double(1 << min(items[index].attempts - 1, 8)))
             items[index].nextAt = now + backoff
+        }
+        if var end = lastFresh {
+            // Its message may go on past the window: to its last fragment.
+            while end + 1 < items.count && items[end + 1].message == items[end].message { end += 1 }
+            due.sentThrough = items[end].fragment.sequence
         }
         return due
     }

@@ -53,7 +53,7 @@ public final class DeliveryService: @unchecked Sendable {
         var assembler: IncomingAssembler
         /// Acknowledged and first-sent state not yet written (`scheduleFlush` writes it).
         var acknowledged: UInt32 = 0
-        var firstSent: [Int64] = []
+        var sentThrough: UInt32 = 0
         /// Incoming messages shown up to this row, not yet marked read (`scheduleFlush`).
         var shownUpTo: Int64 = 0
         /// The last fragment received whose message is stored: what is acknowledged. The
@@ -420,18 +420,19 @@ public final class DeliveryService: @unchecked Sendable {
     /// Records acknowledgements, first transmissions and what was shown in the store, and
     /// sends the read receipts.
     private func flushStates(now: Double) {
-        var work: [(key: Data, conversation: Int64, acknowledged: UInt32?, before: UInt32, firstSent: [Int64])] = []
+        var work: [(key: Data, conversation: Int64, acknowledged: UInt32?, before: UInt32, sentThrough: UInt32?)] = []
         var shown: [(Int64, Data, Int64)] = []
         for (key, var link) in links {
             let acknowledged = link.acknowledged > link.conversationRecord.acknowledgedSequence ? link.acknowledged : nil
-            let statesChanged = acknowledged != nil || !link.firstSent.isEmpty
+            let statesChanged = acknowledged != nil || link.sentThrough > 0
             guard statesChanged || link.shownUpTo > 0 else { continue }
             if statesChanged {
-                work.append((key, link.conversation, acknowledged, link.conversationRecord.acknowledgedSequence, link.firstSent))
+                work.append((key, link.conversation, acknowledged, link.conversationRecord.acknowledgedSequence,
+                             link.sentThrough > 0 ? link.sentThrough : nil))
             }
             if link.shownUpTo > 0 { shown.append((link.conversation, key, link.shownUpTo)) }
             link.conversationRecord.acknowledgedSequence = link.acknowledged
-            link.firstSent = []
+            link.sentThrough = 0
             link.shownUpTo = 0
             links[key] = link
         }
@@ -439,10 +440,10 @@ public final class DeliveryService: @unchecked Sendable {
             guard let sequence = try? store.markShown(conversation, upTo: number), let peer = presentPeer(peerKey) else { continue }
             transmit(.read(recipient: peer.signingKey, sequence: sequence), to: peer)
         }
-        for (key, conversation, acknowledged, before, firstSent) in work {
+        for (key, conversation, acknowledged, before, sentThrough) in work {
             // Only messages still `sending` become `sent`: one acknowledged or read meanwhile
             // never goes back.
-            guard let changed = try? store.recordStates(conversation, firstSent: firstSent, acknowledgedUpTo: acknowledged, now: now) else {
+            guard let changed = try? store.recordStates(conversation, sentThrough: sentThrough, acknowledgedUpTo: acknowledged, now: now) else {
                 // Not written (the database refused): the acknowledgement is written next time.
                 links[key]?.conversationRecord.acknowledgedSequence = before
                 continue
@@ -461,8 +462,10 @@ public final class DeliveryService: @unchecked Sendable {
         for key in waiting {
             guard let peer = reachablePeer(key), let due = links[key]?.queue.due(now: now) else { continue }
             // Changed in place: a copy of the link would copy its queue, thousands long in a burst.
-            links[key]!.firstSent += due.firstSent.sorted()
-            if !due.firstSent.isEmpty { scheduleFlush() }
+            if let through = due.sentThrough {
+                links[key]!.sentThrough = max(links[key]!.sentThrough, through)
+                scheduleFlush()
+            }
             if !due.fresh.isEmpty || !due.repeated.isEmpty { outgoing.append((peer, links[key]!.key, due)) }
         }
         for (peer, key, due) in outgoing {

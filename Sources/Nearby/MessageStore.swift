@@ -229,13 +229,13 @@ public struct MessageStore: Sendable {
         }
     }
 
-    /// The messages (rows `ids`) went out at least once: `sending` becomes `sent` (they stay in
-    /// the outbox until acknowledged). States only move forward: one already delivered or read
-    /// stays so (its row is not written). Returns the numbers of the messages this changed.
+    /// The messages up to the one ending at `sequence` went out at least once: `sending`
+    /// becomes `sent` (they stay in the outbox until acknowledged). States only move forward:
+    /// one already delivered or read stays so (its row is not written). Returns the numbers of
+    /// the messages this changed.
     @discardableResult
-    public func markSent(_ ids: [Int64], in conversation: Int64) throws -> [Int64] {
-        guard !ids.isEmpty else { return [] }
-        return try database.write { db in try Self.markSent(db, ids, in: conversation) }
+    public func markSent(in conversation: Int64, through sequence: UInt32) throws -> [Int64] {
+        try database.write { db in try Self.markSent(db, in: conversation, through: sequence) }
     }
 
     /// The peer confirmed every fragment up to `sequence`: those messages are delivered. Their
@@ -249,29 +249,29 @@ public struct MessageStore: Sendable {
 
     /// What the engine gathered for a conversation since it last wrote, in one transaction (it
     /// was two, and under a stream of messages the pair came every 50 ms):
-    /// `acknowledge(upTo: acknowledged)` when given, then `markSent(firstSent)` for those still
-    /// sending. A message acknowledged before its sending was written goes straight to
+    /// `acknowledge(upTo: acknowledged)` when given, then `markSent(through: sentThrough)` for
+    /// those still sending. A message acknowledged before its sending was written goes straight to
     /// delivered, its row not written at all (under a stream, nearly all of them). Returns the
     /// numbers each changed.
-    public func recordStates(_ conversation: Int64, firstSent: [Int64], acknowledgedUpTo acknowledged: UInt32?,
+    public func recordStates(_ conversation: Int64, sentThrough: UInt32?, acknowledgedUpTo acknowledged: UInt32?,
                              now: Double) throws -> (sent: [Int64], delivered: [Int64]) {
         try database.write { db in
             let delivered = try acknowledged.map { try Self.acknowledge(db, conversation, upTo: $0, now: now) } ?? []
-            return (firstSent.isEmpty ? [] : try Self.markSent(db, firstSent, in: conversation), delivered)
+            return (try sentThrough.map { try Self.markSent(db, in: conversation, through: $0) } ?? [], delivered)
         }
     }
 
-    private static func markSent(_ db: Database, _ ids: [Int64], in conversation: Int64) throws -> [Int64] {
-        // Only what is not acknowledged yet is visited (a few messages in flight, where a flush
-        // under a stream names eighty, nearly all acknowledged by then), each looked up in the
-        // list (",1,2,3,"): one argument, so the statement is prepared once.
+    private static func markSent(_ db: Database, in conversation: Int64, through sequence: UInt32) throws -> [Int64] {
+        // Only what is not acknowledged yet is visited (the messages in flight: under a stream of
+        // pings, one or two, where a list of the first-sent named eighty, nearly all
+        // acknowledged by then).
         try Int64.fetchAll(db.cachedStatement(sql: """
             UPDATE message INDEXED BY message_unread_by_peer SET state = 'sent'
             WHERE conversationId = ?1 AND outgoing = 1 AND state != 'read'
-              AND lastSequence > (SELECT acknowledgedSequence FROM conversation WHERE id = ?1)
-              AND state = 'sending' AND instr(?2, ',' || id || ',') > 0
+              AND lastSequence > (SELECT acknowledgedSequence FROM conversation WHERE id = ?1) AND lastSequence <= ?2
+              AND state = 'sending'
             RETURNING number
-            """), arguments: [conversation, "," + ids.map(String.init).joined(separator: ",") + ","]).sorted()
+            """), arguments: [conversation, sequence]).sorted()
     }
 
     private static func acknowledge(_ db: Database, _ conversation: Int64, upTo sequence: UInt32, now: Double) throws -> [Int64] {

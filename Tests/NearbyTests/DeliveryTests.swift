@@ -11,16 +11,29 @@ import Testing
         var queue = OutgoingQueue()
         queue.enqueue(fragments(1...1), message: 10, now: 0)
         let first = queue.due(now: 0)
-        #expect(first.fragments.map(\.sequence) == [1] && first.firstSent == [10])
+        #expect(first.fragments.map(\.sequence) == [1] && first.sentThrough == 1)
         #expect(queue.due(now: 0.2).fragments.isEmpty)
         #expect(queue.due(now: 0.25).fragments.map(\.sequence) == [1])   // +0.25
         #expect(queue.due(now: 0.7).fragments.isEmpty)
         #expect(queue.due(now: 0.75).fragments.map(\.sequence) == [1])   // +0.5
         #expect(queue.due(now: 1.75).fragments.map(\.sequence) == [1])   // +1
-        #expect(queue.due(now: 1.75).firstSent.isEmpty)
+        #expect(queue.due(now: 1.75).sentThrough == nil)
         for _ in 0..<10 { _ = queue.due(now: 1_000) }
         #expect(queue.due(now: 1_003.9).fragments.isEmpty)               // Capped at 4 s.
         #expect(queue.due(now: 1_004).fragments.count == 1)
+    }
+
+    /// How far first sends reach is the end of the last message begun, even past the window:
+    /// the message counts as sent once any of it went.
+    @Test func firstSendsReachTheEndOfTheLastMessageBegun() {
+        var queue = OutgoingQueue()
+        let window = UInt32(OutgoingQueue.window)
+        for sequence in 1..<window { queue.enqueue(fragments(sequence...sequence), message: Int64(sequence), now: 0) }
+        let long = (window...window + 2).map { Fragment(sequence: $0, isLast: $0 == window + 2, sentAt: 0, text: Data("x".utf8)) }
+        queue.enqueue(long, message: Int64(window), now: 0)
+        let due = queue.due(now: 0)
+        #expect(due.fresh.last?.sequence == window && due.sentThrough == window + 2)
+        #expect(queue.due(now: 0).sentThrough == nil)  // Nothing went for the first time.
     }
 
     @Test func onlyTheWindowIsInFlight() {

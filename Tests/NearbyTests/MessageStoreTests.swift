@@ -55,8 +55,8 @@ import Testing
         let b = try store.queueOutgoing(String(repeating: "x", count: 2000), fragments: 3, in: conversation.id, now: 2)
         let c = try store.queueOutgoing("three", fragments: 1, in: conversation.id, now: 3)
         #expect((a.firstSequence, a.lastSequence, b.firstSequence, b.lastSequence, c.firstSequence) == (1, 1, 2, 4, 5))
-        #expect(try store.markSent([a.id, b.id], in: conversation.id) == [1, 2])
-        #expect(try store.markSent([a.id, b.id], in: conversation.id).isEmpty)  // Already sent: nothing changes twice.
+        #expect(try store.markSent(in: conversation.id, through: b.lastSequence) == [1, 2])
+        #expect(try store.markSent(in: conversation.id, through: b.lastSequence).isEmpty)  // Already sent: nothing changes twice.
         #expect(try store.outbox(conversation.id).map(\.number) == [a.number, b.number, c.number])
         // Fragment 3 of b is confirmed but not fragment 4: b is still pending.
         #expect(try store.acknowledge(conversation.id, upTo: 3, now: 10) == [a.number])
@@ -66,7 +66,7 @@ import Testing
         #expect(try store.page(conversation.id).map(\.state) == [.delivered, .delivered, .delivered])
         #expect(try store.markRead(conversation.id, upTo: 4, now: 12) == [a.number, b.number])
         #expect(try store.page(conversation.id).map(\.state) == [.read, .read, .delivered])
-        #expect(try store.markSent([c.id], in: conversation.id).isEmpty)  // States never go back.
+        #expect(try store.markSent(in: conversation.id, through: c.lastSequence).isEmpty)  // States never go back.
     }
 
     /// What the engine gathered (first sends, an acknowledgement) is one transaction, not two;
@@ -78,7 +78,7 @@ import Testing
         let b = try store.queueOutgoing("two", fragments: 1, in: conversation.id, now: 2)
         let commits = MessageCommits()
         store.database.writer.add(transactionObserver: commits, extent: .observerLifetime)
-        let changed = try store.recordStates(conversation.id, firstSent: [a.id, b.id], acknowledgedUpTo: 1, now: 3)
+        let changed = try store.recordStates(conversation.id, sentThrough: b.lastSequence, acknowledgedUpTo: 1, now: 3)
         #expect(changed.sent == [b.number] && changed.delivered == [a.number])
         #expect(commits.count == 1)
         #expect(commits.rows == 1)  // b's; a's row is not written (delivered by the counter).
@@ -86,7 +86,7 @@ import Testing
         #expect(try store.existingConversation(myKey: Data([1]), peerKey: Data([2]))?.acknowledgedSequence == 1)
         // Only first sends: the acknowledgement is not written again.
         let c = try store.queueOutgoing("three", fragments: 1, in: conversation.id, now: 4)
-        #expect(try store.recordStates(conversation.id, firstSent: [c.id], acknowledgedUpTo: nil, now: 5) == (sent: [c.number], delivered: []))
+        #expect(try store.recordStates(conversation.id, sentThrough: c.lastSequence, acknowledgedUpTo: nil, now: 5) == (sent: [c.number], delivered: []))
     }
 
     /// An acknowledgement writes the conversation and one `delivery` row, not the row of every
@@ -101,7 +101,7 @@ import Testing
         store.database.writer.add(transactionObserver: commits, extent: .observerLifetime)
         #expect(try store.acknowledge(conversation.id, upTo: 30, now: 100) == Array(1...30))
         #expect(try store.acknowledge(conversation.id, upTo: 20, now: 101).isEmpty)  // An old one changes nothing.
-        #expect(try store.recordStates(conversation.id, firstSent: messages.map(\.id), acknowledgedUpTo: 50, now: 102)
+        #expect(try store.recordStates(conversation.id, sentThrough: messages.last!.lastSequence, acknowledgedUpTo: 50, now: 102)
                 == (sent: [], delivered: Array(31...50)))
         #expect(commits.rows == 0)
         let page = try store.page(conversation.id, limit: 50)
@@ -114,16 +114,18 @@ import Testing
         #expect(try store.message(number: 45, in: conversation.id).map { ($0.state, $0.receivedAt) } ?? (.sending, nil) == (.delivered, 102))
     }
 
-    /// First sends name their rows: exactly those change (row 1 is not row 11 or 21), and only
-    /// while they are neither acknowledged nor read.
-    @Test func markSentTakesExactlyTheRowsNamed() throws {
+    /// First sends reach up to a sequence: the messages up to it that are still sending become
+    /// sent, and only those neither acknowledged nor read are written (or even visited).
+    @Test func markSentGoesUpToTheSequence() throws {
         let (store, conversation, dir) = try makeStore()
         defer { removeDirectory(dir) }
-        let rows = try (1...21).map { try store.queueOutgoing("m\($0)", fragments: 1, in: conversation.id, now: 1).id }
-        #expect(try store.markSent([rows[0], rows[20]], in: conversation.id) == [1, 21])
-        #expect(try store.page(conversation.id, limit: 21).filter { $0.state == .sent }.map(\.number) == [1, 21])
-        _ = try store.acknowledge(conversation.id, upTo: 5, now: 2)
-        #expect(try store.markSent(Array(rows[2...5]), in: conversation.id) == [6])
+        for index in 1...10 { _ = try store.queueOutgoing("m\(index)", fragments: 2, in: conversation.id, now: 1) }
+        #expect(try store.markSent(in: conversation.id, through: 4) == [1, 2])
+        _ = try store.acknowledge(conversation.id, upTo: 8, now: 2)
+        _ = try store.markRead(conversation.id, upTo: 10, now: 3)
+        #expect(try store.markSent(in: conversation.id, through: 14) == [6, 7])
+        #expect(try store.page(conversation.id).map(\.state.rawValue).joined(separator: " ")
+                == "read read read read read sent sent sending sending sending")
     }
 
     /// The outbox is found on the index of messages unread by the peer, from the acknowledged
@@ -178,7 +180,7 @@ import Testing
         let c = try store.receive("from bob", in: conversation.id, firstSequence: 1, lastSequence: 1, sentAt: 3, now: 3)
         #expect((a.number, b.number, c.number) == (1, 1, 2))
         #expect(try store.markRead(conversation.id, upTo: 1, now: 5) == [1])
-        #expect(try store.markSent([a.id], in: conversation.id).isEmpty)
+        #expect(try store.markSent(in: conversation.id, through: a.lastSequence).isEmpty)
         #expect(try store.acknowledge(conversation.id, upTo: 1, now: 6).isEmpty)
         let message = try #require(try store.message(number: 1, in: conversation.id))
         #expect(message.state == .read && message.receivedAt == 5)
