@@ -9,6 +9,9 @@ public struct OutgoingQueue: Sendable {
         public var message: Int64
         var attempts = 0
         var nextAt: Double = 0
+        /// When it first went, while its acknowledgement can measure the round trip: it went
+        /// once, and not before the peer was last out of reach (nil otherwise).
+        var measuredFrom: Double?
     }
 
     /// At most this many fragments are in flight at once. A burst's fragments travel about
@@ -22,9 +25,25 @@ public struct OutgoingQueue: Sendable {
     /// fragment to a packet, would add 512 packets to what holds it up. The others go again
     /// once they are among the oldest.
     public static let resendLimit = 64
-    /// First retransmission after this long; then doubling, up to `maximumBackoff`.
+    /// First retransmission after this long, until round trips have been measured; then
+    /// doubling, up to `maximumBackoff`.
     public static let initialBackoff = 0.25
     public static let maximumBackoff = 4.0
+
+    /// The round trip measured so far (RFC 6298's smoothed time and variation), from fragments
+    /// acknowledged after going once. Through a broker slowed down by its disk (a clustered
+    /// one's round trips reached a quarter of a second) a fixed first delay sent every fragment
+    /// again while it was still on its way, and the broker had twice the work.
+    private var smoothedRoundTrip: Double?
+    private var roundTripVariation = 0.0
+
+    /// How long a fragment waits before it first goes again: the measured round trip with room
+    /// for its variation, never under `initialBackoff` (a near peer answers in a millisecond,
+    /// and losses are repaired as soon as before) nor over `maximumBackoff`.
+    public var retransmissionDelay: Double {
+        guard let smoothed = smoothedRoundTrip else { return Self.initialBackoff }
+        return min(Self.maximumBackoff, max(Self.initialBackoff, smoothed + 4 * roundTripVariation))
+    }
 
     /// Entries before `head` are acknowledged: dropping them costs nothing until they are many
     /// (a long burst's queue is thousands long, and an acknowledgement comes every few packets).
@@ -84,12 +103,14 @@ public struct OutgoingQueue: Sendable {
             if items[index].attempts > 0 && position >= Self.resendLimit { continue }
             if items[index].attempts == 0 {
                 lastFresh = index
+                items[index].measuredFrom = now
                 due.fresh.append(items[index].fragment)
             } else {
+                items[index].measuredFrom = nil
                 due.repeated.append(items[index].fragment)
             }
             items[index].attempts += 1
-            let backoff = min(Self.maximumBackoff, Self.initialBackoff * Double(1 << min(items[index].attempts - 1, 8)))
+            let backoff = min(Self.maximumBackoff, retransmissionDelay * Double(1 << min(items[index].attempts - 1, 8)))
             items[index].nextAt = now + backoff
         }
         if var end = lastFresh {
@@ -100,13 +121,30 @@ public struct OutgoingQueue: Sendable {
         return due
     }
 
-    /// The peer has every fragment up to `sequence`: they leave the queue.
-    public mutating func acknowledge(upTo sequence: UInt32) {
-        while head < items.count && items[head].fragment.sequence <= sequence { head += 1 }
+    /// The peer has every fragment up to `sequence`: they leave the queue. The newest of them,
+    /// if it went only once, measures the round trip (one that went again cannot say which of
+    /// its copies was answered; a round trip counts as at most `maximumBackoff`).
+    public mutating func acknowledge(upTo sequence: UInt32, now: Double) {
+        var newest: Entry?
+        while head < items.count && items[head].fragment.sequence <= sequence {
+            newest = items[head]
+            head += 1
+        }
+        if let start = newest?.measuredFrom { measure(min(Self.maximumBackoff, max(0, now - start))) }
         if head == items.count || (head >= 1_024 && head * 2 >= items.count) {
             items.removeFirst(head)
             head = 0
         }
+    }
+
+    private mutating func measure(_ roundTrip: Double) {
+        guard let smoothed = smoothedRoundTrip else {
+            smoothedRoundTrip = roundTrip
+            roundTripVariation = roundTrip / 2
+            return
+        }
+        roundTripVariation = 0.75 * roundTripVariation + 0.25 * abs(smoothed - roundTrip)
+        smoothedRoundTrip = 0.875 * smoothed + 0.125 * roundTrip
     }
 
     /// The peer is back in range: everything is due at once, with the backoff started afresh.
@@ -114,6 +152,7 @@ public struct OutgoingQueue: Sendable {
         for index in items.indices[head...] {
             items[index].nextAt = now
             items[index].attempts = min(items[index].attempts, 1)
+            items[index].measuredFrom = nil
         }
     }
 }

@@ -528,7 +528,7 @@ public final class DeliveryService: @unchecked Sendable {
             receive(sealed, for: recipient, from: packet.sender, by: route)
         case .ack(let recipient, let sequence):
             guard recipient == myKey, links[packet.sender] != nil else { return }
-            links[packet.sender]!.queue.acknowledge(upTo: sequence)
+            links[packet.sender]!.queue.acknowledge(upTo: sequence, now: clock())
             links[packet.sender]!.acknowledged = max(links[packet.sender]!.acknowledged, sequence)
             scheduleFlush()
             // The window moved: what waited behind it goes now, not at the next alarm — once half

@@ -41,9 +41,9 @@ import Testing
         let window = UInt32(OutgoingQueue.window)
         queue.enqueue(fragments(1...window + 36), message: 1, now: 0)
         #expect(queue.due(now: 0).fragments.map(\.sequence) == Array(1...window))
-        queue.acknowledge(upTo: 10)
+        queue.acknowledge(upTo: 10, now: 0)
         #expect(queue.due(now: 0.01).fragments.map(\.sequence) == Array(window + 1...window + 10))
-        queue.acknowledge(upTo: window + 36)
+        queue.acknowledge(upTo: window + 36, now: 0)
         #expect(queue.isEmpty)
     }
 
@@ -57,9 +57,51 @@ import Testing
         #expect(queue.nextDue == 0.25)
         #expect(queue.due(now: 0.25).repeated.map(\.sequence) == Array(1...limit))
         #expect(queue.nextDue == 0.75)  // The others are not due while they wait their turn.
-        queue.acknowledge(upTo: 10)
+        queue.acknowledge(upTo: 10, now: 0.25)
         #expect(queue.nextDue == 0.25)
         #expect(queue.due(now: 0.3).repeated.map(\.sequence) == Array(limit + 1...limit + 10))
+    }
+
+    /// The first delay before a fragment goes again follows the round trips measured (a slow
+    /// broker's), with room for their variation; a near peer's keep the quickest delay, and an
+    /// answer to a fragment that went twice, or went before the peer was away, measures nothing.
+    @Test func theDelayFollowsTheMeasuredRoundTrip() {
+        var queue = OutgoingQueue()
+        queue.enqueue(fragments(1...1), message: 1, now: 0)
+        _ = queue.due(now: 0)
+        queue.acknowledge(upTo: 1, now: 0.6)
+        #expect(queue.retransmissionDelay == 0.6 + 4 * 0.3)
+        queue.enqueue(fragments(2...2), message: 2, now: 1)
+        _ = queue.due(now: 1)
+        #expect(queue.nextDue == 1 + 1.8)
+
+        var near = OutgoingQueue()
+        for sequence in UInt32(1)...20 {
+            near.enqueue(fragments(sequence...sequence), message: Int64(sequence), now: Double(sequence))
+            _ = near.due(now: Double(sequence))
+            near.acknowledge(upTo: sequence, now: Double(sequence) + 0.001)
+        }
+        #expect(near.retransmissionDelay == OutgoingQueue.initialBackoff)
+
+        var resent = OutgoingQueue()
+        resent.enqueue(fragments(1...1), message: 1, now: 0)
+        _ = resent.due(now: 0)
+        _ = resent.due(now: 0.25)
+        resent.acknowledge(upTo: 1, now: 3)
+        #expect(resent.retransmissionDelay == OutgoingQueue.initialBackoff)
+
+        var away = OutgoingQueue()  // Its answer after the peer was out of reach measures nothing.
+        away.enqueue(fragments(1...1), message: 1, now: 0)
+        _ = away.due(now: 0)
+        away.restart(now: 60)
+        away.acknowledge(upTo: 1, now: 60.001)
+        #expect(away.retransmissionDelay == OutgoingQueue.initialBackoff)
+
+        var slow = OutgoingQueue()
+        slow.enqueue(fragments(1...1), message: 1, now: 0)
+        _ = slow.due(now: 0)
+        slow.acknowledge(upTo: 1, now: 3)
+        #expect(slow.retransmissionDelay == OutgoingQueue.maximumBackoff)
     }
 
     @Test func aReturningPeerGetsEverythingAtOnce() {
