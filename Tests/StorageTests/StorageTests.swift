@@ -147,7 +147,28 @@ final class TemporaryDirectory {
         return stat(path, &info) == 0 ? Int(info.st_size) : -1
     }
 
-    private func write(_ db: SeanceDatabase, _ index: Int) throws {
+    /// Checkpoints on a fresh database, with time that moves only when the test says.
+    private struct Manual {
+        let tmp = TemporaryDirectory()
+        let db: SeanceDatabase
+        let scheduler = ManualScheduler()
+        let checkpoints: BackgroundCheckpoints
+
+        init(quiet: Double, overdue: Double) throws {
+            db = try testDatabase(tmp.path + "/seance.sqlite")
+            checkpoints = try BackgroundCheckpoints(db, scheduler: scheduler, quiet: quiet, overdue: overdue)
+        }
+
+        /// `count` commits, `seconds` apart.
+        func commit(_ count: Int, apart seconds: Double) throws {
+            for index in 0..<count {
+                try BackgroundCheckpointTests.write(db, index)
+                scheduler.advance(by: seconds)
+            }
+        }
+    }
+
+    private static func write(_ db: SeanceDatabase, _ index: Int) throws {
         try db.write { db in try db.execute(sql: "INSERT OR REPLACE INTO setting (key, value) VALUES (?, ?)", arguments: ["k\(index % 2)", "\(index)"]) }
     }
 
@@ -176,50 +197,35 @@ final class TemporaryDirectory {
     /// Nothing written, nothing checkpointed, however long: an idle shell has no alarm for them
     /// (they ran every 0.1 s whether or not anything was written).
     @Test func nothingWrittenNoCheckpoint() throws {
-        let tmp = TemporaryDirectory()
-        let db = try testDatabase(tmp.path + "/seance.sqlite")
-        let scheduler = ManualScheduler()
-        let checkpoints = try BackgroundCheckpoints(db, scheduler: scheduler, quiet: 0.1, overdue: 1)
-        defer { checkpoints.stop() }
-        scheduler.advance(by: 60)
-        #expect(checkpoints.count == 0)
-        #expect(scheduler.waiting == 0)
+        let manual = try Manual(quiet: 0.1, overdue: 1)
+        defer { manual.checkpoints.stop() }
+        manual.scheduler.advance(by: 60)
+        #expect(manual.checkpoints.count == 0)
+        #expect(manual.scheduler.waiting == 0)
     }
 
     /// A checkpoint waits for the writer to pause: commits 50 ms apart put it off, the first
     /// pause of 100 ms brings it, once, and then nothing waits any more.
     @Test func aCheckpointWaitsForAPause() throws {
-        let tmp = TemporaryDirectory()
-        let db = try testDatabase(tmp.path + "/seance.sqlite")
-        let scheduler = ManualScheduler()
-        let checkpoints = try BackgroundCheckpoints(db, scheduler: scheduler, quiet: 0.1, overdue: 10)
-        defer { checkpoints.stop() }
-        for index in 0..<20 {
-            try write(db, index)
-            scheduler.advance(by: 0.05)
-        }
-        #expect(checkpoints.count == 0)
-        scheduler.advance(by: 0.05)
-        #expect(checkpoints.count == 1)
-        scheduler.advance(by: 60)
-        #expect(checkpoints.count == 1)
-        #expect(scheduler.waiting == 0)
+        let manual = try Manual(quiet: 0.1, overdue: 10)
+        defer { manual.checkpoints.stop() }
+        try manual.commit(20, apart: 0.05)
+        #expect(manual.checkpoints.count == 0)
+        manual.scheduler.advance(by: 0.05)
+        #expect(manual.checkpoints.count == 1)
+        manual.scheduler.advance(by: 60)
+        #expect(manual.checkpoints.count == 1)
+        #expect(manual.scheduler.waiting == 0)
     }
 
     /// A stream that never pauses is checkpointed all the same, when the oldest commit not yet
     /// checkpointed is `overdue` old: once a second here, whatever the number of commits.
     @Test func aStreamWithoutPausesIsCheckpointedWhenOverdue() throws {
-        let tmp = TemporaryDirectory()
-        let db = try testDatabase(tmp.path + "/seance.sqlite")
-        let scheduler = ManualScheduler()
-        let checkpoints = try BackgroundCheckpoints(db, scheduler: scheduler, quiet: 0.1, overdue: 1)
-        defer { checkpoints.stop() }
+        let manual = try Manual(quiet: 0.1, overdue: 1)
+        defer { manual.checkpoints.stop() }
         // 3.5 s of commits 10 ms apart: due at 1 s, then 1 s after the first commit after it.
-        for index in 0..<350 {
-            try write(db, index)
-            scheduler.advance(by: 0.01)
-        }
-        #expect(checkpoints.count == 3)
+        try manual.commit(350, apart: 0.01)
+        #expect(manual.checkpoints.count == 3)
     }
 
     /// Under a steady stream of commits (which never leaves the log wholly checkpointed at the
@@ -236,7 +242,7 @@ final class TemporaryDirectory {
         // started over; the writer's threshold is 1,000 here. Two rows updated in turn.
         var largest = 0
         for index in 0..<4_000 {
-            try write(db, index)
+            try Self.write(db, index)
             if index % 100 == 99 { largest = max(largest, fileSize(path + "-wal")) }
         }
         let frame = 4_096 + 24
