@@ -36,11 +36,21 @@ public struct OutgoingQueue: Sendable {
     /// again while it was still on its way, and the broker had twice the work.
     private var smoothedRoundTrip: Double?
     private var roundTripVariation = 0.0
+    /// The delay doubled by a timeout, kept until a round trip is measured again (RFC 6298,
+    /// 5.5): without it every new fragment started from the short delay and went twice, and
+    /// when every fragment acknowledged had gone twice nothing could be measured — through a
+    /// slow cluster, 3,600 packets for 3,000 messages, at 24 messages/s.
+    private var backedOff: Double?
 
     /// How long a fragment waits before it first goes again: the measured round trip with room
     /// for its variation, never under `initialBackoff` (a near peer answers in a millisecond,
-    /// and losses are repaired as soon as before) nor over `maximumBackoff`.
-    public var retransmissionDelay: Double {
+    /// and losses are repaired as soon as before) nor over `maximumBackoff`; doubled after a
+    /// timeout until a round trip is measured.
+    public var retransmissionDelay: Double { backedOff ?? measuredDelay }
+
+    /// The delay from the round trips alone; a fragment that goes again waits it doubled for
+    /// each time it went.
+    private var measuredDelay: Double {
         guard let smoothed = smoothedRoundTrip else { return Self.initialBackoff }
         return min(Self.maximumBackoff, max(Self.initialBackoff, smoothed + 4 * roundTripVariation))
     }
@@ -110,9 +120,11 @@ public struct OutgoingQueue: Sendable {
                 due.repeated.append(items[index].fragment)
             }
             items[index].attempts += 1
-            let backoff = min(Self.maximumBackoff, retransmissionDelay * Double(1 << min(items[index].attempts - 1, 8)))
+            let backoff = items[index].attempts == 1
+                ? retransmissionDelay : min(Self.maximumBackoff, measuredDelay * Double(1 << min(items[index].attempts - 1, 8)))
             items[index].nextAt = now + backoff
         }
+        if !due.repeated.isEmpty { backedOff = min(Self.maximumBackoff, retransmissionDelay * 2) }
         if var end = lastFresh {
             // Its message may go on past the window: to its last fragment.
             while end + 1 < items.count && items[end + 1].message == items[end].message { end += 1 }
@@ -121,16 +133,19 @@ public struct OutgoingQueue: Sendable {
         return due
     }
 
-    /// The peer has every fragment up to `sequence`: they leave the queue. The newest of them,
-    /// if it went only once, measures the round trip (one that went again cannot say which of
-    /// its copies was answered; a round trip counts as at most `maximumBackoff`).
+    /// The peer has every fragment up to `sequence`: they leave the queue. The newest of them
+    /// measures the round trip if none of them went again (which copy was answered is unknown,
+    /// and a fragment after one that went again waited for it); a round trip counts as at most
+    /// `maximumBackoff`.
     public mutating func acknowledge(upTo sequence: UInt32, now: Double) {
         var newest: Entry?
+        var measurable = true
         while head < items.count && items[head].fragment.sequence <= sequence {
             newest = items[head]
+            measurable = measurable && items[head].measuredFrom != nil
             head += 1
         }
-        if let start = newest?.measuredFrom { measure(min(Self.maximumBackoff, max(0, now - start))) }
+        if measurable, let start = newest?.measuredFrom { measure(min(Self.maximumBackoff, max(0, now - start))) }
         if head == items.count || (head >= 1_024 && head * 2 >= items.count) {
             items.removeFirst(head)
             head = 0
@@ -138,6 +153,7 @@ public struct OutgoingQueue: Sendable {
     }
 
     private mutating func measure(_ roundTrip: Double) {
+        backedOff = nil
         guard let smoothed = smoothedRoundTrip else {
             smoothedRoundTrip = roundTrip
             roundTripVariation = roundTrip / 2

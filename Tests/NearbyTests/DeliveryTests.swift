@@ -88,7 +88,7 @@ import Testing
         _ = resent.due(now: 0)
         _ = resent.due(now: 0.25)
         resent.acknowledge(upTo: 1, now: 3)
-        #expect(resent.retransmissionDelay == OutgoingQueue.initialBackoff)
+        #expect(resent.retransmissionDelay == 2 * OutgoingQueue.initialBackoff)  // As its timeout left it.
 
         var away = OutgoingQueue()  // Its answer after the peer was out of reach measures nothing.
         away.enqueue(fragments(1...1), message: 1, now: 0)
@@ -102,6 +102,25 @@ import Testing
         _ = slow.due(now: 0)
         slow.acknowledge(upTo: 1, now: 3)
         #expect(slow.retransmissionDelay == OutgoingQueue.maximumBackoff)
+    }
+
+    /// A timeout doubles the delay for what goes next, until a round trip is measured again:
+    /// through a slow broker, new fragments no longer go twice each.
+    @Test func aTimeoutDoublesTheDelayUntilARoundTripIsMeasured() {
+        var queue = OutgoingQueue()
+        queue.enqueue(fragments(1...1), message: 1, now: 0)
+        _ = queue.due(now: 0)
+        #expect(queue.due(now: 0.25).repeated.map(\.sequence) == [1])
+        #expect(queue.retransmissionDelay == 0.5)
+        queue.enqueue(fragments(2...2), message: 2, now: 0.3)
+        _ = queue.due(now: 0.3)
+        #expect(queue.due(now: 0.6).fragments.isEmpty)  // It waits the doubled delay.
+        queue.acknowledge(upTo: 2, now: 0.65)  // Covers one that went again: measures nothing.
+        #expect(queue.retransmissionDelay == 0.5)
+        queue.enqueue(fragments(3...3), message: 3, now: 1)
+        _ = queue.due(now: 1)
+        queue.acknowledge(upTo: 3, now: 1.01)
+        #expect(queue.retransmissionDelay == OutgoingQueue.initialBackoff)
     }
 
     @Test func aReturningPeerGetsEverythingAtOnce() {
