@@ -36,7 +36,6 @@ public final class BackgroundCheckpoints: Sendable {
 
     private let database: SeanceDatabase
     private let watch: CheckpointWatch
-    private let stopped = Mutex(false)
 
     /// - Parameters:
     ///   - quiet: how long the writer pauses after a commit before the log is checkpointed.
@@ -62,8 +61,7 @@ public final class BackgroundCheckpoints: Sendable {
     /// Gives the writer SQLite's own threshold back and truncates the log, once a checkpoint
     /// under way has ended.
     public func stop() {
-        guard stopped.withLock({ stopped in defer { stopped = true }; return !stopped }) else { return }
-        watch.stop()
+        guard watch.stop() else { return }
         // SQLite's own hook in place of ours, with its default threshold.
         database.writer.writeWithoutTransaction { db in _ = sqlite3_wal_autocheckpoint(db.sqliteConnection, Int32(Self.sqliteThreshold)) }
         Unmanaged.passUnretained(watch).release()
@@ -145,15 +143,16 @@ private final class CheckpointWatch: Sendable {
     }
 
     /// No alarm from now on; one under way ends first (SQLite does not wait for the lock
-    /// it holds).
-    func stop() {
-        let timer = state.withLock { state -> Cancellable? in
-            state.stopped = true
-            defer { state.timer = nil }
-            return state.timer
+    /// it holds). False when it was stopped already.
+    func stop() -> Bool {
+        let (wasRunning, timer) = state.withLock { state -> (Bool, Cancellable?) in
+            defer { state.stopped = true; state.timer = nil }
+            return (!state.stopped, state.timer)
         }
+        guard wasRunning else { return false }
         timer?.cancel()
         queue.sync {}
+        return true
     }
 }
 

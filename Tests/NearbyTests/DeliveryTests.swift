@@ -67,39 +67,33 @@ import Testing
     /// answer to a fragment that went twice, or went before the peer was away, measures nothing.
     @Test func theDelayFollowsTheMeasuredRoundTrip() {
         var queue = OutgoingQueue()
-        queue.enqueue(fragments(1...1), message: 1, now: 0)
-        _ = queue.due(now: 0)
+        queue.sendAlone(1, at: 0)
         queue.acknowledge(upTo: 1, now: 0.6)
         #expect(queue.retransmissionDelay == 0.6 + 4 * 0.3)
-        queue.enqueue(fragments(2...2), message: 2, now: 1)
-        _ = queue.due(now: 1)
+        queue.sendAlone(2, at: 1)
         #expect(queue.nextDue == 1 + 1.8)
 
         var near = OutgoingQueue()
         for sequence in UInt32(1)...20 {
-            near.enqueue(fragments(sequence...sequence), message: Int64(sequence), now: Double(sequence))
-            _ = near.due(now: Double(sequence))
+            near.sendAlone(sequence, at: Double(sequence))
             near.acknowledge(upTo: sequence, now: Double(sequence) + 0.001)
         }
         #expect(near.retransmissionDelay == OutgoingQueue.initialBackoff)
 
         var resent = OutgoingQueue()
-        resent.enqueue(fragments(1...1), message: 1, now: 0)
-        _ = resent.due(now: 0)
+        resent.sendAlone(1, at: 0)
         _ = resent.due(now: 0.25)
         resent.acknowledge(upTo: 1, now: 3)
         #expect(resent.retransmissionDelay == 2 * OutgoingQueue.initialBackoff)  // As its timeout left it.
 
         var away = OutgoingQueue()  // Its answer after the peer was out of reach measures nothing.
-        away.enqueue(fragments(1...1), message: 1, now: 0)
-        _ = away.due(now: 0)
+        away.sendAlone(1, at: 0)
         away.restart(now: 60)
         away.acknowledge(upTo: 1, now: 60.001)
         #expect(away.retransmissionDelay == OutgoingQueue.initialBackoff)
 
         var slow = OutgoingQueue()
-        slow.enqueue(fragments(1...1), message: 1, now: 0)
-        _ = slow.due(now: 0)
+        slow.sendAlone(1, at: 0)
         slow.acknowledge(upTo: 1, now: 3)
         #expect(slow.retransmissionDelay == OutgoingQueue.maximumBackoff)
     }
@@ -108,17 +102,14 @@ import Testing
     /// through a slow broker, new fragments no longer go twice each.
     @Test func aTimeoutDoublesTheDelayUntilARoundTripIsMeasured() {
         var queue = OutgoingQueue()
-        queue.enqueue(fragments(1...1), message: 1, now: 0)
-        _ = queue.due(now: 0)
+        queue.sendAlone(1, at: 0)
         #expect(queue.due(now: 0.25).repeated.map(\.sequence) == [1])
         #expect(queue.retransmissionDelay == 0.5)
-        queue.enqueue(fragments(2...2), message: 2, now: 0.3)
-        _ = queue.due(now: 0.3)
+        queue.sendAlone(2, at: 0.3)
         #expect(queue.due(now: 0.6).fragments.isEmpty)  // It waits the doubled delay.
         queue.acknowledge(upTo: 2, now: 0.65)  // Covers one that went again: measures nothing.
         #expect(queue.retransmissionDelay == 0.5)
-        queue.enqueue(fragments(3...3), message: 3, now: 1)
-        _ = queue.due(now: 1)
+        queue.sendAlone(3, at: 1)
         queue.acknowledge(upTo: 3, now: 1.01)
         #expect(queue.retransmissionDelay == OutgoingQueue.initialBackoff)
     }
@@ -188,5 +179,13 @@ import Testing
             }
         }
         #expect(delivered == (1...1_000).map(String.init))
+    }
+}
+
+extension OutgoingQueue {
+    /// Fragment `sequence`, a message of its own, queued and sent at `now`.
+    mutating func sendAlone(_ sequence: UInt32, at now: Double) {
+        enqueue([Fragment(sequence: sequence, isLast: true, sentAt: 0, text: Data("m\(sequence)".utf8))], message: Int64(sequence), now: now)
+        _ = due(now: now)
     }
 }
