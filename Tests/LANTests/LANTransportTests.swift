@@ -1,4 +1,6 @@
+import Dispatch
 import Foundation
+import Glibc
 import Testing
 import Wire
 @testable import LAN
@@ -17,4 +19,78 @@ import Wire
         let lan = LANTransport(configuration: .init())
         #expect(lan.directRoute(from: Route(transport: "lan", address: "198.18.0.2:47777"), port: 40_000, signingKey: Data()).address == "198.18.0.2:40000")
     }
+}
+
+/// Direct packets leave from the thread that sends them, by the socket whose port peers were
+/// told: the loop's wake-up was a tenth of a message's way to the peer.
+@Suite(.enabled(if: ProcessInfo.processInfo.environment["SEANCE_IN_NETNS"] == "1", "opens sockets: only inside scripts/in-netns"))
+struct LANDirectSendTests {
+    @Test func aDirectPacketDoesNotWaitForTheLoop() throws {
+        let lan = LANTransport(configuration: .init(port: Int.random(in: 20_000...60_000), interfaces: ["lo"]))
+        try lan.start(deliver: { _, _ in }, report: { _ in })
+        defer { lan.stop() }
+        let peer = try UDPListener()
+        defer { peer.close() }
+
+        // The loop is busy for as long as the packet is waited for.
+        let busy = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        lan.group.next().execute {
+            busy.signal()
+            release.wait()
+        }
+        busy.wait()
+        defer { release.signal() }
+        lan.send([7, 8, 9], to: Route(transport: "lan", address: "127.0.0.1:\(peer.port)"))
+        let (bytes, sourcePort) = try #require(peer.receive(waiting: 2))
+        #expect(bytes == [7, 8, 9])
+        #expect(sourcePort == lan.directPort)
+    }
+
+    @Test func aPacketSentOnTheLoopStillGoes() throws {
+        let lan = LANTransport(configuration: .init(port: Int.random(in: 20_000...60_000), interfaces: ["lo"]))
+        try lan.start(deliver: { _, _ in }, report: { _ in })
+        defer { lan.stop() }
+        let peer = try UDPListener()
+        defer { peer.close() }
+        lan.group.next().execute { lan.send([1], to: Route(transport: "lan", address: "127.0.0.1:\(peer.port)")) }
+        let (bytes, sourcePort) = try #require(peer.receive(waiting: 5))
+        #expect(bytes == [1])
+        #expect(sourcePort == lan.directPort)
+    }
+}
+
+/// A plain UDP socket on 127.0.0.1, standing for a peer.
+private struct UDPListener {
+    let fd: Int32
+    let port: UInt16
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        try #require(fd >= 0 && bound)
+        self.fd = fd
+        port = UInt16(bigEndian: address.sin_port)
+    }
+
+    /// The next datagram and its source port, or nil if none came within `seconds`.
+    func receive(waiting seconds: Double) -> ([UInt8], UInt16)? {
+        var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&ready, 1, Int32(seconds * 1000)) == 1 else { return nil }
+        var buffer = [UInt8](repeating: 0, count: 2048)
+        var source = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let count = withUnsafeMutablePointer(to: &source) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(fd, &buffer, buffer.count, 0, $0, &length) }
+        }
+        guard count >= 0 else { return nil }
+        return (Array(buffer[..<count]), UInt16(bigEndian: source.sin_port))
+    }
+
+    func close() { Glibc.close(fd) }
 }
