@@ -58,8 +58,27 @@ public final class SeanceDatabase: Sendable {
 
     /// Runs `body` in a write transaction. SQLite's errors become `StorageError`s naming the
     /// file; errors of the caller's own pass through unchanged (and roll the transaction back).
+    ///
+    /// The transaction is GRDB's (`BEGIN IMMEDIATE`: another writer waits before, not in the
+    /// middle), with its statements prepared once per connection: GRDB prepares them anew for
+    /// every transaction, and a message on its way to a peer is written twice.
     public func write<T>(_ body: (Database) throws -> T) throws -> T {
-        do { return try writer.write(body) } catch let error as DatabaseError { throw Self.describe(error, path: path) }
+        do {
+            return try writer.writeWithoutTransaction { db in
+                try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
+                do {
+                    let result = try body(db)
+                    try db.cachedStatement(sql: "COMMIT TRANSACTION").execute()
+                    return result
+                } catch {
+                    // Unless SQLite has already rolled it back itself (a full disk, say).
+                    if db.isInsideTransaction { try? db.cachedStatement(sql: "ROLLBACK TRANSACTION").execute() }
+                    throw error
+                }
+            }
+        } catch let error as DatabaseError {
+            throw Self.describe(error, path: path)
+        }
     }
 
     /// Runs `body` with a read-only connection; errors as for `write`.

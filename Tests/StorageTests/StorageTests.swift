@@ -141,6 +141,35 @@ final class TemporaryDirectory {
 }
 
 /// While online the log is checkpointed beside the writer, and still starts over.
+/// Every write is one transaction: all of it is kept, or none.
+@Suite struct WriteTransactionTests {
+    struct Refused: Error, Equatable {}
+
+    @Test func aWriteThatFailsKeepsNothingAndTheNextOneIsKept() throws {
+        let tmp = TemporaryDirectory()
+        let db = try testDatabase(tmp.path + "/seance.sqlite")
+        // The caller's own error passes through unchanged.
+        #expect(throws: Refused()) {
+            try db.write { db in
+                try db.execute(sql: "INSERT INTO setting (key, value) VALUES ('a', '1')")
+                throw Refused()
+            }
+        }
+        // SQLite's becomes a `StorageError` naming the file.
+        #expect(throws: StorageError.self) {
+            try db.write { db in
+                try db.execute(sql: "INSERT INTO setting (key, value) VALUES ('b', '2')")
+                try db.execute(sql: "INSERT INTO setting (key, value) VALUES ('b', '3')")
+            }
+        }
+        try db.write { db in try db.execute(sql: "INSERT INTO setting (key, value) VALUES ('c', '4')") }
+        try db.write { db in try db.execute(sql: "INSERT INTO setting (key, value) VALUES ('d', '5')") }
+        let kept = try db.read { try String.fetchAll($0, sql: "SELECT key FROM setting WHERE key IN ('a', 'b', 'c', 'd') ORDER BY key") }
+        #expect(kept == ["c", "d"])
+        #expect(db.writer.writeWithoutTransaction { $0.isInsideTransaction } == false)
+    }
+}
+
 @Suite struct BackgroundCheckpointTests {
     private func fileSize(_ path: String) -> Int {
         var info = stat()
