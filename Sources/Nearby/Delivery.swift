@@ -12,6 +12,9 @@ public struct OutgoingQueue: Sendable {
         /// When it first went, while its acknowledgement can measure the round trip: it went
         /// once, and not before the peer was last out of reach (nil otherwise).
         var measuredFrom: Double?
+        /// Every copy of it so far went in a packet of several (type 18): if the peer has it,
+        /// the peer reads those.
+        var onlyBundled = false
     }
 
     /// At most this many fragments are in flight at once. A burst's fragments travel about
@@ -54,6 +57,10 @@ public struct OutgoingQueue: Sendable {
         guard let smoothed = smoothedRoundTrip else { return Self.initialBackoff }
         return min(Self.maximumBackoff, max(Self.initialBackoff, smoothed + 4 * roundTripVariation))
     }
+
+    /// The peer has acknowledged a fragment whose every copy went in a packet of several: it
+    /// reads them (type 18 is not required of a reader), and copies sent again may go together.
+    public private(set) var peerReadsBundles = false
 
     /// Entries before `head` are acknowledged: dropping them costs nothing until they are many
     /// (a long burst's queue is thousands long, and an acknowledgement comes every few packets).
@@ -117,6 +124,7 @@ public struct OutgoingQueue: Sendable {
                 due.fresh.append(items[index].fragment)
             } else {
                 items[index].measuredFrom = nil
+                items[index].onlyBundled = false
                 due.repeated.append(items[index].fragment)
             }
             items[index].attempts += 1
@@ -133,6 +141,20 @@ public struct OutgoingQueue: Sendable {
         return due
     }
 
+    /// The fragments with these sequence numbers went in a packet of several (type 18).
+    public mutating func wentBundled(_ sequences: [UInt32]) {
+        guard !peerReadsBundles else { return }
+        for sequence in sequences {
+            // Entries are in sequence order: the first at or after it is it, if it waits.
+            var low = head, high = items.count
+            while low < high {
+                let middle = (low + high) / 2
+                if items[middle].fragment.sequence < sequence { low = middle + 1 } else { high = middle }
+            }
+            if low < items.count, items[low].fragment.sequence == sequence, items[low].attempts == 1 { items[low].onlyBundled = true }
+        }
+    }
+
     /// The peer has every fragment up to `sequence`: they leave the queue. The newest of them
     /// measures the round trip if none of them went again (which copy was answered is unknown,
     /// and a fragment after one that went again waited for it); a round trip counts as at most
@@ -143,6 +165,7 @@ public struct OutgoingQueue: Sendable {
         while head < items.count && items[head].fragment.sequence <= sequence {
             newest = items[head]
             measurable = measurable && items[head].measuredFrom != nil
+            if items[head].onlyBundled { peerReadsBundles = true }
             head += 1
         }
         if measurable, let start = newest?.measuredFrom { measure(min(Self.maximumBackoff, max(0, now - start))) }

@@ -469,20 +469,36 @@ public final class DeliveryService: @unchecked Sendable {
             if !due.fresh.isEmpty || !due.repeated.isEmpty { outgoing.append((peer, links[key]!.key, due)) }
         }
         for (peer, key, due) in outgoing {
-            let seal = { (fragment: Fragment) in try? MessageCrypto.seal(fragment, key: key, sender: self.myKey, recipient: peer.signingKey) }
+            let seal = { (fragments: [Fragment]) in
+                fragments.compactMap { fragment in
+                    (try? MessageCrypto.seal(fragment, key: key, sender: self.myKey, recipient: peer.signingKey)).map { (fragment.sequence, $0) }
+                }
+            }
             // First copies go by the preferred route, as many to a packet as fit: under a burst
             // one signature covers many messages.
-            for boxes in Self.bundles(due.fresh.compactMap(seal)) {
-                transmit(boxes.count == 1 ? .message(recipient: peer.signingKey, sealed: boxes[0])
-                                          : .messages(recipient: peer.signingKey, sealed: boxes), to: peer)
+            let fresh = seal(due.fresh)
+            var position = 0
+            for boxes in Self.bundles(fresh.map(\.1)) {
+                if boxes.count > 1 { links[peer.signingKey]!.queue.wentBundled(fresh[position..<position + boxes.count].map(\.0)) }
+                position += boxes.count
+                transmit(Self.payload(boxes, to: peer), to: peer)
             }
-            // A copy sent again goes alone (a reader that knows no bundles still gets it) and by
-            // every route the peer has, in case the preferred one stopped working (the receiver
-            // keeps one copy).
-            for sealed in due.repeated.compactMap(seal) {
-                transmit(.message(recipient: peer.signingKey, sealed: sealed), to: peer, everyRoute: true)
+            // A copy sent again goes by every route the peer has, in case the preferred one
+            // stopped working (the receiver keeps one copy); alone, unless the peer has shown it
+            // reads packets of several (a reader need not: then it still gets every message).
+            // Through a slow clustered broker, copies sent again one to a packet were thousands
+            // of publishes, each answered by an acknowledgement, and a burst went at 40 a second.
+            let repeated = seal(due.repeated).map(\.1)
+            let together = links[peer.signingKey]!.queue.peerReadsBundles
+            for boxes in together ? Self.bundles(repeated) : repeated.map({ [$0] }) {
+                transmit(Self.payload(boxes, to: peer), to: peer, everyRoute: true)
             }
         }
+    }
+
+    /// One sealed fragment alone (type 5) or several (type 18).
+    private static func payload(_ boxes: [Data], to peer: Peer) -> Payload {
+        boxes.count == 1 ? .message(recipient: peer.signingKey, sealed: boxes[0]) : .messages(recipient: peer.signingKey, sealed: boxes)
     }
 
     /// Room for sealed boxes in a bundle: a datagram less the header, the signature and the

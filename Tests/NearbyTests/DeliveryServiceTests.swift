@@ -226,6 +226,52 @@ final class MessageCommits: TransactionObserver, Sendable {
         #expect(wakes.take().contains { $0 <= 0.3 })
     }
 
+    /// Copies sent again go together once the peer has shown it reads packets of several, and
+    /// alone to one that has not (a reader need not know type 18: it still gets every message).
+    @Test func copiesSentAgainGoTogetherToAReaderOfBundles() throws {
+        let pair = try Pair()
+        let conversation = try pair.conversationAtAlice()
+        func burst(_ name: String) throws {
+            for index in 1...30 { _ = try pair.aliceDelivery.send("\(name) \(index)", in: conversation, more: index < 30) }
+            pair.settle()
+        }
+        func bundled(_ packets: [Packet]) -> [Bool] {
+            packets.map { packet in
+                if case .messages = packet.payload { return true }
+                return false
+            }
+        }
+        let route = Route(transport: "memory", address: "h")
+
+        // A reader that ignores packets of several gets the copies sent again, alone.
+        try burst("first")
+        #expect(bundled(pair.toBob.take()).allSatisfy { $0 })
+        pair.aliceDelivery.tick(now: 10)
+        let alone = pair.toBob.take()
+        #expect(alone.count == 30 && bundled(alone).allSatisfy { !$0 })
+        for packet in alone { pair.bobDelivery.receive(packet, from: route) }
+        for packet in pair.toAlice.take() { pair.aliceDelivery.receive(packet, from: route) }
+        try burst("second")  // Lost.
+        _ = pair.toBob.take()
+        pair.aliceDelivery.tick(now: 20)
+        #expect(pair.toBob.take().count == 30)
+
+        // Once it has acknowledged what only a packet of several carried, they go together.
+        pair.exchange(rounds: 3, now: 100)
+        try burst("third")
+        for packet in pair.toBob.take() { pair.bobDelivery.receive(packet, from: route) }
+        pair.settle()
+        for packet in pair.toAlice.take() { pair.aliceDelivery.receive(packet, from: route) }
+        try burst("fourth")  // Lost.
+        _ = pair.toBob.take()
+        pair.aliceDelivery.tick(now: 200)
+        let together = pair.toBob.take()
+        #expect(!together.isEmpty && together.count < 30 && bundled(together).allSatisfy { $0 })
+        for packet in together { pair.bobDelivery.receive(packet, from: route) }
+        pair.settle()
+        #expect(pair.received.withLock { $0 }.suffix(30) == (1...30).map { "fourth \($0)" })
+    }
+
     /// When a transport comes back, what waits for an acknowledgement goes again at once, not
     /// when its backoff would have it (a broker's client drops what is sent while it is away).
     @Test func aReturningTransportSendsWhatWaitsAtOnce() throws {

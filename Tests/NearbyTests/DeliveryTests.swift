@@ -124,6 +124,28 @@ import Testing
         queue.enqueue(fragments(2...4), message: 2, now: 2)  // Duplicates are ignored.
         #expect(queue.entries.map(\.fragment.sequence) == [1, 2, 3, 4])
     }
+
+    /// A peer reads packets of several once it has acknowledged a fragment that only ever went
+    /// in one; a fragment that also went alone, or only alone, proves nothing.
+    @Test func aPeerReadsBundlesOnceItHasOneOnlyABundleCarried() {
+        var queue = OutgoingQueue()
+        queue.sendAlone(1, at: 0)
+        queue.acknowledge(upTo: 1, now: 0.01)
+        #expect(!queue.peerReadsBundles)
+
+        queue.enqueue(fragments(2...4), message: 2, now: 1)
+        _ = queue.due(now: 1)
+        queue.wentBundled([2, 3])
+        #expect(queue.due(now: 1.25).repeated.map(\.sequence) == [2, 3, 4])  // Alone, this time.
+        queue.acknowledge(upTo: 4, now: 1.3)
+        #expect(!queue.peerReadsBundles)
+
+        queue.enqueue(fragments(5...6), message: 3, now: 2)
+        _ = queue.due(now: 2)
+        queue.wentBundled([5, 6])
+        queue.acknowledge(upTo: 5, now: 2.01)
+        #expect(queue.peerReadsBundles)
+    }
 }
 
 @Suite struct IncomingAssemblerTests {
