@@ -102,14 +102,22 @@ public struct OutgoingQueue: Sendable {
     /// messages sent for the first time reach.
     public struct Due: Equatable, Sendable {
         public var fresh: [Fragment] = []
+        /// Going again, each alone.
         public var repeated: [Fragment] = []
+        /// Going again, several to a packet: to a peer that reads them (`peerReadsBundles`).
+        public var repeatedTogether: [Fragment] = []
         /// The last fragment of the last message that went for the first time now (nil: none
         /// did). Fresh fragments go in order, so every message up to it has gone at least once.
         public var sentThrough: UInt32?
 
         /// Every fragment due, in sequence order.
-        public var fragments: [Fragment] { (fresh + repeated).sorted { $0.sequence < $1.sequence } }
+        public var fragments: [Fragment] { (fresh + repeated + repeatedTogether).sorted { $0.sequence < $1.sequence } }
+        public var isEmpty: Bool { fresh.isEmpty && repeated.isEmpty && repeatedTogether.isEmpty }
     }
+
+    /// A fragment's copies after this many go alone even to a peer that reads packets of
+    /// several: the peer may since be another program, which need not read them.
+    public static let togetherCopies = 3
 
     /// The fragments to (re)send now: those in the window whose time has come (to go again,
     /// among the `resendLimit` oldest). Each gets its next deadline.
@@ -125,14 +133,18 @@ public struct OutgoingQueue: Sendable {
             } else {
                 items[index].measuredFrom = nil
                 items[index].onlyBundled = false
-                due.repeated.append(items[index].fragment)
+                if peerReadsBundles && items[index].attempts < Self.togetherCopies {
+                    due.repeatedTogether.append(items[index].fragment)
+                } else {
+                    due.repeated.append(items[index].fragment)
+                }
             }
             items[index].attempts += 1
             let backoff = items[index].attempts == 1
                 ? retransmissionDelay : min(Self.maximumBackoff, measuredDelay * Double(1 << min(items[index].attempts - 1, 8)))
             items[index].nextAt = now + backoff
         }
-        if !due.repeated.isEmpty { backedOff = min(Self.maximumBackoff, retransmissionDelay * 2) }
+        if !due.repeated.isEmpty || !due.repeatedTogether.isEmpty { backedOff = min(Self.maximumBackoff, retransmissionDelay * 2) }
         if var end = lastFresh {
             // Its message may go on past the window: to its last fragment.
             while end + 1 < items.count && items[end + 1].message == items[end].message { end += 1 }

@@ -466,7 +466,7 @@ public final class DeliveryService: @unchecked Sendable {
                 links[key]!.sentThrough = max(links[key]!.sentThrough, through)
                 scheduleFlush()
             }
-            if !due.fresh.isEmpty || !due.repeated.isEmpty { outgoing.append((peer, links[key]!.key, due)) }
+            if !due.isEmpty { outgoing.append((peer, links[key]!.key, due)) }
         }
         for (peer, key, due) in outgoing {
             let seal = { (fragments: [Fragment]) in
@@ -488,9 +488,8 @@ public final class DeliveryService: @unchecked Sendable {
             // reads packets of several (a reader need not: then it still gets every message).
             // Through a slow clustered broker, copies sent again one to a packet were thousands
             // of publishes, each answered by an acknowledgement, and a burst went at 40 a second.
-            let repeated = seal(due.repeated).map(\.1)
-            let together = links[peer.signingKey]!.queue.peerReadsBundles
-            for boxes in together ? Self.bundles(repeated) : repeated.map({ [$0] }) {
+            let together = Self.bundles(seal(due.repeatedTogether).map(\.1))
+            for boxes in together + seal(due.repeated).map({ [$0.1] }) {
                 transmit(Self.payload(boxes, to: peer), to: peer, everyRoute: true)
             }
         }

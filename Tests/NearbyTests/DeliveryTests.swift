@@ -145,6 +145,15 @@ import Testing
         queue.wentBundled([5, 6])
         queue.acknowledge(upTo: 5, now: 2.01)
         #expect(queue.peerReadsBundles)
+
+        // Its second and third copies go together; later ones alone, in case it changed.
+        var copies: [(together: [UInt32], alone: [UInt32])] = []
+        for now in [3.0, 10, 20, 30] {
+            let due = queue.due(now: now)
+            copies.append((due.repeatedTogether.map(\.sequence), due.repeated.map(\.sequence)))
+        }
+        #expect(copies.map(\.together) == [[6], [6], [], []])
+        #expect(copies.map(\.alone) == [[], [], [6], [6]])
     }
 }
 
