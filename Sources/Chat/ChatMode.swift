@@ -77,6 +77,8 @@ public final class ChatMode {
     var delivery: DeliveryService?
     /// The log checkpointed off the engine while online (`BackgroundCheckpoints`).
     private var checkpoints: BackgroundCheckpoints?
+    /// This profile online in this shell only (`ProfileLock`).
+    private var profileLock: ProfileLock?
     /// The conversation `open` chose, and the oldest message shown of it (for `older`).
     var openConversation: Conversation? {
         didSet { if openConversation == nil { openBox?.set(nil, markShown: nil) } }
@@ -153,9 +155,16 @@ public final class ChatMode {
     public func goOnline(_ shell: Shell) throws {
         guard let (profile, identity) = profiles.current else { throw ProfileError.notLoggedIn }
         guard service == nil else { return }
+        let database = try shell.session.openDatabase()
+        // Released by `goOffline`, or when this throws before the end.
+        let lock: ProfileLock
+        do {
+            lock = try ProfileLock(in: shell.session.dataDirectory, id: PeerIdentity.longFingerprint(of: identity.signingPublicKey))
+        } catch {
+            throw UserError("\(profile.handle) cannot go online here: \(error); leave chat there first (or log in as another profile)")
+        }
         let plane = battery.reading.plane
         link.plane.withLock { $0 = plane }
-        let database = try shell.session.openDatabase()
         var avatar = AvatarReference.none
         var pixels: Data?
         switch profile.avatar {
@@ -213,6 +222,7 @@ public final class ChatMode {
             throw error
         }
         self.delivery = delivery
+        profileLock = lock
         // Online is long-running: the log is checkpointed beside the engine, not in its commits
         // (without it, SQLite's own checkpoints stay: slower now and then, never wrong).
         checkpoints = try? BackgroundCheckpoints(database, scheduler: engine.scheduler)
@@ -265,6 +275,8 @@ public final class ChatMode {
         checkpoints?.stop()
         checkpoints = nil
         rules.clear()
+        profileLock?.release()
+        profileLock = nil
     }
 
     // MARK: Views

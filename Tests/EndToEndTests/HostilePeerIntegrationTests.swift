@@ -246,3 +246,31 @@ struct OnlineEverywhereTests {
         #expect((runB.output).contains("- ann#"))
     }
 }
+
+/// A profile is online in one shell at a time: two engines on it would give out the same
+/// message numbers and sequences. A second shell is told who holds it and stays offline; once
+/// the first leaves (however it ends), the second can go online.
+@Suite(.enabled(if: inPrivateNetwork, "runs only inside scripts/in-netns (make test)"))
+struct OneShellPerProfileTests {
+    @Test func aProfileGoesOnlineInOneShellAtATime() throws {
+        let shells = LoopbackShells()
+        let ann = try shells.makeProfile("ann")
+        let flags = ["--data-dir", ann, "--interface", "lo", "--port", "\(shells.port)", "--announce-interval", "0.2"]
+        let first = try PipeDriver(arguments: flags, scratch: shells.scratch)
+        try first.send("login ann --password-file \(shells.password)\nchat")
+        #expect(try first.read(until: "nobody you can see is nearby", timeout: 20))
+
+        let refused = try runSeance(flags, stdin: "login ann --password-file \(shells.password)\nchat\n", scratch: shells.scratch)
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("cannot go online here: it is online in another seance (process \(first.process.processIdentifier))"),
+                "\(refused.stderr)")
+        #expect(!refused.stdout.contains("announcing"))
+
+        // Killed, it holds nothing: the lock ends with the process.
+        kill(first.process.processIdentifier, SIGKILL)
+        first.close()
+        let after = try runSeance(flags, stdin: "login ann --password-file \(shells.password)\nchat\noffline\n", scratch: shells.scratch)
+        #expect(after.status == 0, "\(after.stderr)")
+        #expect(after.stdout.contains("announcing ann#"))
+    }
+}

@@ -170,6 +170,28 @@ final class TemporaryDirectory {
     }
 }
 
+/// One lock per profile: a second taker is told who holds it, and another profile is free.
+@Suite struct ProfileLockTests {
+    @Test func aSecondTakerIsRefusedUntilReleased() throws {
+        let tmp = TemporaryDirectory()
+        let directory = DataDirectory(path: tmp.path)
+        let lock = try ProfileLock(in: directory, id: "aa")
+        #expect(throws: ProfileLock.Failure.held(byProcess: getpid())) { try ProfileLock(in: directory, id: "aa") }
+        _ = try ProfileLock(in: directory, id: "bb")
+        lock.release()
+        lock.release()
+        let again = try ProfileLock(in: directory, id: "aa")
+        again.release()
+    }
+
+    @Test func aLockThatCannotBeMadeSaysWhere() {
+        let directory = DataDirectory(path: "/nonexistent/seance")
+        #expect(throws: ProfileLock.Failure.unavailable(path: "/nonexistent/seance/online-aa.lock", reason: "No such file or directory")) {
+            try ProfileLock(in: directory, id: "aa")
+        }
+    }
+}
+
 @Suite struct BackgroundCheckpointTests {
     private func fileSize(_ path: String) -> Int {
         var info = stat()
