@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 import Wire
 @testable import LAN
@@ -26,57 +27,54 @@ import Wire
 @Suite(.enabled(if: ProcessInfo.processInfo.environment["SEANCE_IN_NETNS"] == "1", "opens sockets: only inside scripts/in-netns"))
 struct LANDirectSendTests {
     @Test func aDirectPacketDoesNotWaitForTheLoop() throws {
-        let lan = LANTransport(configuration: .init(port: Int.random(in: 20_000...60_000), interfaces: ["lo"]))
-        try lan.start(deliver: { _, _ in }, report: { _ in })
-        defer { lan.stop() }
-        let peer = try UDPListener()
-        defer { peer.close() }
-
-        // The loop is busy for as long as the packet is waited for.
-        let busy = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
-        lan.group.next().execute {
-            busy.signal()
-            release.wait()
+        try withTransportAndPeer { lan, peer in
+            // The loop is busy for as long as the packet is waited for.
+            let busy = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+            lan.group.next().execute {
+                busy.signal()
+                release.wait()
+            }
+            busy.wait()
+            defer { release.signal() }
+            lan.send([7, 8, 9], to: peer.route)
+            let (bytes, sourcePort) = try #require(peer.receive(waiting: 2))
+            #expect(bytes == [7, 8, 9])
+            #expect(sourcePort == lan.directPort)
         }
-        busy.wait()
-        defer { release.signal() }
-        lan.send([7, 8, 9], to: Route(transport: "lan", address: "127.0.0.1:\(peer.port)"))
-        let (bytes, sourcePort) = try #require(peer.receive(waiting: 2))
-        #expect(bytes == [7, 8, 9])
-        #expect(sourcePort == lan.directPort)
     }
 
     @Test func aPacketSentOnTheLoopStillGoes() throws {
+        try withTransportAndPeer { lan, peer in
+            lan.group.next().execute { lan.send([1], to: peer.route) }
+            let (bytes, sourcePort) = try #require(peer.receive(waiting: 5))
+            #expect(bytes == [1])
+            #expect(sourcePort == lan.directPort)
+        }
+    }
+
+    /// A started transport on `lo` and a peer on loopback, for `body`.
+    func withTransportAndPeer(_ body: (LANTransport, UDPListener) throws -> Void) throws {
         let lan = LANTransport(configuration: .init(port: Int.random(in: 20_000...60_000), interfaces: ["lo"]))
         try lan.start(deliver: { _, _ in }, report: { _ in })
         defer { lan.stop() }
-        let peer = try UDPListener()
+        let peer = try #require(UDPListener())
         defer { peer.close() }
-        lan.group.next().execute { lan.send([1], to: Route(transport: "lan", address: "127.0.0.1:\(peer.port)")) }
-        let (bytes, sourcePort) = try #require(peer.receive(waiting: 5))
-        #expect(bytes == [1])
-        #expect(sourcePort == lan.directPort)
+        try body(lan, peer)
     }
 }
 
 /// A plain UDP socket on 127.0.0.1, standing for a peer.
-private struct UDPListener {
+struct UDPListener {
     let fd: Int32
     let port: UInt16
 
-    init() throws {
-        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        try #require(fd >= 0 && bound)
+    init?() {
+        guard let (fd, port) = loopbackSocket(SOCK_DGRAM) else { return nil }
         self.fd = fd
-        port = UInt16(bigEndian: address.sin_port)
+        self.port = port
     }
+
+    var route: Route { Route(transport: "lan", address: "127.0.0.1:\(port)") }
 
     /// The next datagram and its source port, or nil if none came within `seconds`.
     func receive(waiting seconds: Double) -> ([UInt8], UInt16)? {

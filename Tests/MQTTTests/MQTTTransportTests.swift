@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 import Wire
 @testable import MQTT
@@ -62,22 +63,11 @@ final class ScriptedBroker {
     private var buffer: [UInt8] = []
 
     init() throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw -> Bool in
-                bind(listener, raw, length) == 0 && listen(listener, 1) == 0 && getsockname(listener, raw, &length) == 0
-            }
-        }
-        guard listener >= 0, bound else {
-            if listener >= 0 { Glibc.close(listener) }
+        guard let (listener, port) = loopbackSocket(SOCK_STREAM) else {
             throw Failure(what: "cannot listen on loopback: \(String(cString: strerror(errno)))")
         }
         self.listener = listener
-        port = UInt16(bigEndian: address.sin_port)
+        self.port = port
     }
 
     /// Waits (up to 10 s) for the client to connect.

@@ -20,3 +20,27 @@ public func removeDirectory(_ path: String) {
 public func testDatabase(_ path: String, busyTimeout: Double = 5) throws(StorageError) -> SeanceDatabase {
     try SeanceDatabase(path: path, schema: .seance, busyTimeout: busyTimeout)
 }
+
+/// A socket of `type` (`SOCK_DGRAM`, `SOCK_STREAM`) bound to 127.0.0.1 on a port the system
+/// chose, listening when it is a stream: a peer or a broker a test plays. Nil, with errno, when
+/// it cannot be had.
+public func loopbackSocket(_ type: __socket_type) -> (fd: Int32, port: UInt16)? {
+    let fd = socket(AF_INET, Int32(type.rawValue), 0)
+    guard fd >= 0 else { return nil }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let ready = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+            bind(fd, raw, length) == 0 && (type != SOCK_STREAM || listen(fd, 1) == 0) && getsockname(fd, raw, &length) == 0
+        }
+    }
+    guard ready else {
+        let saved = errno
+        close(fd)
+        errno = saved
+        return nil
+    }
+    return (fd, UInt16(bigEndian: address.sin_port))
+}
