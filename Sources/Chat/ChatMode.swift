@@ -160,8 +160,11 @@ public final class ChatMode {
         let lock: ProfileLock
         do {
             lock = try ProfileLock(in: shell.session.dataDirectory, id: PeerIdentity.longFingerprint(of: identity.signingPublicKey))
+        } catch .held(let process) {
+            let holder = process.map { "another seance (process \($0))" } ?? "another seance"
+            throw UserError("\(profile.handle) is online in \(holder): leave chat there first, or log in as another profile")
         } catch {
-            throw UserError("\(profile.handle) cannot go online here: \(error); leave chat there first (or log in as another profile)")
+            throw UserError("\(profile.handle) cannot go online: \(error)")
         }
         let plane = battery.reading.plane
         link.plane.withLock { $0 = plane }

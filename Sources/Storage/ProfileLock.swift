@@ -14,8 +14,8 @@ public final class ProfileLock {
 
         public var description: String {
             switch self {
-            case .held(let pid?): "it is online in another seance (process \(pid))"
-            case .held(nil): "it is online in another seance"
+            case .held(let pid?): "the profile is online in another seance (process \(pid))"
+            case .held(nil): "the profile is online in another seance"
             case .unavailable(let path, let reason): "cannot lock \(path): \(reason)"
             }
         }

@@ -262,7 +262,7 @@ struct OneShellPerProfileTests {
 
         let refused = try runSeance(flags, stdin: "login ann --password-file \(shells.password)\nchat\n", scratch: shells.scratch)
         #expect(refused.status != 0)
-        #expect(refused.stderr.contains("cannot go online here: it is online in another seance (process \(first.process.processIdentifier))"),
+        #expect(refused.stderr.contains("ann#") && refused.stderr.contains("is online in another seance (process \(first.process.processIdentifier)): leave chat there first"),
                 "\(refused.stderr)")
         #expect(!refused.stdout.contains("announcing"))
 
