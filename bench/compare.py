@@ -5,8 +5,10 @@
 
 Each headline figure (medians, p50/p90/p99, rates, ratios, differences) is printed with both
 values and the change; those that moved by more than the tolerance are marked. A figure that
-one run printed as below its noise is compared with its noise, not as a number. Exit status 1
-when any figure moved by more than the tolerance (two runs of one commit should not).
+one run printed as below its noise is compared with its noise, not as a number. Then each
+reference's change (how fast the machine was in each run) and each seance figure over the
+reference measured beside it, which a change of the machine's speed leaves alone. Exit status
+1 when any figure moved by more than the tolerance (two runs of one commit should not).
 """
 import argparse
 import json
@@ -57,7 +59,47 @@ def main():
             mark = "   <-- moved"
         print(f"{name:40} {before:12.6g} {value:12.6g} {change:+8.1%}{mark}")
     print(f"\n{moved} figure(s) moved by more than {args.tolerance:.0%}")
+    against_references(old, new, args.tolerance)
     sys.exit(1 if moved else 0)
+
+
+# seance's figures and the reference each was measured beside, in the same run: on a shared
+# machine whose speed moves between runs, the change of a figure over its reference's is what
+# seance itself did (a rate's reference is a rate too).
+PAIRS = (
+    ("startup.seance.median", "startup.sqlite3.median"),
+    ("visions_page.seance.median", "visions_page.sqlite3.median"),
+    ("batch.seance", "batch.sqlite3"),
+    ("lan_latency.p50", "udp_round_trip.p50"),
+    ("mosquitto_latency.p50", "mosquitto_floor.p50"),
+    ("mosquitto_latency.p99", "mosquitto_floor.p99"),
+    ("nats_latency.p50", "nats_floor.p50"),
+)
+
+
+def against_references(old, new, tolerance):
+    """Each reference's own change (the machine's), then each figure's change over its
+    reference's."""
+    def value(figures, name):
+        figure, _, key = name.partition(".")
+        node = figures.get(figure, {})
+        for part in key.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        return node if isinstance(node, (int, float)) and node else None
+
+    rows = [(figure, reference, *(value(run, name) for run in (old, new) for name in (figure, reference)))
+            for figure, reference in PAIRS]
+    rows = [row for row in rows if None not in row[2:]]
+    if not rows:
+        return
+    print("\nthe references (the machine, as each run found it):")
+    for _, reference, _, reference_before, _, reference_after in rows:
+        print(f"{reference:40} {reference_before:12.6g} {reference_after:12.6g} {reference_after / reference_before - 1:+8.1%}")
+    print("\nover their references (what seance did, the machine's change taken out):")
+    for figure, reference, before, reference_before, after, reference_after in rows:
+        change = (after / reference_after) / (before / reference_before) - 1
+        mark = "   <-- moved" if abs(change) > tolerance else ""
+        print(f"{figure:40} {before / reference_before:12.4g} {after / reference_after:12.4g} {change:+8.1%}{mark}")
 
 
 if __name__ == "__main__":
