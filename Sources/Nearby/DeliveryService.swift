@@ -77,7 +77,7 @@ public final class DeliveryService: @unchecked Sendable {
 
     private struct Unwritten {
         var conversation: Conversation
-        var row: OutgoingRow
+        var row: MessageRow
     }
 
     /// What the thread that sends (the shell's) shares with the engine, behind a lock held for
@@ -215,8 +215,8 @@ public final class DeliveryService: @unchecked Sendable {
         let pieces = UInt32(MessageCrypto.split(text).count)
         let now = clock()
         let (row, writeNow, holdFirst, alone) = try withCounters(of: conversation.id) { intake, counters in
-            let row = OutgoingRow(conversation: conversation.id, number: counters.nextNumber, text: text,
-                                  firstSequence: counters.sentSequence + 1, lastSequence: counters.sentSequence + pieces, sentAt: now)
+            let row = MessageRow(number: counters.nextNumber, text: text, firstSequence: counters.sentSequence + 1,
+                                 lastSequence: counters.sentSequence + pieces, sentAt: now)
             counters.nextNumber += 1
             counters.sentSequence += pieces
             intake.unwritten.append(Unwritten(conversation: conversation, row: row))
@@ -302,24 +302,22 @@ public final class DeliveryService: @unchecked Sendable {
     private func write(_ batch: [Unwritten], now: Double) {
         guard !batch.isEmpty else { return }
         do {
-            let ids = try store.storeOutgoing(batch.map(\.row), now: now)
+            let ids = try store.storeOutgoing(batch.map { ($0.conversation.id, $0.row) }, now: now)
             for (line, id) in zip(batch, ids) {
-                let pending = PendingMessage(id: id, number: line.row.number, text: line.row.text, firstSequence: line.row.firstSequence,
-                                             lastSequence: line.row.lastSequence, sentAt: line.row.sentAt)
-                try withLink(line.conversation) { $0.queue.enqueue(Self.fragments(pending), message: id, now: now) }
+                try withLink(line.conversation) { $0.queue.enqueue(Self.fragments(line.row), message: id, now: now) }
             }
         } catch {
-            let conversations = Set(batch.map(\.row.conversation))
+            let conversations = Set(batch.map(\.conversation.id))
             intake.withLock { intake in conversations.forEach { intake.counters[$0] = nil } }
             for conversation in conversations {
-                let numbers = batch.filter { $0.row.conversation == conversation }.map(\.row.number)
+                let numbers = batch.filter { $0.conversation.id == conversation }.map(\.row.number)
                 onEvent(.notStored(conversation: conversation, numbers: numbers, reason: "\(error)"))
             }
         }
     }
 
     /// The fragments of a stored message.
-    static func fragments(_ message: PendingMessage) -> [Fragment] {
+    static func fragments(_ message: MessageRow) -> [Fragment] {
         MessageCrypto.fragments(of: message.text, firstSequence: message.firstSequence, sentAt: UInt64(message.sentAt * 1000))
     }
 
@@ -333,7 +331,7 @@ public final class DeliveryService: @unchecked Sendable {
               let outbox = try? store.outbox(conversation.id), !outbox.isEmpty else { return }
         let now = clock()
         try? withLink(conversation) { link in
-            for message in outbox { link.queue.enqueue(Self.fragments(message), message: message.id, now: now) }
+            for message in outbox { link.queue.enqueue(Self.fragments(message.row), message: message.id, now: now) }
             link.queue.restart(now: now)
         }
         rearm()
@@ -360,7 +358,7 @@ public final class DeliveryService: @unchecked Sendable {
         for conversation in try store.conversationsWithOutbox(myKey: myKey) {
             let outbox = try store.outbox(conversation.id)
             try withLink(conversation) { link in
-                for message in outbox { link.queue.enqueue(Self.fragments(message), message: message.id, now: now) }
+                for message in outbox { link.queue.enqueue(Self.fragments(message.row), message: message.id, now: now) }
             }
         }
         rearm()
@@ -711,7 +709,7 @@ public final class DeliveryService: @unchecked Sendable {
         }
         let rows = kept.enumerated().map { index, message in
             let sentAt = Double(message.sentAt) / 1000
-            return IncomingRow(number: first + Int64(index), text: message.text, firstSequence: message.firstSequence,
+            return MessageRow(number: first + Int64(index), text: message.text, firstSequence: message.firstSequence,
                                lastSequence: message.lastSequence, sentAt: sentAt > now + Self.allowedClockSkew ? now : sentAt)
         }
         let ids: [Int64]

@@ -54,43 +54,14 @@ public struct Conversation: Equatable, Sendable {
     public var handle: String { PeerIdentity.handle(name: peerName, signingKey: peerKey) }
 }
 
-/// An outgoing message still waiting for its acknowledgement.
-public struct PendingMessage: Equatable, Sendable {
-    /// The stored row.
-    public var id: Int64
+/// A message as the engine numbered it and the store writes it, either way.
+public struct MessageRow: Equatable, Sendable {
     /// The number shown in the conversation.
     public var number: Int64
     public var text: String
     public var firstSequence: UInt32
     public var lastSequence: UInt32
-    public var sentAt: Double
-}
-
-/// An outgoing message numbered by the engine, to be written (`MessageStore.storeOutgoing`).
-public struct OutgoingRow: Equatable, Sendable {
-    public var conversation: Int64
-    public var number: Int64
-    public var text: String
-    public var firstSequence: UInt32
-    public var lastSequence: UInt32
-    public var sentAt: Double
-
-    public init(conversation: Int64, number: Int64, text: String, firstSequence: UInt32, lastSequence: UInt32, sentAt: Double) {
-        self.conversation = conversation
-        self.number = number
-        self.text = text
-        self.firstSequence = firstSequence
-        self.lastSequence = lastSequence
-        self.sentAt = sentAt
-    }
-}
-
-/// A whole incoming message numbered by the engine, to be written (`MessageStore.storeIncoming`).
-public struct IncomingRow: Equatable, Sendable {
-    public var number: Int64
-    public var text: String
-    public var firstSequence: UInt32
-    public var lastSequence: UInt32
+    /// When it was written (sent), by its sender's clock.
     public var sentAt: Double
 
     public init(number: Int64, text: String, firstSequence: UInt32, lastSequence: UInt32, sentAt: Double) {
@@ -100,6 +71,16 @@ public struct IncomingRow: Equatable, Sendable {
         self.lastSequence = lastSequence
         self.sentAt = sentAt
     }
+}
+
+/// An outgoing message still waiting for its acknowledgement: its stored row and what it says
+/// (`pending.text` is `pending.row.text`).
+@dynamicMemberLookup
+public struct PendingMessage: Equatable, Sendable {
+    public var id: Int64
+    public var row: MessageRow
+
+    public subscript<Value>(dynamicMember field: KeyPath<MessageRow, Value>) -> Value { row[keyPath: field] }
 }
 
 /// A line of `chats`.
@@ -166,29 +147,27 @@ public struct MessageStore: Sendable {
     public func queueOutgoing(_ text: String, fragments: Int, in conversation: Int64, now: Double) throws -> PendingMessage {
         try database.write { db in
             let counters = try Self.counters(db, conversation)
-            let row = OutgoingRow(conversation: conversation, number: counters.nextNumber, text: text,
-                                  firstSequence: counters.sentSequence + 1, lastSequence: counters.sentSequence + UInt32(fragments), sentAt: now)
-            let id = try Self.insert(db, row, now: now)
-            return PendingMessage(id: id, number: row.number, text: text, firstSequence: row.firstSequence, lastSequence: row.lastSequence,
-                                  sentAt: now)
+            let row = MessageRow(number: counters.nextNumber, text: text, firstSequence: counters.sentSequence + 1,
+                                 lastSequence: counters.sentSequence + UInt32(fragments), sentAt: now)
+            return PendingMessage(id: try Self.insert(db, row, in: conversation, now: now), row: row)
         }
     }
 
     /// Stores outgoing messages the engine has numbered already, in one transaction. Returns
     /// their rows, in order.
-    public func storeOutgoing(_ rows: [OutgoingRow], now: Double) throws -> [Int64] {
+    public func storeOutgoing(_ rows: [(conversation: Int64, row: MessageRow)], now: Double) throws -> [Int64] {
         guard !rows.isEmpty else { return [] }
-        return try database.write { db in try rows.map { try Self.insert(db, $0, now: now) } }
+        return try database.write { db in try rows.map { try Self.insert(db, $0.row, in: $0.conversation, now: now) } }
     }
 
-    private static func insert(_ db: Database, _ row: OutgoingRow, now: Double) throws -> Int64 {
+    private static func insert(_ db: Database, _ row: MessageRow, in conversation: Int64, now: Double) throws -> Int64 {
         try db.cachedStatement(sql: """
             INSERT INTO message (conversationId, number, outgoing, text, firstSequence, lastSequence, sentAt, state)
             VALUES (?, ?, 1, ?, ?, ?, ?, 'sending')
-            """).execute(arguments: [row.conversation, row.number, row.text, row.firstSequence, row.lastSequence, row.sentAt])
+            """).execute(arguments: [conversation, row.number, row.text, row.firstSequence, row.lastSequence, row.sentAt])
         let id = db.lastInsertedRowID
         try db.cachedStatement(sql: "UPDATE conversation SET sentSequence = max(sentSequence, ?), lastActivity = ? WHERE id = ?")
-            .execute(arguments: [row.lastSequence, now, row.conversation])
+            .execute(arguments: [row.lastSequence, now, conversation])
         return id
     }
 
@@ -213,7 +192,7 @@ public struct MessageStore: Sendable {
                   AND lastSequence > (SELECT acknowledgedSequence FROM conversation WHERE id = ?1)
                 ORDER BY lastSequence
                 """, arguments: [conversation]).map {
-                PendingMessage(id: $0[0], number: $0[1], text: $0[2], firstSequence: $0[3], lastSequence: $0[4], sentAt: $0[5])
+                PendingMessage(id: $0[0], row: MessageRow(number: $0[1], text: $0[2], firstSequence: $0[3], lastSequence: $0[4], sentAt: $0[5]))
             }
         }
     }
@@ -310,7 +289,7 @@ public struct MessageStore: Sendable {
                         sentAt: Double, now: Double) throws -> (id: Int64, number: Int64) {
         try database.write { db in
             let number = try Self.nextNumber(db, conversation)
-            let row = IncomingRow(number: number, text: text, firstSequence: firstSequence, lastSequence: lastSequence, sentAt: sentAt)
+            let row = MessageRow(number: number, text: text, firstSequence: firstSequence, lastSequence: lastSequence, sentAt: sentAt)
             return (try Self.store(db, [row], deliveredUpTo: lastSequence, in: conversation, now: now)[0], number)
         }
     }
@@ -318,11 +297,11 @@ public struct MessageStore: Sendable {
     /// Stores whole incoming messages the engine has numbered, in order, and advances the
     /// delivered sequence to `deliveredUpTo` (past refused messages too), in one transaction:
     /// a burst costs one commit. Returns their rows, in order.
-    public func storeIncoming(_ rows: [IncomingRow], deliveredUpTo sequence: UInt32, in conversation: Int64, now: Double) throws -> [Int64] {
+    public func storeIncoming(_ rows: [MessageRow], deliveredUpTo sequence: UInt32, in conversation: Int64, now: Double) throws -> [Int64] {
         try database.write { db in try Self.store(db, rows, deliveredUpTo: sequence, in: conversation, now: now) }
     }
 
-    private static func store(_ db: Database, _ rows: [IncomingRow], deliveredUpTo sequence: UInt32, in conversation: Int64,
+    private static func store(_ db: Database, _ rows: [MessageRow], deliveredUpTo sequence: UInt32, in conversation: Int64,
                               now: Double) throws -> [Int64] {
         let insert = try db.cachedStatement(sql: """
             INSERT INTO message (conversationId, number, outgoing, text, firstSequence, lastSequence, sentAt, receivedAt, state)
