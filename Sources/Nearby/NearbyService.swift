@@ -28,9 +28,9 @@ public final class NearbyService: Sendable {
         var requested: [Data: Double] = [:]
         /// Whether our "who is there?" went out (once, right after the first announcement).
         var queried = false
-        /// An answer to someone's query is scheduled; when we last announced.
+        /// An answer to someone's query is scheduled; when the last one went.
         var answerPending = false
-        var lastAnnounced = -Double.infinity
+        var lastAnswered = -Double.infinity
         /// When each peer was last sent our avatar: one answer per key per `avatarAnswerGap`.
         var avatarAnswered: [Data: Double] = [:]
         var random: SeededRandom
@@ -278,7 +278,7 @@ public final class NearbyService: Sendable {
         let (due, events) = state.withLock { state -> (Bool, [PresenceEvent]) in
             (state.schedule.isDue(now: now, using: &state.random), state.table.expire(now: now))
         }
-        if due { announce(now: now) }
+        if due { announce() }
         // A newcomer asks who is there right after saying who it is: everyone in range answers
         // within a fraction of a second instead of at their next refresh.
         if due, state.withLock({ state in defer { state.queried = true }; return !state.queried }) { send(.query) }
@@ -286,12 +286,8 @@ public final class NearbyService: Sendable {
         hooks.withLock { $0.tick }?(now)
     }
 
-    private func announce(now: Double) {
-        let announcement = state.withLock { state in
-            state.lastAnnounced = now
-            return state.announcement
-        }
-        send(.announce(announcement))
+    private func announce() {
+        send(.announce(state.withLock { $0.announcement }))
     }
 
     /// The query's answer range, and the least time between two of our answers: many queries
@@ -300,18 +296,23 @@ public final class NearbyService: Sendable {
     static let answerGap = 0.25
 
     /// Someone asked who is there: announce after a random 20–120 ms (so a crowd does not
-    /// answer at once), unless an answer is already on its way.
+    /// answer at once), unless an answer is already on its way. The gap runs from our last
+    /// answer only: a refresh just sent went before the newcomer listened (it asked since), so
+    /// holding the answer back for it made one peer in a crowd of 50 answer up to 250 ms late.
     private func answerQuery(now: Double) {
         let delay = state.withLock { state -> Double? in
             guard !state.answerPending else { return nil }
             state.answerPending = true
-            let earliest = state.lastAnnounced + Self.answerGap - now
+            let earliest = state.lastAnswered + Self.answerGap - now
             return max(Double.random(in: Self.answerDelay, using: &state.random), earliest)
         }
         guard let delay else { return }
         engine.after(delay) {
-            self.state.withLock { $0.answerPending = false }
-            self.announce(now: self.clock())
+            self.state.withLock { state in
+                state.answerPending = false
+                state.lastAnswered = self.clock()
+            }
+            self.announce()
         }
     }
 

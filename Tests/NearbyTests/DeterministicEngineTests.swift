@@ -59,4 +59,34 @@ import Testing
         #expect(ben.events.all == ["+ann", "-ann expired"])
         #expect(ben.service.peers().isEmpty)
     }
+
+    /// A newcomer asks who is there just after ann refreshed her presence: ann answers within the
+    /// answer delay all the same (her refresh went before the newcomer listened), not a quarter
+    /// of a second after the refresh; a second query right after her answer waits for the gap.
+    @Test func aQueryIsAnsweredWithinTheAnswerDelayEvenRightAfterARefresh() throws {
+        let scheduler = ManualScheduler()
+        let network = MemoryNetwork()
+        let ann = Node("ann", network: network, scheduler: scheduler)
+        try ann.service.start()
+        defer { ann.service.stop() }
+        // ann announces at 0 and 0.5, then every second: at 3.5 last, when carl comes 10 ms later.
+        scheduler.advance(by: 3.51) { settle([ann]) }
+        let carl = Node("carl", network: network, scheduler: scheduler)
+        try carl.service.start()
+        defer { carl.service.stop() }
+        scheduler.advance(by: 0) { settle([ann, carl]) }
+        #expect(carl.events.all.isEmpty)
+        scheduler.advance(by: NearbyService.answerDelay.upperBound + 0.001) { settle([ann, carl]) }
+        #expect(carl.events.all == ["+ann"])
+
+        // dave asks while ann's answer to carl is fresh: hers comes a quarter second after it.
+        let dave = Node("dave", network: network, scheduler: scheduler)
+        try dave.service.start()
+        defer { dave.service.stop() }
+        scheduler.advance(by: 0) { settle([ann, carl, dave]) }
+        scheduler.advance(by: NearbyService.answerGap - NearbyService.answerDelay.upperBound - 0.01) { settle([ann, carl, dave]) }
+        #expect(!dave.events.all.contains("+ann"))
+        scheduler.advance(by: NearbyService.answerDelay.upperBound + 0.01) { settle([ann, carl, dave]) }
+        #expect(dave.events.all.contains("+ann"))
+    }
 }
