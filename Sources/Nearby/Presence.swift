@@ -220,6 +220,14 @@ public struct PresenceTable: Sendable {
     /// The peer in the table with this key.
     public func peer(_ key: Data) -> Peer? { peers[key] }
 
+    /// Whether `key`'s refreshes reach us by `transport` on time (its last one came within
+    /// its interval, give or take its jitter): an answer of its to someone's query then tells
+    /// us nothing.
+    public func hears(_ key: Data, on transport: String, now: Double) -> Bool {
+        guard let peer = peers[key], let route = peer.routes.first(where: { $0.transport == transport }) else { return false }
+        return now - route.lastSeen <= Self.interval(of: peer.announcement) * 1.5
+    }
+
     /// Removes peers not heard from for too long. Costs nothing until the first peer can expire.
     public mutating func expire(now: Double) -> [PresenceEvent] {
         guard now >= nextExpiry else { return [] }

@@ -11,7 +11,7 @@ import Foundation
 ///     0       4     magic "SEAN"
 ///     4       1     version (1)
 ///     5       1     type
-///     6       2     reserved, zero
+///     6       2     flags (`FrameFlags`), big-endian; unknown bits ignored
 ///     8       32    sender's Ed25519 public key
 ///     40      8     timestamp, milliseconds since 1970 (big-endian)
 ///     48      4     sequence number, per sender (big-endian)
@@ -153,6 +153,33 @@ public enum Payload: Equatable, Sendable {
     }
 }
 
+/// Bits of a frame's header (offset 6, signed like the rest). A reader ignores bits it does not
+/// know, and no bit makes a reader accept anything: at most it lets one drop a frame unread.
+public struct FrameFlags: OptionSet, Sendable {
+    public let rawValue: UInt16
+    public init(rawValue: UInt16) { self.rawValue = rawValue }
+
+    /// An announcement sent in answer to a query: it is for the newcomer who asked, and a peer
+    /// that hears the sender already may drop it without checking its signature.
+    public static let answer = FrameFlags(rawValue: 1)
+}
+
+/// What a datagram's header says, read before anything is checked: enough to drop a datagram
+/// without the cost of its signature (our own, looped back; an answer meant for others),
+/// never to act on one.
+public struct UncheckedHeader: Sendable {
+    public let type: UInt8
+    public let flags: FrameFlags
+    public let sender: ArraySlice<UInt8>
+
+    public init?(_ bytes: [UInt8]) {
+        guard bytes.count >= Wire.headerSize, bytes[0..<4].elementsEqual(Wire.magic) else { return nil }
+        type = bytes[5]
+        flags = FrameFlags(rawValue: UInt16(bytes[6]) << 8 | UInt16(bytes[7]))
+        sender = bytes[8..<40]
+    }
+}
+
 /// A verified packet.
 public struct Packet: Equatable, Sendable {
     public var sender: Data
@@ -171,9 +198,9 @@ public struct Packet: Equatable, Sendable {
 extension Packet {
     /// The signed datagram.
     public static func encode(_ payload: Payload, signer: Curve25519.Signing.PrivateKey, timestamp: UInt64,
-                              sequence: UInt32) throws -> [UInt8] {
+                              sequence: UInt32, flags: FrameFlags = []) throws -> [UInt8] {
         let body = try payload.encoded()
-        var bytes = Wire.magic + [Wire.version, payload.code, 0, 0]
+        var bytes = Wire.magic + [Wire.version, payload.code, UInt8(flags.rawValue >> 8), UInt8(flags.rawValue & 0xFF)]
         bytes += signer.publicKey.rawRepresentation
         bytes.appendBigEndian(timestamp)
         bytes.appendBigEndian(sequence)

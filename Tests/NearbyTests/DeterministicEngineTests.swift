@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Synchronization
 import Testing
@@ -88,5 +89,49 @@ import Testing
         #expect(!dave.events.all.contains("+ann"))
         scheduler.advance(by: NearbyService.answerDelay.upperBound + 0.01) { settle([ann, carl, dave]) }
         #expect(dave.events.all.contains("+ann"))
+    }
+
+    /// ann and ben hear each other; carl arrives and asks. Each answers him, and each drops the
+    /// other's answer unread; carl, who knew nobody, reads both.
+    @Test func anAnswerFromAPeerHeardAlreadyIsDroppedUnread() throws {
+        let scheduler = ManualScheduler()
+        let network = MemoryNetwork()
+        let ann = Node("ann", network: network, scheduler: scheduler), ben = Node("ben", network: network, scheduler: scheduler)
+        try ann.service.start()
+        try ben.service.start()
+        defer { ann.service.stop(); ben.service.stop() }
+        // Both come online at once: each hears the other's announcement, then its answer.
+        scheduler.advance(by: 0.6) { settle([ann, ben]) }
+        #expect(ann.service.statistics.dropped == ["redundant answer": 1])
+        #expect(ben.service.statistics.dropped == ["redundant answer": 1])
+        let carl = Node("carl", network: network, scheduler: scheduler)
+        try carl.service.start()
+        defer { carl.service.stop() }
+        scheduler.advance(by: 0.2) { settle([ann, ben, carl]) }
+        #expect(Set(carl.events.all) == ["+ann", "+ben"])
+        #expect(ann.service.statistics.dropped == ["redundant answer": 2])
+        #expect(ben.service.statistics.dropped == ["redundant answer": 2])
+        #expect(carl.service.statistics.dropped.isEmpty)
+        #expect(ann.events.all == ["+ben", "+carl"] && ben.events.all == ["+ann", "+carl"])
+    }
+
+    /// A datagram that claims to be ann's own reaches her looped back (multicast) or forged: it is
+    /// not worth checking. One that claims ben's and is forged is checked, and counted.
+    @Test func aDatagramInOurOwnNameIsIgnoredUnchecked() throws {
+        let network = MemoryNetwork()
+        let ann = Node("ann", network: network, scheduler: ManualScheduler())
+        try ann.service.start()
+        defer { ann.service.stop() }
+        let mallory = MemoryTransport(network: network, address: "mallory")
+        try mallory.start { _, _ in }
+        defer { mallory.stop() }
+        let forger = Curve25519.Signing.PrivateKey()
+        for claimed in [ann.service.publicKey, Curve25519.Signing.PrivateKey().publicKey.rawRepresentation] {
+            var bytes = try Packet.encode(.goodbye, signer: forger, timestamp: 1, sequence: 1)
+            bytes.replaceSubrange(8..<40, with: claimed)
+            mallory.broadcast(bytes, as: .other)
+        }
+        ann.engine.sync {}
+        #expect(ann.service.statistics.dropped == ["signature": 1])
     }
 }

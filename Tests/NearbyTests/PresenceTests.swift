@@ -89,6 +89,19 @@ struct FixedRandom: RandomNumberGenerator {
         #expect(table.peers.isEmpty)
     }
 
+    /// A peer is heard on a transport while its refreshes come there on time: its interval
+    /// and half again, not its whole lifetime.
+    @Test func aPeerIsHeardOnATransportWhileItsRefreshesComeOnTime() {
+        var table = PresenceTable(timing: timing)
+        let key = alice.publicKey.rawRepresentation
+        #expect(!table.hears(key, on: "lan", now: 100))
+        _ = table.receive(announce(at: 1), from: Route(transport: "lan", address: "h"), now: 100)
+        #expect(table.hears(key, on: "lan", now: 107.4))
+        #expect(!table.hears(key, on: "lan", now: 107.6))  // Late: still listed, but an answer of its is read.
+        #expect(table.peers.count == 1)
+        #expect(!table.hears(key, on: "broker", now: 100))
+    }
+
     @Test func expiryFollowsThePeersOwnInterval() {
         var table = PresenceTable(timing: timing)
         _ = table.receive(announce(at: 1, interval: 200), from: Route(transport: "lan", address: "h"), now: 0)  // A fast peer: 0.2 s.

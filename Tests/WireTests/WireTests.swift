@@ -38,6 +38,23 @@ import Testing
         #expect(bytes.count == 54 + 64)
     }
 
+    /// The flags go at offset 6, big-endian, under the signature: the header can be read before
+    /// anything is checked, and changing a flag breaks the signature.
+    @Test func flagsAreSignedAndReadableUnchecked() throws {
+        let bytes = try Packet.encode(.announce(announcement), signer: key, timestamp: 1_700_000_000_123, sequence: 7, flags: .answer)
+        #expect(bytes[6] == 0 && bytes[7] == 1)
+        let header = try #require(UncheckedHeader(bytes))
+        #expect(header.type == PacketType.announce.rawValue && header.flags == .answer)
+        #expect(Data(header.sender) == key.publicKey.rawRepresentation)
+        #expect(try Packet.decode(bytes).payload == .announce(announcement))
+        var unflagged = bytes
+        unflagged[7] = 0
+        #expect(UncheckedHeader(unflagged)?.flags == [])
+        #expect(throws: DecodeError.badSignature) { try Packet.decode(unflagged) }
+        #expect(UncheckedHeader(Array(bytes.prefix(Wire.headerSize - 1))) == nil)
+        #expect(UncheckedHeader(Array("SEAX".utf8) + bytes.dropFirst(4)) == nil)
+    }
+
     @Test func truncatedAtEveryLength() throws {
         let bytes = try encode(.announce(announcement))
         for length in 0..<bytes.count {
