@@ -317,7 +317,8 @@ public final class ChatMode {
         let all = stats.dropped.merging(delivery?.droppedCounts ?? [:], uniquingKeysWith: +)
         let dropped = all.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
         shell.console.print("sent \(stats.sent) packets (\(stats.sentBytes) bytes), received \(stats.received), "
-                            + "dropped \(all.values.reduce(0, +))" + (dropped.isEmpty ? "" : " (\(dropped))"))
+                            + "dropped \(all.values.reduce(0, +))" + (dropped.isEmpty ? "" : " (\(dropped))")
+                            + (stats.redundant > 0 ? ", skipped \(stats.redundant) (redundant answers)" : ""))
     }
 
     /// A peer's avatar in two columns: its picture (once fetched) as a colour swatch, else a glyph.

@@ -9,6 +9,8 @@ public struct NearbyStatistics: Sendable, Equatable {
     public var sentBytes = 0
     public var received = 0
     public var dropped: [String: Int] = [:]
+    /// Answers to a query from peers heard already, left unread: nothing was wrong with them.
+    public var redundant = 0
 }
 
 /// Presence over a transport: announces this profile, keeps the table of peers, asks newcomers'
@@ -365,9 +367,12 @@ public final class NearbyService: Sendable {
             if header.sender.elementsEqual(myKey) { return }
             if header.flags.contains(.answer), header.type == PacketType.announce.rawValue {
                 let now = clock()
-                if state.withLock({ $0.table.hears(Data(header.sender), on: route.transport, now: now) }) {
-                    return drop("redundant answer")
+                let redundant = state.withLock { state in
+                    guard state.table.hears(Data(header.sender), on: route.transport, now: now) else { return false }
+                    state.statistics.redundant += 1
+                    return true
                 }
+                if redundant { return }
             }
         }
         let packet: Packet
