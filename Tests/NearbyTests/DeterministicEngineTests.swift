@@ -37,26 +37,42 @@ import Testing
         }
     }
 
-    /// Lets each engine finish what the last step handed it.
-    func settle(_ nodes: [Node]) { for _ in 0..<3 { for node in nodes { node.engine.sync {} } } }
-
-    @Test func presenceAndExpiryFollowTheClock() throws {
+    /// Nodes online on one memory network and one manual clock; time moves for all of them, each
+    /// engine finishing what every step handed it. Everyone goes offline with the crowd.
+    final class Crowd {
         let scheduler = ManualScheduler()
         let network = MemoryNetwork()
-        let ann = Node("ann", network: network, scheduler: scheduler), ben = Node("ben", network: network, scheduler: scheduler)
-        try ann.service.start()
-        try ben.service.start()
-        defer { ann.service.stop(); ben.service.stop() }
-        scheduler.advance(by: 0)
-        settle([ann, ben])
+        private(set) var nodes: [Node] = []
+
+        /// A node online from now on.
+        func join(_ name: String) throws -> Node {
+            let node = Node(name, network: network, scheduler: scheduler)
+            try node.service.start()
+            nodes.append(node)
+            return node
+        }
+
+        func advance(by seconds: Double) {
+            scheduler.advance(by: seconds, settle: settle)
+            settle()
+        }
+
+        /// Lets each engine finish what the last step handed it (and what that sent the others).
+        private func settle() { for _ in 0..<3 { for node in nodes { node.engine.sync {} } } }
+
+        deinit { nodes.forEach { $0.service.stop() } }
+    }
+
+    @Test func presenceAndExpiryFollowTheClock() throws {
+        let crowd = Crowd()
+        let ann = try crowd.join("ann"), ben = try crowd.join("ben")
+        crowd.advance(by: 0)
         #expect(ann.events.all == ["+ben"] && ben.events.all == ["+ann"])
         // ann vanishes without a goodbye: ben lets her go after 3.5 of her 1 s intervals, not before.
         ann.transport.stop()
-        scheduler.advance(by: 3.4)
-        settle([ann, ben])
+        crowd.advance(by: 3.4)
         #expect(ben.events.all == ["+ann"])
-        scheduler.advance(by: 0.2)
-        settle([ann, ben])
+        crowd.advance(by: 0.2)
         #expect(ben.events.all == ["+ann", "-ann expired"])
         #expect(ben.service.peers().isEmpty)
     }
@@ -65,63 +81,48 @@ import Testing
     /// answer delay all the same (her refresh went before the newcomer listened), not a quarter
     /// of a second after the refresh; a second query right after her answer waits for the gap.
     @Test func aQueryIsAnsweredWithinTheAnswerDelayEvenRightAfterARefresh() throws {
-        let scheduler = ManualScheduler()
-        let network = MemoryNetwork()
-        let ann = Node("ann", network: network, scheduler: scheduler)
-        try ann.service.start()
-        defer { ann.service.stop() }
+        let crowd = Crowd()
+        _ = try crowd.join("ann")
         // ann announces at 0 and 0.5, then every second: at 3.5 last, when carl comes 10 ms later.
-        scheduler.advance(by: 3.51) { settle([ann]) }
-        let carl = Node("carl", network: network, scheduler: scheduler)
-        try carl.service.start()
-        defer { carl.service.stop() }
-        scheduler.advance(by: 0) { settle([ann, carl]) }
+        crowd.advance(by: 3.51)
+        let carl = try crowd.join("carl")
+        crowd.advance(by: 0)
         #expect(carl.events.all.isEmpty)
-        scheduler.advance(by: NearbyService.answerDelay.upperBound + 0.001) { settle([ann, carl]) }
+        crowd.advance(by: NearbyService.answerDelay.upperBound + 0.001)
         #expect(carl.events.all == ["+ann"])
 
         // dave asks while ann's answer to carl is fresh: hers comes a quarter second after it.
-        let dave = Node("dave", network: network, scheduler: scheduler)
-        try dave.service.start()
-        defer { dave.service.stop() }
-        scheduler.advance(by: 0) { settle([ann, carl, dave]) }
-        scheduler.advance(by: NearbyService.answerGap - NearbyService.answerDelay.upperBound - 0.01) { settle([ann, carl, dave]) }
+        let dave = try crowd.join("dave")
+        crowd.advance(by: 0)
+        crowd.advance(by: NearbyService.answerGap - NearbyService.answerDelay.upperBound - 0.01)
         #expect(!dave.events.all.contains("+ann"))
-        scheduler.advance(by: NearbyService.answerDelay.upperBound + 0.01) { settle([ann, carl, dave]) }
+        crowd.advance(by: NearbyService.answerDelay.upperBound + 0.01)
         #expect(dave.events.all.contains("+ann"))
     }
 
-    /// ann and ben hear each other; carl arrives and asks. Each answers him, and each drops the
+    /// ann and ben hear each other; carl arrives and asks. Each answers him, and each leaves the
     /// other's answer unread; carl, who knew nobody, reads both.
-    @Test func anAnswerFromAPeerHeardAlreadyIsDroppedUnread() throws {
-        let scheduler = ManualScheduler()
-        let network = MemoryNetwork()
-        let ann = Node("ann", network: network, scheduler: scheduler), ben = Node("ben", network: network, scheduler: scheduler)
-        try ann.service.start()
-        try ben.service.start()
-        defer { ann.service.stop(); ben.service.stop() }
+    @Test func anAnswerFromAPeerHeardAlreadyIsLeftUnread() throws {
+        let crowd = Crowd()
+        let ann = try crowd.join("ann"), ben = try crowd.join("ben")
         // Both come online at once: each hears the other's announcement, then its answer.
-        scheduler.advance(by: 0.6) { settle([ann, ben]) }
+        crowd.advance(by: 0.6)
         #expect(ann.service.statistics.redundant == 1 && ben.service.statistics.redundant == 1)
-        let carl = Node("carl", network: network, scheduler: scheduler)
-        try carl.service.start()
-        defer { carl.service.stop() }
-        scheduler.advance(by: 0.2) { settle([ann, ben, carl]) }
+        let carl = try crowd.join("carl")
+        crowd.advance(by: 0.2)
         #expect(Set(carl.events.all) == ["+ann", "+ben"])
         #expect(ann.service.statistics.redundant == 2 && ben.service.statistics.redundant == 2)
         #expect(carl.service.statistics.redundant == 0)
-        #expect([ann, ben, carl].allSatisfy { $0.service.statistics.dropped.isEmpty })
+        #expect(crowd.nodes.allSatisfy { $0.service.statistics.dropped.isEmpty })
         #expect(ann.events.all == ["+ben", "+carl"] && ben.events.all == ["+ann", "+carl"])
     }
 
     /// A datagram that claims to be ann's own reaches her looped back (multicast) or forged: it is
     /// not worth checking. One that claims ben's and is forged is checked, and counted.
     @Test func aDatagramInOurOwnNameIsIgnoredUnchecked() throws {
-        let network = MemoryNetwork()
-        let ann = Node("ann", network: network, scheduler: ManualScheduler())
-        try ann.service.start()
-        defer { ann.service.stop() }
-        let mallory = MemoryTransport(network: network, address: "mallory")
+        let crowd = Crowd()
+        let ann = try crowd.join("ann")
+        let mallory = MemoryTransport(network: crowd.network, address: "mallory")
         try mallory.start { _, _ in }
         defer { mallory.stop() }
         let forger = Curve25519.Signing.PrivateKey()
