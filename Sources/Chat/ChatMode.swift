@@ -379,6 +379,9 @@ public final class ChatMode {
             return [styler.apply(.yellow + .bold, "!") + " \(name): " + SafeText.visible(why)]
         case .transport(let name, .up):
             return [styler.apply(.green, "+") + " \(name): connected again"]
+        case .alsoOnlineElsewhere(let transport):
+            return [styler.apply(.yellow + .bold, "!") + " this profile is online in another seance too (heard by \(transport)): "
+                    + "both number their messages alike and peers drop some of them — leave chat in one of them"]
         }
     }
 

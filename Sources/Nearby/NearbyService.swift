@@ -36,6 +36,11 @@ public final class NearbyService: Sendable {
         /// When each peer was last sent our avatar: one answer per key per `avatarAnswerGap`.
         var avatarAnswered: [Data: Double] = [:]
         var random: SeededRandom
+        /// Every broadcast we made online, as its sequence and timestamp (`OwnBroadcasts`), and
+        /// since when (ms): what in our name we did not send is another seance's.
+        var ownBroadcasts = OwnBroadcasts()
+        var onlineSince: UInt64 = 0
+        var alsoOnlineElsewhere = false
     }
 
     /// Every transport this shell is online on, the preferred first (the LAN before a broker).
@@ -178,6 +183,9 @@ public final class NearbyService: Sendable {
     /// Starts every transport and announcing. When one cannot start, those already started
     /// are stopped again and the error is thrown.
     public func start() throws {
+        let now = clock()
+        // Before any transport can deliver: what in our name predates this is not another seance's.
+        state.withLock { $0.onlineSince = UInt64(now * 1000) }
         var started: [Transport] = []
         do {
             for transport in transports {
@@ -200,7 +208,7 @@ public final class NearbyService: Sendable {
             $0.announcement.unicastPort = port
         }
         alarm.withLock { $0.running = true }
-        wake(at: clock())
+        wake(at: now)
     }
 
     /// Makes sure the engine works at `deadline` (or sooner); safe from any thread. The layer
@@ -330,6 +338,9 @@ public final class NearbyService: Sendable {
         case .query: .question
         default: given
         }
+        if let header = UncheckedHeader(bytes) {
+            state.withLock { $0.ownBroadcasts.insert(sequence: header.sequence, timestamp: header.timestamp) }
+        }
         for transport in transports { transport.broadcast(bytes, as: kind) }
         count(bytes, copies: transports.count)
     }
@@ -364,7 +375,7 @@ public final class NearbyService: Sendable {
     /// of *n* every arrival brings each of the others *n* of them.
     private func receive(_ bytes: [UInt8], from route: Route) {
         if let header = UncheckedHeader(bytes) {
-            if header.sender.elementsEqual(myKey) { return }  // Our own, looped back (or forged).
+            if header.sender.elementsEqual(myKey) { return receiveInOurName(header, bytes, from: route) }
             if header.flags.contains(.answer), header.type == PacketType.announce.rawValue {
                 let now = clock()
                 let redundant = state.withLock { state in
@@ -383,6 +394,26 @@ public final class NearbyService: Sendable {
             return
         }
         engine.async { self.handle(packet, from: route) }
+    }
+
+    /// A datagram in our own name: our own broadcast, looped back by multicast or by a broker
+    /// (its retained presence, after a reconnection; a replay), a forgery — or this profile
+    /// online in another seance, from a copy of its data (the lock file sees one machine only).
+    /// Only a datagram we did not send, made since we came online, is worth its signature check;
+    /// a valid one is the other seance's.
+    private func receiveInOurName(_ header: UncheckedHeader, _ bytes: [UInt8], from route: Route) {
+        let unknown = state.withLock { state in
+            !state.alsoOnlineElsewhere && header.timestamp >= state.onlineSince
+                && !state.ownBroadcasts.contains(sequence: header.sequence, timestamp: header.timestamp)
+        }
+        guard unknown else { return }
+        do {
+            _ = try Packet.decode(bytes)
+        } catch {
+            return drop(error.counterName)
+        }
+        guard state.withLock({ state in defer { state.alsoOnlineElsewhere = true }; return !state.alsoOnlineElsewhere }) else { return }
+        engine.async { self.onEvent(.alsoOnlineElsewhere(transport: route.transport)) }
     }
 
     /// On the engine: what a verified packet changes.
@@ -475,4 +506,35 @@ public final class NearbyService: Sendable {
         }
         if ask { sendDirect(.avatarRequest(hash: hash), to: peer) }
     }
+}
+
+/// The sequence and timestamp of each broadcast made while online: to know our own packets when
+/// they come back. One per refresh (every 5 s) and per answer, 8 bytes each: about 140 KB a day
+/// online; past `capacity` the older half goes (a replay of one of those could then be taken for
+/// another seance's: after a week online, and only with someone replaying it).
+struct OwnBroadcasts: Sendable {
+    private var sent = Set<UInt64>()
+    private var order: [UInt64] = []
+    let capacity: Int
+
+    init(capacity: Int = 131_072) { self.capacity = capacity }
+
+    /// Sequence numbers are 32 bits and the low 32 of a millisecond timestamp recur every 49
+    /// days: together they name one packet of ours.
+    private static func key(_ sequence: UInt32, _ timestamp: UInt64) -> UInt64 { UInt64(sequence) << 32 | (timestamp & 0xFFFF_FFFF) }
+
+    mutating func insert(sequence: UInt32, timestamp: UInt64) {
+        let key = Self.key(sequence, timestamp)
+        guard sent.insert(key).inserted else { return }
+        order.append(key)
+        if order.count > capacity {
+            let old = order.prefix(capacity / 2)
+            sent.subtract(old)
+            order.removeFirst(old.count)
+        }
+    }
+
+    func contains(sequence: UInt32, timestamp: UInt64) -> Bool { sent.contains(Self.key(sequence, timestamp)) }
+
+    var count: Int { sent.count }
 }

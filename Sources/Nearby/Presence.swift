@@ -128,6 +128,9 @@ public enum PresenceEvent: Equatable, Sendable {
     case left(Peer, LeaveReason)
     /// A transport stopped carrying anything, or carries again (named as in `Transport.name`).
     case transport(String, TransportState)
+    /// This profile is online in another seance too (a copy of its data elsewhere), heard by
+    /// that transport: both number their messages alike, and peers drop some. Told once.
+    case alsoOnlineElsewhere(transport: String)
 
     /// `evicted`: the table was full and this peer was the least established and stalest.
     public enum LeaveReason: Sendable { case goodbye, expired, evicted }

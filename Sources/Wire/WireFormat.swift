@@ -171,12 +171,17 @@ public struct UncheckedHeader: Sendable {
     public let type: UInt8
     public let flags: FrameFlags
     public let sender: ArraySlice<UInt8>
+    public let timestamp: UInt64
+    public let sequence: UInt32
 
     public init?(_ bytes: [UInt8]) {
         guard bytes.count >= Wire.headerSize, bytes[0..<4].elementsEqual(Wire.magic) else { return nil }
         type = bytes[5]
         flags = FrameFlags(rawValue: UInt16(bytes[6]) << 8 | UInt16(bytes[7]))
         sender = bytes[8..<40]
+        var reader = ByteReader(bytes[40..<52])
+        timestamp = reader.uint64()!
+        sequence = reader.uint32()!
     }
 }
 

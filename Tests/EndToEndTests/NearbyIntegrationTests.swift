@@ -75,6 +75,22 @@ struct NearbyIntegrationTests {
         #expect(try net.droppedFrames() > 0)  // The loss was real.
     }
 
+    /// ann's data copied to a second machine (the lock file sees one machine only): both
+    /// seances are told, once, that the profile is online elsewhere too.
+    @Test func theSameProfileOnTwoMachinesIsToldOnEachSide() throws {
+        let net = try TestNetwork(hosts: 2)
+        let first = try net.makeProfile("ann", host: 1)
+        let copy = first + "-copy"
+        try FileManager.default.copyItem(atPath: first, toPath: copy)
+        let runs = [try net.start(host: 1, data: first, name: "ann", lines: ["chat", "sleep 2"]),
+                    try net.start(host: 2, data: copy, name: "ann", lines: ["chat", "sleep 2"])]
+        for run in runs {
+            let out = run.wait()
+            let told = out.split(separator: "\n").filter { $0.contains("this profile is online in another seance too (heard by lan)") }
+            #expect(told.count == 1, "\(out)")
+        }
+    }
+
     @Test func aKnownNameWithANewKeyIsFlagged() throws {
         let net = try TestNetwork(hosts: 3)
         let first = try net.makeProfile("ann", host: 1)

@@ -19,18 +19,20 @@ import Testing
         let service: NearbyService
         let events = Log()
 
-        init(_ name: String, network: MemoryNetwork, scheduler: ManualScheduler) {
+        init(_ name: String, at address: String? = nil, network: MemoryNetwork, scheduler: ManualScheduler,
+             signer: Curve25519.Signing.PrivateKey = .init()) {
             engine = Engine(scheduler: scheduler)
-            transport = MemoryTransport(network: network, address: name)
+            transport = MemoryTransport(network: network, address: address ?? name)
             let events = self.events
             service = NearbyService(transport: transport, timing: PresenceTiming(interval: 1, jitter: 0, startupGap: 0.5),
-                                    signer: .init(),
+                                    signer: signer,
                                     announcement: Announcement(name: name, agreementKey: Data(repeating: 1, count: 32), plane: 0,
                                                                avatar: .none, unicastPort: 0, intervalMilliseconds: 0),
                                     engine: engine, random: SeededRandom(seed: 1)) { event in
                 switch event {
                 case .arrived(let peer): events.append("+\(peer.name)")
                 case .left(let peer, let reason): events.append("-\(peer.name) \(reason)")
+                case .alsoOnlineElsewhere(let transport): events.append("also online elsewhere, by \(transport)")
                 case .changed, .transport: break
                 }
             }
@@ -45,8 +47,8 @@ import Testing
         private(set) var nodes: [Node] = []
 
         /// A node online from now on.
-        func join(_ name: String) throws -> Node {
-            let node = Node(name, network: network, scheduler: scheduler)
+        func join(_ name: String, at address: String? = nil, signer: Curve25519.Signing.PrivateKey = .init()) throws -> Node {
+            let node = Node(name, at: address, network: network, scheduler: scheduler, signer: signer)
             try node.service.start()
             nodes.append(node)
             return node
@@ -133,5 +135,44 @@ import Testing
         }
         ann.engine.sync {}
         #expect(ann.service.statistics.dropped == ["signature": 1])
+    }
+
+    /// ann's profile online twice (a copy of her data on another machine): each seance is told
+    /// once, however many refreshes follow. Her own packets coming back, even long after, are
+    /// hers; one forged in her name since she came online is checked and fails.
+    @Test func theSameProfileOnlineTwiceIsToldOnceOnEachSide() throws {
+        let crowd = Crowd()
+        let key = Curve25519.Signing.PrivateKey()
+        let ann = try crowd.join("ann", signer: key)
+        let heard = Mutex<[[UInt8]]>([])
+        let mallory = MemoryTransport(network: crowd.network, address: "mallory")
+        try mallory.start { bytes, _ in heard.withLock { $0.append(bytes) } }
+        defer { mallory.stop() }
+        crowd.advance(by: 3)
+        // Everything ann sent, back to her (a broker's retained presence, a replay): hers.
+        for bytes in heard.withLock({ $0 }) { mallory.broadcast(bytes, as: .other) }
+        var forged = try Packet.encode(.goodbye, signer: Curve25519.Signing.PrivateKey(), timestamp: UInt64(crowd.scheduler.now * 1000), sequence: 1)
+        forged.replaceSubrange(8..<40, with: ann.service.publicKey)
+        mallory.broadcast(forged, as: .other)
+        crowd.advance(by: 0)
+        #expect(ann.events.all.isEmpty)
+        #expect(ann.service.statistics.dropped == ["signature": 1])
+
+        let copy = try crowd.join("ann", at: "elsewhere", signer: key)
+        crowd.advance(by: 5)
+        #expect(ann.events.all == ["also online elsewhere, by memory"])
+        #expect(copy.events.all == ["also online elsewhere, by memory"])
+    }
+}
+
+@Suite struct OwnBroadcastsTests {
+    @Test func aPacketIsKnownByItsSequenceAndTimestampAndTheOlderHalfGoesPastCapacity() {
+        var sent = OwnBroadcasts(capacity: 4)
+        for sequence in UInt32(1)...4 { sent.insert(sequence: sequence, timestamp: 1_000 + UInt64(sequence)) }
+        #expect(sent.contains(sequence: 2, timestamp: 1_002))
+        #expect(!sent.contains(sequence: 2, timestamp: 1_003))  // Another seance's second packet.
+        sent.insert(sequence: 5, timestamp: 1_005)
+        #expect(sent.count == 3 && !sent.contains(sequence: 1, timestamp: 1_001) && !sent.contains(sequence: 2, timestamp: 1_002))
+        #expect(sent.contains(sequence: 3, timestamp: 1_003) && sent.contains(sequence: 5, timestamp: 1_005))
     }
 }
