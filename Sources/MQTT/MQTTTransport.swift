@@ -238,9 +238,9 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
             // Who sent it is known only once its signature is checked, above this transport.
             route = Route(transport: name, address: "")
         } else if topic.hasPrefix(presencePrefix) {
-            let id = String(topic.dropFirst(presencePrefix.count))
-            guard id != ownID else { return }
-            route = Route(transport: name, address: id)
+            // Our own topic too: our own frames come back (the engine knows them without a
+            // signature check), and so would those of this profile online elsewhere.
+            route = Route(transport: name, address: String(topic.dropFirst(presencePrefix.count)))
         } else if topic.hasPrefix(roomsPrefix) {
             // A beacon: its signature says whose; the topic names only the room.
             route = Route(transport: name, address: "")

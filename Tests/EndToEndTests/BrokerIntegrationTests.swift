@@ -123,6 +123,24 @@ struct BrokerIntegrationTests {
         #expect(cleared, "the will cleared it: \((try? retained()) ?? "")")
     }
 
+    /// ann's data copied to a host that shares no LAN with hers: through the broker (where both
+    /// publish on one presence topic) each shell is told once that the profile is online twice.
+    @Test func theSameProfileOnlineTwiceThroughABrokerIsToldOnEachSide() throws {
+        let (net, broker, a, _) = try mosquittoWorld(lan: false)
+        let copy = a + "-copy"
+        try FileManager.default.copyItem(atPath: a, toPath: copy)
+        let runs = try [(2, a), (3, copy)].map { host, data in
+            try net.start(host: host, data: data, name: "ann", arguments: ["--broker", broker.url, "--no-lan"],
+                          lines: ["chat", "sleep 2.5"])
+        }
+        defer { runs.forEach { $0.kill() } }
+        for run in runs {
+            let out = run.wait()
+            let told = out.split(separator: "\n").filter { $0.contains("this profile is online in another seance too (heard by broker)") }
+            #expect(told.count == 1, "\(out)")
+        }
+    }
+
     /// Three NATS servers clustered (JetStream and MQTT on each): ann on node 1 and ben on
     /// node 3 chat both ways, ann's side a burst of 1,000 lines. No node hangs up on a client
     /// for publishing before it was accepted (libmosquitto would write such a publish first,
