@@ -509,9 +509,10 @@ public final class NearbyService: Sendable {
 }
 
 /// The sequence and timestamp of each broadcast made while online: to know our own packets when
-/// they come back. One per refresh (every 5 s) and per answer, 8 bytes each: about 140 KB a day
-/// online; past `capacity` the older half goes (a replay of one of those could then be taken for
-/// another seance's: after a week online, and only with someone replaying it).
+/// they come back. One per refresh (every 5 s), answer, and room beacon (every second while
+/// hosting), some 20 bytes each; past `capacity` (2.6 MB) the older half goes, and a replay of
+/// one of those could then be taken for another seance's — after a day and a half hosting a
+/// room, or a week online otherwise, and only with someone replaying it.
 struct OwnBroadcasts: Sendable {
     private var sent = Set<UInt64>()
     private var order: [UInt64] = []
