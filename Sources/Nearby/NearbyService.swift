@@ -331,15 +331,12 @@ public final class NearbyService: Sendable {
 
     /// Sends to everyone in range on every transport.
     private func send(_ payload: Payload, as given: BroadcastKind = .other, flags: FrameFlags = []) {
-        guard let bytes = frame(payload, flags: flags) else { return }
+        guard let bytes = frame(payload, flags: flags, ours: true) else { return }
         let kind: BroadcastKind = switch payload {
         case .announce: .presence
         case .goodbye: .farewell
         case .query: .question
         default: given
-        }
-        if let header = UncheckedHeader(bytes) {
-            state.withLock { $0.ownBroadcasts.insert(sequence: header.sequence, timestamp: header.timestamp) }
         }
         for transport in transports { transport.broadcast(bytes, as: kind) }
         count(bytes, copies: transports.count)
@@ -352,12 +349,14 @@ public final class NearbyService: Sendable {
         count(bytes, copies: routes.count)
     }
 
-    /// The payload signed, with the next sequence number; nil once stopped.
-    private func frame(_ payload: Payload, flags: FrameFlags = []) -> [UInt8]? {
+    /// The payload signed, with the next sequence number; nil once stopped. A broadcast is
+    /// remembered as `ours`: it comes back (multicast loopback, a broker's echo).
+    private func frame(_ payload: Payload, flags: FrameFlags = [], ours broadcast: Bool = false) -> [UInt8]? {
         let timestamp = UInt64(clock() * 1000)
         let sequence = state.withLock { state -> UInt32? in
             guard state.running else { return nil }
             state.sequence &+= 1
+            if broadcast { state.ownBroadcasts.insert(sequence: state.sequence, timestamp: timestamp) }
             return state.sequence
         }
         guard let sequence else { return nil }
