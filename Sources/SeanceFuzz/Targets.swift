@@ -35,12 +35,10 @@ enum FuzzTarget: String, CaseIterable {
             frame += [0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, UInt8(body.count >> 8), UInt8(body.count & 0xFF)] + body
             frame += try! signer.signature(for: frame)
         }
-        // The header read before any check (what is dropped unchecked) never traps and agrees
-        // with the checked packet.
-        let header = UncheckedHeader(frame)
+        // The header read before any check (what is dropped unchecked) never traps, on any input
+        // (`decode` reads its fields through it only after its own checks).
+        _ = UncheckedHeader(frame)
         guard let packet = try? Packet.decode(frame) else { return }
-        precondition(header.map { Data($0.sender) == packet.sender && $0.sequence == packet.sequence && $0.timestamp == packet.timestamp } == true,
-                     "the unchecked header disagrees with the packet")
         if case .announce(let announcement) = packet.payload {
             precondition(NameRules.violation(announcement.name) == nil, "a decoded name breaks the rules")
             precondition(!SafeText.containsUnsafe(announcement.name), "a decoded name is unsafe to print")

@@ -173,15 +173,17 @@ public struct UncheckedHeader: Sendable {
     public let sender: ArraySlice<UInt8>
     public let timestamp: UInt64
     public let sequence: UInt32
+    public let payloadLength: Int
 
     public init?(_ bytes: [UInt8]) {
         guard bytes.count >= Wire.headerSize, bytes[0..<4].elementsEqual(Wire.magic) else { return nil }
         type = bytes[5]
         flags = FrameFlags(rawValue: UInt16(bytes[6]) << 8 | UInt16(bytes[7]))
         sender = bytes[8..<40]
-        var reader = ByteReader(bytes[40..<52])
+        var reader = ByteReader(bytes[40..<Wire.headerSize])
         timestamp = reader.uint64()!
         sequence = reader.uint32()!
+        payloadLength = Int(reader.uint16()!)
     }
 }
 
@@ -222,10 +224,9 @@ extension Packet {
         guard bytes.count >= 6 else { throw .truncated }
         guard Array(bytes[0..<4]) == Wire.magic else { throw .badMagic }
         guard Wire.readableVersions.contains(bytes[4]) else { throw .unknownVersion(bytes[4]) }
-        guard bytes.count >= Wire.headerSize + Wire.signatureSize else { throw .truncated }
-        var reader = ByteReader(bytes[8..<Wire.headerSize])
-        let sender = Data(reader.take(32)!)
-        let timestamp = reader.uint64()!, sequence = reader.uint32()!, length = Int(reader.uint16()!)
+        guard bytes.count >= Wire.headerSize + Wire.signatureSize, let header = UncheckedHeader(bytes) else { throw .truncated }
+        let sender = Data(header.sender)
+        let timestamp = header.timestamp, sequence = header.sequence, length = header.payloadLength
         guard bytes.count == Wire.headerSize + length + Wire.signatureSize else {
             throw bytes.count < Wire.headerSize + length + Wire.signatureSize ? .truncated : .malformedPayload("extra bytes")
         }
@@ -235,8 +236,8 @@ extension Packet {
               key.isValidSignature(Data(signature), for: Data(signed)) else { throw .badSignature }
         let body = bytes[Wire.headerSize..<(Wire.headerSize + length)]
         // A kind this reader does not know goes up as it is, signed, for a feature to read.
-        guard let type = PacketType(rawValue: bytes[5]) else {
-            return Packet(sender: sender, timestamp: timestamp, sequence: sequence, payload: .other(code: bytes[5], body: Array(body)))
+        guard let type = PacketType(rawValue: header.type) else {
+            return Packet(sender: sender, timestamp: timestamp, sequence: sequence, payload: .other(code: header.type, body: Array(body)))
         }
         let payload = try Payload.decode(type, ByteReader(body))
         return Packet(sender: sender, timestamp: timestamp, sequence: sequence, payload: payload)
