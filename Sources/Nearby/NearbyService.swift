@@ -418,6 +418,15 @@ public final class NearbyService: Sendable {
     /// On the engine: what a verified packet changes.
     private func handle(_ packet: Packet, from route: Route) {
         let now = clock()
+        // A feature's kind, or a later version's: read by the feature that registered it; one
+        // that nobody here knows is dropped. Every other packet that passed its checks counts
+        // as received, whatever it carries.
+        var feature: (@Sendable (Packet, [UInt8]) -> Void)?
+        if case .other(let code, _) = packet.payload {
+            feature = handlers.withLock { $0[code] }
+            if feature == nil { return drop("type") }
+        }
+        state.withLock { $0.statistics.received += 1 }
         switch packet.payload {
         case .avatarRequest(let hash):
             answerAvatarRequest(from: packet.sender, hash: hash, now: now)
@@ -432,20 +441,11 @@ public final class NearbyService: Sendable {
             let back = transports.first { $0.name == route.transport }?.directRoute(from: route, port: port, signingKey: packet.sender) ?? route
             hooks.withLock { $0.packet }?(packet, back)
         case .query:
-            state.withLock { $0.statistics.received += 1 }
             answerQuery(now: now)
-        case .other(let code, let body):
-            // A feature's kind, or a later version's that nobody here knows: counted, ignored.
-            guard let handler = handlers.withLock({ $0[code] }) else {
-                return drop("type")
-            }
-            state.withLock { $0.statistics.received += 1 }
-            handler(packet, body)
+        case .other(_, let body):
+            feature?(packet, body)
         case .announce, .goodbye:
-            let events = state.withLock { state -> [PresenceEvent] in
-                state.statistics.received += 1
-                return state.table.receive(packet, from: route, now: now)
-            }
+            let events = state.withLock { $0.table.receive(packet, from: route, now: now) }
             // Every announcement may prompt the avatar request again: the first can be refused
             // when it reaches the peer before our own announcement did.
             if case .announce = packet.payload, let peer = self.peer(packet.sender) { fetchAvatar(of: peer, now: now) }

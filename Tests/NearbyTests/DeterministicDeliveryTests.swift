@@ -46,6 +46,7 @@ import Testing
             return lost.withLock { done in defer { done = true }; return !done }
         }
         let benPeer = try #require(annService.peer(ben.signingPublicKey))
+        let before = (annService.statistics.received, benService.statistics.received)
         _ = try ann.send("hello", in: try ann.conversation(with: benPeer))
         settle()
         #expect(received.withLock { $0 }.isEmpty)
@@ -55,6 +56,9 @@ import Testing
         scheduler.advance(by: 0.15)  // The retry, at the first 50 ms tick at or after 0.25 s.
         settle()
         #expect(received.withLock { $0 } == ["hello"], "ann sent \(annService.statistics)")
+        // `nearby stats` counts what carries messages too: ben got the copy that came through,
+        // ann its acknowledgement.
+        #expect((annService.statistics.received - before.0, benService.statistics.received - before.1) == (1, 1))
         withExtendedLifetime(benDelivery) {}  // The service holds its delivery weakly.
     }
 
