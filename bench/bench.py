@@ -423,8 +423,8 @@ def chat_pair(binary, work, env, tag, args, count, reference, ben_args=None):
     """ann and ben, started with `args` (which transports; ben with `ben_args` when given): the
     one-way latencies of pings (the line into ann's shell, the notice out of ben's) in SETS sets
     of ROUNDS, each after a set of `reference(ROUNDS)`; then the rate at which `count` messages,
-    sent as fast as ann's shell takes them, are stored at both ends. Returns (sets, reference
-    sets, rates)."""
+    sent as fast as ann's shell takes them, are stored at both ends, each burst followed by
+    `reference.burst(count)` when the reference has one. Returns (sets, reference sets, rates)."""
     password = os.path.join(work, "password")
     a_dir, b_dir = os.path.join(work, f"{tag}-a"), os.path.join(work, f"{tag}-b")
     make_profile(binary, a_dir, "ann", password, env)
@@ -452,6 +452,8 @@ def chat_pair(binary, work, env, tag, args, count, reference, ben_args=None):
         done = wait_for_line(receiver, f"burst{burst} {count - 1}", 120)
         if done is not None:
             measured.append(count / (done - start))
+        if hasattr(reference, "burst"):
+            reference.burst(count)
     sender.kill()
     receiver.kill()
     sender.wait()
@@ -530,6 +532,7 @@ class BrokerFloor:
                                     stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
         self.padding = "x" * max(0, size - 16)
         self.count = 0
+        self.rates = []
         for _ in range(50):  # Until both are connected.
             self.pub.stdin.write(f"warm {self.padding}\n")
             self.pub.stdin.flush()
@@ -539,6 +542,17 @@ class BrokerFloor:
     def __call__(self, rounds):
         first, self.count = self.count + 1, self.count + rounds
         return one_way(self.pub, self.sub, [f"floor {n} {self.padding}" for n in range(first, self.count + 1)])
+
+    def burst(self, count):
+        """The broker's own sustained rate: `count` lines at once into mosquitto_pub, until the
+        last is out of mosquitto_sub (kept in `rates`, beside seance's bursts)."""
+        first, self.count = self.count + 1, self.count + count
+        start = time.perf_counter()
+        self.pub.stdin.write("".join(f"floor {n} {self.padding}\n" for n in range(first, self.count + 1)))
+        self.pub.stdin.flush()
+        done = wait_for_line(self.sub, f"floor {self.count} ", 120)
+        if done is not None:
+            self.rates.append(count / (done - start))
 
     def close(self):
         self.pub.kill()
@@ -571,6 +585,8 @@ def brokers(binary, work, env, count):
         latency("mosquitto_floor", references, "mosquitto_pub -> _sub")
         latency_ratio("mosquitto_latency_ratio", sets, references, "target: within 3x of the broker's floor, 200 bytes")
         rates("mosquitto_rate", measured, "sustained, stored at both", "target: at least 2,000")
+        rates("mosquitto_floor_rate", floor.rates, "mosquitto_pub -> _sub", "the broker's own, after each burst")
+        broker_stalls("mosquitto", references, floor.rates)
     finally:
         mosquitto.kill()
         mosquitto.wait()
@@ -602,10 +618,33 @@ def brokers(binary, work, env, count):
         latency("nats_floor", references, "pub -> sub, node 1 to 3")
         latency_ratio("nats_latency_ratio", sets, references, "no target yet")
         rates("nats_rate", measured, f"sustained, {count // 5:,} at a time", "no target yet")
+        rates("nats_floor_rate", floor.rates, "pub -> sub, node 1 to 3", "the cluster's own, after each burst")
+        broker_stalls("nats", references, floor.rates)
     finally:
         for node in nodes:
             node.kill()
             node.wait()
+
+
+STALLED = 25
+"""A broker whose own p99 is this many times its p50 in some set, or whose bursts are this many
+times apart, stalled. On this two-core machine a freshly started three-node NATS cluster holds
+messages for 0.2-0.5 s a few times a second in one start out of three or four (its floor's p99
+then 280-450 ms instead of 2-4 ms, its rate 100-1,000/s instead of ~15,000, with or without
+seance connected), and the next start does not. Such a run's figures are the broker's."""
+
+
+def broker_stalls(name, references, rates):
+    """Says, and records for compare.py, whether the broker's own floor stalled in this run: a
+    set's p99 over `STALLED` times its p50, or one of its bursts that many times slower than
+    another."""
+    worst = max(percentile(values, 0.99) / percentile(values, 0.5) for values in references)
+    spread_of_rates = max(rates) / min(rates) if rates else 1
+    stalled = worst > STALLED or spread_of_rates > STALLED
+    record(f"{name}_stalls", stalled=stalled, floor_p99_over_p50=worst, floor_rates_max_over_min=spread_of_rates)
+    if stalled:
+        print(f"the broker stalled in this run (its own p99 {worst:.0f}x its p50, its bursts {spread_of_rates:.0f}x apart): "
+              f"its figures above are the broker's, not seance's; compare.py leaves them out")
 
 
 def main():

@@ -41,8 +41,12 @@ def main():
     with open(args.new) as f:
         new = json.load(f)["figures"]
     old_leaves = {name: (value, context) for name, value, context in leaves(old)}
+    stalled = stalled_brokers(old) | stalled_brokers(new)
     moved = 0
     for name, value, context in leaves(new):
+        if name.split("_")[0] in stalled:
+            print(f"{name:40} {'the broker stalled in a run':>31}")
+            continue
         if name not in old_leaves:
             print(f"{name:40} {'':>12} {value:12.6g}   (new)")
             continue
@@ -63,6 +67,13 @@ def main():
     sys.exit(1 if moved else 0)
 
 
+def stalled_brokers(figures):
+    """The brokers (figure prefixes) whose own floor stalled in a run: bench.py records
+    `NAME_stalls.stalled`, and such a run's figures of that broker are its, not seance's."""
+    return {name.removesuffix("_stalls") for name, values in figures.items()
+            if name.endswith("_stalls") and values.get("stalled")}
+
+
 # seance's figures and the reference each was measured beside, in the same run: on a shared
 # machine whose speed moves between runs, the change of a figure over its reference's is what
 # seance itself did (a rate's reference is a rate too).
@@ -73,7 +84,9 @@ PAIRS = (
     ("lan_latency.p50", "udp_round_trip.p50"),
     ("mosquitto_latency.p50", "mosquitto_floor.p50"),
     ("mosquitto_latency.p99", "mosquitto_floor.p99"),
+    ("mosquitto_rate.median", "mosquitto_floor_rate.median"),
     ("nats_latency.p50", "nats_floor.p50"),
+    ("nats_rate.median", "nats_floor_rate.median"),
 )
 
 
@@ -89,7 +102,8 @@ def against_references(old, new, tolerance):
 
     rows = [(figure, reference, *(value(run, name) for run in (old, new) for name in (figure, reference)))
             for figure, reference in PAIRS]
-    rows = [row for row in rows if None not in row[2:]]
+    stalled = stalled_brokers(old) | stalled_brokers(new)
+    rows = [row for row in rows if None not in row[2:] and row[0].split("_")[0] not in stalled]
     if not rows:
         return
     print("\nthe references (the machine, as each run found it):")
