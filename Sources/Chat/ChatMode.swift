@@ -103,7 +103,7 @@ public final class ChatMode {
 
     public func register(in shell: Shell) {
         shell.register(Mode(
-            name: "chat", summary: "find people nearby (and the dead) on the local network",
+            name: "chat", summary: "find people nearby (and the dead), on the local network or through a broker",
             prompt: {
                 if let local = self.openLocal { return "chat:" + SafeText.visible(local.name) }
                 return self.openConversation.map { "chat:" + (self.rules.shownName(of: $0.peerKey) ?? SafeText.visible($0.peerName)) } ?? "chat"
@@ -117,8 +117,9 @@ public final class ChatMode {
         registerConversationCommands(in: shell)
         shell.register(Command("nearby", aliases: ["who"], scope: .mode("chat"),
                                arguments: [.positional("what", .choice([Candidate("stats", "packets sent, received and dropped")]),
-                                                       optional: true)],
-                               summary: "the people nearby you can see") { invocation in
+                                                       optional: true,
+                                                       help: "stats: packets sent, received, dropped and skipped instead")],
+                               summary: "the people nearby you can see, and how each is reached") { invocation in
             if invocation.arguments["what"] == "stats" { return try self.printStatistics(invocation.shell) }
             try self.list(invocation.shell)
         })
