@@ -70,6 +70,7 @@ extension Schema {
         NearbySchema.oneConversationIndex,
         NearbySchema.pagesByNumber,
         NearbySchema.deliveredByCounter,
+        NearbySchema.readTimes,
     ])
 
     /// Each feature's list, for the test that every one is in the order above.

@@ -47,7 +47,7 @@ extension ChatMode {
             try self.showOlder(shell)
         }
         shell.register(mode: "chat", "tap", arguments: [.positional("number", .integer, help: "the #number under a message")],
-                summary: "when message N was sent and received") { shell, arguments in
+                summary: "when message N was sent, delivered and read") { shell, arguments in
             try self.tap(try arguments.integer("number")!, shell)
         }
     }
@@ -263,9 +263,26 @@ extension ChatMode {
             let seconds = Int(time) % 60
             return view.sectionTitle(time, now: now) + String(format: ":%02d", seconds)
         }
-        let received = message.receivedAt.map(stamp) ?? (message.outgoing ? "not yet delivered" : "?")
-        shell.console.print("#\(number): sent \(stamp(message.sentAt)), " + (message.outgoing ? "delivered " : "received ") + received
-                            + (message.outgoing ? "  (\(message.state.rawValue))" : ""))
+        shell.console.print("#\(number): " + Self.times(of: message, stamp).joined(separator: ", "))
+    }
+
+    /// What `tap` says of a message: when it was sent, delivered (received, if theirs) and read,
+    /// or how far it has come.
+    static func times(of message: ChatMessage, _ stamp: (Double) -> String) -> [String] {
+        var parts = ["sent " + stamp(message.sentAt)]
+        guard let received = message.receivedAt else {
+            // Only ours can be on its way (theirs are stored as they arrive).
+            return parts + [message.outgoing ? "not delivered yet (\(message.state.rawValue))" : "received"]
+        }
+        parts.append((message.outgoing ? "delivered " : "received ") + stamp(received))
+        if let read = message.readAt {
+            parts.append("read " + stamp(read))
+        } else if message.state == .read {
+            parts.append("read")  // Before read times were kept.
+        } else {
+            parts.append(message.outgoing ? "not read yet" : "not shown yet")
+        }
+        return parts
     }
 }
 

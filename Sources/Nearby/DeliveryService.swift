@@ -435,7 +435,7 @@ public final class DeliveryService: @unchecked Sendable {
             links[key] = link
         }
         for (conversation, peerKey, number) in shown {
-            guard let sequence = try? store.markShown(conversation, upTo: number), let peer = presentPeer(peerKey) else { continue }
+            guard let sequence = try? store.markShown(conversation, upTo: number, now: now), let peer = presentPeer(peerKey) else { continue }
             transmit(.read(recipient: peer.signingKey, sequence: sequence), to: peer)
         }
         for (key, conversation, acknowledged, before, sentThrough) in work {

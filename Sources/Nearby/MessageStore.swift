@@ -20,13 +20,16 @@ public struct ChatMessage: Equatable, Sendable {
     public var sentAt: Double
     /// When it arrived here (incoming), or was acknowledged (outgoing).
     public var receivedAt: Double?
+    /// When it was first shown here (incoming), or the peer's read receipt came (outgoing);
+    /// nil while unread, and for messages read before read times were kept.
+    public var readAt: Double?
     public var state: State
     /// Who wrote it, shown above a received bubble where several write (a room); nil in a
     /// conversation, whose header names the one other.
     public var sender: String?
 
     public init(id: Int64? = nil, number: Int64, outgoing: Bool, text: String, sentAt: Double, receivedAt: Double? = nil,
-                state: State, sender: String? = nil) {
+                readAt: Double? = nil, state: State, sender: String? = nil) {
         self.sender = sender
         self.id = id ?? number
         self.number = number
@@ -34,6 +37,7 @@ public struct ChatMessage: Equatable, Sendable {
         self.text = text
         self.sentAt = sentAt
         self.receivedAt = receivedAt
+        self.readAt = readAt
         self.state = state
     }
 }
@@ -276,8 +280,9 @@ public struct MessageStore: Sendable {
             // Only messages not read yet are walked (their index), however long the conversation.
             try Int64.fetchAll(db.cachedStatement(sql: """
                 UPDATE message INDEXED BY message_unread_by_peer
-                SET state = 'read', receivedAt = coalesce((SELECT shownReceivedAt FROM message_shown WHERE message_shown.id = message.id), ?)
-                WHERE conversationId = ? AND outgoing = 1 AND state != 'read' AND lastSequence <= ?
+                SET state = 'read', readAt = ?1,
+                    receivedAt = coalesce((SELECT shownReceivedAt FROM message_shown WHERE message_shown.id = message.id), ?1)
+                WHERE conversationId = ?2 AND outgoing = 1 AND state != 'read' AND lastSequence <= ?3
                 RETURNING number
                 """), arguments: [now, conversation, sequence]).sorted()
         }
@@ -329,16 +334,17 @@ public struct MessageStore: Sendable {
         _ = try storeIncoming([], deliveredUpTo: lastSequence, in: conversation, now: now)
     }
 
-    /// Incoming messages up to row `number` have been shown. Returns the highest sequence now
-    /// read, for the read receipt, or nil when nothing changed.
-    public func markShown(_ conversation: Int64, upTo number: Int64) throws -> UInt32? {
+    /// Incoming messages up to row `number` have been shown (at `now`, their time of reading).
+    /// Returns the highest sequence now read, for the read receipt, or nil when nothing changed.
+    public func markShown(_ conversation: Int64, upTo number: Int64, now: Double) throws -> UInt32? {
         try database.write { db in
             let sequence = try UInt32.fetchOne(db, sql: """
                 SELECT max(lastSequence) FROM message WHERE conversationId = ? AND outgoing = 0 AND state = 'received' AND id <= ?
                 """, arguments: [conversation, number])
             guard let sequence else { return nil }
-            try db.execute(sql: "UPDATE message SET state = 'read' WHERE conversationId = ? AND outgoing = 0 AND state = 'received' AND id <= ?",
-                           arguments: [conversation, number])
+            try db.execute(sql: """
+                UPDATE message SET state = 'read', readAt = ? WHERE conversationId = ? AND outgoing = 0 AND state = 'received' AND id <= ?
+                """, arguments: [now, conversation, number])
             try db.execute(sql: "UPDATE conversation SET unread = max(0, unread - ?) WHERE id = ?", arguments: [db.changesCount, conversation])
             return sequence
         }
@@ -354,7 +360,7 @@ public struct MessageStore: Sendable {
     }
 
     static let pageQuery = """
-        SELECT id, number, outgoing, text, sentAt, shownReceivedAt, shownState FROM message_shown
+        SELECT id, number, outgoing, text, sentAt, shownReceivedAt, shownState, readAt FROM message_shown
         WHERE conversationId = ?1
           AND number < coalesce((SELECT number FROM message WHERE id = ?2 AND conversationId = ?1), 9223372036854775807)
         ORDER BY number DESC LIMIT ?3
@@ -369,7 +375,7 @@ public struct MessageStore: Sendable {
     public func message(number: Int64, in conversation: Int64) throws -> ChatMessage? {
         try database.read { db in
             try Row.fetchOne(db, sql: """
-                SELECT id, number, outgoing, text, sentAt, shownReceivedAt, shownState FROM message_shown
+                SELECT id, number, outgoing, text, sentAt, shownReceivedAt, shownState, readAt FROM message_shown
                 WHERE conversationId = ? AND number = ?
                 """, arguments: [conversation, number]).map(Self.message)
         }
@@ -377,7 +383,7 @@ public struct MessageStore: Sendable {
 
     private static func message(_ row: Row) -> ChatMessage {
         ChatMessage(id: row[0], number: row[1], outgoing: row[2], text: row[3], sentAt: row[4], receivedAt: row[5],
-                    state: ChatMessage.State(rawValue: row[6]) ?? .received)
+                    readAt: row[7], state: ChatMessage.State(rawValue: row[6]) ?? .received)
     }
 
     private static func fetch(_ db: Database, sql: String, _ arguments: StatementArguments) throws -> Conversation? {

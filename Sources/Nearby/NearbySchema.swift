@@ -4,7 +4,8 @@ import Storage
 /// The engine's tables: conversations and their messages (the outbox among them).
 public enum NearbySchema {
     /// Every migration of this feature, in order.
-    public static let migrations = [conversations, messageNumbers, unreadByPeer, oneConversationIndex, pagesByNumber, deliveredByCounter]
+    public static let migrations = [conversations, messageNumbers, unreadByPeer, oneConversationIndex, pagesByNumber, deliveredByCounter,
+                                    readTimes]
 
     /// Conversations and their messages.
     public static let conversations = Migration("v6-conversations") { db in
@@ -110,5 +111,14 @@ public enum NearbySchema {
                         AND delivery.upTo >= message.lastSequence ORDER BY delivery.upTo LIMIT 1) END) AS shownReceivedAt
             FROM message JOIN conversation ON conversation.id = message.conversationId
             """)
+    }
+
+    /// When each message was read, for `tap N`: an incoming one when it was first shown here,
+    /// an outgoing one when the peer's read receipt came. Written with the state that says
+    /// read, in the same row, so it costs no write of its own; messages read before this
+    /// migration keep no time (`tap` says read, without one). `message_shown` selects
+    /// `message.*`, which SQLite expands when it reads the schema: the view has it too.
+    public static let readTimes = Migration("v17-read-times") { db in
+        try db.execute(sql: "ALTER TABLE message ADD COLUMN readAt DOUBLE")
     }
 }

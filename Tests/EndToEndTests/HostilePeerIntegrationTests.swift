@@ -214,8 +214,14 @@ struct PipeDrivenChatTests {
         #expect(try driver.read(until: "#2 sending", timeout: 10))
         try driver.send("/nearby")
         #expect(try driver.read(until: "seen ", timeout: 10))
+        // ben has the conversation open: he is shown it at once, and his receipt says when.
+        #expect(try driver.read(until: "#2 read", timeout: 10))
         try driver.send("/tap 2")
-        #expect(try driver.read(until: "#2: sent ", timeout: 10))
+        #expect(try driver.read(until: "#2: sent Today ", timeout: 10))
+        #expect(try driver.read(until: ", read Today ", timeout: 10))
+        try driver.send("/tap 1")
+        #expect(try driver.read(until: "#1: sent Today ", timeout: 10))  // ben's, shown here when ann opened him.
+        #expect(try driver.read(until: ", read Today ", timeout: 10))
     }
 }
 

@@ -151,8 +151,7 @@ import Testing
         let dir = temporaryDirectory("messages")
         defer { removeDirectory(dir) }
         let path = dir + "/seance.sqlite"
-        let before = Schema(Array(NearbySchema.migrations.dropLast()))
-        _ = try SeanceDatabase(path: path, schema: before).writer.write { db in
+        _ = try SeanceDatabase(path: path, schema: Self.schema(before: NearbySchema.deliveredByCounter)).writer.write { db in
             try db.execute(sql: """
                 INSERT INTO conversation (id, myKey, peerKey, peerName, peerAgreementKey, sentSequence, acknowledgedSequence, lastActivity)
                 VALUES (1, x'01', x'02', 'bob', x'03', 4, 2, 0);
@@ -166,6 +165,33 @@ import Testing
         #expect(try store.outbox(1).map(\.number) == [3, 4])
         #expect(try store.acknowledge(1, upTo: 4, now: 9) == [3, 4])
         #expect(try store.page(1).map { "\($0.state) \($0.receivedAt ?? 0)" } == ["read 5.0", "delivered 7.0", "delivered 9.0", "delivered 9.0"])
+    }
+
+    /// The feature's migrations before `migration`: a database as an older seance left it.
+    static func schema(before migration: Migration) -> Schema {
+        Schema(Array(NearbySchema.migrations.prefix { $0.name != migration.name }))
+    }
+
+    /// A database written before read times were kept: its read messages stay read, with no
+    /// time, and the first receipt or showing after it gives one.
+    @Test func messagesReadBeforeReadTimesStayReadWithoutATime() throws {
+        let dir = temporaryDirectory("messages")
+        defer { removeDirectory(dir) }
+        let path = dir + "/seance.sqlite"
+        _ = try SeanceDatabase(path: path, schema: Self.schema(before: NearbySchema.readTimes)).writer.write { db in
+            try db.execute(sql: """
+                INSERT INTO conversation (id, myKey, peerKey, peerName, peerAgreementKey, sentSequence, acknowledgedSequence, deliveredSequence, lastActivity)
+                VALUES (1, x'01', x'02', 'bob', x'03', 2, 2, 2, 0);
+                INSERT INTO message (conversationId, number, outgoing, text, firstSequence, lastSequence, sentAt, receivedAt, state) VALUES
+                    (1, 1, 1, 'mine, read', 1, 1, 1, 2, 'read'), (1, 2, 0, 'theirs, read', 1, 1, 3, 3, 'read'),
+                    (1, 3, 1, 'mine, delivered', 2, 2, 4, NULL, 'sent'), (1, 4, 0, 'theirs, new', 2, 2, 5, 5, 'received');
+                """)
+        }
+        let store = MessageStore(database: try SeanceDatabase(path: path, schema: Schema(NearbySchema.migrations)))
+        #expect(try store.page(1).map { "\($0.state) \($0.readAt.map { "\($0)" } ?? "-")" } == ["read -", "read -", "delivered -", "received -"])
+        #expect(try store.markRead(1, upTo: 2, now: 8) == [3])
+        #expect(try store.markShown(1, upTo: 4, now: 9) == 2)
+        #expect(try store.page(1).map { "\($0.state) \($0.readAt.map { "\($0)" } ?? "-")" } == ["read -", "read -", "read 8.0", "read 9.0"])
     }
 
     /// Each conversation counts its own messages; a read receipt that overtakes the
@@ -183,8 +209,11 @@ import Testing
         #expect(try store.markSent(in: conversation.id, through: a.lastSequence).isEmpty)
         #expect(try store.acknowledge(conversation.id, upTo: 1, now: 6).isEmpty)
         let message = try #require(try store.message(number: 1, in: conversation.id))
-        #expect(message.state == .read && message.receivedAt == 5)
+        #expect(message.state == .read && message.receivedAt == 5 && message.readAt == 5)
         #expect(try store.message(number: 1, in: other.id)?.text == "to carol")
+        #expect(try store.markRead(conversation.id, upTo: 1, now: 7).isEmpty)
+        #expect(try store.message(number: 1, in: conversation.id)?.readAt == 5, "a receipt again keeps the first time")
+        #expect(try store.page(other.id).map(\.readAt) == [nil])
     }
 
     @Test func incomingAdvanceTheDeliveredSequenceAndCountAsUnread() throws {
@@ -193,11 +222,13 @@ import Testing
         let n = try store.receive("hello", in: conversation.id, firstSequence: 1, lastSequence: 2, sentAt: 5, now: 6).id
         #expect(try store.conversation(id: conversation.id)?.deliveredSequence == 2)
         #expect(try store.conversations(myKey: Data([1])).first?.unread == 1)
-        #expect(try store.markShown(conversation.id, upTo: n) == 2)
+        #expect(try store.message(number: 1, in: conversation.id)?.readAt == nil)
+        #expect(try store.markShown(conversation.id, upTo: n, now: 8) == 2)
         #expect(try store.conversations(myKey: Data([1])).first?.unread == 0)
-        #expect(try store.markShown(conversation.id, upTo: n) == nil)
+        #expect(try store.markShown(conversation.id, upTo: n, now: 9) == nil)
         let message = try #require(try store.message(number: 1, in: conversation.id))
         #expect(message.sentAt == 5 && message.receivedAt == 6 && message.id == n)
+        #expect(message.readAt == 8, "read when first shown, not again")
     }
 
     @Test func pagesGoBackwardsOldestFirst() throws {
