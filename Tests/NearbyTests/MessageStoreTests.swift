@@ -150,26 +150,26 @@ import Testing
     @Test func messagesDeliveredBeforeTheCounterKeepTheirStates() throws {
         let dir = temporaryDirectory("messages")
         defer { removeDirectory(dir) }
-        let path = dir + "/seance.sqlite"
-        _ = try SeanceDatabase(path: path, schema: Self.schema(before: NearbySchema.deliveredByCounter)).writer.write { db in
-            try db.execute(sql: """
+        let store = try Self.migrated(dir, from: NearbySchema.deliveredByCounter, """
                 INSERT INTO conversation (id, myKey, peerKey, peerName, peerAgreementKey, sentSequence, acknowledgedSequence, lastActivity)
                 VALUES (1, x'01', x'02', 'bob', x'03', 4, 2, 0);
                 INSERT INTO message (conversationId, number, outgoing, text, firstSequence, lastSequence, sentAt, receivedAt, state) VALUES
                     (1, 1, 1, 'read', 1, 1, 1, 5, 'read'), (1, 2, 1, 'delivered', 2, 2, 2, 7, 'delivered'),
                     (1, 3, 1, 'sent', 3, 3, 3, NULL, 'sent'), (1, 4, 1, 'sending', 4, 4, 4, NULL, 'sending');
                 """)
-        }
-        let store = MessageStore(database: try SeanceDatabase(path: path, schema: Schema(NearbySchema.migrations)))
         #expect(try store.page(1).map { "\($0.state) \($0.receivedAt ?? 0)" } == ["read 5.0", "delivered 7.0", "sent 0.0", "sending 0.0"])
         #expect(try store.outbox(1).map(\.number) == [3, 4])
         #expect(try store.acknowledge(1, upTo: 4, now: 9) == [3, 4])
         #expect(try store.page(1).map { "\($0.state) \($0.receivedAt ?? 0)" } == ["read 5.0", "delivered 7.0", "delivered 9.0", "delivered 9.0"])
     }
 
-    /// The feature's migrations before `migration`: a database as an older seance left it.
-    static func schema(before migration: Migration) -> Schema {
-        Schema(Array(NearbySchema.migrations.prefix { $0.name != migration.name }))
+    /// A database in `directory` as a seance from before `migration` left it, with `sql` run
+    /// there, then opened by this one (every migration run).
+    static func migrated(_ directory: String, from migration: Migration, _ sql: String) throws -> MessageStore {
+        let path = directory + "/seance.sqlite"
+        let older = Schema(Array(NearbySchema.migrations.prefix { $0.name != migration.name }))
+        _ = try SeanceDatabase(path: path, schema: older).writer.write { try $0.execute(sql: sql) }
+        return MessageStore(database: try SeanceDatabase(path: path, schema: Schema(NearbySchema.migrations)))
     }
 
     /// A database written before read times were kept: its read messages stay read, with no
@@ -177,17 +177,13 @@ import Testing
     @Test func messagesReadBeforeReadTimesStayReadWithoutATime() throws {
         let dir = temporaryDirectory("messages")
         defer { removeDirectory(dir) }
-        let path = dir + "/seance.sqlite"
-        _ = try SeanceDatabase(path: path, schema: Self.schema(before: NearbySchema.readTimes)).writer.write { db in
-            try db.execute(sql: """
+        let store = try Self.migrated(dir, from: NearbySchema.readTimes, """
                 INSERT INTO conversation (id, myKey, peerKey, peerName, peerAgreementKey, sentSequence, acknowledgedSequence, deliveredSequence, lastActivity)
                 VALUES (1, x'01', x'02', 'bob', x'03', 2, 2, 2, 0);
                 INSERT INTO message (conversationId, number, outgoing, text, firstSequence, lastSequence, sentAt, receivedAt, state) VALUES
                     (1, 1, 1, 'mine, read', 1, 1, 1, 2, 'read'), (1, 2, 0, 'theirs, read', 1, 1, 3, 3, 'read'),
                     (1, 3, 1, 'mine, delivered', 2, 2, 4, NULL, 'sent'), (1, 4, 0, 'theirs, new', 2, 2, 5, 5, 'received');
                 """)
-        }
-        let store = MessageStore(database: try SeanceDatabase(path: path, schema: Schema(NearbySchema.migrations)))
         #expect(try store.page(1).map { "\($0.state) \($0.readAt.map { "\($0)" } ?? "-")" } == ["read -", "read -", "delivered -", "received -"])
         #expect(try store.markRead(1, upTo: 2, now: 8) == [3])
         #expect(try store.markShown(1, upTo: 4, now: 9) == 2)
