@@ -127,7 +127,7 @@ public final class ChatMode {
             guard self.service != nil else { return invocation.shell.console.print("you are not online") }
             self.takeOffline(invocation.shell)
         })
-        shell.onExit.append { [unowned self] in self.goOffline() }
+        shell.onExit.append { [unowned self, unowned shell] in self.goOffline(telling: shell.console) }
         let ascii = shell.capabilities.ascii
         shell.promptMarks.append { [unowned self] in self.service == nil ? "" : (ascii ? "*" : "●") }
         shell.register(Command("trust", scope: .mode("chat"),
@@ -258,14 +258,21 @@ public final class ChatMode {
     /// `offline`, or a logout: out of chat mode if there, then offline, and say so.
     private func takeOffline(_ shell: Shell) {
         if shell.currentMode == "chat" { shell.leaveMode() }
-        goOffline()
+        goOffline(telling: shell.console)
         shell.console.print("offline")
     }
 
-    /// Says goodbye and releases everything going online took. Safe to call when offline.
-    func goOffline() {
+    /// Says goodbye and releases everything going online took, and tells `console` (when
+    /// given) what waits in the outbox. Safe to call when offline.
+    func goOffline(telling console: Console? = nil) {
         // Lines typed last are written (and sent once) before anything stops.
-        delivery?.settle()
+        let waiting = delivery?.waiting() ?? []
+        if let console {
+            for (conversation, count) in waiting {
+                console.print(count == 1 ? "1 message to \(conversation.shownHandle) waits in the outbox: it goes when you are both online"
+                                         : "\(count) messages to \(conversation.shownHandle) wait in the outbox: they go when you are both online")
+            }
+        }
         closeConversation()
         delivery = nil
         link.onOwnChange.withLock { $0 = nil }

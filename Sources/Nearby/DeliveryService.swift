@@ -348,6 +348,13 @@ public final class DeliveryService: @unchecked Sendable {
         }
     }
 
+    /// What waits in the outboxes once every line taken is written: each conversation with
+    /// messages its peer has not acknowledged, and how many (none if the database cannot say).
+    public func waiting() -> [(conversation: Conversation, messages: Int)] {
+        settle()
+        return (try? store.outboxSizes(myKey: myKey)) ?? []
+    }
+
     /// Loads every outbox at start, so messages written while away go when their peer appears.
     public func loadOutboxes() throws {
         try engine.sync { try loadAllOutboxes() }

@@ -201,6 +201,19 @@ public struct MessageStore: Sendable {
         }
     }
 
+    /// Conversations with something in the outbox, and how many messages wait in each.
+    public func outboxSizes(myKey: Data) throws -> [(conversation: Conversation, messages: Int)] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT * FROM (SELECT conversation.*,
+                    (SELECT count(*) FROM message INDEXED BY message_unread_by_peer WHERE conversationId = conversation.id
+                     AND outgoing = 1 AND state != 'read' AND lastSequence > conversation.acknowledgedSequence) AS waiting
+                    FROM conversation WHERE myKey = ?)
+                WHERE waiting > 0 ORDER BY lastActivity DESC
+                """, arguments: [myKey]).map { (Self.conversation($0), $0["waiting"]) }
+        }
+    }
+
     /// Conversations with something in the outbox.
     public func conversationsWithOutbox(myKey: Data) throws -> [Conversation] {
         try database.read { db in

@@ -223,6 +223,28 @@ struct PipeDrivenChatTests {
         #expect(try driver.read(until: "#1: sent Today ", timeout: 10))  // ben's, shown here when ann opened him.
         #expect(try driver.read(until: ", read Today ", timeout: 10))
     }
+
+    /// Going offline (or leaving) with messages nobody has confirmed says how many wait, and
+    /// for whom; they go when both are online again.
+    @Test func goingOfflineSaysWhatWaitsInTheOutbox() throws {
+        let shells = LoopbackShells()
+        let ann = try shells.makeProfile("ann"), ben = try shells.makeProfile("ben")
+        let driver = try PipeDriver(arguments: ["--data-dir", ann, "--interface", "lo", "--port", "\(shells.port)",
+                                                "--announce-interval", "0.2"], scratch: shells.scratch)
+        defer { driver.close() }
+        try driver.send("login ann --password-file \(shells.password)\nchat")
+        #expect(try driver.read(until: "nobody you can see is nearby", timeout: 10))
+        let runB = try shells.start("ben", data: ben, lines: ["chat", "sleep 1"])
+        defer { runB.kill() }
+        #expect(try driver.read(until: "ben#", timeout: 10))
+        try driver.send("open ben")
+        #expect(try driver.read(until: "every line you type is sent", timeout: 10))
+        #expect(try driver.read(until: "ben#", timeout: 10) && driver.read(until: " left", timeout: 10))
+        try driver.send("are you there?\nstill there?\n/offline")
+        #expect(try driver.read(until: "2 messages to ben#", timeout: 10))
+        #expect(try driver.read(until: " wait in the outbox: they go when you are both online", timeout: 10))
+        #expect(try driver.read(until: "offline", timeout: 10))
+    }
 }
 
 /// Online in every mode: `chat` brings you online, and you stay reachable while you play

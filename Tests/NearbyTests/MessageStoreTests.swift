@@ -135,6 +135,15 @@ import Testing
         defer { removeDirectory(dir) }
         _ = try store.queueOutgoing("waiting", fragments: 1, in: conversation.id, now: 1)
         #expect(try store.conversationsWithOutbox(myKey: Data([1])).map(\.id) == [conversation.id])
+        // What `offline` and leaving tell: how many wait, in conversations with any.
+        let quiet = try store.conversation(myKey: Data([1]), peerKey: Data([9]), peerName: "carol",
+                                           peerAgreementKey: Data(repeating: 3, count: 32), now: 0)
+        _ = try store.queueOutgoing("delivered", fragments: 1, in: quiet.id, now: 1)
+        _ = try store.acknowledge(quiet.id, upTo: 1, now: 2)
+        _ = try store.queueOutgoing("waiting too", fragments: 2, in: conversation.id, now: 3)
+        #expect(try store.outboxSizes(myKey: Data([1])).map { "\($0.conversation.peerName) \($0.messages)" } == ["bob 2"])
+        _ = try store.acknowledge(conversation.id, upTo: 1, now: 4)
+        #expect(try store.outboxSizes(myKey: Data([1])).map { "\($0.conversation.peerName) \($0.messages)" } == ["bob 1"])
         try store.database.read { db in
             let plan = try Row.fetchAll(db, sql: """
                 EXPLAIN QUERY PLAN SELECT id FROM message INDEXED BY message_unread_by_peer
