@@ -194,16 +194,27 @@ struct HostilePeerIntegrationTests {
 /// before the next command is sent, and notices (an arrival, a message) come as they happen.
 @Suite(.enabled(if: inPrivateNetwork, "runs only inside scripts/in-netns (make test)"))
 struct PipeDrivenChatTests {
-    @Test func aDriverSeesAnswersAndNoticesAsTheyHappen() throws {
-        let shells = LoopbackShells()
+    /// ann, driven through pipes, online and alone so far; ben's profile made, to start.
+    func annOnline(_ shells: LoopbackShells) throws -> (driver: PipeDriver, ben: String) {
         let ann = try shells.makeProfile("ann"), ben = try shells.makeProfile("ben")
         let driver = try PipeDriver(arguments: ["--data-dir", ann, "--interface", "lo", "--port", "\(shells.port)",
                                                 "--announce-interval", "0.2"], scratch: shells.scratch)
+        do {
+            try driver.send("login ann --password-file \(shells.password)")
+            #expect(try driver.read(until: "logged in as ann#", timeout: 10))
+            try driver.send("chat")
+            #expect(try driver.read(until: "nobody you can see is nearby", timeout: 10))
+        } catch {
+            driver.close()
+            throw error
+        }
+        return (driver, ben)
+    }
+
+    @Test func aDriverSeesAnswersAndNoticesAsTheyHappen() throws {
+        let shells = LoopbackShells()
+        let (driver, ben) = try annOnline(shells)
         defer { driver.close() }
-        try driver.send("login ann --password-file \(shells.password)")
-        #expect(try driver.read(until: "logged in as ann#", timeout: 10))
-        try driver.send("chat")
-        #expect(try driver.read(until: "nobody you can see is nearby", timeout: 10))
         let runB = try shells.start("ben", data: ben, lines: ["chat", "open ann --wait 30", "hello ann", "/sleep 4"])
         defer { runB.kill() }
         #expect(try driver.read(until: "ben#", timeout: 10))       // The arrival, unasked.
@@ -228,12 +239,8 @@ struct PipeDrivenChatTests {
     /// for whom; they go when both are online again.
     @Test func goingOfflineSaysWhatWaitsInTheOutbox() throws {
         let shells = LoopbackShells()
-        let ann = try shells.makeProfile("ann"), ben = try shells.makeProfile("ben")
-        let driver = try PipeDriver(arguments: ["--data-dir", ann, "--interface", "lo", "--port", "\(shells.port)",
-                                                "--announce-interval", "0.2"], scratch: shells.scratch)
+        let (driver, ben) = try annOnline(shells)
         defer { driver.close() }
-        try driver.send("login ann --password-file \(shells.password)\nchat")
-        #expect(try driver.read(until: "nobody you can see is nearby", timeout: 10))
         let runB = try shells.start("ben", data: ben, lines: ["chat", "sleep 1"])
         defer { runB.kill() }
         #expect(try driver.read(until: "ben#", timeout: 10))
