@@ -268,9 +268,10 @@ public final class ChatMode {
         // Lines typed last are written (and sent once) before anything stops.
         let waiting = delivery?.waiting() ?? []
         if let console {
-            for (conversation, count) in waiting {
-                console.print(count == 1 ? "1 message to \(conversation.shownHandle) waits in the outbox: it goes when you are both online"
-                                         : "\(count) messages to \(conversation.shownHandle) wait in the outbox: they go when you are both online")
+            for summary in waiting {
+                let peer = summary.conversation.shownHandle
+                console.print(summary.waiting == 1 ? "1 message to \(peer) waits in the outbox: it goes when you are both online"
+                                                   : "\(summary.waiting) messages to \(peer) wait in the outbox: they go when you are both online")
             }
         }
         closeConversation()

@@ -40,7 +40,7 @@ extension ChatMode {
                 shell.leaveMode()
             }
         }
-        shell.register(mode: "chat", "chats", summary: "your conversations: last message, time, unread count") { shell, _ in
+        shell.register(mode: "chat", "chats", summary: "your conversations: last message, time, unread and waiting counts") { shell, _ in
             try self.listConversations(shell)
         }
         shell.register(mode: "chat", "older", summary: "the page of messages before the ones shown") { shell, _ in
@@ -217,16 +217,23 @@ extension ChatMode {
 
     private func listConversations(_ shell: Shell) throws {
         guard let me = profiles.current else { throw ProfileError.notLoggedIn }
+        delivery?.settle()  // Lines just typed are written by now, and count as waiting.
         let summaries = try MessageStore(database: try shell.session.openDatabase()).conversations(myKey: me.identity.signingPublicKey)
         guard !summaries.isEmpty else { return shell.console.print("no conversations yet: open NAME") }
         let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
-        for summary in summaries {
+        // What is new there, what has not reached them: "2 unread, 1 waiting".
+        let counts = summaries.map { summary in
+            [summary.unread > 0 ? "\(summary.unread) unread" : nil, summary.waiting > 0 ? "\(summary.waiting) waiting" : nil]
+                .compactMap { $0 }.joined(separator: ", ")
+        }
+        let countsWidth = max(10, counts.map(\.count).max() ?? 0)
+        for (summary, count) in zip(summaries, counts) {
             let handle = summary.conversation.shownHandle
             let when = summary.lastTime.map { view.sectionTitle($0, now: shell.session.clock()) } ?? ""
-            let unread = summary.unread > 0 ? shell.styler.bold("\(summary.unread) unread") : ""
+            let shownCount = DisplayWidth.pad(count, to: countsWidth)
             let last = summary.lastText.map { ConversationView.preview($0, width: 32) } ?? ""
-            shell.console.print([DisplayWidth.pad(handle, to: 20), DisplayWidth.pad(when, to: 18), DisplayWidth.pad(unread, to: 10), last]
-                                    .joined(separator: " "))
+            shell.console.print([DisplayWidth.pad(handle, to: 20), DisplayWidth.pad(when, to: 18),
+                                 summary.unread > 0 ? shell.styler.bold(shownCount) : shownCount, last].joined(separator: " "))
         }
     }
 

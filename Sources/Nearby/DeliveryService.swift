@@ -348,11 +348,11 @@ public final class DeliveryService: @unchecked Sendable {
         }
     }
 
-    /// What waits in the outboxes once every line taken is written: each conversation with
-    /// messages its peer has not acknowledged, and how many (none if the database cannot say).
-    public func waiting() -> [(conversation: Conversation, messages: Int)] {
+    /// What waits in the outboxes once every line taken is written: the conversations with
+    /// messages their peer has not acknowledged (none if the database cannot say).
+    public func waiting() -> [ConversationSummary] {
         settle()
-        return (try? store.outboxSizes(myKey: myKey)) ?? []
+        return ((try? store.conversations(myKey: myKey)) ?? []).filter { $0.waiting > 0 }
     }
 
     /// Loads every outbox at start, so messages written while away go when their peer appears.

@@ -93,6 +93,8 @@ public struct ConversationSummary: Equatable, Sendable {
     public var lastText: String?
     public var lastTime: Double?
     public var unread: Int
+    /// Our messages the peer has not acknowledged yet: the outbox.
+    public var waiting: Int
 }
 
 /// Conversations and messages in the database. Every message is written before it is shown or
@@ -137,11 +139,13 @@ public struct MessageStore: Sendable {
             try Row.fetchAll(db, sql: """
                 SELECT conversation.*,
                        (SELECT text FROM message WHERE conversationId = conversation.id ORDER BY number DESC LIMIT 1) AS lastText,
-                       (SELECT sentAt FROM message WHERE conversationId = conversation.id ORDER BY number DESC LIMIT 1) AS lastTime
+                       (SELECT sentAt FROM message WHERE conversationId = conversation.id ORDER BY number DESC LIMIT 1) AS lastTime,
+                       (SELECT count(*) FROM message INDEXED BY message_unread_by_peer WHERE conversationId = conversation.id
+                        AND outgoing = 1 AND state != 'read' AND lastSequence > conversation.acknowledgedSequence) AS waiting
                 FROM conversation WHERE myKey = ? ORDER BY lastActivity DESC
                 """, arguments: [myKey]).map { row in
                 ConversationSummary(conversation: Self.conversation(row), lastText: row["lastText"], lastTime: row["lastTime"],
-                                    unread: row["unread"])
+                                    unread: row["unread"], waiting: row["waiting"])
             }
         }
     }
@@ -198,19 +202,6 @@ public struct MessageStore: Sendable {
                 """, arguments: [conversation]).map {
                 PendingMessage(id: $0[0], row: MessageRow(number: $0[1], text: $0[2], firstSequence: $0[3], lastSequence: $0[4], sentAt: $0[5]))
             }
-        }
-    }
-
-    /// Conversations with something in the outbox, and how many messages wait in each.
-    public func outboxSizes(myKey: Data) throws -> [(conversation: Conversation, messages: Int)] {
-        try database.read { db in
-            try Row.fetchAll(db, sql: """
-                SELECT * FROM (SELECT conversation.*,
-                    (SELECT count(*) FROM message INDEXED BY message_unread_by_peer WHERE conversationId = conversation.id
-                     AND outgoing = 1 AND state != 'read' AND lastSequence > conversation.acknowledgedSequence) AS waiting
-                    FROM conversation WHERE myKey = ?)
-                WHERE waiting > 0 ORDER BY lastActivity DESC
-                """, arguments: [myKey]).map { (Self.conversation($0), $0["waiting"]) }
         }
     }
 
