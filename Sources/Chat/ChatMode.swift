@@ -325,9 +325,11 @@ public final class ChatMode {
         // Packets dropped by the wire checks and by the delivery checks, by reason.
         let all = stats.dropped.merging(delivery?.droppedCounts ?? [:], uniquingKeysWith: +)
         let dropped = all.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        let resent = delivery?.resentCount ?? 0
         shell.console.print("sent \(stats.sent) packets (\(stats.sentBytes) bytes), received \(stats.received), "
                             + "dropped \(all.values.reduce(0, +))" + (dropped.isEmpty ? "" : " (\(dropped))")
-                            + (stats.redundant > 0 ? ", skipped \(stats.redundant) (redundant answers)" : ""))
+                            + (stats.redundant > 0 ? ", skipped \(stats.redundant) (redundant answers)" : "")
+                            + (resent > 0 ? ", resent \(resent) message fragments (no acknowledgement in time)" : ""))
     }
 
     /// A peer's avatar in two columns: its picture (once fetched) as a colour swatch, else a glyph.

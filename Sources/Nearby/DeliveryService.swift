@@ -105,6 +105,7 @@ public final class DeliveryService: @unchecked Sendable {
     private let networkLock = Mutex<DeliveryNetwork?>(nil)
     private var network: DeliveryNetwork? { networkLock.withLock { $0 } }
     private var dropped: [String: Int] = [:]
+    private var resent = 0
     /// Peers owed an acknowledgement, and the route to send it by (`acknowledge`).
     private var acknowledgements: [Data: (Peer, Route)] = [:]
     /// Whole messages received and not yet stored, by sender in the order they first came:
@@ -167,6 +168,10 @@ public final class DeliveryService: @unchecked Sendable {
     }
 
     public var droppedCounts: [String: Int] { engine.sync { dropped } }
+
+    /// Fragments sent again for want of an acknowledgement in time (each copy counted once,
+    /// whatever routes it took): losses, or a peer or broker slower than the measured round trip.
+    public var resentCount: Int { engine.sync { resent } }
 
     private func drop(_ reason: String) { dropped[reason, default: 0] += 1 }
 
@@ -493,6 +498,7 @@ public final class DeliveryService: @unchecked Sendable {
             // reads packets of several (a reader need not: then it still gets every message).
             // Through a slow clustered broker, copies sent again one to a packet were thousands
             // of publishes, each answered by an acknowledgement, and a burst went at 40 a second.
+            resent += due.repeatedTogether.count + due.repeated.count
             let together = Self.bundles(seal(due.repeatedTogether).map(\.1))
             for boxes in together + seal(due.repeated).map({ [$0.1] }) {
                 transmit(Self.payload(boxes, to: peer), to: peer, everyRoute: true)

@@ -59,6 +59,7 @@ import Testing
         // `nearby stats` counts what carries messages too: ben got the copy that came through,
         // ann its acknowledgement.
         #expect((annService.statistics.received - before.0, benService.statistics.received - before.1) == (1, 1))
+        #expect((ann.resentCount, benDelivery.resentCount) == (1, 0), "the lost fragment went again, once")
         withExtendedLifetime(benDelivery) {}  // The service holds its delivery weakly.
     }
 
