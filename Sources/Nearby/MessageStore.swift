@@ -140,8 +140,7 @@ public struct MessageStore: Sendable {
                 SELECT conversation.*,
                        (SELECT text FROM message WHERE conversationId = conversation.id ORDER BY number DESC LIMIT 1) AS lastText,
                        (SELECT sentAt FROM message WHERE conversationId = conversation.id ORDER BY number DESC LIMIT 1) AS lastTime,
-                       (SELECT count(*) FROM message INDEXED BY message_unread_by_peer WHERE conversationId = conversation.id
-                        AND outgoing = 1 AND state != 'read' AND lastSequence > conversation.acknowledgedSequence) AS waiting
+                       (SELECT count(*) \(Self.unacknowledged)) AS waiting
                 FROM conversation WHERE myKey = ? ORDER BY lastActivity DESC
                 """, arguments: [myKey]).map { row in
                 ConversationSummary(conversation: Self.conversation(row), lastText: row["lastText"], lastTime: row["lastTime"],
@@ -209,12 +208,17 @@ public struct MessageStore: Sendable {
     public func conversationsWithOutbox(myKey: Data) throws -> [Conversation] {
         try database.read { db in
             try Row.fetchAll(db, sql: """
-                SELECT * FROM conversation WHERE myKey = ? AND EXISTS
-                (SELECT 1 FROM message INDEXED BY message_unread_by_peer WHERE conversationId = conversation.id AND outgoing = 1
-                 AND state != 'read' AND lastSequence > conversation.acknowledgedSequence)
+                SELECT * FROM conversation WHERE myKey = ? AND EXISTS (SELECT 1 \(Self.unacknowledged))
                 """, arguments: [myKey]).map(Self.conversation)
         }
     }
+
+    /// The outbox of the conversation in the outer query: our messages neither read nor
+    /// acknowledged, found on the index of messages unread by the peer.
+    private static let unacknowledged = """
+        FROM message INDEXED BY message_unread_by_peer WHERE conversationId = conversation.id AND outgoing = 1
+          AND state != 'read' AND lastSequence > conversation.acknowledgedSequence
+        """
 
     /// The messages up to the one ending at `sequence` went out at least once: `sending`
     /// becomes `sent` (they stay in the outbox until acknowledged). States only move forward:
