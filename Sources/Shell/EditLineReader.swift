@@ -171,7 +171,10 @@ public final class EditLineReader: LineReader {
             tcsetattr(0, TCSAFLUSH, &quiet)
         }
         defer {
-            if haveTerminal { tcsetattr(0, TCSAFLUSH, &saved) }
+            // TCSADRAIN, not TCSAFLUSH: what was typed after the answer (the next command,
+            // typed ahead while the password is checked) is kept for the prompt, as sudo does.
+            // Turning echo off did flush: nothing typed before the question is taken as the answer.
+            if haveTerminal { tcsetattr(0, TCSADRAIN, &saved) }
             console.write("\n")
             console.flush()
         }

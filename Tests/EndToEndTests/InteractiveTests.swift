@@ -241,6 +241,22 @@ import Testing
         #expect(!(try term.screen()).contains("\ntyped meanwhile"))  // Keys typed meanwhile are dropped, not run.
     }
 
+    /// What is typed after a password, while it is being checked, is the next command: the
+    /// terminal's echo comes back without throwing it away.
+    @Test func aCommandTypedAheadOfAPasswordCheckIsKept() throws {
+        let password = scratch.write("password", "correct horse\n")
+        _ = try runSeance(["--data-dir", scratch.dataDir, "-c", "profile new ann --password-file \(password)"], scratch: scratch)
+        let term = try TerminalSession(scratch: scratch)
+        try term.type("login ann")
+        try term.press("Enter")
+        try term.waitFor { $0.hasSuffix("Password for ann:") }
+        // One write: the command is in the terminal's queue before the answer is read.
+        try term.type("correct horse\recho typed ahead\r")
+        let screen = try term.waitFor { $0.contains("\ntyped ahead") && $0.hasSuffix("seance>") }
+        #expect(screen.contains("logged in as ann#"))
+        #expect(!screen.contains("correct horse"))
+    }
+
     @Test(.enabled(if: inPrivateNetwork, "opens sockets: only inside scripts/in-netns"))
     func aConversationShowsIncomingBubblesLiveAboveTheLineBeingTyped() throws {
         let password = scratch.write("password", "correct horse\n")
