@@ -165,6 +165,7 @@ public enum App {
                 return .startFailed("cannot initialise line editing on this terminal")
             }
             editLine.complete = { [unowned shell] text in shell.completion(for: text) }
+            editLine.promptLabel = { [unowned shell] in shell.promptLabel }
             reader = editLine
             console.print(console.styler.bold("seance \(version)") + " — type 'help' for commands, Tab to complete, Ctrl-D to leave.")
         } else {

@@ -57,6 +57,7 @@ extension ChatMode {
         let link = self.link
         let capabilities = shell.capabilities
         let columns = shell.console.columns
+        let overwrites = shell.console.overwrites
         let openBox = OpenConversationBox()
         self.openBox = openBox
         let rules = self.rules
@@ -73,9 +74,21 @@ extension ChatMode {
                     inbox.post(Styler(capabilities).apply(.magenta, "✉") + " \(sender): \(preview)   (open \(sender))")
                 }
             case .stateChanged(let conversation, let numbers, let state):
-                guard openBox.id == conversation, let last = numbers.max() else { return }
-                let which = numbers.count == 1 ? "#\(last)" : "#\(numbers.min()!)–#\(last)"
-                inbox.post(Styler(capabilities).dim("\(which) \(state.rawValue)"))
+                guard openBox.id == conversation, let first = numbers.min(), let last = numbers.max() else { return }
+                @Sendable func line(_ first: Int64, _ last: Int64) -> String {
+                    Styler(capabilities).dim((first == last ? "#\(last)" : "#\(first)–#\(last)") + " \(state.rawValue)")
+                }
+                guard overwrites else { return inbox.post(line(first, last)) }
+                // Written over the state under each bubble still on the screen (decided when
+                // printed: the bubble may not be drawn yet); a line for the others.
+                inbox.post(.update(numbers.map { number in
+                    Overwrite(mark: Self.stateMark(conversation, number), id: number) { columns in
+                        ConversationView(capabilities: capabilities, columns: columns).statusRow(number: number, state: state)
+                    }
+                }) { missed in
+                    guard let first = missed.map(\.id).min(), let last = missed.map(\.id).max() else { return nil }
+                    return line(first, last)
+                })
             case .notStored(_, let numbers, let reason):
                 // Said wherever the user is: a line they typed was neither kept nor sent.
                 let which = numbers.count == 1 ? "#\(numbers[0])" : "#\(numbers.min()!)–#\(numbers.max()!)"
@@ -151,7 +164,7 @@ extension ChatMode {
         let shown = rules.shownName(of: conversation.peerKey) ?? conversation.shownHandle
         shell.console.print(shell.styler.bold(shown) + (page.isEmpty ? " — no messages yet" : ""))
         shell.console.print(shell.styler.dim("every line you type is sent; commands start with / (/back, /older, /tap N, /help); // sends a leading /"))
-        for line in lines { shell.console.print(line) }
+        printPage(page, lines, in: conversation.id, shell)
         if let last = page.last { delivery.shown(upTo: last.id, in: conversation) }
     }
 
@@ -168,7 +181,30 @@ extension ChatMode {
         let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
         let bubble = view.bubble(message)
         if animate && shell.capabilities.interactive { slide(bubble, shell) }
-        for row in bubble { shell.console.print(row) }
+        for row in bubble.dropLast() { shell.console.print(row) }
+        shell.console.print(bubble.last!, mark: Self.stateMark(conversation.id, message.number))
+    }
+
+    /// The name the state row under message `number` is printed with: written over when the
+    /// state changes, where the terminal allows (elsewhere each change is a line of its own).
+    static func stateMark(_ conversation: Int64, _ number: Int64) -> String { "state \(conversation) \(number)" }
+
+    /// Lines of a page, the state rows of yours that can still change printed to be written over.
+    private func printPage(_ page: [ChatMessage], _ lines: [String], in conversation: Int64, _ shell: Shell) {
+        let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
+        var stateRows: [String: Int64] = [:]
+        if shell.console.overwrites {
+            for message in page where message.outgoing && message.state != .read {
+                stateRows[view.statusRow(number: message.number, state: message.state)] = message.number
+            }
+        }
+        for line in lines {
+            if let number = stateRows[line] {
+                shell.console.print(line, mark: Self.stateMark(conversation, number))
+            } else {
+                shell.console.print(line)
+            }
+        }
     }
 
     /// The line without spaces or tabs at either end. Foundation's trimming costs more than a
@@ -244,7 +280,7 @@ extension ChatMode {
         let (page, lines) = try fittingPage(conversation, before: oldest, store: store, shell, reserved: 1)
         guard !page.isEmpty else { return shell.console.print("nothing older") }
         oldestShown = page.first?.id
-        for line in lines { shell.console.print(line) }
+        printPage(page, lines, in: conversation.id, shell)
     }
 
     /// The newest messages before `before` (nil: the newest of all) that fit the window with

@@ -76,16 +76,18 @@ public struct ConversationView: Sendable {
         }
         rows = rows.map { styler.apply(style, $0) }
         if !message.outgoing, let sender = message.sender { rows.insert(styler.bold(SafeText.visible(sender)), at: 0) }
-        let label = styler.dim("#\(message.number)")
         if message.outgoing {
-            let state = styler.dim(message.state.rawValue)
             // Every row of the bubble is its text's width and four columns of frame.
             let indent = String(repeated: " ", count: max(0, columns - (width + 4)))
-            let placed = rows.map { indent + $0 }
-            let status = "#\(message.number) \(message.state.rawValue)"
-            return placed + [String(repeated: " ", count: max(0, columns - status.displayWidth)) + label + " " + state]
+            return rows.map { indent + $0 } + [statusRow(number: message.number, state: message.state)]
         }
-        return rows + [label]
+        return rows + [styler.dim("#\(message.number)")]
+    }
+
+    /// The row under one of your bubbles: its number and delivery state, at the right edge.
+    public func statusRow(number: Int64, state: ChatMessage.State) -> String {
+        let status = "#\(number) \(state.rawValue)"
+        return String(repeated: " ", count: max(0, columns - status.displayWidth)) + styler.dim("#\(number)") + " " + styler.dim(state.rawValue)
     }
 
     /// The newest of `page` that fit `rows` with `reserved` lines to spare, and their rendering;

@@ -28,7 +28,9 @@ extension Rooms {
                 guard !text.isEmpty else { return }
                 let message = try self.say(text)
                 let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
-                view.bubble(message).forEach { shell.console.print($0) }
+                let bubble = view.bubble(message)
+                bubble.dropLast().forEach { shell.console.print($0) }
+                shell.console.print(bubble.last!, mark: Rooms.stateMark(message.id))
             }))
         shell.register(mode)
         /// `room host …` typed in another mode brings the user online and into the room's mode.

@@ -57,16 +57,16 @@ public struct RoomStore: Sendable {
     }
 
     /// One more member acknowledged our line `id`: its number, and whether every copy is now in.
-    public func acknowledged(in room: Int64, id: Data, me: Data, now: Double) throws -> (number: Int64, all: Bool)? {
+    public func acknowledged(in room: Int64, id: Data, me: Data, now: Double) throws -> (row: Int64, number: Int64, all: Bool)? {
         try database.write { db in
             try db.execute(sql: """
                 UPDATE roomMessage SET acknowledged = acknowledged + 1, receivedAt = coalesce(receivedAt, ?)
                 WHERE roomId = ? AND senderKey = ? AND messageId = ? AND acknowledged < copies
                 """, arguments: [now, room, me, id])
             guard db.changesCount > 0, let row = try Row.fetchOne(db, sql: """
-                SELECT number, acknowledged, copies FROM roomMessage WHERE roomId = ? AND senderKey = ? AND messageId = ?
+                SELECT id, number, acknowledged, copies FROM roomMessage WHERE roomId = ? AND senderKey = ? AND messageId = ?
                 """, arguments: [room, me, id]) else { return nil }
-            return (row["number"], (row["acknowledged"] as Int) >= (row["copies"] as Int))
+            return (row["id"], row["number"], (row["acknowledged"] as Int) >= (row["copies"] as Int))
         }
     }
 

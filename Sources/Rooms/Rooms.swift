@@ -513,8 +513,15 @@ public final class Rooms: ChatFeature, @unchecked Sendable {
               let result = try? RoomStore(database: context.database).acknowledged(in: pending.room, id: ack.id,
                                                                                    me: context.identity.signingPublicKey, now: context.engine.now),
               result.all, state.withLock({ $0.showing }) else { return }
-        context.inbox.post(context.styler.dim("#\(result.number) delivered to everyone"))
+        // Written over the state under the line's bubble while it is on screen.
+        let capabilities = context.capabilities
+        context.inbox.post(.update([Overwrite(mark: Self.stateMark(result.row), id: result.number) { columns in
+            ConversationView(capabilities: capabilities, columns: columns).statusRow(number: result.number, state: .delivered)
+        }]) { missed in missed.isEmpty ? nil : Styler(capabilities).dim("#\(result.number) delivered to everyone") })
     }
+
+    /// The name the state row under your line (stored as row `row`) is printed with.
+    public static func stateMark(_ row: Int64) -> String { "room state \(row)" }
 
     /// Copies not yet acknowledged go again, a second apart, `attempts` times in all.
     private func resend(_ context: OnlineContext) {

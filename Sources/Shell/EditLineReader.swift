@@ -18,6 +18,12 @@ public final class EditLineReader: LineReader {
     private let console: Console
     /// Completes the text before the cursor; set by whoever owns the shell.
     public var complete: (String) -> Completion = { _ in Completion(replacedScalarCount: 0, candidates: [], quotes: true) }
+    /// The prompt's label as it is now; set by whoever owns the shell. Something that happens
+    /// while a line is typed (joining a room heard meanwhile) changes it, and the prompt drawn
+    /// again below a notice shows it.
+    public var promptLabel: (() -> String)?
+    /// The label of the prompt shown (nil while a form asks a question instead).
+    private var shownLabel: String?
 
     private var prompt: UnsafeMutablePointer<CChar>?
     private var keyCommands: [SpecialKey: String] = [:]
@@ -83,11 +89,22 @@ public final class EditLineReader: LineReader {
 
         console.columns = TerminalSize.columns(); console.rows = TerminalSize.rows()
         console.printAbovePrompt = { [unowned self] lines in self.printAbovePrompt(lines) }
+        console.editArea = { [unowned self] in self.isEditing ? self.editRows() : nil }
+        // Lines printed earlier are written over (delivery states) only on a screen that can
+        // move the cursor back up to them.
+        if isatty(1) != 0, let term = getenv("TERM").map({ String(cString: $0) }), !term.isEmpty, term != "dumb" {
+            console.followScreen()
+        }
+        seance_el_addfn(editLine, "seance-clear-screen", "clear the screen") { el, _ in
+            EditLineReader.owner(el)?.clearScreen() ?? UInt8(CC_ERROR)
+        }
+        seance_el_bind(editLine, "^L", "seance-clear-screen")
         Signals.install(wakeFD: console.inbox.wakeFDs.write)
     }
 
     deinit {
         console.printAbovePrompt = nil
+        console.editArea = nil
         el_end(editLine)
         history_end(history)
         history_end(savedHistory)
@@ -102,10 +119,13 @@ public final class EditLineReader: LineReader {
     // MARK: Reading lines
 
     public func readLine(prompt label: String) -> LineInput {
-        let styled = console.styler.enabled
-            ? "\u{1}" + Style.bold.escape + "\u{1}" + label + "\u{1}" + Style.reset + "\u{1}> "
-            : label + "> "
-        return read(prompt: styled)
+        shownLabel = label
+        defer { shownLabel = nil }
+        return read(prompt: styledPrompt(label))
+    }
+
+    private func styledPrompt(_ label: String) -> String {
+        console.styler.enabled ? "\u{1}" + Style.bold.escape + "\u{1}" + label + "\u{1}" + Style.reset + "\u{1}> " : label + "> "
     }
 
     private func read(prompt text: String) -> LineInput {
@@ -118,6 +138,8 @@ public final class EditLineReader: LineReader {
         let result = el_gets(editLine, &count)
         isEditing = false
         guard let raw = result else {
+            // "^C" goes after the cursor, which may be anywhere in the abandoned text.
+            console.forgetMarks()
             if interrupted {
                 // Ctrl-C: leave the abandoned text on screen, as shells do, and start afresh.
                 console.write("^C\n")
@@ -130,6 +152,7 @@ public final class EditLineReader: LineReader {
         }
         var line = String(cString: raw)
         if line.hasSuffix("\n") { line.removeLast() }
+        console.lineAccepted(width: promptWidth + line.displayWidth)
         return .line(line)
     }
 
@@ -223,6 +246,7 @@ public final class EditLineReader: LineReader {
             if Signals.resumed.exchange(false, ordering: .relaxed) {
                 // Back from Ctrl-Z: the shell that ran `fg` drew its own lines; draw ours again.
                 el_resize(editLine)
+                console.forgetMarks()
                 console.write("\n")
                 console.flush()
                 seance_el_refresh(editLine)
@@ -230,6 +254,7 @@ public final class EditLineReader: LineReader {
             if Signals.resize.exchange(false, ordering: .relaxed) {
                 el_resize(editLine)
                 console.columns = TerminalSize.columns(); console.rows = TerminalSize.rows()
+                console.forgetMarks()  // The terminal may have rewrapped what it shows.
             }
             console.printPending()
             var fds = [pollfd(fd: 0, events: Int16(POLLIN), revents: 0),
@@ -290,14 +315,42 @@ public final class EditLineReader: LineReader {
             console.write(lines.joined(separator: "\n") + "\n")
             return
         }
-        let columns = max(1, console.columns)
-        let promptWidth = (prompt.map { String(cString: $0) } ?? "").strippingPromptMarkers.displayWidth
-        let rowsAbove = (promptWidth + textBeforeCursor().displayWidth) / columns
-        var text = rowsAbove > 0 ? "\u{1B}[\(rowsAbove)A" : ""
-        text += "\r\u{1B}[J" + lines.joined(separator: "\n") + "\n"
-        console.write(text)
+        let rowsAbove = editRows().aboveCursor
+        // The move up to the start of the line being edited is not output: the rows followed
+        // end where that line begins.
+        console.writeUnfollowed((rowsAbove > 0 ? "\u{1B}[\(rowsAbove)A" : "") + "\r\u{1B}[J")
+        console.write(lines.joined(separator: "\n") + "\n")
         console.flush()
+        if let label = promptLabel?(), shownLabel != nil, label != shownLabel {
+            shownLabel = label
+            setPrompt(styledPrompt(label))
+        }
         seance_el_refresh(editLine)
+    }
+
+    private var promptWidth: Int { (prompt.map { String(cString: $0) } ?? "").strippingPromptMarkers.displayWidth }
+
+    /// The rows of the line being edited (prompt included) above and below the cursor's.
+    private func editRows() -> (aboveCursor: Int, belowCursor: Int) {
+        let columns = max(1, console.columns)
+        let above = (promptWidth + textBeforeCursor().displayWidth) / columns
+        let all = (promptWidth + wholeLine().displayWidth) / columns
+        return (above, max(0, all - above))
+    }
+
+    /// Ctrl-L: the screen cleared and the line drawn again at the top.
+    private func clearScreen() -> UInt8 {
+        console.write("\u{1B}[H\u{1B}[2J")
+        console.flush()
+        return UInt8(CC_REDISPLAY)
+    }
+
+    private func wholeLine() -> String {
+        guard let info = el_line(editLine)?.pointee, let start = info.buffer, let end = info.lastchar else { return "" }
+        let count = end - start
+        return start.withMemoryRebound(to: UInt8.self, capacity: count) {
+            String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self)
+        }
     }
 
     private func textBeforeCursor() -> String {
@@ -335,6 +388,8 @@ public final class EditLineReader: LineReader {
             el_insertstr(editLine, insertion)
             return UInt8(CC_REFRESH)
         }
+        // Below the line being edited, which stays above the listing: not followed.
+        console.forgetMarks()
         console.write("\n" + completion.listing(columns: console.columns) + "\n")
         console.flush()
         return UInt8(CC_REDISPLAY)

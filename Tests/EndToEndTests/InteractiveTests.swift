@@ -309,6 +309,91 @@ import Testing
         #expect(history.contains("open") && !history.contains("reply") && !history.contains("knows"), "\(history)")
     }
 
+    /// The state under your bubble moves forward where it is (sending, delivered, read), not as
+    /// a line of its own each time, even while another line is being typed.
+    @Test(.enabled(if: inPrivateNetwork, "opens sockets: only inside scripts/in-netns"))
+    func theStateUnderYourBubbleIsUpdatedInPlace() throws {
+        let password = scratch.write("password", "correct horse\n")
+        for (name, dir) in [("ann", scratch.dataDir), ("ben", scratch.path + "/ben")] {
+            _ = try runSeance(["--data-dir", dir, "-c", "profile new \(name) --password-file \(password)"], scratch: scratch)
+        }
+        // A port of its own: the anns and bens of other tests are not in sight.
+        let network = ["--announce-interval", "0.2", "--interface", "lo", "--port", "\(UInt16.random(in: 20_000...60_000))"]
+        let term = try TerminalSession(arguments: network + ["--no-anim"], scratch: scratch)
+        try term.type("login ann --password-file \(password)")
+        try term.press("Enter")
+        try term.type("chat")
+        try term.press("Enter")
+        try term.waitFor { $0.contains("announcing ann#") }
+        // ben is online at once, and reads what ann wrote only after a while.
+        let benScript = scratch.write("ben.seance", "login ben --password-file \(password)\nchat\n/sleep 3\nopen ann --wait 30\n/sleep 30\n")
+        let ben = Process()
+        ben.executableURL = URL(fileURLWithPath: seanceBinary)
+        ben.arguments = ["--data-dir", scratch.path + "/ben"] + network + [benScript]
+        ben.standardOutput = FileHandle.nullDevice
+        ben.standardError = FileHandle.nullDevice
+        try ben.run()
+        defer { ben.terminate() }
+        try term.waitFor { $0.contains("+ 👤 ben#") }
+        try term.type("open ben")
+        try term.press("Enter")
+        try term.waitFor { $0.hasSuffix("chat:ben●>") }
+        try term.type("first words")
+        try term.press("Enter")
+        /// The row under the bubble, and whether any other row is a state of its own.
+        func stateRow(_ screen: String) -> (under: String?, repeated: Bool) {
+            let rows = screen.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            let bottom = rows.lastIndex { $0.hasSuffix("╯") }
+            let under = bottom.flatMap { $0 + 1 < rows.count ? rows[$0 + 1].trimmingCharacters(in: .whitespaces) : nil }
+            let repeated = rows.indices.contains { index in
+                index != bottom.map { $0 + 1 } && rows[index].trimmingCharacters(in: .whitespaces).hasPrefix("#1 ")
+            }
+            return (under, repeated)
+        }
+        var screen = try term.waitFor { stateRow($0).under == "#1 delivered" }
+        #expect(!stateRow(screen).repeated, "\(screen)")
+        try term.type("half typed")
+        // ben opens the conversation: his receipt arrives while ann is typing.
+        screen = try term.waitFor { stateRow($0).under == "#1 read" }
+        #expect(!stateRow(screen).repeated, "\(screen)")
+        #expect(screen.hasSuffix("chat:ben●> half typed"), "\(screen)")
+        // The cursor was left where it was: typing goes on at the end of the line.
+        try term.type(" and more")
+        try term.press("Enter")
+        screen = try term.waitFor { $0.contains("│ half typed and more │") }
+        #expect(screen.contains("chat:ben●> half typed and more\n"), "\(screen)")
+    }
+
+    /// Joining a room heard while a line is being typed changes the prompt at once (the line
+    /// kept), and the state under a line said in the room changes where it is.
+    @Test(.enabled(if: inPrivateNetwork, "opens sockets: only inside scripts/in-netns"))
+    func aRoomJoinedWhileTypingShowsInThePrompt() throws {
+        let password = scratch.write("password", "correct horse\n")
+        for (name, dir) in [("ann", scratch.dataDir), ("ben", scratch.path + "/ben")] {
+            _ = try runSeance(["--data-dir", dir, "-c", "profile new \(name) --password-file \(password)"], scratch: scratch)
+        }
+        let network = ["--announce-interval", "0.2", "--interface", "lo", "--port", "\(UInt16.random(in: 20_000...60_000))"]
+        let term = try TerminalSession(arguments: network + ["--no-anim"], scratch: scratch)
+        try term.type("login ann --password-file \(password)")
+        try term.press("Enter")
+        try term.type("room listen")
+        try term.press("Enter")
+        try term.waitFor { $0.hasSuffix("room●>") }
+        try term.type("hello all")
+        let benScript = scratch.write("ben.seance", "login ben --password-file \(password)\nroom host 3 4\n/sleep 30\n")
+        let ben = Process()
+        ben.executableURL = URL(fileURLWithPath: seanceBinary)
+        ben.arguments = ["--data-dir", scratch.path + "/ben"] + network + [benScript]
+        ben.standardOutput = FileHandle.nullDevice
+        ben.standardError = FileHandle.nullDevice
+        try ben.run()
+        defer { ben.terminate() }
+        try term.waitFor { $0.contains("you joined room 3.4") && $0.hasSuffix("room:3.4●> hello all") }
+        try term.press("Enter")
+        let screen = try term.waitFor { $0.contains("│ hello all │") && $0.hasSuffix("#1 delivered\nroom:3.4●>") }
+        #expect(!screen.contains("delivered to everyone"), "\(screen)")
+    }
+
     /// A forged peer's message full of escapes, at a real terminal: the screen is not cleared,
     /// the window title not changed; the sequences show as text.
     @Test(.enabled(if: inPrivateNetwork, "opens sockets: only inside scripts/in-netns"))

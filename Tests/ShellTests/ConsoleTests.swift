@@ -15,13 +15,13 @@ import Testing
         let inbox = AsyncInbox()
         for index in 0..<1_000 { inbox.post("line \(index)") }
         #expect(bytesInPipe(inbox) == 1)
-        #expect(inbox.drain() == (0..<1_000).map { "line \($0)" })
+        #expect(inbox.drainLines() == (0..<1_000).map { "line \($0)" })
         #expect(bytesInPipe(inbox) == 0)
         inbox.post("after")  // The reader took everything: the next line wakes it again.
         #expect(bytesInPipe(inbox) == 1)
         inbox.clearWake()
         inbox.post("kept")  // A waiter that could not print emptied the pipe: wake again.
         #expect(bytesInPipe(inbox) == 1)
-        #expect(inbox.drain() == ["after", "kept"])
+        #expect(inbox.drainLines() == ["after", "kept"])
     }
 }

@@ -70,7 +70,7 @@ public final class ChatWorld: @unchecked Sendable {
             rules.clear()
         }
 
-        public func notices() -> [String] { inbox.drain() }
+        public func notices() -> [String] { inbox.drainLines() }
     }
 
     let directory = temporaryDirectory("world")
