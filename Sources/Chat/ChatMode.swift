@@ -207,7 +207,7 @@ public final class ChatMode {
         let context = OnlineContext(service: service, delivery: delivery, engine: engine, profile: profile, identity: identity,
                                     database: database, inbox: inbox, styler: styler, rules: rules,
                                     myPlane: { link.plane.withLock { $0 } }, random: SeededRandom(seed: shell.session.random.next()),
-                                    capabilities: shell.capabilities, columns: shell.console.columns)
+                                    capabilities: shell.capabilities)
         do {
             // Features register their kinds and rules before the first packet can arrive.
             for feature in features { try feature.online(context) }
@@ -520,13 +520,11 @@ public struct OnlineContext: @unchecked Sendable {
     public let random: SeededRandom
     /// How the terminal draws, for what arrives while the user types (a room's bubbles).
     public let capabilities: Capabilities
-    public let columns: Int
 
     public init(service: NearbyService, delivery: DeliveryService, engine: Engine, profile: Profile, identity: Identity,
                 database: SeanceDatabase, inbox: AsyncInbox, styler: Styler, rules: Rules, myPlane: @escaping @Sendable () -> Plane,
-                random: SeededRandom, capabilities: Capabilities = .plain, columns: Int = 80) {
+                random: SeededRandom, capabilities: Capabilities = .plain) {
         self.capabilities = capabilities
-        self.columns = columns
         self.service = service
         self.delivery = delivery
         self.engine = engine

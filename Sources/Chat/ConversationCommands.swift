@@ -56,7 +56,6 @@ extension ChatMode {
         let inbox = shell.console.inbox
         let link = self.link
         let capabilities = shell.capabilities
-        let columns = shell.console.columns
         let overwrites = shell.console.overwrites
         let openBox = OpenConversationBox()
         self.openBox = openBox
@@ -65,8 +64,7 @@ extension ChatMode {
             switch event {
             case .received(let conversation, let message, let from):
                 if openBox.id == conversation {
-                    let view = ConversationView(capabilities: capabilities, columns: columns)
-                    for line in view.bubble(message) { inbox.post(line) }
+                    inbox.post(.lines { columns in ConversationView(capabilities: capabilities, columns: columns).bubble(message) })
                     openBox.markShown?(message.id)
                 } else {
                     let preview = ConversationView.preview(message.text, width: 40)

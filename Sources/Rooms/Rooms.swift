@@ -494,8 +494,8 @@ public final class Rooms: ChatFeature, @unchecked Sendable {
         guard var message = stored ?? nil else { return }
         message.sender = context.rules.shownName(of: sender) ?? peer.shownHandle
         if state.withLock({ $0.showing }) {
-            let view = ConversationView(capabilities: context.capabilities, columns: context.columns)
-            for row in view.bubble(message) { context.inbox.post(row) }
+            let capabilities = context.capabilities
+            context.inbox.post(.lines { [message] columns in ConversationView(capabilities: capabilities, columns: columns).bubble(message) })
         } else {
             let preview = ConversationView.preview(text, width: 40)
             post(context, "room \(line.room) · \(message.sender!): \(preview)   (room, to read it there)")

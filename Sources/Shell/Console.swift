@@ -80,11 +80,12 @@ public final class AsyncInbox: Sendable {
 
     /// Takes every queued notice as the lines printed where nothing on screen can be written
     /// over (a pipe).
-    public func drainLines() -> [String] {
-        drain().compactMap { notice in
+    public func drainLines(columns: Int = 80) -> [String] {
+        drain().flatMap { notice -> [String] in
             switch notice {
-            case .line(let line): return line
-            case .update(let overwrites, let otherwise): return otherwise(overwrites)
+            case .line(let line): return [line]
+            case .lines(let render): return render(columns)
+            case .update(let overwrites, let otherwise): return otherwise(overwrites).map { [$0] } ?? []
             }
         }
     }
@@ -98,6 +99,9 @@ public final class AsyncInbox: Sendable {
 /// What the shell's thread is given to print from elsewhere.
 public enum Notice: Sendable {
     case line(String)
+    /// Lines laid out for the terminal's width when they are printed (a bubble: the window
+    /// may have been resized since the notice was made).
+    case lines(@Sendable (_ columns: Int) -> [String])
     /// Lines printed earlier with these marks, written over where they are still on the screen;
     /// for the others (scrolled away, or no screen to follow: a pipe), `otherwise` gives the line
     /// to print instead, if any.
@@ -251,6 +255,8 @@ public final class Console {
             switch notice {
             case .line(let line):
                 lines.append(line)
+            case .lines(let render):
+                lines += render(columns)
             case .update(let overwrites, let otherwise):
                 printLines()  // The marks' distances as they are after those lines.
                 let missed = overwrites.filter { !overwrite($0.mark, with: $0.render(columns)) }

@@ -119,3 +119,14 @@ import Testing
         #expect(!console.overwrites)
     }
 }
+
+/// Lines laid out when printed: the window may have been resized since they were made.
+@Suite struct RenderedNoticeTests {
+    @Test func linesAreLaidOutForTheWidthWhenPrinted() {
+        let console = Console.capturing(columns: 80, rows: 24)
+        console.inbox.post(.lines { columns in ["\(columns) wide", String(repeating: "-", count: columns)] })
+        console.columns = 50  // Resized after the notice was made.
+        console.printPending()
+        #expect(console.takeCaptured() == "50 wide\n" + String(repeating: "-", count: 50) + "\n")
+    }
+}
