@@ -119,6 +119,11 @@ public struct VisionStore: Sendable {
         }
     }
 
+    /// Every vision's thumbnail height in pixels, oldest first (what a list page holds depends on them).
+    public func thumbnailHeights() throws -> [Int] {
+        try database.read { db in try Int.fetchAll(db, sql: "SELECT thumbnailHeight FROM vision ORDER BY id") }
+    }
+
     public func visionCount() throws -> Int {
         try database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM vision") ?? 0 }
     }

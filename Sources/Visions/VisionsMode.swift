@@ -13,6 +13,7 @@ public final class VisionsMode {
     private var listPage = 1
     /// The vision `save` applies to: the one opened last.
     private var openVision: Int64?
+    /// Visions a list page holds in a script (at a terminal, as many as the window does).
     static let pageSize = 10
 
     public init() {}
@@ -90,11 +91,20 @@ public final class VisionsMode {
         let store = try store(shell)
         switch page {
         case .visions:
-            let total = try store.visionCount()
-            let pageCount = max(1, (total + Self.pageSize - 1) / Self.pageSize)
+            // At a terminal a page is what the window holds; a script's pages stay the same
+            // whatever the window it runs beside.
+            let pages: [Range<Int>]
+            if shell.capabilities.interactive {
+                pages = VisionsView.pages(entryRows: try store.thumbnailHeights().map(VisionsView.entryRows), rows: shell.console.rows)
+            } else {
+                let total = try store.visionCount()
+                pages = stride(from: 0, to: total, by: Self.pageSize).map { $0..<min(total, $0 + Self.pageSize) }
+            }
+            let pageCount = max(1, pages.count)
             listPage = min(listPage, pageCount)
-            let visions = try store.visions(offset: (listPage - 1) * Self.pageSize, limit: Self.pageSize)
-            shell.console.print(view(shell).visionList(visions, total: total, page: listPage, pageCount: pageCount))
+            let range = pages.isEmpty ? 0..<0 : pages[listPage - 1]
+            let visions = try store.visions(offset: range.lowerBound, limit: range.count)
+            shell.console.print(view(shell).visionList(visions, total: pages.last?.upperBound ?? 0, page: listPage, pageCount: pageCount))
         case .rescuers:
             shell.console.print(view(shell).rescuerList(try store.rescuers()))
         }

@@ -29,6 +29,28 @@ public struct VisionsView: Sendable {
         rescued ? styler.apply(.green, "Rescued") : styler.apply(.red + .bold, "Save Me")
     }
 
+    /// Rows of a list entry whose thumbnail is `height` pixels high: two pixels a row, and the
+    /// two lines of text beside it.
+    public static func entryRows(thumbnailHeight height: Int) -> Int { max(2, (max(1, height) + 1) / 2) }
+
+    /// The list cut into pages that each fit a window `rows` high with the heading, the "more"
+    /// line and the prompt; one entry at least, however tall.
+    public static func pages(entryRows: [Int], rows: Int) -> [Range<Int>] {
+        let budget = max(1, rows - 3)
+        var pages: [Range<Int>] = []
+        var start = 0, used = 0
+        for (index, height) in entryRows.enumerated() {
+            if index > start && used + height > budget {
+                pages.append(start..<index)
+                start = index
+                used = 0
+            }
+            used += height
+        }
+        if start < entryRows.count { pages.append(start..<entryRows.count) }
+        return pages
+    }
+
     public func visionList(_ visions: [VisionSummary], total: Int, page: Int, pageCount: Int) -> String {
         var lines = [styler.bold("Visions") + " — \(total) in all" + (pageCount > 1 ? ", page \(page) of \(pageCount)" : "")]
         if visions.isEmpty {

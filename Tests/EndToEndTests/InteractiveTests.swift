@@ -392,6 +392,20 @@ import Testing
         #expect(!stateRow(screen).repeated && !screen.contains("delivered to everyone"), "\(screen)")
     }
 
+    /// A page of the visions list fits the window: its heading is still on the screen.
+    @Test func theVisionsListIsAsLongAsTheWindowHolds() throws {
+        let image = packageRoot + "/assets/portraits/max.png"
+        _ = try runSeance(["--data-dir", scratch.dataDir, "-c", (1...6).map { _ in "visions add Max --image \(image)" }.joined(separator: "; ")],
+                          scratch: scratch)
+        let term = try TerminalSession(scratch: scratch, width: 80, height: 15)
+        try term.type("visions")
+        try term.press("Enter")
+        let screen = try term.waitFor { $0.hasSuffix("visions>") }
+        let rows = screen.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(rows.contains { $0.hasPrefix("Visions — 6 in all, page 1 of ") }, "\(screen)")
+        #expect(rows.contains { $0.hasSuffix("'list 2' shows more") }, "\(screen)")
+    }
+
     /// A forged peer's message full of escapes, at a real terminal: the screen is not cleared,
     /// the window title not changed; the sequences show as text.
     @Test(.enabled(if: inPrivateNetwork, "opens sockets: only inside scripts/in-netns"))
