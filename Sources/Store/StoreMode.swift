@@ -33,8 +33,12 @@ public final class StoreMode {
         shell.register(mode: "store", "inventory", summary: "what you hold, and the medallion you wear") { shell, _ in
             try self.showInventory(shell)
         }
-        shell.register(mode: "store", "receipts", summary: "your purchases, newest first, and the total spent") { shell, _ in
-            try self.showReceipts(shell)
+        shell.register(mode: "store", "receipts",
+                       arguments: [.positional("all", .choice([Candidate("all", "every receipt, not only the newest the window holds")]),
+                                               optional: true, help: "every receipt (at a terminal, only the newest the window holds are shown)")],
+                       summary: "your purchases, newest first, and the total spent") { shell, arguments in
+            if let word = arguments["all"], word != "all" { throw UserError("receipts takes 'all' or nothing, not '\(word)'") }
+            try self.showReceipts(all: arguments["all"] != nil, shell)
         }
         let receiptIDs = ArgumentKind.dynamic { [unowned self, unowned shell] in
             guard let login = self.session.current, let ledger = try? self.ledger(shell) else { return [] }
@@ -102,10 +106,12 @@ public final class StoreMode {
         }
     }
 
-    private func showReceipts(_ shell: Shell) throws {
+    /// At a terminal the newest that fit the window (unless `all`); in a script, all of them.
+    private func showReceipts(all: Bool, _ shell: Shell) throws {
         let login = try login()
         let receipts = try ledger(shell).receipts(profile: login.profile.id)
-        for line in view(shell).receipts(receipts) { shell.console.print(line) }
+        let rows = all || !shell.capabilities.interactive ? nil : shell.console.rows
+        for line in view(shell).receipts(receipts, rows: rows) { shell.console.print(line) }
     }
 
     private func showReceipt(_ id: String, _ shell: Shell) throws {

@@ -32,16 +32,23 @@ public struct StoreView: Sendable {
         return lines
     }
 
-    public func receipts(_ receipts: [Receipt]) -> [String] {
+    /// The receipts (newest first) and the total spent; with `rows`, only the newest that fit a
+    /// window that high, and a line saying how many older ones `receipts all` adds.
+    public func receipts(_ receipts: [Receipt], rows windowRows: Int? = nil) -> [String] {
         guard !receipts.isEmpty else { return ["no purchases yet: buy candle or buy medallion"] }
         let header = styler.bold(["ID      ", "TIME            ", "ITEM               ", "QTY", "   TOTAL"].joined(separator: "  "))
-        let rows = receipts.map { receipt in
+        // Heading, total and prompt around them; the line about older ones when some are left out.
+        var shown = receipts[...]
+        if let windowRows, receipts.count + 3 > windowRows { shown = receipts.prefix(max(1, windowRows - 4)) }
+        let older = receipts.count - shown.count
+        let rows = shown.map { receipt in
             [String(receipt.id.prefix(8)), Self.clock(Double(receipt.timeMilliseconds) / 1000),
              DisplayWidth.pad(Item(rawValue: receipt.item)?.name ?? SafeText.visible(receipt.item), to: 19),
              String(format: "%3d", receipt.quantity), String(repeating: " ", count: max(0, 8 - dollars(receipt.totalCents).count))
                 + dollars(receipt.totalCents)].joined(separator: "  ")
         }
-        return [header] + rows + ["total spent: " + styler.bold(dollars(receipts.reduce(0) { $0 + $1.totalCents }))]
+        return [header] + rows + (older > 0 ? [styler.dim("… \(older) older: receipts all")] : [])
+            + ["total spent: " + styler.bold(dollars(receipts.reduce(0) { $0 + $1.totalCents }))]
     }
 
     public func receipt(_ receipt: Receipt, owner: String, problem: String?) -> [String] {

@@ -5,6 +5,7 @@ import GRDB
 import Accounts
 import Storage
 import TestSupport
+import Terminal
 import Testing
 @testable import Store
 
@@ -122,5 +123,27 @@ import Testing
         #expect(try ledger.protectingMedallion(profile: profile.id, now: 100 + 3_600) == nil)  // Broken.
         #expect(try ledger.wearMedallion(profile: profile.id, now: 100 + 3_600).wornAt == 3_700)
         #expect(try ledger.inventory(profile: profile.id)[.medallion] == 0)
+    }
+}
+
+/// At a terminal `receipts` shows the newest the window holds, and says how many older ones
+/// `receipts all` adds; the total is always of them all.
+@Suite struct ReceiptListTests {
+    let receipts = (0..<10).map { index in
+        Receipt(id: "0000000\(index)-0000-4000-8000-000000000000", profileKey: Data(count: 32), item: "candle", quantity: 1,
+                unitCents: 99, totalCents: 99, timeMilliseconds: 1_795_401_000_000, signature: Data())
+    }
+
+    @Test func theNewestThatFitTheWindowAndTheTotalOfAll() {
+        let lines = StoreView(styler: Styler(.plain), ascii: false).receipts(receipts, rows: 10)
+        #expect(lines.count == 9)  // The window's 10 rows, less the prompt's.
+        #expect(lines[1].hasPrefix("00000000 ") && lines[6].hasPrefix("00000005 "))
+        #expect(lines[7] == "… 4 older: receipts all")
+        #expect(lines[8] == "total spent: $9.90")
+    }
+
+    @Test func allOfThemWhenTheyFitOrWithoutAWindow() {
+        #expect(StoreView(styler: Styler(.plain), ascii: false).receipts(receipts, rows: 13).count == 12)
+        #expect(StoreView(styler: Styler(.plain), ascii: false).receipts(receipts).count == 12)
     }
 }
