@@ -189,12 +189,14 @@ extension ChatMode {
 
     /// Lines of a page, the state rows of yours that can still change printed to be written over.
     private func printPage(_ page: [ChatMessage], _ lines: [String], in conversation: Int64, _ shell: Shell) {
+        guard shell.console.overwrites else {
+            for line in lines { shell.console.print(line) }
+            return
+        }
         let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
         var stateRows: [String: Int64] = [:]
-        if shell.console.overwrites {
-            for message in page where message.outgoing && message.state != .read {
-                stateRows[view.statusRow(number: message.number, state: message.state)] = message.number
-            }
+        for message in page where message.outgoing && message.state != .read {
+            stateRows[view.statusRow(number: message.number, state: message.state)] = message.number
         }
         for line in lines {
             if let number = stateRows[line] {

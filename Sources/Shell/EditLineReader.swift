@@ -345,17 +345,16 @@ public final class EditLineReader: LineReader {
         return UInt8(CC_REDISPLAY)
     }
 
-    private func wholeLine() -> String {
-        guard let info = el_line(editLine)?.pointee, let start = info.buffer, let end = info.lastchar else { return "" }
-        let count = end - start
-        return start.withMemoryRebound(to: UInt8.self, capacity: count) {
-            String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self)
-        }
-    }
 
-    private func textBeforeCursor() -> String {
-        guard let info = el_line(editLine)?.pointee, let start = info.buffer, let cursor = info.cursor else { return "" }
-        let count = cursor - start
+    private func textBeforeCursor() -> String { lineText(toCursor: true) }
+
+    private func wholeLine() -> String { lineText(toCursor: false) }
+
+    /// The line being edited, up to the cursor or whole.
+    private func lineText(toCursor: Bool) -> String {
+        guard let info = el_line(editLine)?.pointee, let start = info.buffer,
+              let end = toCursor ? info.cursor : info.lastchar else { return "" }
+        let count = end - start
         return start.withMemoryRebound(to: UInt8.self, capacity: count) {
             String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self)
         }
