@@ -301,20 +301,23 @@ public final class ChatMode {
         let visible = service.peers().filter { (Plane(wireValue: $0.announcement.plane).map(mine.canReach) ?? false) && rules.allowsSight(of: $0) }
         let locals = localPeers()
         guard !visible.isEmpty || !locals.isEmpty else { return shell.console.print("nobody you can see is nearby") }
+        // Renamed by a rule (amnesia): no avatar, no fingerprint either.
+        let names = visible.map { rules.shownName(of: $0.signingKey) }
+        // The names' column as wide as the longest (up to 24), so a narrow window keeps a line a peer.
+        let nameWidth = min(24, (locals.map { SafeText.visible($0.name) } + zip(visible, names).map { $1 ?? $0.shownHandle })
+            .map(\.displayWidth).max() ?? 0)
         for local in locals {
             let glyph = shell.capabilities.ascii ? "~" : local.glyph
-            shell.console.print("\(DisplayWidth.pad(glyph, to: 2)) \(DisplayWidth.pad(SafeText.visible(local.name), to: 24)) "
+            shell.console.print("\(DisplayWidth.pad(glyph, to: 2)) \(DisplayWidth.pad(SafeText.visible(local.name), to: nameWidth)) "
                                 + "\(DisplayWidth.pad(local.kind, to: 7)) open \(Tokenizer.quote(local.name)) to ask it something")
         }
-        for peer in visible {
+        for (peer, renamed) in zip(visible, names) {
             let plane = Plane(wireValue: peer.announcement.plane)?.name ?? "?"
             let age = max(0, Int(now - peer.lastSeen))
-            // Renamed by a rule (amnesia): no avatar, no fingerprint either.
-            let renamed = rules.shownName(of: peer.signingKey)
             let avatar = renamed == nil ? avatarCell(peer, service: service, capabilities: shell.capabilities) : ""
             // How it is reached, the preferred way first: lan, broker, or lan+broker.
             let via = service.routeNames(of: peer).joined(separator: "+")
-            shell.console.print("\(DisplayWidth.pad(avatar, to: 2)) \(DisplayWidth.pad(renamed ?? peer.shownHandle, to: 24)) "
+            shell.console.print("\(DisplayWidth.pad(avatar, to: 2)) \(DisplayWidth.pad(renamed ?? peer.shownHandle, to: nameWidth)) "
                                 + "\(DisplayWidth.pad(plane, to: 7)) seen \(age)s ago via \(via)")
         }
     }

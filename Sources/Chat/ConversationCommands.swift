@@ -257,20 +257,15 @@ extension ChatMode {
         let summaries = try MessageStore(database: try shell.session.openDatabase()).conversations(myKey: me.identity.signingPublicKey)
         guard !summaries.isEmpty else { return shell.console.print("no conversations yet: open NAME") }
         let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
-        // What is new there, what has not reached them: "2 unread, 1 waiting".
-        let counts = summaries.map { summary in
-            [summary.unread > 0 ? "\(summary.unread) unread" : nil, summary.waiting > 0 ? "\(summary.waiting) waiting" : nil]
-                .compactMap { $0 }.joined(separator: ", ")
+        let entries = summaries.map { summary in
+            // What is new there, what has not reached them: "2 unread, 1 waiting".
+            let counts = [summary.unread > 0 ? "\(summary.unread) unread" : nil, summary.waiting > 0 ? "\(summary.waiting) waiting" : nil]
+            return ConversationView.ListEntry(handle: summary.conversation.shownHandle,
+                                              when: summary.lastTime.map { view.sectionTitle($0, now: shell.session.clock()) } ?? "",
+                                              counts: counts.compactMap { $0 }.joined(separator: ", "), unread: summary.unread > 0,
+                                              last: summary.lastText)
         }
-        let countsWidth = max(10, counts.map(\.count).max() ?? 0)
-        for (summary, count) in zip(summaries, counts) {
-            let handle = summary.conversation.shownHandle
-            let when = summary.lastTime.map { view.sectionTitle($0, now: shell.session.clock()) } ?? ""
-            let shownCount = DisplayWidth.pad(count, to: countsWidth)
-            let last = summary.lastText.map { ConversationView.preview($0, width: 32) } ?? ""
-            shell.console.print([DisplayWidth.pad(handle, to: 20), DisplayWidth.pad(when, to: 18),
-                                 summary.unread > 0 ? shell.styler.bold(shownCount) : shownCount, last].joined(separator: " "))
-        }
+        for line in view.conversationList(entries) { shell.console.print(line) }
     }
 
     private func showOlder(_ shell: Shell) throws {

@@ -104,6 +104,36 @@ public struct ConversationView: Sendable {
     }
 
     /// A message on one line, made safe and cut to `width` columns (notices, the list of chats).
+    /// A line of `chats`.
+    public struct ListEntry {
+        public var handle, when, counts: String
+        public var unread: Bool
+        public var last: String?
+
+        public init(handle: String, when: String, counts: String, unread: Bool, last: String?) {
+            (self.handle, self.when, self.counts, self.unread, self.last) = (handle, when, counts, unread, last)
+        }
+    }
+
+    /// `chats`: a conversation a line, each column as wide as its widest entry (a column empty
+    /// throughout left out), the last message cut to what the window has left.
+    public func conversationList(_ entries: [ListEntry]) -> [String] {
+        let handleWidth = min(20, entries.map(\.handle.displayWidth).max() ?? 0)
+        let whenWidth = entries.map(\.when.displayWidth).max() ?? 0
+        let countsWidth = entries.map(\.counts.displayWidth).max() ?? 0
+        let used = [handleWidth, whenWidth, countsWidth].filter { $0 > 0 }.reduce(0) { $0 + $1 + 1 }
+        let previewWidth = min(40, columns - used)
+        return entries.map { entry in
+            let counts = DisplayWidth.pad(entry.counts, to: countsWidth)
+            let cells = [DisplayWidth.pad(entry.handle, to: handleWidth), DisplayWidth.pad(entry.when, to: whenWidth),
+                         entry.unread ? styler.bold(counts) : counts,
+                         previewWidth >= 8 ? entry.last.map { Self.preview($0, width: previewWidth) } ?? "" : ""]
+            let widths = [handleWidth, whenWidth, countsWidth, 1]
+            let line = zip(cells, widths).filter { $0.1 > 0 }.map(\.0).joined(separator: " ")
+            return String(line[..<(line.lastIndex { $0 != " " }.map(line.index(after:)) ?? line.startIndex)])
+        }
+    }
+
     public static func preview(_ text: String, width: Int) -> String {
         // Newlines become spaces (`split`: Foundation's replacing costs more than the rest).
         DisplayWidth.truncate(SafeText.visible(text.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: " ")), to: width)

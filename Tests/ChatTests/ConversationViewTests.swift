@@ -81,3 +81,32 @@ import Testing
         #expect(long.allSatisfy { $0.displayWidth <= 42 })  // 70 % of 60.
     }
 }
+
+/// `chats` keeps a line a conversation in a narrow window, and leaves out what nobody has.
+@Suite struct ConversationListTests {
+    let entries = [
+        ConversationView.ListEntry(handle: "ben#b2e2", when: "Today 07:28", counts: "2 unread, 1 waiting", unread: true,
+                                   last: "a rather long last message that goes on and on"),
+        ConversationView.ListEntry(handle: "cat#0a1f", when: "Yesterday 21:05", counts: "", unread: false, last: "bye"),
+    ]
+
+    @Test func columnsAreAsWideAsTheirEntriesAndTheLastMessageTakesWhatIsLeft() {
+        let lines = ConversationView(capabilities: .plain, columns: 60).conversationList(entries)
+        #expect(lines == ["ben#b2e2 Today 07:28     2 unread, 1 waiting a rather long …",
+                          "cat#0a1f Yesterday 21:05                     bye"])
+        #expect(lines.allSatisfy { $0.displayWidth <= 60 })
+    }
+
+    @Test func aWindowTooNarrowForTheLastMessageLeavesItOut() {
+        let lines = ConversationView(capabilities: .plain, columns: 40).conversationList(entries)
+        #expect(lines == ["ben#b2e2 Today 07:28     2 unread, 1 waiting", "cat#0a1f Yesterday 21:05"])
+    }
+
+    @Test func noCountsNoColumn() {
+        let quiet = entries.map { entry in
+            ConversationView.ListEntry(handle: entry.handle, when: entry.when, counts: "", unread: false, last: entry.last)
+        }
+        let lines = ConversationView(capabilities: .plain, columns: 60).conversationList(quiet)
+        #expect(lines[1] == "cat#0a1f Yesterday 21:05 bye")
+    }
+}
