@@ -99,11 +99,26 @@ public struct CommandRegistry {
         }
         var lines = [styler.bold(command.usage), "  " + command.summary]
         if !command.aliases.isEmpty { lines.append("  aliases: " + command.aliases.joined(separator: ", ")) }
-        let described = command.arguments.filter { !$0.help.isEmpty }
+        // An argument without words of its own that is one of a few: those, each with its description.
+        func choices(_ argument: ArgumentSpec) -> [Candidate]? {
+            guard argument.help.isEmpty, case .choice(let candidates) = argument.kind, !candidates.isEmpty else { return nil }
+            return candidates
+        }
+        let described = command.arguments.filter { !$0.help.isEmpty || choices($0) != nil }
         if !described.isEmpty {
             lines.append("")
             let width = (described.map { ($0.flag ?? $0.name).count }.max() ?? 0) + 2
-            lines += described.flatMap { DisplayWidth.described($0.flag ?? $0.name, $0.help, labelWidth: width, totalWidth: columns) }
+            for argument in described {
+                guard let candidates = choices(argument) else {
+                    lines += DisplayWidth.described(argument.flag ?? argument.name, argument.help, labelWidth: width, totalWidth: columns)
+                    continue
+                }
+                lines += DisplayWidth.described(argument.flag ?? argument.name, "one of:", labelWidth: width, totalWidth: columns)
+                let choiceWidth = (candidates.map(\.text.displayWidth).max() ?? 0) + 2
+                lines += candidates.flatMap {
+                    DisplayWidth.described($0.text, $0.description, labelWidth: choiceWidth, totalWidth: columns, indent: width + 4)
+                }
+            }
         }
         if !command.details.isEmpty {
             lines.append("")

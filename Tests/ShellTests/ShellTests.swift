@@ -176,6 +176,18 @@ final class Recorder { var events: [String] = [] }
         #expect(shell.execute("help nonsense") as? ShellError == .unknownCommand("nonsense", suggestion: nil))
     }
 
+    /// An argument that is one of a few words, with nothing said of it, lists them with what each means.
+    @Test func helpListsTheWordsAnArgumentTakes() {
+        let (shell, _) = makeShell()
+        shell.register(Command("pick", scope: .global,
+                               arguments: [.positional("colour", .choice([Candidate("red", "warm"), Candidate("blue", "cold")])),
+                                           .positional("shade", .choice([Candidate("dark")]), optional: true, help: "how dark")],
+                               summary: "pick one") { _ in })
+        #expect(shell.execute("help pick") == nil)
+        #expect(shell.console.takeCaptured() == "usage: pick colour [shade]\n  pick one\n\n"
+                + "  colour  one of:\n            red   warm\n            blue  cold\n  shade   how dark\n")
+    }
+
     /// Descriptions wrap at word boundaries under themselves, never mid-word past the edge.
     @Test func helpFitsANarrowTerminal() {
         let registry = makeShell().0.registry
