@@ -61,6 +61,8 @@ extension LaunchOptions {
             }
             index += 1
         }
+        // Commands and a script together are a mistake the full parser explains.
+        guard commands.isEmpty || scriptPath == nil else { return nil }
         self.commands = commands.isEmpty ? nil : commands.joined(separator: "\n")
     }
 }

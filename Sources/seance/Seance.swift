@@ -90,6 +90,9 @@ struct Seance: ParsableCommand {
         if let battery, !(0...100).contains(battery) {
             throw ValidationError("--battery takes a percentage from 0 to 100, not \(battery)")
         }
+        if let script, !commands.isEmpty {
+            throw ValidationError("give commands with -c or a script, not both (\(script))")
+        }
     }
 
     func run() throws {

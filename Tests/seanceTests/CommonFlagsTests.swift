@@ -35,11 +35,17 @@ import Testing
         ["--ascii", "--ascii"],          // Given twice.
         ["--data-dir", "a", "--data-dir", "b"],
         ["one.seance", "two.seance"],    // Two scripts.
+        ["-c", "echo a", "extra.seance"], // Commands and a script.
         ["--frobnicate"], ["-x"], ["--"], ["-"],
     ]
 
     @Test(arguments: leftToTheFullParser)
     func anythingElseGoesToTheFullParser(_ arguments: [String]) {
         #expect(LaunchOptions(commonFlags: arguments) == nil)
+    }
+
+    /// Commands with -c and a script: which would run? Neither; the mistake is said.
+    @Test func commandsAndAScriptTogetherAreRefused() {
+        #expect(throws: (any Error).self) { try Seance.options(parsing: ["-c", "echo a", "extra.seance"]) }
     }
 }
