@@ -352,7 +352,7 @@ import Testing
         try term.press("Enter")
         try term.waitFor { $0.contains("announcing ann#") }
         // ben is online at once, and reads what ann wrote only after a while.
-        let ben = try ben("login ben --password-file \(password)\nchat\n/sleep 3\nopen ann --wait 30\n/sleep 30\n", network)
+        let ben = try ben("login ben --password-file \(password)\nchat\n/sleep 5\nopen ann --wait 30\n/sleep 30\n", network)
         defer { ben.terminate() }
         try term.waitFor { $0.contains("+ 👤 ben#") }
         try term.type("open ben")
