@@ -72,24 +72,21 @@ extension ChatMode {
                     inbox.post(Styler(capabilities).apply(.magenta, "✉") + " \(sender): \(preview)   (open \(sender))")
                 }
             case .stateChanged(let conversation, let numbers, let state):
-                guard openBox.id == conversation, let first = numbers.min(), let last = numbers.max() else { return }
-                @Sendable func line(_ first: Int64, _ last: Int64) -> String {
-                    Styler(capabilities).dim((first == last ? "#\(last)" : "#\(first)–#\(last)") + " \(state.rawValue)")
+                guard openBox.id == conversation, !numbers.isEmpty else { return }
+                @Sendable func line(_ numbers: [Int64]) -> String? {
+                    Self.span(numbers).map { Styler(capabilities).dim("\($0) \(state.rawValue)") }
                 }
-                guard overwrites else { return inbox.post(line(first, last)) }
+                guard overwrites else { return inbox.post(line(numbers)!) }
                 // Written over the state under each bubble still on the screen (decided when
                 // printed: the bubble may not be drawn yet); a line for the others.
                 inbox.post(.update(numbers.map { number in
                     Overwrite(mark: Self.stateMark(conversation, number), id: number) { columns in
                         ConversationView(capabilities: capabilities, columns: columns).statusRow(number: number, state: state)
                     }
-                }) { missed in
-                    guard let first = missed.map(\.id).min(), let last = missed.map(\.id).max() else { return nil }
-                    return line(first, last)
-                })
+                }) { missed in line(missed.map(\.id)) })
             case .notStored(_, let numbers, let reason):
                 // Said wherever the user is: a line they typed was neither kept nor sent.
-                let which = numbers.count == 1 ? "#\(numbers[0])" : "#\(numbers.min()!)–#\(numbers.max()!)"
+                guard let which = Self.span(numbers) else { return }
                 inbox.post(Styler(capabilities).error("\(which) could not be stored (\(reason)); it was not sent"))
             }
         }
@@ -181,6 +178,12 @@ extension ChatMode {
         if animate && shell.capabilities.interactive { slide(bubble, shell) }
         for row in bubble.dropLast() { shell.console.print(row) }
         shell.console.print(bubble.last!, mark: Self.stateMark(conversation.id, message.number))
+    }
+
+    /// Message numbers as a notice names them: `#3`, or `#3–#7` for a run; nil for none.
+    static func span(_ numbers: [Int64]) -> String? {
+        guard let first = numbers.min(), let last = numbers.max() else { return nil }
+        return first == last ? "#\(last)" : "#\(first)–#\(last)"
     }
 
     /// The name the state row under message `number` is printed with: written over when the

@@ -7,7 +7,7 @@ import Terminal
 /// reader out of its wait for a key.
 public final class AsyncInbox: Sendable {
     private struct State {
-        var lines: [Notice] = []
+        var notices: [Notice] = []
         /// A wake-up byte is in the pipe and not yet read: another would wake nobody more.
         var woken = false
     }
@@ -39,7 +39,7 @@ public final class AsyncInbox: Sendable {
     /// Queues a notice (a line, or lines printed earlier to write over). Safe from any thread.
     public func post(_ notice: Notice) {
         let wakeNeeded = state.withLock { state in
-            state.lines.append(notice)
+            state.notices.append(notice)
             defer { state.woken = true }
             return !state.woken
         }
@@ -71,10 +71,10 @@ public final class AsyncInbox: Sendable {
         emptyPipe()
         return state.withLock { state in
             defer {
-                state.lines.removeAll()
+                state.notices.removeAll()
                 state.woken = false
             }
-            return state.lines
+            return state.notices
         }
     }
 
