@@ -103,7 +103,6 @@ public struct ConversationView: Sendable {
         }
     }
 
-    /// A message on one line, made safe and cut to `width` columns (notices, the list of chats).
     /// A line of `chats`.
     public struct ListEntry {
         public var handle, when, counts: String
@@ -134,6 +133,7 @@ public struct ConversationView: Sendable {
         }
     }
 
+    /// A message on one line, made safe and cut to `width` columns (notices, the list of chats).
     public static func preview(_ text: String, width: Int) -> String {
         // Newlines become spaces (`split`: Foundation's replacing costs more than the rest).
         DisplayWidth.truncate(SafeText.visible(text.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: " ")), to: width)
