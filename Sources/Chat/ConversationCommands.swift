@@ -159,7 +159,8 @@ extension ChatMode {
         let shown = rules.shownName(of: conversation.peerKey) ?? conversation.shownHandle
         shell.console.print(shell.styler.bold(shown) + (page.isEmpty ? " — no messages yet" : ""))
         shell.console.print(shell.styler.dim("every line you type is sent; commands start with / (/back, /older, /tap N, /help); // sends a leading /"))
-        printPage(page, lines, in: conversation.id, shell)
+        ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
+            .print(lines, of: page, on: shell.console, lastState: .read) { Self.stateMark(conversation.id, $0.number) }
         if let last = page.last { delivery.shown(upTo: last.id, in: conversation) }
     }
 
@@ -189,26 +190,6 @@ extension ChatMode {
     /// The name the state row under message `number` is printed with: written over when the
     /// state changes, where the terminal allows (elsewhere each change is a line of its own).
     static func stateMark(_ conversation: Int64, _ number: Int64) -> String { "state \(conversation) \(number)" }
-
-    /// Lines of a page, the state rows of yours that can still change printed to be written over.
-    private func printPage(_ page: [ChatMessage], _ lines: [String], in conversation: Int64, _ shell: Shell) {
-        guard shell.console.overwrites else {
-            for line in lines { shell.console.print(line) }
-            return
-        }
-        let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
-        var stateRows: [String: Int64] = [:]
-        for message in page where message.outgoing && message.state != .read {
-            stateRows[view.statusRow(number: message.number, state: message.state)] = message.number
-        }
-        for line in lines {
-            if let number = stateRows[line] {
-                shell.console.print(line, mark: Self.stateMark(conversation, number))
-            } else {
-                shell.console.print(line)
-            }
-        }
-    }
 
     /// The line without spaces or tabs at either end. Foundation's trimming costs more than a
     /// sent line's encryption, so the usual line, with none, is not handed to it.
@@ -278,7 +259,8 @@ extension ChatMode {
         let (page, lines) = try fittingPage(conversation, before: oldest, store: store, shell, reserved: 1)
         guard !page.isEmpty else { return shell.console.print("nothing older") }
         oldestShown = page.first?.id
-        printPage(page, lines, in: conversation.id, shell)
+        ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
+            .print(lines, of: page, on: shell.console, lastState: .read) { Self.stateMark(conversation.id, $0.number) }
     }
 
     /// The newest messages before `before` (nil: the newest of all) that fit the window with

@@ -1,6 +1,7 @@
 import Nearby
 import Accounts
 import Foundation
+import Shell
 import Terminal
 
 
@@ -88,6 +89,21 @@ public struct ConversationView: Sendable {
     public func statusRow(number: Int64, state: ChatMessage.State) -> String {
         let status = "#\(number) \(state.rawValue)"
         return String(repeated: " ", count: max(0, columns - status.displayWidth)) + styler.dim("#\(number)") + " " + styler.dim(state.rawValue)
+    }
+
+    /// Prints `lines`, the rendering of `page`; at a terminal the state rows of yours that can
+    /// still change (not yet `lastState`) are printed with the mark `mark` names, to be written over.
+    public func print(_ lines: [String], of page: [ChatMessage], on console: Console, lastState: ChatMessage.State,
+                      mark: (ChatMessage) -> String) {
+        var marks: [String: String] = [:]
+        if console.overwrites {
+            for message in page where message.outgoing && message.state != lastState {
+                marks[statusRow(number: message.number, state: message.state)] = mark(message)
+            }
+        }
+        for line in lines {
+            if let name = marks[line] { console.print(line, mark: name) } else { console.print(line) }
+        }
     }
 
     /// The newest of `page` that fit `rows` with `reserved` lines to spare, and their rendering;

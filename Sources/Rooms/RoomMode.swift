@@ -19,7 +19,7 @@ extension Rooms {
                 oldestShown = nil
                 if let (page, lines) = try self.page(before: nil, shell: shell, reserved: 2) {
                     oldestShown = page.first?.id
-                    lines.forEach { shell.console.print($0) }
+                    self.print(lines, of: page, shell)
                 }
             },
             leave: { _ in self.showing = false },
@@ -72,8 +72,15 @@ extension Rooms {
             }
             guard !page.isEmpty else { return shell.console.print("nothing older") }
             oldestShown = page.first?.id
-            lines.forEach { shell.console.print($0) }
+            self.print(lines, of: page, shell)
         }
+    }
+
+    /// A page of the room's lines; the state rows of yours not yet delivered to everyone printed
+    /// to be written over when they are.
+    private func print(_ lines: [String], of page: [ChatMessage], _ shell: Shell) {
+        ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
+            .print(lines, of: page, on: shell.console, lastState: .delivered) { Rooms.stateMark($0.id) }
     }
 
     static func room(_ arguments: Arguments) throws -> RoomID {
