@@ -3,6 +3,7 @@ import Foundation
 import Terminal
 import Testing
 @testable import Chat
+@testable import Shell
 
 @Suite struct ConversationViewTests {
     /// A typed line loses the spaces and tabs at its ends (any kind of space), nothing else.
@@ -108,5 +109,26 @@ import Testing
         }
         let lines = ConversationView(capabilities: .plain, columns: 60).conversationList(quiet)
         #expect(lines[1] == "cat#0a1f Yesterday 21:05 bye")
+    }
+}
+
+/// A page at a terminal: the state rows of yours that can still change are marked, and a later
+/// state is written over them; a finished one is not marked.
+@Suite struct MarkedPageTests {
+    @Test func theStateRowsThatCanStillChangeAreWrittenOver() {
+        let console = Console.capturing(columns: 40, rows: 20)
+        console.followScreen()
+        let view = ConversationView(capabilities: .plain, columns: 40)
+        let page = [ChatMessage(number: 1, outgoing: true, text: "read already", sentAt: 0, state: .read),
+                    ChatMessage(number: 2, outgoing: true, text: "on its way", sentAt: 1, state: .sent)]
+        let lines = view.render(page, now: 1)
+        view.print(lines, of: page, on: console, lastState: .read) { "m\($0.number)" }
+        #expect(console.takeCaptured() == lines.map { $0 + "\n" }.joined())
+        console.inbox.post(.update([1, 2].map { number in
+            Overwrite(mark: "m\(number)", id: number) { columns in view.statusRow(number: number, state: .read) }
+        }) { missed in missed.map { "missed #\($0.id)" }.joined() })
+        console.printPending()
+        // #2's row is the last printed: one row up.
+        #expect(console.takeCaptured() == "\u{1B}7\u{1B}[1A\r\u{1B}[2K" + view.statusRow(number: 2, state: .read) + "\u{1B}8" + "missed #1\n")
     }
 }
