@@ -107,6 +107,9 @@ struct CurseIntegrationTests {
         #expect(try will.read(until: ":::sighted", timeout: 10))
         let sighted = will.output.components(separatedBy: "the curse of blind from ghost#").last ?? ""
         #expect(sighted.contains("mike#"), "\(sighted)")  // (A Human never sees the Ghost: the planes.)
+        // The names' column is as wide as the one name in it: the line keeps to a narrow window.
+        #expect(sighted.split(separator: "\n").contains { $0.range(of: #"mike#[0-9a-f]{4} Human +seen"#, options: .regularExpression) != nil },
+                "\(sighted)")
 
         // Possession: mike gets as many words, none of them will's.
         try ghost.send("curse will possession 5")
