@@ -71,7 +71,9 @@ public final class StoreMode {
         return login
     }
 
-    private func view(_ shell: Shell) -> StoreView { StoreView(styler: shell.styler, ascii: shell.capabilities.ascii) }
+    private func view(_ shell: Shell) -> StoreView {
+        StoreView(styler: shell.styler, ascii: shell.capabilities.ascii, columns: shell.console.columns)
+    }
 
     // MARK: Commands
 

@@ -5,10 +5,13 @@ import Terminal
 public struct StoreView: Sendable {
     public let styler: Styler
     public let ascii: Bool
+    /// The window's width: a receipts table too wide for it leaves its times out.
+    public let columns: Int
 
-    public init(styler: Styler, ascii: Bool) {
+    public init(styler: Styler, ascii: Bool, columns: Int = 80) {
         self.styler = styler
         self.ascii = ascii
+        self.columns = columns
     }
 
     /// Name, price and what it does in aligned columns; the glyph last, where a terminal that
@@ -36,16 +39,19 @@ public struct StoreView: Sendable {
     /// window that high, and a line saying how many older ones `receipts all` adds.
     public func receipts(_ receipts: [Receipt], rows windowRows: Int? = nil) -> [String] {
         guard !receipts.isEmpty else { return ["no purchases yet: buy candle or buy medallion"] }
-        let header = styler.bold(["ID      ", "TIME            ", "ITEM               ", "QTY", "   TOTAL"].joined(separator: "  "))
+        // 62 columns with the time of each; 44 without, which `receipt ID` still shows.
+        let withTime = columns >= 62
+        let header = styler.bold((withTime ? ["ID      ", "TIME            ", "ITEM               ", "QTY", "   TOTAL"]
+                                           : ["ID      ", "ITEM               ", "QTY", "   TOTAL"]).joined(separator: "  "))
         // Heading, total and prompt around them; the line about older ones when some are left out.
         var shown = receipts[...]
         if let windowRows, receipts.count + 3 > windowRows { shown = receipts.prefix(max(1, windowRows - 4)) }
         let older = receipts.count - shown.count
         let rows = shown.map { receipt in
-            [String(receipt.id.prefix(8)), Self.clock(Double(receipt.timeMilliseconds) / 1000),
+            [String(receipt.id.prefix(8)), withTime ? Self.clock(Double(receipt.timeMilliseconds) / 1000) : nil,
              DisplayWidth.pad(Item(rawValue: receipt.item)?.name ?? SafeText.visible(receipt.item), to: 19),
              String(format: "%3d", receipt.quantity), String(repeating: " ", count: max(0, 8 - dollars(receipt.totalCents).count))
-                + dollars(receipt.totalCents)].joined(separator: "  ")
+                + dollars(receipt.totalCents)].compactMap { $0 }.joined(separator: "  ")
         }
         return [header] + rows + (older > 0 ? [styler.dim("… \(older) older: receipts all")] : [])
             + ["total spent: " + styler.bold(dollars(receipts.reduce(0) { $0 + $1.totalCents }))]

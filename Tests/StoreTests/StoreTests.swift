@@ -142,6 +142,13 @@ import Testing
         #expect(lines[8] == "total spent: $9.90")
     }
 
+    @Test func aNarrowWindowLeavesTheTimesOut() {
+        let lines = StoreView(styler: Styler(.plain), ascii: false, columns: 50).receipts(receipts)
+        #expect(lines[0] == "ID        ITEM                 QTY     TOTAL")
+        #expect(lines[1] == "00000000  Holy candle            1     $0.99")
+        #expect(StoreView(styler: Styler(.plain), ascii: false).receipts(receipts)[0].hasPrefix("ID        TIME "))
+    }
+
     @Test func allOfThemWhenTheyFitOrWithoutAWindow() {
         #expect(StoreView(styler: Styler(.plain), ascii: false).receipts(receipts, rows: 13).count == 12)
         #expect(StoreView(styler: Styler(.plain), ascii: false).receipts(receipts).count == 12)
