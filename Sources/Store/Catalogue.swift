@@ -10,7 +10,7 @@ public enum Item: String, CaseIterable, Sendable {
     public var plural: String { self == .candle ? "Holy candles" : "Saint's medallions" }
     public var priceCents: Int { self == .candle ? 99 : 299 }
     public var summary: String {
-        self == .candle ? "lifts the curse on you that ends last" : "curses bounce off you for an hour, then it breaks"
+        self == .candle ? "lifts the curse on you that ends last" : "curses bounce off for an hour, then it breaks"
     }
 
     /// The item's glyph (an emoji, or one ASCII letter).

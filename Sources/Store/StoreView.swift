@@ -14,14 +14,24 @@ public struct StoreView: Sendable {
         self.columns = columns
     }
 
-    /// Name, price and what it does in aligned columns; the glyph last, where a terminal that
-    /// draws it a column narrower or wider moves nothing after it.
+    /// Name, price and what it does in aligned columns, what it does wrapped under itself to fit
+    /// the window; the glyph last, where a terminal that draws it a column narrower or wider
+    /// moves nothing after it.
     public func catalogue() -> [String] {
         let nameWidth = (Item.allCases.map { $0.name.count }.max() ?? 0) + 2
-        return [styler.bold("The store") + " — prices are recorded, not charged"] + Item.allCases.map { item in
-            "  " + DisplayWidth.pad(item.name, to: nameWidth) + styler.apply(.green + .bold, dollars(item.priceCents)) + "   "
-                + item.summary + "  " + item.glyph(ascii: ascii)
-        } + ["buy candle|medallion [N] — you are asked your password to confirm"]
+        let priceWidth = Item.allCases.map { dollars($0.priceCents).count }.max() ?? 0
+        let indent = 2 + nameWidth + priceWidth + 3
+        // Room for the words, with two columns and the glyph's two after them.
+        let room = max(16, columns - indent - 4)
+        return [styler.bold("The store") + " — prices are recorded, not charged"] + Item.allCases.flatMap { item in
+            var lines = DisplayWidth.wrap(item.summary, width: room)
+            lines[lines.count - 1] += "  " + item.glyph(ascii: ascii)
+            let price = dollars(item.priceCents)
+            let first: String = "  " + DisplayWidth.pad(item.name, to: nameWidth) + styler.apply(.green + .bold, price)
+                + String(repeating: " ", count: priceWidth - price.count + 3) + lines[0]
+            let rest: [String] = lines.dropFirst().map { String(repeating: " ", count: indent) + $0 }
+            return [first] + rest
+        } + DisplayWidth.wrap("buy candle|medallion [N] — you are asked your password to confirm", width: max(16, columns))
     }
 
     public func inventory(_ counts: [Item: Int], worn: Medallion?, now: Double) -> [String] {

@@ -154,3 +154,17 @@ import Testing
         #expect(StoreView(styler: Styler(.plain), ascii: false).receipts(receipts).count == 12)
     }
 }
+
+/// The catalogue fits the window: what an item does wraps under itself, the glyph last.
+@Suite struct CatalogueLayoutTests {
+    @Test func eachLineFitsTheWindow() {
+        for columns in [80, 50] {
+            let lines = StoreView(styler: Styler(.plain), ascii: true, columns: columns).catalogue()
+            #expect(lines.allSatisfy { $0.displayWidth <= columns }, "\(lines)")
+        }
+        let narrow = StoreView(styler: Styler(.plain), ascii: true, columns: 50).catalogue()
+        #expect(narrow[1] == "  Holy candle        $0.99   lifts the curse")
+        #expect(narrow[2] == "                             on you that ends")
+        #expect(narrow[3] == "                             last  i")
+    }
+}
