@@ -51,8 +51,8 @@ public struct StoreView: Sendable {
         guard !receipts.isEmpty else { return ["no purchases yet: buy candle or buy medallion"] }
         // 62 columns with the time of each; 44 without, which `receipt ID` still shows.
         let withTime = columns >= 62
-        let header = styler.bold((withTime ? ["ID      ", "TIME            ", "ITEM               ", "QTY", "   TOTAL"]
-                                           : ["ID      ", "ITEM               ", "QTY", "   TOTAL"]).joined(separator: "  "))
+        let header = styler.bold(["ID      ", withTime ? "TIME            " : nil, "ITEM               ", "QTY", "   TOTAL"]
+            .compactMap { $0 }.joined(separator: "  "))
         // Heading, total and prompt around them; the line about older ones when some are left out.
         var shown = receipts[...]
         if let windowRows, receipts.count + 3 > windowRows { shown = receipts.prefix(max(1, windowRows - 4)) }
