@@ -46,6 +46,13 @@ import Testing
         return (term, password, network)
     }
 
+    /// Ends a process the test started, at once. (SIGTERM would not do: processes started from
+    /// the test runner inherit its mask, which blocks it, and ben would linger until his script ends.)
+    private func end(_ process: Process) {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
     /// ben running `script` with `arguments`, out of sight of the test's output; the caller ends it.
     private func ben(_ script: String, _ arguments: [String]) throws -> Process {
         let ben = Process()
@@ -312,7 +319,7 @@ import Testing
         try term.waitFor { $0.contains("announcing ann#") }
         let ben = try ben("login ben --password-file \(password)\nchat\nopen ann --wait 30\nhello from ben\n/sleep 1.5\nsecond line\n/sleep 2\n",
                           ["--announce-interval", "0.2", "--interface", "lo"])
-        defer { ben.terminate() }
+        defer { end(ben) }
         try term.waitFor { $0.contains("+ 👤 ben#") }
         try term.type("open ben")
         try term.press("Enter")
@@ -353,7 +360,7 @@ import Testing
         try term.waitFor { $0.contains("announcing ann#") }
         // ben is online at once, and reads what ann wrote only after a while.
         let ben = try ben("login ben --password-file \(password)\nchat\n/sleep 5\nopen ann --wait 30\n/sleep 30\n", network)
-        defer { ben.terminate() }
+        defer { end(ben) }
         try term.waitFor { $0.contains("+ 👤 ben#") }
         try term.type("open ben")
         try term.press("Enter")
@@ -384,7 +391,7 @@ import Testing
         try term.waitFor { $0.hasSuffix("room●>") }
         try term.type("hello all")
         let ben = try ben("login ben --password-file \(password)\nroom host 3 4\n/sleep 30\n", network)
-        defer { ben.terminate() }
+        defer { end(ben) }
         try term.waitFor { $0.contains("you joined room 3.4") && $0.hasSuffix("room:3.4●> hello all") }
         try term.press("Enter")
         // (Notices of proximity may come after it.)
