@@ -33,7 +33,7 @@ let package = Package(
         .target(name: "Wire", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         // Profiles, their sealed keys and login: what the store needs, without the network.
         .target(name: "Accounts", dependencies: [
-            "Wire", "Storage", "Terminal",
+            "Runtime", "Wire", "Storage", "Terminal",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -46,15 +46,17 @@ let package = Package(
         ]),
         // A broker as a transport: MQTT 3.1.1 through libmosquitto, bytes only.
         .target(name: "MQTT", dependencies: ["Wire", "CMosquitto"]),
-        // The engine: the peer directory across transports, presence, planes, delivery and the
-        // message store.
+        // The engine and what plugs into it: being online (`Online`), the feature contract, the
+        // peer directory across transports, presence, planes, trust, delivery and the message store.
         .target(name: "Nearby", dependencies: [
-            "Wire", "Runtime", "Storage",
+            "Wire", "Runtime", "Storage", "Accounts",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
+        // How conversations look: bubbles, pages, headers; rooms draw their lines with it too.
+        .target(name: "ChatViews", dependencies: ["Nearby", "Shell", "Terminal"]),
         .target(name: "Chat", dependencies: [
-            "Nearby", "Accounts",
+            "Nearby", "ChatViews", "Accounts",
             "Shell", "Terminal", "Storage",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Crypto", package: "swift-crypto"),
@@ -68,17 +70,17 @@ let package = Package(
         ]),
         // Ghost curses: their packet kinds, rules, commands and table; a candle lifts them.
         .target(name: "Curses", dependencies: [
-            "Chat", "Nearby", "Accounts", "Shell", "Store", "Storage", "Terminal",
+            "Nearby", "ChatViews", "Accounts", "Shell", "Store", "Storage", "Terminal",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         // Spectres: local spirits that answer questions and teach spells.
-        .target(name: "Spectres", dependencies: ["Chat", "Curses", "Nearby", "Shell", "Terminal"]),
+        .target(name: "Spectres", dependencies: ["Curses", "Nearby", "ChatViews", "Shell", "Terminal"]),
         // Rooms: a host's beacon, guests that join and leave by range, lines to every member.
         .target(name: "Rooms", dependencies: [
-            "Chat", "Nearby", "Wire", "Accounts", "Shell", "Storage", "Terminal",
+            "ChatViews", "Nearby", "Wire", "Accounts", "Shell", "Storage", "Terminal",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
-        .target(name: "App", dependencies: ["Shell", "Terminal", "Storage", "Zombies", "Visions", "Chat", "Nearby", "Store", "Accounts", "LAN", "MQTT", "Curses", "Spectres", "Rooms"]),
+        .target(name: "App", dependencies: ["Shell", "Terminal", "Storage", "Zombies", "Visions", "Chat", "ChatViews", "Nearby", "Store", "Accounts", "LAN", "MQTT", "Curses", "Spectres", "Rooms"]),
         .executableTarget(name: "seance", dependencies: [
             "App",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -111,7 +113,7 @@ let package = Package(
         .testTarget(name: "AccountsTests", dependencies: ["TestSupport", "Accounts", "Storage"]),
         .testTarget(name: "CursesTests", dependencies: ["TestSupport", "Curses", "Chat", "Nearby", "Store", "Accounts", "Shell", "Terminal"]),
         .testTarget(name: "SpectresTests", dependencies: ["TestSupport", "Spectres", "Curses", "Chat", "Nearby", "Accounts", "Shell", "Terminal"]),
-        .testTarget(name: "ChatTests", dependencies: ["TestSupport", "Chat", "Accounts", "Storage", "Shell", "Nearby"]),
+        .testTarget(name: "ChatTests", dependencies: ["TestSupport", "Chat", "ChatViews", "Accounts", "Storage", "Shell", "Nearby"]),
         .testTarget(name: "VisionsTests", dependencies: ["TestSupport", "Visions", "Storage", "Terminal", "Shell"]),
         // The end-to-end tests run the built binary; they link the wire code only to play a
         // hostile peer (forged, flooding, replaying packets) against it.

@@ -1,4 +1,4 @@
-import Glibc
+import Runtime
 
 /// Who is logged in to this shell, with their unlocked keys. Every feature that acts as the
 /// user (chat announces them, the store signs their receipts) asks here.
@@ -13,7 +13,7 @@ public final class LoginSession {
     public init() {}
 
     /// Waits out a login delay (the `wait` of `ProfileStore.unlock`); tests put their own.
-    public static func sleep(_ seconds: Double) { if seconds > 0 { usleep(useconds_t(seconds * 1_000_000)) } }
+    public static func sleep(_ seconds: Double) { SystemTime.sleep(seconds) }
 
     /// Makes `login` current (nil: logs out), telling the observers when that changes who it is.
     public func set(_ login: Login?) {

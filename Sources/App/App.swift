@@ -58,11 +58,11 @@ extension Schema {
         ZombiesSchema.score,
         VisionsSchema.visionsAndRescuers,
         AccountsSchema.profiles,
-        ChatSchema.knownPeers,
+        TrustSchema.knownPeers,
         NearbySchema.conversations,
         AccountsSchema.loginSlots,
         NearbySchema.messageNumbers,
-        ChatSchema.trustedKeys,
+        TrustSchema.trustedKeys,
         StoreSchema.receiptsAndInventory,
         CursesSchema.curses,
         RoomsSchema.rooms,
@@ -75,7 +75,7 @@ extension Schema {
 
     /// Each feature's list, for the test that every one is in the order above.
     static let features: [[Migration]] = [[.settings], ZombiesSchema.migrations, VisionsSchema.migrations, AccountsSchema.migrations,
-                                         NearbySchema.migrations, ChatSchema.migrations, StoreSchema.migrations, CursesSchema.migrations,
+                                         NearbySchema.migrations, TrustSchema.migrations, StoreSchema.migrations, CursesSchema.migrations,
                                          RoomsSchema.migrations]
 }
 
@@ -118,8 +118,9 @@ public enum App {
             : environment["LINES"].flatMap(Int.init).map { max(4, $0) } ?? 100_000
         let console = Console(capabilities: capabilities, columns: TerminalSize.columns(environment: environment), rows: rows)
         let dataDirectory = DataDirectory(path: options.dataDirectory ?? DataDirectory.defaultPath(environment: environment))
+        // The one clock and timers of the run: the shell's, and the engine's while online.
         let session = Session(dataDirectory: dataDirectory, schema: .seance,
-                              random: options.seed.map { SeededRandom(seed: $0) } ?? SeededRandom())
+                              random: options.seed.map { SeededRandom(seed: $0) } ?? SeededRandom(), scheduler: SystemScheduler())
         let shell = Shell(console: console, session: session)
         let network: NetworkConfiguration
         do {
@@ -139,7 +140,6 @@ public enum App {
         let battery = Battery(override: options.battery)
         let profiles = Profiles()
         registerModes(in: shell, profiles: profiles, battery: battery, network: network, animate: !options.noAnimation)
-        battery.register(in: shell)
         profiles.register(in: shell)
 
         let reader: LineReader
@@ -180,19 +180,19 @@ public enum App {
     static func registerModes(in shell: Shell, profiles: Profiles, battery: Battery, network: NetworkConfiguration, animate: Bool) {
         ZombiesMode().register(in: shell)
         VisionsMode().register(in: shell)
-        let chat = ChatMode(profiles: profiles, battery: battery, timing: network.timing, animate: animate,
-                 makeTransports: { signingKey in
-                     // The LAN first: where both reach a peer, the LAN is preferred.
-                     var transports: [Transport] = []
-                     if network.lanEnabled { transports.append(LANTransport(configuration: network.lan)) }
-                     if let mqtt = network.mqtt { transports.append(MQTTTransport(configuration: mqtt, signingKey: signingKey)) }
-                     return transports
-                 })
+        let online = Online(battery: battery, timing: network.timing) { signingKey in
+            // The LAN first: where both reach a peer, the LAN is preferred.
+            var transports: [Transport] = []
+            if network.lanEnabled { transports.append(LANTransport(configuration: network.lan)) }
+            if let mqtt = network.mqtt { transports.append(MQTTTransport(configuration: mqtt, signingKey: signingKey)) }
+            return transports
+        }
+        let chat = ChatMode(profiles: profiles, online: online, animate: animate)
         chat.register(in: shell)
-        let curses = Curses(profiles: profiles)
-        curses.register(in: shell, chat: chat)
-        Spectres(curses: curses).register(in: chat)
-        Rooms().register(in: shell, chat: chat)
+        let curses = Curses(login: profiles.session)
+        curses.register(in: shell, online: online)
+        Spectres(curses: curses).register(in: shell, online: online)
+        Rooms().register(in: shell, online: online, goOnline: chat.goOnline)
         let store = StoreMode(session: profiles.session)
         store.curses = curses
         store.register(in: shell)

@@ -1,11 +1,12 @@
 import Nearby
-import Accounts
 import Shell
 import Terminal
 
-extension Battery {
-    /// `battery [PCT|auto]`: shows the level, charging state and plane, or sets a pretend level.
-    public func register(in shell: Shell) {
+extension ChatMode {
+    /// `battery [PCT|auto]`: shows the level, charging state and plane, or sets a pretend level
+    /// (announced at once when online).
+    func registerBattery(in shell: Shell) {
+        let battery = online.battery
         let choices = [Candidate("auto", "return to the real reading"), Candidate("100", "Human"),
                        Candidate("40", "Dying"), Candidate("20", "Hollow"), Candidate("8", "Undead"), Candidate("3", "Ghost")]
         shell.register(Command("battery", scope: .global,
@@ -15,15 +16,16 @@ extension Battery {
                                details: "Planes: above 50 % Human, 26-50 Dying, 11-25 Hollow, 6-10 Undead, 5 and below Ghost.") { invocation in
             if let text = invocation.arguments["level"] {
                 if text.lowercased() == "auto" {
-                    try self.setOverride(nil)
+                    try battery.setOverride(nil)
                 } else {
                     guard let level = Int(text.hasSuffix("%") ? String(text.dropLast()) : text) else {
                         throw BatteryError.notALevel(text)
                     }
-                    try self.setOverride(level)
+                    try battery.setOverride(level)
                 }
+                self.online.batteryChanged()
             }
-            invocation.console.print(Self.describe(self.reading, styler: invocation.shell.styler))
+            invocation.console.print(Self.describe(battery.reading, styler: invocation.shell.styler))
         })
     }
 

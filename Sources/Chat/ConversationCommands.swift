@@ -1,10 +1,9 @@
 import Accounts
+import ChatViews
 import Foundation
-import Glibc
 import Nearby
 import Shell
 import Storage
-import Synchronization
 import Terminal
 
 /// Conversations inside chat mode: `open`, sending plain lines, `back`, `chats`, `older`, `tap`.
@@ -52,46 +51,6 @@ extension ChatMode {
         }
     }
 
-    func makeDelivery(store: MessageStore, identity: Identity, engine: Engine, shell: Shell) -> DeliveryService {
-        let inbox = shell.console.inbox
-        let link = self.link
-        let capabilities = shell.capabilities
-        let overwrites = shell.console.overwrites
-        let openBox = OpenConversationBox()
-        self.openBox = openBox
-        let rules = self.rules
-        return DeliveryService(store: store, identity: identity, myPlane: { link.plane.withLock { $0 } }, rules: rules, engine: engine) { event in
-            switch event {
-            case .received(let conversation, let message, let from):
-                if openBox.id == conversation {
-                    inbox.post(.lines { columns in ConversationView(capabilities: capabilities, columns: columns).bubble(message) })
-                    openBox.markShown?(message.id)
-                } else {
-                    let preview = ConversationView.preview(message.text, width: 40)
-                    let sender = rules.shownName(of: from.signingKey) ?? from.shownHandle
-                    inbox.post(Styler(capabilities).apply(.magenta, "✉") + " \(sender): \(preview)   (open \(sender))")
-                }
-            case .stateChanged(let conversation, let numbers, let state):
-                guard openBox.id == conversation, !numbers.isEmpty else { return }
-                @Sendable func line(_ numbers: [Int64]) -> String? {
-                    Self.span(numbers).map { Styler(capabilities).dim("\($0) \(state.rawValue)") }
-                }
-                guard overwrites else { return inbox.post(line(numbers)!) }
-                // Written over the state under each bubble still on the screen (decided when
-                // printed: the bubble may not be drawn yet); a line for the others.
-                inbox.post(.update(numbers.map { number in
-                    Overwrite(mark: Self.stateMark(conversation, number), id: number) { columns in
-                        ConversationView(capabilities: capabilities, columns: columns).statusRow(number: number, state: state)
-                    }
-                }) { missed in line(missed.map(\.id)) })
-            case .notStored(_, let numbers, let reason):
-                // Said wherever the user is: a line they typed was neither kept nor sent.
-                guard let which = Self.span(numbers) else { return }
-                inbox.post(Styler(capabilities).error("\(which) could not be stored (\(reason)); it was not sent"))
-            }
-        }
-    }
-
     // MARK: Actions
 
     private func requireDelivery() throws -> DeliveryService {
@@ -102,19 +61,13 @@ extension ChatMode {
     /// Waits (printing what arrives meanwhile) until a peer called `wanted` is in sight, or
     /// `seconds` have passed; `open` then says what it finds.
     private func waitForPeer(_ wanted: String, seconds: Double, _ shell: Shell) throws {
-        let deadline = Session.systemTime() + seconds
-        while Session.systemTime() < deadline {
-            if !visiblePeers(matching: wanted).isEmpty { return }
-            try shell.pause(0.05)
-        }
+        _ = try shell.wait(upTo: seconds) { !visiblePeers(matching: wanted).isEmpty }
     }
 
     /// The present peers `wanted` (a name, or `name#fp`) can mean that this plane lets us see.
     private func visiblePeers(matching wanted: String) -> [Peer] {
-        let mine = link.plane.withLock { $0 }
-        return (service?.peers() ?? []).filter {
-            $0.answers(to: wanted) && (Plane(wireValue: $0.announcement.plane).map(mine.canReach) ?? false) && rules.allowsSight(of: $0)
-        }
+        guard let context else { return [] }
+        return context.engine.sync { context.presence.peers().filter { $0.answers(to: wanted) && context.rules.canSee($0) } }
     }
 
     /// Finds the peer: present ones first (`name#fp` picks between equal names), then past
@@ -153,11 +106,10 @@ extension ChatMode {
             throw UserError("nobody called \(SafeText.visible(wanted)) is in sight, and you have no conversation with them")
         }
         openConversation = conversation
-        openBox?.set(conversation.id) { [weak delivery] number in delivery?.shown(upTo: number, in: conversation) }
+        notices?.setOpen(conversation.id) { [weak delivery] number in delivery?.shown(upTo: number, in: conversation) }
         let (page, lines) = try fittingPage(conversation, before: nil, store: store, shell, reserved: 3)
         oldestShown = page.first?.id
-        let shown = rules.shownName(of: conversation.peerKey) ?? conversation.shownHandle
-        shell.console.print(shell.styler.bold(shown) + (page.isEmpty ? " — no messages yet" : ""))
+        shell.console.print(shell.styler.bold(renamed(conversation) ?? conversation.shownHandle) + (page.isEmpty ? " — no messages yet" : ""))
         shell.console.print(shell.styler.dim("every line you type is sent; commands start with / (/back, /older, /tap N, /help); // sends a leading /"))
         ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
             .print(lines, of: page, on: shell.console, lastState: .read) { Self.stateMark(conversation.id, $0.number) }
@@ -306,22 +258,5 @@ extension ChatMode {
             parts.append(message.outgoing ? "not read yet" : "not shown yet")
         }
         return parts
-    }
-}
-
-/// The open conversation, as the network thread needs to know it: written on the shell's
-/// thread, read on the network thread.
-final class OpenConversationBox: Sendable {
-    private struct State {
-        var conversation: Int64?
-        var shown: (@Sendable (Int64) -> Void)?
-    }
-    private let state = Mutex(State())
-
-    var id: Int64? { state.withLock { $0.conversation } }
-    var markShown: (@Sendable (Int64) -> Void)? { state.withLock { $0.shown } }
-
-    func set(_ id: Int64?, markShown: (@Sendable (Int64) -> Void)?) {
-        state.withLock { $0 = State(conversation: id, shown: markShown) }
     }
 }

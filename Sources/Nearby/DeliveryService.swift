@@ -135,14 +135,14 @@ public final class DeliveryService: @unchecked Sendable {
     public static let maximumLength = 4_000
 
     public init(store: MessageStore, identity: Identity, myPlane: @escaping @Sendable () -> Plane,
-                rules: Rules = Rules(), engine: Engine = Engine(), clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
+                rules: Rules? = nil, engine: Engine = Engine(), clock: (@Sendable () -> Double)? = nil,
                 onEvent: @escaping @Sendable (DeliveryEvent) -> Void) {
         self.engine = engine
-        self.rules = rules
+        self.rules = rules ?? Rules(engine: engine)
         self.store = store
         self.identity = identity
         self.myPlane = myPlane
-        self.clock = clock
+        self.clock = clock ?? { engine.now }
         self.onEvent = onEvent
     }
 
@@ -216,7 +216,8 @@ public final class DeliveryService: @unchecked Sendable {
     ///   them, up to a window's worth or `holdLimit` seconds, so a burst is written and sent
     ///   in few transactions and packets. A line typed by a person goes at once.
     public func send(_ text: String, in conversation: Conversation, more: Bool = false) throws -> ChatMessage {
-        let text = try checked(text, for: conversation)
+        // The rules and the plane are the engine's.
+        let text = try engine.sync { try checked(text, for: conversation) }
         let pieces = UInt32(MessageCrypto.split(text).count)
         let now = clock()
         let (row, writeNow, holdFirst, alone) = try withCounters(of: conversation.id) { intake, counters in

@@ -1,10 +1,10 @@
 import Foundation
-import Synchronization
 
-/// What features add to the plane table, in one place both the engine and the views consult:
-/// who may be seen (on top of the planes), what becomes of a line before it is sent, and how a
-/// peer is named on screen. A feature adds its rules when going online and they stay until
-/// `clear` (going offline); each rule decides for itself whether it applies just now.
+/// Who may be seen and written to, in one place both the engine and the views consult: the
+/// plane table (SPEC §4), and what features add to it — who may be seen (a curse's blindness),
+/// what becomes of a line before it is sent (possession), how a peer is named on screen
+/// (amnesia). Features add their rules when going online; each rule decides for itself whether
+/// it applies just now. Engine state: the shell's thread asks through `engine.sync`.
 public final class Rules: Sendable {
     /// Whether `peer` may be seen (nil: someone who is no network peer, a spectre); every rule
     /// must agree.
@@ -16,35 +16,45 @@ public final class Rules: Sendable {
     public typealias Naming = @Sendable (Data) -> String?
 
     private struct State {
+        var plane: Plane
         var sight: [Sight] = []
         var outgoing: [Outgoing] = []
         var naming: [Naming] = []
     }
 
-    private let state = Mutex(State())
+    private let state: EngineBound<State>
+    public var engine: Engine { state.engine }
 
-    public init() {}
+    public init(plane: Plane = .human, engine: Engine) { state = EngineBound(State(plane: plane), engine: engine) }
 
-    public func addSight(_ rule: @escaping Sight) { state.withLock { $0.sight.append(rule) } }
-    public func addOutgoing(_ rule: @escaping Outgoing) { state.withLock { $0.outgoing.append(rule) } }
-    public func addNaming(_ rule: @escaping Naming) { state.withLock { $0.naming.append(rule) } }
+    /// This shell's plane.
+    public var plane: Plane {
+        get { state.value.plane }
+        set { state.value.plane = newValue }
+    }
 
-    public func clear() { state.withLock { $0 = State() } }
+    public func addSight(_ rule: @escaping Sight) { state.value.sight.append(rule) }
+    public func addOutgoing(_ rule: @escaping Outgoing) { state.value.outgoing.append(rule) }
+    public func addNaming(_ rule: @escaping Naming) { state.value.naming.append(rule) }
+
+    /// Whether our plane reaches the peer's (what we may send it).
+    public func canWrite(_ peer: Peer) -> Bool { Plane(wireValue: peer.announcement.plane).map(plane.canReach) ?? false }
+
+    /// Whether the peer is in sight: our plane reaches it and every sight rule agrees.
+    public func canSee(_ peer: Peer) -> Bool { canWrite(peer) && allowsSight(of: peer) }
 
     /// True when every sight rule lets `peer` be seen (the planes are checked apart); nil asks
     /// about someone who is no network peer (a spectre).
-    public func allowsSight(of peer: Peer?) -> Bool {
-        state.withLock { $0.sight }.allSatisfy { $0(peer) }
-    }
+    public func allowsSight(of peer: Peer?) -> Bool { state.value.sight.allSatisfy { $0(peer) } }
 
     /// The line as it is to be sent, after every outgoing rule in the order they were added.
     public func outgoing(_ line: String) throws -> String {
-        try state.withLock { $0.outgoing }.reduce(line) { text, rule in try rule(text) }
+        try state.value.outgoing.reduce(line) { text, rule in try rule(text) }
     }
 
     /// What to call the peer with this signing key on screen, if a rule renames it.
     public func shownName(of signingKey: Data) -> String? {
-        for rule in state.withLock({ $0.naming }) { if let name = rule(signingKey) { return name } }
+        for rule in state.value.naming { if let name = rule(signingKey) { return name } }
         return nil
     }
 }

@@ -1,20 +1,78 @@
-import Chat
+import ChatViews
 import Foundation
 import Nearby
 import Shell
 import Terminal
 
-extension Rooms {
+/// Rooms (SPEC §4.3), as a feature: the `room` mode and its commands here, on the shell's
+/// thread; while online, everything a room is lives on the engine (`RoomsOnline`).
+public final class Rooms: Feature {
+    /// How the terminal draws (known once registered).
+    var capabilities = Capabilities.plain
+    /// While online: the rooms' part on the engine.
+    private(set) var live: RoomsOnline?
+    /// The shell is in room mode: lines arrive as bubbles, not one-line notices.
+    public var showing = false {
+        didSet { live?.showing = showing }
+    }
+
+    public init() {}
+
+    /// The name the state row under your line (stored as row `row`) is printed with.
+    public static func stateMark(_ row: Int64) -> String { "room state \(row)" }
+
+    public func online(_ context: FeatureContext) throws {
+        live = RoomsOnline(context, capabilities: capabilities, showing: showing)
+    }
+
+    public func offline() {
+        live?.stop()
+        live = nil
+    }
+
+    private func requireOnline() throws -> RoomsOnline {
+        guard let live else { throw UserError("you are in no room (and offline): room host or room listen") }
+        return live
+    }
+
+    /// The room this shell is in, if any, and who hosts it.
+    public var currentRoom: (room: RoomID, host: Data)? { live?.currentRoom }
+    public var isListening: Bool { live?.isListening ?? false }
+
+    @discardableResult
+    public func host(_ room: RoomID) throws -> String { try requireOnline().host(room) }
+    public func listen() throws { try requireOnline().listen() }
+    func listen(wait seconds: Double?, shell: Shell) throws { try requireOnline().listen(wait: seconds, shell: shell) }
+    func scan(shell: Shell) throws { try requireOnline().scan(shell: shell) }
+    public func members() throws -> [(name: String, what: String)]? { try requireOnline().members() }
+    func members(shell: Shell) throws { try requireOnline().members(shell: shell) }
+    @discardableResult
+    public func leave() throws -> String { try requireOnline().leave() }
+    @discardableResult
+    public func close() throws -> String { try requireOnline().close() }
+
+    /// Says `text` to every member our plane reaches; stored, and its bubble returned.
+    public func say(_ text: String) throws -> ChatMessage {
+        guard let live else { throw UserError("you are offline: room host or room listen brings you online") }
+        return try live.say(text)
+    }
+
+    func page(before: Int64?, shell: Shell, reserved: Int) throws -> ([ChatMessage], [String])? {
+        try live?.page(before: before, shell: shell, reserved: reserved)
+    }
+
     /// The `room` mode: `room host`, `room listen`, `room scan`; in a room, a plain line goes to
     /// every member and the prompt is `room:MAJOR.MINOR`; `members`, `leave`, `close`, `older`.
-    public func register(in shell: Shell, chat: ChatMode) {
-        chat.features.append(self)
+    /// `goOnline` brings the user online (chat's way) when a command needs the network.
+    public func register(in shell: Shell, online: Online, goOnline: @escaping (Shell) throws -> Void) {
+        capabilities = shell.capabilities
+        online.add(self)
         var oldestShown: Int64?
         let mode = Mode(
             name: "room", summary: "group chat with the people near a beacon (room host, room listen)",
             prompt: { self.currentRoom.map { "room:\($0.room)" } ?? "room" },
             enter: { shell in
-                try chat.goOnline(shell)
+                try goOnline(shell)
                 self.showing = true
                 oldestShown = nil
                 if let (page, lines) = try self.page(before: nil, shell: shell, reserved: 2) {
@@ -35,7 +93,7 @@ extension Rooms {
         shell.register(mode)
         /// `room host …` typed in another mode brings the user online and into the room's mode.
         func arrive(_ shell: Shell, _ body: () throws -> Void) throws {
-            try chat.goOnline(shell)
+            try goOnline(shell)
             try body()
             if shell.currentMode != mode.name { try shell.enter(mode) }
         }
@@ -54,7 +112,7 @@ extension Rooms {
             oldestShown = nil
         }
         shell.register(mode: "room", "scan", summary: "the rooms beaconed in range, without joining") { shell, _ in
-            try chat.goOnline(shell)
+            try goOnline(shell)
             try self.scan(shell: shell)
         }
         shell.register(mode: "room", "members", summary: "who is in the room, and how near the host each is") { shell, _ in

@@ -1,10 +1,9 @@
 import Accounts
-import Chat
+import ChatViews
 import Foundation
 import Nearby
 import Shell
 import Storage
-import Synchronization
 import Terminal
 import Wire
 
@@ -13,9 +12,10 @@ import Wire
 /// ten seconds, a roster with each guest's proximity, and lines said to every member, each copy
 /// sealed to its recipient with the planes enforced per pair.
 ///
-/// Packets, timers and the writes they cause run on the engine; the shell's commands run their
-/// part there too (`engine.sync`), so one thread at a time changes a room.
-public final class Rooms: ChatFeature, @unchecked Sendable {
+/// This is the rooms' part while online: its state is the engine's (packets, timers and the
+/// writes they cause run there), and the shell's commands run their part there too
+/// (`engine.sync`), so one thread at a time changes a room. `Rooms` is the feature that makes it.
+final class RoomsOnline: Sendable {
     /// A beacon heard lately, by room and signer.
     struct Heard {
         var room: RoomID
@@ -70,96 +70,97 @@ public final class Rooms: ChatFeature, @unchecked Sendable {
     }
 
     struct State {
-        var context: OnlineContext?
         var place = Place.none
         var heard: [HeardKey: Heard] = [:]
         var timer: Cancellable?
         var pending: [Data: Pending] = [:]
         /// The shell is in room mode: lines arrive as bubbles, not one-line notices.
         var showing = false
-        var random = SeededRandom(seed: 0)
+        var random: SeededRandom
         /// Beacons wanted from a broker (watching rooms costs a broker subscription).
         var watching = false
     }
 
     /// The host's beacon interval (SPEC: every second).
-    public static let beaconInterval = 1.0
+    static let beaconInterval = 1.0
     /// A guest leaves when no beacon has come for this long.
-    public static let silenceLimit = 10.0
+    static let silenceLimit = 10.0
     /// A guest probes the host this often (every other second); the host forgets a guest not
     /// heard for `memberLimit`.
     static let probeEvery = 2
-    public static let memberLimit = 15.0
+    static let memberLimit = 15.0
     /// Beacons remembered at most: a flood of made-up rooms must not grow the table.
     static let heardLimit = 64
     /// A copy of a line is sent this many times at most, a second apart, until acknowledged.
     static let attempts = 5
     /// Longest line: one sealed copy must fit a datagram.
-    public static let maximumLine = MessageCrypto.fragmentText
+    static let maximumLine = MessageCrypto.fragmentText
 
-    private let state = Mutex(State())
+    let context: FeatureContext
+    private let state: EngineBound<State>
+    let styler: Styler
+    let capabilities: Capabilities
 
-    public init() {}
-
-    // MARK: Online
-
-    public func online(_ context: OnlineContext) throws {
-        state.withLock { state in
-            let showing = state.showing
-            state = State()
-            state.context = context
-            state.random = context.random
-            state.showing = showing
-        }
-        let service = context.service
-        service.handle(Beacon.self) { [weak self] beacon, sender, _ in self?.heard(beacon, from: sender) }
-        service.handle(RoomProbe.self) { [weak self] probe, sender, peer in self?.probed(probe, from: sender, peer: peer) }
-        service.handle(RoomRoster.self) { [weak self] roster, sender, _ in self?.received(roster, from: sender) }
-        service.handle(RoomMembership.self) { [weak self] membership, sender, _ in self?.received(membership, from: sender) }
-        service.handle(RoomLine.self) { [weak self] line, sender, peer in self?.received(line, from: sender, peer: peer) }
-        service.handle(RoomLineAck.self) { [weak self] ack, sender, _ in self?.acknowledged(ack, from: sender) }
+    /// On the engine: registers the rooms' kinds.
+    init(_ context: FeatureContext, capabilities: Capabilities, showing: Bool) {
+        self.context = context
+        self.capabilities = capabilities
+        styler = Styler(capabilities)
+        var state = State(random: context.random)
+        state.showing = showing
+        self.state = EngineBound(state, engine: context.engine)
+        let presence = context.presence
+        presence.handle(Beacon.self) { [self] beacon, sender, _ in heard(beacon, from: sender) }
+        presence.handle(RoomProbe.self) { [self] probe, sender, peer in probed(probe, from: sender, peer: peer) }
+        presence.handle(RoomRoster.self) { [self] roster, sender, _ in received(roster, from: sender) }
+        presence.handle(RoomMembership.self) { [self] membership, sender, _ in received(membership, from: sender) }
+        presence.handle(RoomLine.self) { [self] line, sender, peer in received(line, from: sender, peer: peer) }
+        presence.handle(RoomLineAck.self) { [self] ack, sender, _ in acknowledged(ack, from: sender) }
     }
 
-    /// A host closes its room, a guest says it leaves: the service still runs when this is called.
-    public func offline() {
-        guard let context = state.withLock({ $0.context }) else { return }
+    /// A host closes its room, a guest says it leaves: the transports still run when this is called.
+    func stop() {
         context.engine.sync {
             switch place {
             case .hosting: closeRoom(context)
             case .guest(let guest): leaveRoom(context, guest, saying: nil, tellHost: true)
             case .listening, .none: break
             }
+            state.value.timer?.cancel()
+            state.value.timer = nil
+            state.value.place = .none
+            state.value.pending = [:]
+            state.value.heard = [:]
         }
-        let timer = state.withLock { state -> Cancellable? in
-            defer { state.timer = nil; state.context = nil; state.place = .none; state.pending = [:]; state.heard = [:] }
-            return state.timer
-        }
-        timer?.cancel()
     }
 
-    var place: Place { state.withLock { $0.place } }
+    /// Runs `body` on the state, on the engine (at once when already there).
+    private func withState<T>(_ body: (inout State) throws -> T) rethrows -> T {
+        try context.engine.sync { try state.update(body) }
+    }
+
+    var place: Place { withState { $0.place } }
 
     /// The room this shell is in, if any, and who hosts it.
-    public var currentRoom: (room: RoomID, host: Data)? {
-        state.withLock { state in
-            guard let room = state.place.room, let host = state.place.hostKey(me: state.context?.identity.signingPublicKey ?? Data()) else {
+    var currentRoom: (room: RoomID, host: Data)? {
+        withState { state in
+            guard let room = state.place.room, let host = state.place.hostKey(me: context.me) else {
                 return nil
             }
             return (room, host)
         }
     }
 
-    public var isListening: Bool { if case .listening = place { return true } else { return false } }
+    var isListening: Bool { if case .listening = place { return true } else { return false } }
 
     // MARK: Beacons (on the engine)
 
     private func heard(_ beacon: Beacon, from sender: Data) {
-        guard let context = state.withLock({ $0.context }) else { return }
-        let now = context.engine.now
+                let now = context.engine.now
         let me = context.identity.signingPublicKey
         let key = HeardKey(room: beacon.room, host: sender)
         // Who beacons this room: the first key heard that is still beaconing (or us, hosting it).
-        let (forgedNow, place) = state.withLock { state -> (Bool, Place) in
+        let (forgedNow, place) = withState { state -> (Bool, Place) in
             state.heard = state.heard.filter { now - $0.value.lastHeard < Self.silenceLimit }
             if beacon.closing {
                 state.heard[key] = nil
@@ -193,8 +194,8 @@ public final class Rooms: ChatFeature, @unchecked Sendable {
             if beacon.closing { return leaveRoom(context, guest, saying: "the host closed room \(guest.room)", tellHost: false) }
             guest.estimator.interval = Self.interval(of: beacon)
             guest.estimator.beacon(counter: beacon.counter, at: now)
-            state.withLock { $0.place = .guest(guest) }
-        case .listening where !beacon.closing && state.withLock({ $0.heard[key]?.forged == false }):
+            withState { $0.place = .guest(guest) }
+        case .listening where !beacon.closing && withState({ $0.heard[key]?.forged == false }):
             join(key, context)
         default:
             break
@@ -212,8 +213,8 @@ public final class Rooms: ChatFeature, @unchecked Sendable {
 
     /// Joins the room of a beacon heard; the host must be present (its announcement gives the
     /// key to seal to and the way to reach it).
-    private func join(_ key: HeardKey, _ context: OnlineContext) {
-        guard let host = context.service.peer(key.host),
+    private func join(_ key: HeardKey, _ context: FeatureContext) {
+        guard let host = context.presence.peer(key.host),
               let stored = try? RoomStore(database: context.database).room(key.room, host: key.host, hostName: host.name,
                                                                             myKey: context.identity.signingPublicKey, now: context.engine.now)
         else { return }
@@ -221,7 +222,7 @@ public final class Rooms: ChatFeature, @unchecked Sendable {
         var guest = Guest(room: key.room, host: key.host, stored: stored,
                           estimator: ProximityEstimator(joinedAt: now, interval: Self.beaconInterval))
         guest.estimator.beacon(counter: 0, at: now)
-        state.withLock { $0.place = .guest(guest) }
+        withState { $0.place = .guest(guest) }
         post(context, "you joined room \(key.room), hosted by \(name(of: key.host, context)): what you type goes to everyone in it "
              + "(/members, /leave)")
         probe(context)
@@ -229,22 +230,21 @@ public final class Rooms: ChatFeature, @unchecked Sendable {
     }
 
     /// Tells the host we are here and how near, and times its answer.
-    private func probe(_ context: OnlineContext) {
-        let sent = state.withLock { state -> (RoomProbe, Data)? in
+    private func probe(_ context: FeatureContext) {
+        let sent = withState { state -> (RoomProbe, Data)? in
             guard case .guest(var guest) = state.place else { return nil }
             let nonce = UInt64.random(in: 1...UInt64.max, using: &state.random)
             guest.probe = (nonce, context.engine.now)
             state.place = .guest(guest)
             return (RoomProbe(room: guest.room, nonce: nonce, proximity: guest.estimator.current), guest.host)
         }
-        guard let (probe, host) = sent, let peer = context.service.peer(host) else { return }
-        context.service.send(probe, to: peer)
+        guard let (probe, host) = sent, let peer = context.presence.peer(host) else { return }
+        context.presence.send(probe, to: peer)
     }
 
     private func received(_ roster: RoomRoster, from sender: Data) {
-        guard let context = state.withLock({ $0.context }) else { return }
-        let now = context.engine.now, me = context.identity.signingPublicKey
-        let change = state.withLock { state -> (old: [Data], new: [Data])? in
+                let now = context.engine.now, me = context.identity.signingPublicKey
+        let change = withState { state -> (old: [Data], new: [Data])? in
             guard case .guest(var guest) = state.place, guest.host == sender, guest.room == roster.room else { return nil }
             let old = guest.roster.map(\.key)
             guest.roster = roster.members
@@ -265,13 +265,12 @@ public final class Rooms: ChatFeature, @unchecked Sendable {
     }
 
     private func received(_ membership: RoomMembership, from sender: Data) {
-        guard let context = state.withLock({ $0.context }) else { return }
-        switch (place, membership.action) {
+                switch (place, membership.action) {
         case (.guest(let guest), .close) where guest.host == sender && guest.room == membership.room:
             leaveRoom(context, guest, saying: "the host closed room \(guest.room)", tellHost: false)
         case (.hosting(var hosting), .leave) where hosting.room == membership.room:
             guard hosting.members.removeValue(forKey: sender) != nil else { return }
-            state.withLock { $0.place = .hosting(hosting) }
+            withState { $0.place = .hosting(hosting) }
             post(context, "\(name(of: sender, context)) left room \(hosting.room)")
             sendRoster(context)
         default:
@@ -280,11 +279,11 @@ public final class Rooms: ChatFeature, @unchecked Sendable {
     }
 
     /// Leaves the room we are a guest of (`saying` why, as a notice, unless the user asked).
-    private func leaveRoom(_ context: OnlineContext, _ guest: Guest, saying reason: String?, tellHost: Bool) {
-        if tellHost, let host = context.service.peer(guest.host) {
-            context.service.send(RoomMembership(room: guest.room, action: .leave), to: host)
+    private func leaveRoom(_ context: FeatureContext, _ guest: Guest, saying reason: String?, tellHost: Bool) {
+        if tellHost, let host = context.presence.peer(guest.host) {
+            context.presence.send(RoomMembership(room: guest.room, action: .leave), to: host)
         }
-        state.withLock { $0.place = .none }
+        withState { $0.place = .none }
         settle(context)
         if let reason { post(context, reason + "; you left it") }
     }
@@ -292,10 +291,10 @@ public final class Rooms: ChatFeature, @unchecked Sendable {
     // MARK: Host (on the engine)
 
     private func probed(_ probe: RoomProbe, from sender: Data, peer: Peer?) {
-        guard let context = state.withLock({ $0.context }), let peer else { return }
+        guard let peer else { return }
         let now = context.engine.now
         enum Change { case none, joined, moved }
-        let change = state.withLock { state -> Change? in
+        let change = withState { state -> Change? in
             guard case .hosting(var hosting) = state.place, hosting.room == probe.room else { return nil }
             var change = Change.none
             if var member = hosting.members[sender] {
@@ -317,13 +316,13 @@ public final class Rooms: ChatFeature, @unchecked Sendable {
         case .moved: post(context, "\(name(of: sender, context)) is now \(probe.proximity.name) in room \(probe.room)")
         case .none: break
         }
-        if let roster = roster() { context.service.send(RoomRoster(room: roster.room, echo: probe.nonce, members: roster.members), to: peer) }
+        if let roster = roster() { context.presence.send(RoomRoster(room: roster.room, echo: probe.nonce, members: roster.members), to: peer) }
         if change != .none { sendRoster(context, except: sender) }
     }
 
     /// The roster as the host has it: guests in the order they joined.
     private func roster() -> RoomRoster? {
-        state.withLock { state in
+        withState { state in
             guard case .hosting(let hosting) = state.place else { return nil }
             let members = hosting.members.sorted {
                 $0.value.joined != $1.value.joined ? $0.value.joined < $1.value.joined : $0.key.lexicographicallyPrecedes($1.key)
@@ -333,15 +332,15 @@ public final class Rooms: ChatFeature, @unchecked Sendable {
     }
 
     /// The roster to every guest (but `except`).
-    private func sendRoster(_ context: OnlineContext, except: Data? = nil) {
+    private func sendRoster(_ context: FeatureContext, except: Data? = nil) {
         guard let roster = roster() else { return }
         for member in roster.members where member.key != except {
-            if let peer = context.service.peer(member.key) { context.service.send(roster, to: peer) }
+            if let peer = context.presence.peer(member.key) { context.presence.send(roster, to: peer) }
         }
     }
 
-    private func beacon(_ context: OnlineContext, closing: Bool = false) {
-        let beacon = state.withLock { state -> Beacon? in
+    private func beacon(_ context: FeatureContext, closing: Bool = false) {
+        let beacon = withState { state -> Beacon? in
             guard case .hosting(var hosting) = state.place else { return nil }
             hosting.counter &+= 1
             state.place = .hosting(hosting)
@@ -349,34 +348,34 @@ public final class Rooms: ChatFeature, @unchecked Sendable {
                           closing: closing)
         }
         guard let beacon else { return }
-        context.service.broadcast(beacon, as: .room(beacon.room.description))
+        context.presence.broadcast(beacon, as: .room(beacon.room.description))
     }
 
     /// Ends the room for everyone: each guest is told, and the last beacon says so too.
-    private func closeRoom(_ context: OnlineContext) {
+    private func closeRoom(_ context: FeatureContext) {
         guard case .hosting(let hosting) = place else { return }
         beacon(context, closing: true)
         for key in hosting.members.keys {
-            if let peer = context.service.peer(key) { context.service.send(RoomMembership(room: hosting.room, action: .close), to: peer) }
+            if let peer = context.presence.peer(key) { context.presence.send(RoomMembership(room: hosting.room, action: .close), to: peer) }
         }
-        state.withLock { $0.place = .none }
+        withState { $0.place = .none }
         settle(context)
     }
 
     // MARK: The second's work (on the engine)
 
     /// Runs once a second while in a room, listening, or with lines waiting for acknowledgement.
-    private func ensureTimer(_ context: OnlineContext) {
-        let start = state.withLock { state -> Bool in state.timer == nil }
+    private func ensureTimer(_ context: FeatureContext) {
+        let start = withState { state -> Bool in state.timer == nil }
         guard start else { return }
         let timer = context.engine.every(Self.beaconInterval) { [weak self] in self?.tick(context) }
-        state.withLock { $0.timer = timer }
+        withState { $0.timer = timer }
         watch(context)
     }
 
     /// Stops the timer when nothing needs it, and the broker's room topics when nothing watches.
-    private func settle(_ context: OnlineContext) {
-        let timer = state.withLock { state -> Cancellable? in
+    private func settle(_ context: FeatureContext) {
+        let timer = withState { state -> Cancellable? in
             guard case .none = state.place, state.pending.isEmpty else { return nil }
             defer { state.timer = nil }
             return state.timer
@@ -385,17 +384,17 @@ public final class Rooms: ChatFeature, @unchecked Sendable {
         watch(context)
     }
 
-    private func watch(_ context: OnlineContext) {
-        let change = state.withLock { state -> Bool? in
+    private func watch(_ context: FeatureContext) {
+        let change = withState { state -> Bool? in
             let wanted = isInterested(state.place)
             guard wanted != state.watching else { return nil }
             state.watching = wanted
             return wanted
         }
-        if let change { context.service.watchRooms(change) }
+        if let change { context.presence.watchRooms(change) }
     }
 
-    private func tick(_ context: OnlineContext) {
+    private func tick(_ context: FeatureContext) {
         let now = context.engine.now
         switch place {
         case .hosting(var hosting):
@@ -403,7 +402,7 @@ public final class Rooms: ChatFeature, @unchecked Sendable {
             let gone = hosting.members.filter { now - $0.value.lastHeard >= Self.memberLimit }.map(\.key)
             if !gone.isEmpty {
                 gone.forEach { hosting.members[$0] = nil }
-                state.withLock { $0.place = .hosting(hosting) }
+                withState { $0.place = .hosting(hosting) }
                 for key in gone { post(context, "\(name(of: key, context)) left room \(hosting.room) (not heard for \(Int(Self.memberLimit)) s)") }
                 sendRoster(context)
             }
@@ -415,7 +414,7 @@ public final class Rooms: ChatFeature, @unchecked Sendable {
             }
             let changed = guest.estimator.evaluate(now: now)
             guest.ticks += 1
-            state.withLock { $0.place = .guest(guest) }
+            withState { $0.place = .guest(guest) }
             if let changed { post(context, "you are now \(changed.name) to the host of room \(guest.room)") }
             if changed != nil || guest.ticks % Self.probeEvery == 0 { probe(context) }
         case .listening, .none:
@@ -437,19 +436,18 @@ public final class Rooms: ChatFeature, @unchecked Sendable {
     }
 
     /// Says `text` to every member our plane reaches; stored, and its bubble returned.
-    public func say(_ text: String) throws -> ChatMessage {
-        guard let context = state.withLock({ $0.context }) else { throw UserError("you are offline: room host or room listen brings you online") }
+    func say(_ text: String) throws -> ChatMessage {
         let size = text.utf8.count
         guard size <= Self.maximumLine else {
             throw UserError("a room line is at most \(Self.maximumLine) bytes (this one is \(size)): say it in parts, or open a conversation")
         }
         let me = context.identity.signingPublicKey
         return try context.engine.sync {
-            guard let audience = state.withLock({ audience($0, me: me) }) else {
+            guard let audience = withState({ audience($0, me: me) }) else {
                 throw UserError("you are in no room: room host MAJOR MINOR, or room listen")
             }
-            let mine = context.myPlane()
-            let present = audience.members.compactMap(context.service.peer)
+            let mine = context.rules.plane
+            let present = audience.members.compactMap(context.presence.peer)
             let reachable = present.filter { Plane(wireValue: $0.announcement.plane).map(mine.canReach) ?? false }
             guard !reachable.isEmpty else {
                 throw UserError(present.isEmpty ? "nobody else is in room \(audience.room) yet"
@@ -467,20 +465,19 @@ public final class Rooms: ChatFeature, @unchecked Sendable {
             }
             let message = try RoomStore(database: context.database).sent(in: audience.stored.id, id: id, me: me, myName: context.profile.name,
                                                                           text: text, copies: copies.count, now: now)
-            state.withLock { $0.pending[id] = Pending(room: audience.stored.id, number: message.number, copies: copies) }
-            for peer in reachable { context.service.send(copies[peer.signingKey]!, to: peer) }
+            withState { $0.pending[id] = Pending(room: audience.stored.id, number: message.number, copies: copies) }
+            for peer in reachable { context.presence.send(copies[peer.signingKey]!, to: peer) }
             ensureTimer(context)
             return message
         }
     }
 
     private func received(_ line: RoomLine, from sender: Data, peer: Peer?) {
-        guard let context = state.withLock({ $0.context }) else { return }
-        let me = context.identity.signingPublicKey
-        guard line.recipient == me, let audience = state.withLock({ audience($0, me: me) }),
+                let me = context.identity.signingPublicKey
+        guard line.recipient == me, let audience = withState({ audience($0, me: me) }),
               audience.room == line.room, audience.host == line.host, audience.members.contains(sender) else { return }
         // The plane table binds the receiver too: only a sender whose plane reaches ours.
-        guard let peer, let theirs = Plane(wireValue: peer.announcement.plane), theirs.canReach(context.myPlane()),
+        guard let peer, let theirs = Plane(wireValue: peer.announcement.plane), theirs.canReach(context.rules.plane),
               let key = try? MessageCrypto.key(mine: context.identity.agreement, theirs: peer.announcement.agreementKey, mySigningKey: me,
                                                theirSigningKey: sender, purpose: .room),
               let fragment = try? MessageCrypto.open(line.sealed, key: key, sender: sender, recipient: me),
@@ -490,11 +487,11 @@ public final class Rooms: ChatFeature, @unchecked Sendable {
                                                                          senderName: peer.name, text: text,
                                                                          sentAt: min(Double(fragment.sentAt) / 1000, now), now: now)
         // Acknowledged whether new or a copy sent again (our first acknowledgement may be lost).
-        context.service.send(RoomLineAck(room: line.room, host: line.host, id: line.id), to: peer)
+        context.presence.send(RoomLineAck(room: line.room, host: line.host, id: line.id), to: peer)
         guard var message = stored ?? nil else { return }
         message.sender = context.rules.shownName(of: sender) ?? peer.shownHandle
-        if state.withLock({ $0.showing }) {
-            let capabilities = context.capabilities
+        if withState({ $0.showing }) {
+            let capabilities = capabilities
             context.inbox.post(.lines { [message] columns in ConversationView(capabilities: capabilities, columns: columns).bubble(message) })
         } else {
             let preview = ConversationView.preview(text, width: 40)
@@ -503,8 +500,7 @@ public final class Rooms: ChatFeature, @unchecked Sendable {
     }
 
     private func acknowledged(_ ack: RoomLineAck, from sender: Data) {
-        guard let context = state.withLock({ $0.context }) else { return }
-        let pending = state.withLock { state -> Pending? in
+                let pending = withState { state -> Pending? in
             guard var pending = state.pending[ack.id], pending.copies.removeValue(forKey: sender) != nil else { return nil }
             state.pending[ack.id] = pending.copies.isEmpty ? nil : pending
             return pending
@@ -512,20 +508,18 @@ public final class Rooms: ChatFeature, @unchecked Sendable {
         guard let pending,
               let result = try? RoomStore(database: context.database).acknowledged(in: pending.room, id: ack.id,
                                                                                    me: context.identity.signingPublicKey, now: context.engine.now),
-              result.all, state.withLock({ $0.showing }) else { return }
+              result.all, withState({ $0.showing }) else { return }
         // Written over the state under the line's bubble while it is on screen.
-        let capabilities = context.capabilities
-        context.inbox.post(.update([Overwrite(mark: Self.stateMark(result.row), id: result.number) { columns in
+        let capabilities = capabilities
+        context.inbox.post(.update([Overwrite(mark: Rooms.stateMark(result.row), id: result.number) { columns in
             ConversationView(capabilities: capabilities, columns: columns).statusRow(number: result.number, state: .delivered)
         }]) { missed in missed.isEmpty ? nil : Styler(capabilities).dim("#\(result.number) delivered to everyone") })
     }
 
-    /// The name the state row under your line (stored as row `row`) is printed with.
-    public static func stateMark(_ row: Int64) -> String { "room state \(row)" }
 
     /// Copies not yet acknowledged go again, a second apart, `attempts` times in all.
-    private func resend(_ context: OnlineContext) {
-        let (again, lost) = state.withLock { state -> ([RoomLine], [(Int64, Data)]) in
+    private func resend(_ context: FeatureContext) {
+        let (again, lost) = withState { state -> ([RoomLine], [(Int64, Data)]) in
             var again: [RoomLine] = [], lost: [(Int64, Data)] = []
             for (id, var pending) in state.pending {
                 pending.tries += 1
@@ -539,7 +533,7 @@ public final class Rooms: ChatFeature, @unchecked Sendable {
             }
             return (again, lost)
         }
-        for line in again { if let peer = context.service.peer(line.recipient) { context.service.send(line, to: peer) } }
+        for line in again { if let peer = context.presence.peer(line.recipient) { context.presence.send(line, to: peer) } }
         for (number, key) in lost { post(context, "#\(number) did not reach \(name(of: key, context))") }
     }
 
@@ -547,34 +541,34 @@ public final class Rooms: ChatFeature, @unchecked Sendable {
 
     /// `room host MAJOR MINOR`: what to tell the user.
     @discardableResult
-    public func host(_ room: RoomID) throws -> String {
+    func host(_ room: RoomID) throws -> String {
         let context = try online()
         let me = context.identity.signingPublicKey
         try context.engine.sync {
             try requireNoRoom()
             let now = context.engine.now
-            if let other = state.withLock({ $0.heard.values.first { $0.room == room && $0.host != me && now - $0.lastHeard < 3 } }) {
+            if let other = withState({ $0.heard.values.first { $0.room == room && $0.host != me && now - $0.lastHeard < 3 } }) {
                 throw UserError("room \(room) is beaconed nearby by \(name(of: other.host, context)): choose other numbers")
             }
             let stored = try RoomStore(database: context.database).room(room, host: me, hostName: context.profile.name, myKey: me, now: now)
-            state.withLock { $0.place = .hosting(Hosting(room: room, stored: stored)) }
+            withState { $0.place = .hosting(Hosting(room: room, stored: stored)) }
             beacon(context)
             ensureTimer(context)
         }
-        let transports = context.service.transports.map(\.name).joined(separator: " and ")
+        let transports = context.presence.transports.map(\.name).joined(separator: " and ")
         return "you host room \(room): a beacon every second on \(transports); guests join with room listen"
     }
 
     /// `room listen`: joins at once if a room was heard just now, else the first one heard.
-    public func listen() throws {
+    func listen() throws {
         let context = try online()
         try context.engine.sync {
             try requireNoRoom()
-            state.withLock { $0.place = .listening }
+            withState { $0.place = .listening }
             ensureTimer(context)
             // Heard just now already: the room found last (the seed's rule), unless forged.
             let now = context.engine.now
-            if let newest = state.withLock({ $0.heard.values.filter { !$0.forged && now - $0.lastHeard < 2 }.max { $0.firstHeard < $1.firstHeard } }) {
+            if let newest = withState({ $0.heard.values.filter { !$0.forged && now - $0.lastHeard < 2 }.max { $0.firstHeard < $1.firstHeard } }) {
                 join(HeardKey(room: newest.room, host: newest.host), context)
             }
         }
@@ -585,21 +579,21 @@ public final class Rooms: ChatFeature, @unchecked Sendable {
         try listen()
         if currentRoom == nil { shell.console.print("listening for beacons: you join the first room heard (/leave to stop)") }
         guard let seconds else { return }
-        let deadline = Session.systemTime() + seconds
-        while currentRoom == nil && isListening && Session.systemTime() < deadline { try shell.pause(0.05) }
+        // Joining posts a notice, which wakes the shell to look again.
+        _ = try shell.wait(upTo: seconds) { currentRoom != nil || !isListening }
         guard currentRoom != nil else { throw UserError("no beacon heard within \(Self.seconds(seconds)) (still listening)") }
     }
 
     /// `room scan`: the beacons in range (listening a moment if need be), without joining.
     func scan(shell: Shell) throws {
         let context = try online()
-        let watching = state.withLock { $0.watching }
-        if !watching { context.service.watchRooms(true) }
+        let watching = withState { $0.watching }
+        if !watching { context.presence.watchRooms(true) }
         // One beacon interval and a little: every room in range beacons once meanwhile.
         try shell.pause(Self.beaconInterval * 1.2)
-        if !state.withLock({ $0.watching }) { context.service.watchRooms(false) }
+        if !withState({ $0.watching }) { context.presence.watchRooms(false) }
         let now = context.engine.now, me = context.identity.signingPublicKey
-        let heard = state.withLock { $0.heard.values.filter { now - $0.lastHeard < 3 } }.sorted { ($0.room, $0.firstHeard) < ($1.room, $1.firstHeard) }
+        let heard = withState { $0.heard.values.filter { now - $0.lastHeard < 3 } }.sorted { ($0.room, $0.firstHeard) < ($1.room, $1.firstHeard) }
         let current = currentRoom
         guard !heard.isEmpty || current?.host == me else { return shell.console.print("no beacon in range") }
         if let current, current.host == me { shell.console.print("\(DisplayWidth.pad(current.room.description, to: 12)) hosted by you") }
@@ -613,7 +607,7 @@ public final class Rooms: ChatFeature, @unchecked Sendable {
     }
 
     /// `/members`: the host first, then the guests in the order they joined, with proximity.
-    public func members() throws -> [(name: String, what: String)]? {
+    func members() throws -> [(name: String, what: String)]? {
         let context = try online()
         let me = context.identity.signingPublicKey
         let rows: [(Data, String)]
@@ -638,7 +632,7 @@ public final class Rooms: ChatFeature, @unchecked Sendable {
 
     /// `/leave`: a guest leaves; listening stops; a host is pointed to `/close`. What to say.
     @discardableResult
-    public func leave() throws -> String {
+    func leave() throws -> String {
         let context = try online()
         return try context.engine.sync {
             switch place {
@@ -646,7 +640,7 @@ public final class Rooms: ChatFeature, @unchecked Sendable {
                 leaveRoom(context, guest, saying: nil, tellHost: true)
                 return "you left room \(guest.room)"
             case .listening:
-                state.withLock { $0.place = .none }
+                withState { $0.place = .none }
                 settle(context)
                 return "no longer listening for beacons"
             case .hosting(let hosting): throw UserError("you host room \(hosting.room): /close ends it for everyone")
@@ -657,7 +651,7 @@ public final class Rooms: ChatFeature, @unchecked Sendable {
 
     /// `/close`: the host ends the room for everyone. What to say.
     @discardableResult
-    public func close() throws -> String {
+    func close() throws -> String {
         let context = try online()
         let room: RoomID = try context.engine.sync {
             guard case .hosting(let hosting) = place else {
@@ -671,8 +665,7 @@ public final class Rooms: ChatFeature, @unchecked Sendable {
 
     /// A page of the room's lines before row `before`; nil when not in a room.
     func page(before: Int64?, shell: Shell, reserved: Int) throws -> ([ChatMessage], [String])? {
-        guard let context = state.withLock({ $0.context }),
-              let stored = state.withLock({ audience($0, me: context.identity.signingPublicKey)?.stored }) else { return nil }
+        guard let stored = withState({ audience($0, me: context.identity.signingPublicKey)?.stored }) else { return nil }
         let store = RoomStore(database: context.database)
         let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
         return try view.fitting(try store.page(stored.id, before: before), rows: shell.console.rows, reserved: reserved,
@@ -688,37 +681,36 @@ public final class Rooms: ChatFeature, @unchecked Sendable {
         }
     }
 
-    private func online() throws -> OnlineContext {
-        guard let context = state.withLock({ $0.context }) else { throw UserError("you are in no room (and offline): room host or room listen") }
-        return context
+    private func online() throws -> FeatureContext {
+        context
     }
 
     // MARK: Text
 
-    func name(of key: Data, _ context: OnlineContext) -> String {
-        if let renamed = context.rules.shownName(of: key) { return renamed }
+    func name(of key: Data, _ context: FeatureContext) -> String {
+        if let renamed = context.engine.sync({ context.rules.shownName(of: key) }) { return renamed }
         if key == context.identity.signingPublicKey { return SafeText.visible(context.profile.handle) }
-        if let peer = context.service.peer(key) { return peer.shownHandle }
+        if let peer = context.presence.peer(key) { return peer.shownHandle }
         return "#" + PeerIdentity.fingerprint(of: key)
     }
 
-    func post(_ context: OnlineContext, _ text: String) {
-        context.inbox.post(context.styler.apply(.cyan, context.capabilities.ascii ? "@" : "◎") + " " + text)
+    func post(_ context: FeatureContext, _ text: String) {
+        context.inbox.post(styler.apply(.cyan, capabilities.ascii ? "@" : "◎") + " " + text)
     }
 
-    func post(_ context: OnlineContext, warning text: String) {
-        context.inbox.post(context.styler.apply(.yellow + .bold, "!") + " " + text)
+    func post(_ context: FeatureContext, warning text: String) {
+        context.inbox.post(styler.apply(.yellow + .bold, "!") + " " + text)
     }
 
     static func seconds(_ value: Double) -> String { value == value.rounded() ? "\(Int(value)) s" : "\(value) s" }
 
     var showing: Bool {
-        get { state.withLock { $0.showing } }
-        set { state.withLock { $0.showing = newValue } }
+        get { withState { $0.showing } }
+        set { withState { $0.showing = newValue } }
     }
 }
 
-extension Rooms.Place {
+extension RoomsOnline.Place {
     var room: RoomID? {
         switch self {
         case .hosting(let hosting): return hosting.room

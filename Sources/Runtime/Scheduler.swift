@@ -1,5 +1,4 @@
 import Dispatch
-import Foundation
 import Synchronization
 
 /// Something scheduled that can be called off.
@@ -17,13 +16,17 @@ public protocol Scheduler: Sendable {
     func after(_ seconds: Double, on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) -> Cancellable
     /// Runs `body` on `queue` now and then every `seconds`, until cancelled.
     func every(_ seconds: Double, on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) -> Cancellable
+    /// Runs `body` on `queue` as soon as it is free (after what it was given already).
+    func soon(on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void)
 }
 
 /// Wall-clock time and Dispatch timers.
 public final class SystemScheduler: Scheduler {
     public init() {}
 
-    public var now: Double { Date().timeIntervalSince1970 }
+    public var now: Double { SystemTime.wall() }
+
+    public func soon(on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) { queue.async(execute: body) }
 
     private final class Timer: Cancellable, @unchecked Sendable {
         let source: DispatchSourceTimer
@@ -50,8 +53,10 @@ public final class SystemScheduler: Scheduler {
 }
 
 /// Time that moves only by `advance`: every timer due by then fires, in order of its time, on
-/// its queue (the caller waits for each), with `now` set to its time. For deterministic tests
-/// of presence, expiry and retransmission.
+/// its queue (the caller waits for each), with `now` set to its time. Work handed to a queue with
+/// `soon` (an engine's `async`: a packet arriving, a write queued) is a timer due at once, so
+/// `runUntilIdle` runs everything that follows from what the test did, however many hops it
+/// takes. For deterministic tests of presence, expiry, retransmission and every feature.
 public final class ManualScheduler: Scheduler {
     private struct Task {
         var id: Int
@@ -104,9 +109,17 @@ public final class ManualScheduler: Scheduler {
         add(0, interval: seconds, queue: queue, body: body)
     }
 
-    /// Moves time forward by `seconds`, firing what falls due on the way; `settle` runs after each
-    /// (to let what a task sent elsewhere happen at the task's time, not at the end).
-    public func advance(by seconds: Double, settle: () -> Void = {}) {
+    public func soon(on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) {
+        _ = add(0, interval: nil, queue: queue, body: body)
+    }
+
+    /// Runs everything due now, and everything that causes at once, until nothing is left to do
+    /// before the clock moves.
+    public func runUntilIdle() { advance(by: 0) }
+
+    /// Moves time forward by `seconds`, firing what falls due on the way (what a task hands on
+    /// runs at the task's time, before anything later), then runs until idle.
+    public func advance(by seconds: Double) {
         let end = now + seconds
         while true {
             let next = state.withLock { state -> Task? in
@@ -123,7 +136,6 @@ public final class ManualScheduler: Scheduler {
             }
             guard let next else { break }
             next.queue.sync(execute: next.body)
-            settle()
         }
         state.withLock { $0.now = end }
     }

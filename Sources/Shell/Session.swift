@@ -9,22 +9,20 @@ public final class Session {
     /// What the database is brought up to when first opened.
     public let schema: Schema
     public var random: SeededRandom
-    /// Seconds since 1970; tests replace it.
-    public var clock: () -> Double
+    /// The one clock and timers of this run (App builds it; tests give a manual one): the
+    /// engine, when online, runs on it too.
+    public let scheduler: Scheduler
     private var database: SeanceDatabase?
 
-    public init(dataDirectory: DataDirectory, schema: Schema, random: SeededRandom, clock: @escaping () -> Double = Session.systemTime) {
+    public init(dataDirectory: DataDirectory, schema: Schema, random: SeededRandom, scheduler: Scheduler = SystemScheduler()) {
         self.dataDirectory = dataDirectory
         self.schema = schema
         self.random = random
-        self.clock = clock
+        self.scheduler = scheduler
     }
 
-    public static func systemTime() -> Double {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-    }
+    /// Seconds since 1970, by the scheduler.
+    public func clock() -> Double { scheduler.now }
 
     /// The database, opened and migrated on first use.
     public func openDatabase() throws(StorageError) -> SeanceDatabase {

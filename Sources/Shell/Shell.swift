@@ -5,6 +5,8 @@ import Terminal
 /// The REPL engine: reads lines, splits them into commands, dispatches them through the
 /// registry in the current mode, and reports errors the way batch users expect.
 public final class Shell {
+    /// Where reminders wait for their time (they only post a line to the inbox).
+    static let reminders = DispatchQueue(label: "seance.reminders")
     public let console: Console
     public let session: Session
     public private(set) var registry: CommandRegistry
@@ -233,17 +235,22 @@ public final class Shell {
     /// false: an animation is drawing). Ctrl-C ends the wait with `ShellError.interrupted`, and
     /// keys typed meanwhile are dropped rather than run afterwards.
     public func pause(_ seconds: Double, showNotices: Bool = true) throws {
-        var timespec = Glibc.timespec()
-        clock_gettime(CLOCK_MONOTONIC, &timespec)
-        let deadline = Double(timespec.tv_sec) + Double(timespec.tv_nsec) / 1e9 + seconds
+        _ = try wait(upTo: seconds, showNotices: showNotices) { false }
+    }
+
+    /// Waits until `condition` holds or `seconds` have passed, printing what arrives meanwhile;
+    /// true when it held. The condition is checked whenever the shell is woken (the engine wakes
+    /// it for every change it makes known: a notice, a peer arriving), never on a timer.
+    public func wait(upTo seconds: Double, showNotices: Bool = true, until condition: () -> Bool) throws -> Bool {
+        let deadline = SystemTime.monotonic() + seconds
         while true {
             if Signals.interrupt.exchange(false, ordering: .relaxed) {
                 if isInteractive { tcflush(0, TCIFLUSH) }
                 throw ShellError.interrupted
             }
-            clock_gettime(CLOCK_MONOTONIC, &timespec)
-            let left = deadline - (Double(timespec.tv_sec) + Double(timespec.tv_nsec) / 1e9)
-            if left <= 0 { break }
+            if condition() { return true }
+            let left = deadline - SystemTime.monotonic()
+            if left <= 0 { return false }
             var fds = [pollfd(fd: console.inbox.wakeFDs.read, events: Int16(POLLIN), revents: 0)]
             _ = poll(&fds, 1, Int32(min(left * 1000, 1000).rounded(.up)))
             if showNotices {
@@ -288,7 +295,7 @@ public final class Shell {
             }
             let line = invocation.shell.styler.bold("reminder:") + " " + invocation.arguments["message"]!
             let inbox = invocation.console.inbox
-            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { inbox.post(line) }
+            invocation.shell.session.scheduler.after(seconds, on: Shell.reminders) { inbox.post(line) }
         })
         register(Command("sleep", scope: .global,
                          arguments: [.positional("seconds", help: "how long (decimals allowed, at most 3600)")],

@@ -1,9 +1,7 @@
-import Chat
 import Curses
 import Foundation
 import Nearby
 import Shell
-import Synchronization
 import Terminal
 
 /// When spectres come and go. Arrivals are a Poisson process: the gaps between them are
@@ -70,67 +68,89 @@ public struct Spectre: Equatable, Sendable {
 
 /// Spectres (SPEC §4.2): local spirits, not network peers, that drift into a Human's nearby list
 /// now and then while it is online, linger, and fade. Opened like a peer, they answer plain
-/// questions; a spell one teaches is kept for `spell`.
-public final class Spectres: ChatFeature, LocalPresence, @unchecked Sendable {
+/// questions; a spell one teaches is kept for `spell`. While online their comings and goings
+/// live on the engine (`SpectresOnline`).
+public final class Spectres: Feature, LocalPresence {
+    let curses: Curses
+    /// How notices look (known once registered).
+    var styler = Styler(.plain)
+    /// While online: the spectres' part on the engine.
+    private(set) var live: SpectresOnline?
+
+    public init(curses: Curses) { self.curses = curses }
+
+    public func register(in shell: Shell, online: Online) {
+        styler = shell.styler
+        online.add(self)
+        online.add(local: self)
+    }
+
+    public func online(_ context: FeatureContext) throws {
+        live = SpectresOnline(context, styler: styler)
+    }
+
+    public func offline() {
+        live?.stop()
+        live = nil
+    }
+
+    /// How many have come since going online.
+    public var arrivals: Int { live?.arrivals ?? 0 }
+
+    public func present() -> [LocalPeer] { live?.present() ?? [] }
+}
+
+/// The spectres' part while online, on the engine: who is present, the next arrival and each
+/// one's fading, and their answers.
+final class SpectresOnline: Sendable {
     private struct State {
-        var context: OnlineContext?
         var present: [Spectre] = []
         /// The next arrival, and each present spectre's fading (removed as it fires).
         var next: Cancellable?
         var fades: [Int: Cancellable] = [:]
-        var random = SeededRandom(seed: 0)
+        var random: SeededRandom
         var nextID = 1
         /// Arrivals so far this time online (tests count them).
         var arrivals = 0
+        var running = true
     }
 
-    private let state = Mutex(State())
-    let curses: Curses
+    let context: FeatureContext
+    private let state: EngineBound<State>
+    private let styler: Styler
 
-    public init(curses: Curses) { self.curses = curses }
-
-    public func register(in chat: ChatMode) {
-        chat.features.append(self)
-        chat.localPresences.append(self)
+    /// On the engine: the first arrival is scheduled.
+    init(_ context: FeatureContext, styler: Styler) {
+        self.context = context
+        self.styler = styler
+        state = EngineBound(State(random: context.random), engine: context.engine)
+        scheduleNext()
     }
 
-    public func online(_ context: OnlineContext) throws {
-        state.withLock { state in
-            state = State()
-            state.context = context
-            state.random = context.random
+    func stop() {
+        context.engine.sync {
+            state.value.next?.cancel()
+            for fade in state.value.fades.values { fade.cancel() }
+            state.value = State(random: state.value.random)
+            state.value.running = false
         }
-        context.engine.sync { scheduleNext(context) }
     }
 
-    public func offline() {
-        let timers = state.withLock { state -> [Cancellable] in
-            defer { state.next = nil; state.fades = [:]; state.present = []; state.context = nil }
-            return Array(state.fades.values) + [state.next].compactMap { $0 }
+    var arrivals: Int { context.engine.sync { state.value.arrivals } }
+
+    private func scheduleNext() {
+        let gap = state.update { SpectreSchedule.gap(gift: context.profile.gift, using: &$0.random) }
+        state.value.next = context.engine.after(gap) { [self] in
+            arrive()
+            scheduleNext()
         }
-        timers.forEach { $0.cancel() }
-    }
-
-    /// How many have come since going online.
-    public var arrivals: Int { state.withLock { $0.arrivals } }
-
-    // MARK: On the engine
-
-    private func scheduleNext(_ context: OnlineContext) {
-        let gap = state.withLock { state in SpectreSchedule.gap(gift: context.profile.gift, using: &state.random) }
-        let timer = context.engine.after(gap) { [weak self] in
-            guard let self else { return }
-            self.arrive(context)
-            self.scheduleNext(context)
-        }
-        state.withLock { $0.next = timer }
     }
 
     /// A spectre comes, if this shell is Human (the dying see other things).
-    private func arrive(_ context: OnlineContext) {
-        guard state.withLock({ $0.context != nil }), context.myPlane() == .human else { return }
+    private func arrive() {
+        guard state.value.running, context.rules.plane == .human else { return }
         let now = context.engine.now
-        let spectre = state.withLock { state -> Spectre in
+        let spectre = state.update { state -> Spectre in
             defer { state.nextID += 1; state.arrivals += 1 }
             // A name not already present, when there is one.
             let taken = Set(state.present.map(\.name))
@@ -141,42 +161,37 @@ public final class Spectres: ChatFeature, LocalPresence, @unchecked Sendable {
             return spectre
         }
         if context.rules.allowsSight(of: nil) {
-            context.inbox.post(glyph(context) + " \(spectre.name) drifts into sight (a spectre: open \(Tokenizer.quote(spectre.name)) to ask it something)")
+            post("\(spectre.name) drifts into sight (a spectre: open \(Tokenizer.quote(spectre.name)) to ask it something)")
         }
-        let timer = context.engine.after(spectre.fadesAt - now) { [weak self] in
-            guard let self else { return }
-            let gone = self.state.withLock { state -> Bool in
-                state.fades[spectre.id] = nil
-                guard let index = state.present.firstIndex(where: { $0.id == spectre.id }) else { return false }
-                state.present.remove(at: index)
-                return true
-            }
-            if gone, context.rules.allowsSight(of: nil) { context.inbox.post(self.glyph(context) + " \(spectre.name) fades away") }
+        state.value.fades[spectre.id] = context.engine.after(spectre.fadesAt - now) { [self] in
+            state.value.fades[spectre.id] = nil
+            guard let index = state.value.present.firstIndex(where: { $0.id == spectre.id }) else { return }
+            state.value.present.remove(at: index)
+            if context.rules.allowsSight(of: nil) { post("\(spectre.name) fades away") }
         }
-        state.withLock { $0.fades[spectre.id] = timer }
     }
 
-    // MARK: Answers (the shell's thread)
+    // MARK: Answers (asked from the shell's thread)
 
-    public func present() -> [LocalPeer] {
-        let (present, context) = state.withLock { ($0.present, $0.context) }
-        guard let context, context.myPlane() == .human else { return [] }
+    func present() -> [LocalPeer] {
+        let present = context.engine.sync { context.rules.plane == .human ? state.value.present : [] }
         return present.map { spectre in
-            LocalPeer(name: spectre.name, kind: "spectre", glyph: "👻") { [weak self] question in
-                self?.answer(question, from: spectre.id)
-            }
+            LocalPeer(name: spectre.name, kind: "spectre", glyph: "👻") { [self] question in answer(question, from: spectre.id) }
         }
     }
 
     /// A spectre's answer, or nil when it has faded. The count of ghosts is the real one: every
     /// Ghost peer in range, whether or not this shell can see it.
     func answer(_ question: String, from id: Int) -> String? {
-        guard let context = state.withLock({ state in state.present.contains { $0.id == id } ? state.context : nil }) else { return nil }
-        let ghosts = context.service.peers().filter { Plane(wireValue: $0.announcement.plane) == .ghost }.count
-        let (text, spell) = state.withLock { state in SpectreMind.answer(question, ghosts: ghosts, using: &state.random) }
-        if let spell { try? curses.learn(spell: spell, key: context.identity.signingPublicKey, database: context.database) }
-        return text
+        let said = context.engine.sync { () -> (text: String, spell: String?)? in
+            guard state.value.present.contains(where: { $0.id == id }) else { return nil }
+            let ghosts = context.presence.peers().filter { Plane(wireValue: $0.announcement.plane) == .ghost }.count
+            return state.update { SpectreMind.answer(question, ghosts: ghosts, using: &$0.random) }
+        }
+        guard let said else { return nil }
+        if let spell = said.spell { try? CurseStore(database: context.database).learn(spell: spell, for: context.me) }
+        return said.text
     }
 
-    private func glyph(_ context: OnlineContext) -> String { context.styler.apply(.cyan + .bold, "👻") }
+    private func post(_ text: String) { context.inbox.post(styler.apply(.cyan + .bold, "👻") + " " + text) }
 }

@@ -150,5 +150,18 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
 public protocol CurseBook: AnyObject {
     /// Lifts the active curse on `profile` that ends last, inside the store's transaction;
     /// returns what was lifted, or nil when no curse is active.
-    func liftLatest(on profile: Int64, in db: Database, now: Double) throws -> String?
+    func liftLatest(on profile: Int64, in db: Database, now: Double) throws -> LiftedCurse?
+    /// The store's transaction committed: the curse stops applying (on the engine, if online).
+    func lifted(_ curse: LiftedCurse)
+}
+
+/// A curse a candle lifted: its row, and how to name it.
+public struct LiftedCurse: Equatable, Sendable {
+    public let id: Int64
+    public let description: String
+
+    public init(id: Int64, description: String) {
+        self.id = id
+        self.description = description
+    }
 }

@@ -58,10 +58,10 @@ public struct Ledger: Sendable {
         return matches[0]
     }
 
-    /// Uses one Holy candle on the curse that ends last. Nothing is used up when there is no
-    /// curse: returns nil then.
+    /// Uses one Holy candle on the curse that ends last, then (once that is committed) tells
+    /// the curses. Nothing is used up when there is no curse: returns nil then.
     public func useCandle(profile: Int64, curses: CurseBook?, now: Double) throws -> String? {
-        try database.write { db in
+        let lifted = try database.write { db -> LiftedCurse? in
             let held = try Int.fetchOne(db, sql: "SELECT count FROM inventory WHERE profileId = ? AND item = 'candle'",
                                         arguments: [profile]) ?? 0
             guard held > 0 else { throw StoreError.noneLeft(.candle) }
@@ -69,6 +69,9 @@ public struct Ledger: Sendable {
             try db.execute(sql: "UPDATE inventory SET count = count - 1 WHERE profileId = ? AND item = 'candle'", arguments: [profile])
             return lifted
         }
+        guard let lifted else { return nil }
+        curses?.lifted(lifted)
+        return lifted.description
     }
 
     /// Puts on a Saint's medallion: one fewer in the inventory, and an hour of protection from

@@ -1,3 +1,4 @@
+import ChatViews
 import Nearby
 import Foundation
 import Terminal

@@ -1,3 +1,4 @@
+import ChatViews
 import Foundation
 import Nearby
 import Terminal
@@ -8,17 +9,15 @@ import Testing
 /// What hostile peers' names and messages become on screen, and how many notices they get.
 @Suite struct HostileNoticeTests {
     /// Escapes in a peer's name or message never reach the terminal raw, in notices or bubbles.
-    @Test func remoteTextIsShownInert() throws {
-        let directory = temporaryDirectory("hostile")
-        defer { removeDirectory(directory) }
-        let database = try testDatabase(directory + "/db.sqlite")
+    @Test func remoteTextIsShownInert() {
         let evil = "\u{1B}[2J\u{1B}]0;pwned\u{7}\u{202E}"
         let peer = Peer(signingKey: Data(repeating: 7, count: 32),
                         announcement: Announcement(name: "eve" + evil, agreementKey: Data(repeating: 1, count: 32), plane: 0,
                                                    avatar: .emoji(evil), unicastPort: 1, intervalMilliseconds: 5000),
                         route: Route(transport: "memory", address: "h"), lastSeen: 0)
-        var lines = ChatMode.liveLines(for: .arrived(peer), myPlane: .human, database: database, styler: Styler(.plain), ascii: false)
-        lines += ChatMode.liveLines(for: .left(peer, .goodbye), myPlane: .human, database: database, styler: Styler(.plain), ascii: false)
+        var lines = ChatMode.liveLines(for: .arrived(peer), trusted: "eve" + evil + "#abcd", myPlane: .human, styler: Styler(.plain),
+                                       ascii: false)
+        lines += ChatMode.liveLines(for: .left(peer, .goodbye), myPlane: .human, styler: Styler(.plain), ascii: false)
         let view = ConversationView(capabilities: .plain, columns: 60)
         lines += view.bubble(ChatMessage(number: 1, outgoing: false, text: "hi" + evil + "\u{9B}2J", sentAt: 0, state: .received))
         #expect(lines.count > 3)
@@ -30,7 +29,7 @@ import Testing
     }
 
     @Test func presenceNoticesAreRateLimited() {
-        let limiter = NoticeLimiter(burst: 5, perSecond: 1)
+        var limiter = NoticeLimiter(burst: 5, perSecond: 1)
         var shown: [String] = []
         for i in 0..<1_000 { shown += limiter.admit(["+ key\(i)"], now: 0) }
         #expect(shown.count == 5)
@@ -40,14 +39,11 @@ import Testing
 
     /// A transport that stops carrying (a broker lost, no interface joined) is said once, with
     /// its reason shown inert; coming back is said too.
-    @Test func transportStateIsANotice() throws {
-        let directory = temporaryDirectory("transport")
-        defer { removeDirectory(directory) }
-        let database = try testDatabase(directory + "/db.sqlite")
+    @Test func transportStateIsANotice() {
         let down = ChatMode.liveLines(for: .transport("broker", .down("connection refused\u{1B}[2J")), myPlane: .human,
-                                      database: database, styler: Styler(.plain), ascii: false)
+                                      styler: Styler(.plain), ascii: false)
         #expect(down == ["! broker: connection refused^[[2J"])
-        let up = ChatMode.liveLines(for: .transport("broker", .up), myPlane: .human, database: database, styler: Styler(.plain), ascii: false)
+        let up = ChatMode.liveLines(for: .transport("broker", .up), myPlane: .human, styler: Styler(.plain), ascii: false)
         #expect(up == ["+ broker: connected again"])
     }
 }

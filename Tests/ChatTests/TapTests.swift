@@ -1,3 +1,4 @@
+import ChatViews
 import Nearby
 import Testing
 @testable import Chat

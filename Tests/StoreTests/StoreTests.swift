@@ -111,10 +111,18 @@ import Testing
         _ = try buy(.candle, 1, at: 1)
         #expect(try ledger.useCandle(profile: profile.id, curses: nil, now: 2) == nil)
         #expect(try ledger.inventory(profile: profile.id)[.candle] == 1)  // Nothing used up.
+        /// Told of the lift only once the candle's transaction has committed.
         final class OneCurse: CurseBook {
-            func liftLatest(on profile: Int64, in db: Database, now: Double) throws -> String? { "the curse of silence" }
+            var told: [Int64] = []
+            func liftLatest(on profile: Int64, in db: Database, now: Double) throws -> LiftedCurse? {
+                #expect(told.isEmpty)
+                return LiftedCurse(id: 7, description: "the curse of silence")
+            }
+            func lifted(_ curse: LiftedCurse) { told.append(curse.id) }
         }
-        #expect(try ledger.useCandle(profile: profile.id, curses: OneCurse(), now: 3) == "the curse of silence")
+        let book = OneCurse()
+        #expect(try ledger.useCandle(profile: profile.id, curses: book, now: 3) == "the curse of silence")
+        #expect(book.told == [7])
         #expect(try ledger.inventory(profile: profile.id)[.candle] == 0)
         _ = try buy(.medallion, 2, at: 4)
         #expect(try ledger.wearMedallion(profile: profile.id, now: 100) == Medallion(wornAt: 100))

@@ -1,5 +1,4 @@
 import Accounts
-import Chat
 import Curses
 import Foundation
 import Nearby
@@ -11,66 +10,90 @@ import Wire
 
 public enum WorldError: Error { case notInRange }
 
-/// Shells on an in-memory network with a manual clock, each with the features chat brings
-/// online (curses, spectres): for their tests, deterministic, without sockets or sleeping.
+/// Shells on an in-memory network with one manual clock, each online as the program goes
+/// online (`Online`, with curses, spectres and rooms): for their tests, deterministic, without
+/// sockets or sleeping. `step` moves the clock and runs until nothing is left to do.
 public final class ChatWorld: @unchecked Sendable {
     public final class Node {
         public let name: String
         public let profile: Profile
         public let identity: Identity
-        public let engine: Engine
-        public let service: NearbyService
-        public let delivery: DeliveryService
+        public let online: Online
+        public let battery: Battery
         public let curses: Curses
         public let spectres: Spectres
         public let rooms = Rooms()
-        public let rules = Rules()
         public let inbox = AsyncInbox()
-        /// This node's plane (only tests change it).
-        public final class PlaneCell: @unchecked Sendable { public var value: Plane; init(_ value: Plane) { self.value = value } }
-        public let plane: PlaneCell
         public let database: SeanceDatabase
+        let dataDirectory: DataDirectory
 
         init(_ name: String, plane: Plane, gift: Bool, world: ChatWorld) throws {
             self.name = name
-            self.plane = PlaneCell(plane)
+            dataDirectory = DataDirectory(path: world.directory + "/\(name)")
+            try dataDirectory.create()
             database = try testDatabase(world.directory + "/\(name).sqlite")
             (profile, identity) = try ProfileStore(database: database, rounds: 1 << 10)
                 .create(name: name, password: "correct horse", avatar: nil, gift: gift, now: world.scheduler.now)
-            engine = Engine(scheduler: world.scheduler)
-            service = NearbyService(transport: MemoryTransport(network: world.network, address: name),
-                                    timing: PresenceTiming(interval: 1, jitter: 0, startupGap: 0.5), signer: identity.signing,
-                                    announcement: Announcement(name: name, agreementKey: identity.agreementPublicKey, plane: plane.wireValue,
-                                                               avatar: .none, unicastPort: 0, intervalMilliseconds: 0),
-                                    engine: engine) { _ in }
-            delivery = DeliveryService(store: MessageStore(database: database), identity: identity, myPlane: { .human }, rules: rules,
-                                       engine: engine, clock: { world.scheduler.now }) { _ in }
-            delivery.attach(service)
-            curses = Curses(profiles: Profiles())
+            battery = Battery(override: Self.level(of: plane))
+            let network = world.network
+            online = Online(battery: battery, timing: PresenceTiming(interval: 1, jitter: 0, startupGap: 0.5)) { _ in
+                [MemoryTransport(network: network, address: name)]
+            }
+            curses = Curses(login: LoginSession())
             spectres = Spectres(curses: curses)
-            try goOnline(world)
+            online.add(curses)
+            online.add(spectres)
+            online.add(local: spectres)
+            online.add(rooms)
         }
 
-        /// Brings the features online, as chat does.
+        /// A battery level on each plane.
+        static func level(of plane: Plane) -> Int {
+            switch plane {
+            case .human: 100
+            case .dying: 40
+            case .hollow: 20
+            case .undead: 8
+            case .ghost: 3
+            }
+        }
+
+        /// Online as the program is: engine, presence, delivery and every feature.
         public func goOnline(_ world: ChatWorld) throws {
-            let plane = self.plane
-            let context = OnlineContext(service: service, delivery: delivery, engine: engine, profile: profile, identity: identity,
-                                        database: database, inbox: inbox, styler: Styler(.plain), rules: rules,
-                                        myPlane: { plane.value }, random: SeededRandom(seed: world.seed))
-            try curses.online(context)
-            try spectres.online(context)
-            try rooms.online(context)
+            var random = SeededRandom(seed: world.seed)
+            try online.goOnline(as: (profile, identity), database: database, dataDirectory: dataDirectory, inbox: inbox,
+                                scheduler: world.scheduler, random: &random)
         }
 
-        /// As chat does when going offline.
-        public func goOffline() {
-            curses.offline()
-            spectres.offline()
-            rooms.offline()
-            rules.clear()
+        public func goOffline() { online.goOffline() }
+
+        /// What is running while online.
+        public var context: FeatureContext { online.context! }
+        public var engine: Engine { context.engine }
+        public var service: NearbyService { context.presence }
+        public var delivery: DeliveryService { context.delivery }
+        /// The rules as the shell's thread asks them (on the engine).
+        public var rules: EngineRules { EngineRules(rules: context.rules) }
+
+        /// This node's plane; set, it is announced as a battery change is.
+        public var plane: Plane {
+            get { battery.reading.plane }
+            set {
+                try? battery.setOverride(Self.level(of: newValue))
+                online.batteryChanged()
+            }
         }
 
         public func notices() -> [String] { inbox.drainLines() }
+    }
+
+    /// The rules of one node, each question asked on its engine.
+    public struct EngineRules {
+        let rules: Rules
+
+        public func allowsSight(of peer: Peer?) -> Bool { rules.engine.sync { rules.allowsSight(of: peer) } }
+        public func shownName(of key: Data) -> String? { rules.engine.sync { rules.shownName(of: key) } }
+        public func outgoing(_ line: String) throws -> String { try rules.engine.sync { try rules.outgoing(line) } }
     }
 
     let directory = temporaryDirectory("world")
@@ -79,30 +102,26 @@ public final class ChatWorld: @unchecked Sendable {
     public private(set) var nodes: [Node] = []
     let seed: UInt64
 
-    /// Shells named and placed as `specs` says (with the gift for names in `gifted`). Without
-    /// `network`, no presence runs (no 50 ms tick): for simulating many hours of a feature alone.
+    /// Shells named and placed as `specs` says (with the gift for names in `gifted`), online.
+    /// Without `network`, presence stops at once (no announcements, no alarm every second): for
+    /// simulating many hours of a feature alone.
     public init(_ specs: [(String, Plane)], gifted: Set<String> = [], seed: UInt64 = 5, network: Bool = true) throws {
         self.seed = seed
         for (name, plane) in specs { nodes.append(try Node(name, plane: plane, gift: gifted.contains(name), world: self)) }
-        if network { for node in nodes { try node.service.start() } }
+        for node in nodes {
+            try node.goOnline(self)
+            if !network { node.service.stop() }
+        }
         step(0)
     }
 
     deinit {
-        for node in nodes { node.service.stop() }
+        for node in nodes { node.goOffline() }
         removeDirectory(directory)
     }
 
-    /// Moves the clock and lets every engine finish what that caused.
-    public func step(_ seconds: Double) {
-        scheduler.advance(by: seconds) { settle() }
-        settle()
-    }
-
-    /// Lets every engine finish what it was handed (a packet can cause another, and so on).
-    func settle() {
-        for _ in 0..<4 { for node in nodes { node.engine.sync {} } }
-    }
+    /// Moves the clock and runs everything that falls due, and all it causes, on every engine.
+    public func step(_ seconds: Double) { scheduler.advance(by: seconds) }
 
     /// A caster that skips its own checks: the packet, straight onto the network.
     public func forgeCast(from caster: Node, on target: Node, kind: CurseKind, minutes: UInt8 = 5) throws {
@@ -112,4 +131,3 @@ public final class ChatWorld: @unchecked Sendable {
         step(0)
     }
 }
-

@@ -1,5 +1,3 @@
-import Nearby
-import Accounts
 import Foundation
 import Glibc
 import Synchronization
@@ -78,36 +76,33 @@ public struct SysfsBattery: BatterySource {
     }
 }
 
-/// The battery as the shell sees it: the real reading, unless the user set a level. Shared
-/// with the network thread, which polls it while chat mode announces the plane.
+/// The battery as the shell sees it: the real reading, unless the user set a level. The
+/// engine reads it on its poll while online; the shell sets the level.
 public final class Battery: Sendable {
     private let source: BatterySource
-    private let overrideLevel: Mutex<Int?>
-    private let observers = Mutex<[@Sendable (BatteryReading) -> Void]>([])
+    /// Set on the shell's thread, read on the engine's: the one value both share (-1: none).
+    private let overrideLevel: Atomic<Int>
 
     public init(source: BatterySource = SysfsBattery(), override: Int? = nil) {
         self.source = source
-        self.overrideLevel = Mutex(override)
+        self.overrideLevel = Atomic(override ?? -1)
     }
 
-    public var override: Int? { overrideLevel.withLock { $0 } }
+    public var override: Int? {
+        let level = overrideLevel.load(ordering: .acquiring)
+        return level < 0 ? nil : level
+    }
 
     public var reading: BatteryReading {
         if let override { return BatteryReading(level: override, charging: false, source: .override) }
         return source.read()
     }
 
-    /// Sets a pretend level (0–100), or nil to return to the real reading; observers hear of it.
+    /// Sets a pretend level (0–100), or nil to return to the real reading (`Online` is told
+    /// by the command that sets it).
     public func setOverride(_ level: Int?) throws(BatteryError) {
         if let level, !(0...100).contains(level) { throw .outOfRange(level) }
-        overrideLevel.withLock { $0 = level }
-        let current = reading
-        for observer in observers.withLock({ $0 }) { observer(current) }
-    }
-
-    /// Calls `observer` after every change made with `setOverride`.
-    public func observe(_ observer: @escaping @Sendable (BatteryReading) -> Void) {
-        observers.withLock { $0.append(observer) }
+        overrideLevel.store(level ?? -1, ordering: .releasing)
     }
 }
 

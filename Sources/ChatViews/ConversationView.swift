@@ -1,9 +1,7 @@
-import Nearby
-import Accounts
 import Foundation
+import Nearby
 import Shell
 import Terminal
-
 
 /// Draws a page of a conversation like a messaging app: your bubbles on the right, theirs on
 /// the left, a `{day} {time}` header before a message more than an hour after the previous one,
@@ -158,4 +156,14 @@ public struct ConversationView: Sendable {
     func centred(_ text: String) -> String {
         String(repeating: " ", count: max(0, (columns - text.strippingANSI.displayWidth) / 2)) + text
     }
+}
+
+extension Peer {
+    /// `name#abcd` made safe for the terminal: the name came from the network.
+    public var shownHandle: String { SafeText.visible(handle) }
+}
+
+extension Conversation {
+    /// `name#abcd` made safe for the terminal: the stored name came from the network.
+    public var shownHandle: String { SafeText.visible(handle) }
 }

@@ -1,0 +1,129 @@
+import ChatViews
+import Foundation
+import Nearby
+import Shell
+import Terminal
+
+/// Chat's part of being online: what it prints above the prompt as things happen — arrivals,
+/// departures and changes of those in sight, a name used by another key, our own plane's
+/// change, messages and the states of ours. Made on the engine when going online; it hears
+/// the engine's events there and posts the lines.
+final class ChatNotices: Sendable {
+    private struct State {
+        /// The conversation open in the shell, and how to mark its messages shown.
+        var open: (conversation: Int64, markShown: @Sendable (Int64) -> Void)?
+        var limiter = NoticeLimiter()
+        /// The warning about an arriving key that uses a trusted name, printed with its arrival.
+        var impostor: (key: Data, trusted: String)?
+    }
+
+    private let state: EngineBound<State>
+    private let context: FeatureContext
+    private let capabilities: Capabilities
+    /// The terminal can write over lines already printed (delivery states change in place).
+    private let overwrites: Bool
+
+    init(_ context: FeatureContext, capabilities: Capabilities, overwrites: Bool) {
+        self.context = context
+        self.capabilities = capabilities
+        self.overwrites = overwrites
+        state = EngineBound(State(), engine: context.engine)
+        context.observe { [self] event in self.hear(event) }
+    }
+
+    /// The conversation open now (nil: none), from the shell's thread.
+    func setOpen(_ conversation: Int64?, markShown: (@Sendable (Int64) -> Void)?) {
+        context.engine.sync { state.value.open = conversation.flatMap { id in markShown.map { (id, $0) } } }
+    }
+
+    private var styler: Styler { Styler(capabilities) }
+
+    private func hear(_ event: OnlineEvent) {
+        let rules = context.rules
+        switch event {
+        case .impostor(let peer, let trusted):
+            state.value.impostor = (peer.signingKey, trusted)
+        case .presence(let presence):
+            var trusted: String?
+            if case .arrived(let peer) = presence, let warning = state.value.impostor, warning.key == peer.signingKey {
+                trusted = warning.trusted
+            }
+            state.value.impostor = nil
+            let lines = ChatMode.liveLines(for: presence, trusted: trusted, myPlane: rules.plane, styler: styler, ascii: capabilities.ascii,
+                                           allowsSight: rules.allowsSight, shownName: rules.shownName)
+            for line in state.value.limiter.admit(lines, now: context.engine.now) { context.inbox.post(line) }
+        case .planeChanged(let old, let new):
+            // Blind (a curse) sees nobody come or go, whatever the planes.
+            let seen = context.presence.peers().filter(rules.allowsSight)
+            for line in ChatMode.sightLines(from: old, to: new, peers: seen, styler: styler, ascii: capabilities.ascii) {
+                context.inbox.post(line)
+            }
+        case .delivery(let delivery):
+            hear(delivery)
+        }
+    }
+
+    private func hear(_ event: DeliveryEvent) {
+        let capabilities = self.capabilities
+        let inbox = context.inbox
+        switch event {
+        case .received(let conversation, let message, let from):
+            if let open = state.value.open, open.conversation == conversation {
+                inbox.post(.lines { columns in ConversationView(capabilities: capabilities, columns: columns).bubble(message) })
+                open.markShown(message.id)
+            } else {
+                let preview = ConversationView.preview(message.text, width: 40)
+                let sender = context.rules.shownName(of: from.signingKey) ?? from.shownHandle
+                inbox.post(styler.apply(.magenta, "✉") + " \(sender): \(preview)   (open \(sender))")
+            }
+        case .stateChanged(let conversation, let numbers, let state):
+            guard self.state.value.open?.conversation == conversation, !numbers.isEmpty else { return }
+            @Sendable func line(_ numbers: [Int64]) -> String? {
+                ChatMode.span(numbers).map { Styler(capabilities).dim("\($0) \(state.rawValue)") }
+            }
+            guard overwrites else { return inbox.post(line(numbers)!) }
+            // Written over the state under each bubble still on the screen (decided when
+            // printed: the bubble may not be drawn yet); a line for the others.
+            inbox.post(.update(numbers.map { number in
+                Overwrite(mark: ChatMode.stateMark(conversation, number), id: number) { columns in
+                    ConversationView(capabilities: capabilities, columns: columns).statusRow(number: number, state: state)
+                }
+            }) { missed in line(missed.map(\.id)) })
+        case .notStored(_, let numbers, let reason):
+            // Said wherever the user is: a line they typed was neither kept nor sent.
+            guard let which = ChatMode.span(numbers) else { return }
+            inbox.post(styler.error("\(which) could not be stored (\(reason)); it was not sent"))
+        }
+    }
+}
+
+/// Presence notices above the prompt, at most `burst` at once and `perSecond` after that: a
+/// crowd of made-up keys must not scroll everything else away. What is held back is counted in
+/// one line when notices flow again.
+struct NoticeLimiter: Sendable {
+    private var tokens: Double
+    private var last: Double?
+    private var held = 0
+    let burst: Double
+    let perSecond: Double
+
+    init(burst: Double = 20, perSecond: Double = 2) {
+        self.burst = burst
+        self.perSecond = perSecond
+        tokens = burst
+    }
+
+    /// The lines to print now (possibly none, possibly with a count of those held back).
+    mutating func admit(_ lines: [String], now: Double) -> [String] {
+        guard !lines.isEmpty else { return [] }
+        tokens = min(burst, tokens + perSecond * max(0, now - (last ?? now)))
+        last = now
+        guard tokens >= 1 else {
+            held += lines.count
+            return []
+        }
+        tokens -= 1
+        defer { held = 0 }
+        return (held > 0 ? ["… \(held) more presence notices not shown (nearby lists who is here)"] : []) + lines
+    }
+}

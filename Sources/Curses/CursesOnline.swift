@@ -1,0 +1,212 @@
+import ChatViews
+import Foundation
+import Nearby
+import Shell
+import Storage
+import Store
+import Terminal
+
+/// The curses' part while online, on the engine: the curses in force on this shell with their
+/// end timers, the castings waiting for an answer, the packets of both, and the rules a curse
+/// adds. Made on the engine by `Curses.online`; the shell's commands ask it through
+/// `engine.sync`.
+final class CursesOnline: Sendable {
+    private struct State {
+        var active: [ActiveCurse] = []
+        var timers: [Int64: Cancellable] = [:]
+        var random: SeededRandom
+        /// Curses this shell cast and has not heard about yet, by casting id.
+        var pending: [Data: Casting] = [:]
+    }
+
+    struct Casting {
+        var target: String
+        var kind: CurseKind
+        var minutes: Int
+    }
+
+    let context: FeatureContext
+    private let state: EngineBound<State>
+    private let styler: Styler
+
+    /// On the engine: loads the curses in force, arms their ends, registers the kinds and rules.
+    init(_ context: FeatureContext, styler: Styler) throws {
+        self.context = context
+        self.styler = styler
+        let active = try CurseStore(database: context.database).active(on: context.me, now: context.engine.now)
+        state = EngineBound(State(active: active, random: context.random), engine: context.engine)
+        for curse in active { scheduleEnd(curse) }
+        context.presence.handle(CurseCast.self) { [self] cast, sender, peer in received(cast, from: sender, peer: peer) }
+        context.presence.handle(CurseAnswer.self) { [self] answer, _, peer in answered(answer, from: peer) }
+        context.presence.handle(SpellCast.self) { [self] spell, _, peer in received(spell, from: peer) }
+        context.rules.addSight { [self] _ in !isActive(.blind) }
+        context.rules.addOutgoing { [self] line in try outgoing(line) }
+        context.rules.addNaming { [self] _ in isActive(.amnesia) ? Curses.stranger : nil }
+        for curse in active {
+            post("you are still cursed: \(describe(curse)), \(Curses.left(curse.endsAt - context.engine.now)) left")
+        }
+    }
+
+    /// Going offline: no curse ends here meanwhile (they are stored, and come back online).
+    func stop() {
+        context.engine.sync {
+            for timer in state.value.timers.values { timer.cancel() }
+            state.value.timers = [:]
+            state.value.pending = [:]
+        }
+    }
+
+    /// Whether a curse of `kind` is on this shell just now.
+    func isActive(_ kind: CurseKind) -> Bool {
+        let now = context.engine.now
+        return state.value.active.contains { $0.kind == kind && $0.endsAt > now }
+    }
+
+    /// A line on its way out: refused under silence, turned to gibberish under possession,
+    /// mirrored under the mirror (both, in that order, when both are on).
+    func outgoing(_ line: String) throws -> String {
+        let now = context.engine.now
+        if let silence = state.value.active.first(where: { $0.kind == .silence && $0.endsAt > now }) {
+            throw UserError("you are silenced by \(SafeText.visible(silence.casterHandle)) (\(Curses.left(silence.endsAt - now)) left)")
+        }
+        var text = line
+        if isActive(.possession) { text = state.update { Gibberish.possess(text, using: &$0.random) } }
+        if isActive(.mirror) { text = Gibberish.mirror(text) }
+        return text
+    }
+
+    // MARK: Packets
+
+    /// A curse cast on us. Checked here, answered to the caster.
+    private func received(_ cast: CurseCast, from sender: Data, peer: Peer?) {
+        guard cast.target == context.me else { return }
+        // The caster must be present (so its plane is known, from its own signed announcement)
+        // and a Ghost; this shell must be Human.
+        guard let peer else { return }
+        let now = context.engine.now
+        let caster = SafeText.visible(peer.handle)
+        let outcome: CurseAnswer.Outcome
+        let store = CurseStore(database: context.database)
+        if Plane(wireValue: peer.announcement.plane) != .ghost {
+            outcome = .notAGhost
+        } else if context.rules.plane != .human {
+            outcome = .notAHuman
+        } else if (try? store.repelled(peer.signingKey, from: context.me, now: now)) ?? nil != nil {
+            outcome = .repelled
+        } else if (try? Ledger(database: context.database).protectingMedallion(profile: context.profile.id, now: now)) ?? nil != nil {
+            outcome = .bounced
+            post("\(caster) tried to curse you with \(cast.kind.rawValue): it bounced off your Saint's medallion")
+        } else {
+            guard let curse = try? store.add(on: context.me, casterKey: peer.signingKey, casterName: peer.name,
+                                             kind: cast.kind, castID: cast.id, startedAt: now, endsAt: now + Double(cast.minutes) * 60) else {
+                return  // The same casting again (a replay), or the database refused: nothing takes hold twice.
+            }
+            state.value.active.append(curse)
+            scheduleEnd(curse)
+            outcome = .tookHold
+            post("\(caster) cursed you with \(cast.kind.rawValue) for \(cast.minutes) min: \(cast.kind.effect)")
+        }
+        context.presence.send(CurseAnswer(caster: peer.signingKey, id: cast.id, outcome: outcome), to: peer)
+    }
+
+    /// What became of a curse we cast.
+    private func answered(_ answer: CurseAnswer, from peer: Peer?) {
+        guard answer.caster == context.me, let casting = state.value.pending.removeValue(forKey: answer.id) else { return }
+        let target = casting.target
+        let text: String
+        switch answer.outcome {
+        case .tookHold: text = "your curse took hold: \(target) suffers \(casting.kind.rawValue) for \(casting.minutes) min"
+        case .bounced: text = "your curse bounced off \(target)'s Saint's medallion"
+        case .repelled: text = "\(target) repelled you with a spell: you cannot curse them yet"
+        case .notAGhost: text = "\(target) would not take your curse: to them you are not a Ghost"
+        case .notAHuman: text = "your curse found no hold: \(target) is not Human"
+        }
+        post(text)
+    }
+
+    /// A spell from a Human we cursed: we may not curse it for half an hour, and are told so.
+    private func received(_ spell: SpellCast, from peer: Peer?) {
+        guard spell.target == context.me, let peer, Spells.phrases.contains(spell.phrase) else { return }
+        let now = context.engine.now
+        try? CurseStore(database: context.database).repel(context.me, from: peer.signingKey, until: now + Curses.repelSeconds)
+        post("\(peer.shownHandle) repelled you with a spell (“\(SafeText.visible(spell.phrase))”): "
+             + "you cannot curse them for \(Int(Curses.repelSeconds / 60)) min")
+    }
+
+    /// Ends `curse` at its time, with a notice (unless a candle or a spell ended it first).
+    private func scheduleEnd(_ curse: ActiveCurse) {
+        let timer = context.engine.after(max(0, curse.endsAt - context.engine.now)) { [self] in
+            state.value.timers[curse.id] = nil
+            guard let index = state.value.active.firstIndex(where: { $0.id == curse.id }) else { return }
+            state.value.active.remove(at: index)
+            try? CurseStore(database: context.database).end(curse.id, how: "expired", at: context.engine.now)
+            post("the curse of \(curse.kind.rawValue) from \(SafeText.visible(curse.casterHandle)) has ended")
+        }
+        state.value.timers[curse.id] = timer
+    }
+
+    // MARK: Asked by the shell
+
+    /// Casts on a present peer, after the caster's own checks.
+    func send(_ kind: CurseKind, minutes: Int, to peer: Peer) throws {
+        guard CurseKind.minutes.contains(minutes) else { throw UserError("a curse lasts 1 to 60 minutes, not \(minutes)") }
+        try context.engine.sync {
+            let mine = context.rules.plane
+            guard mine == .ghost else { throw UserError("only a Ghost can curse, and you are \(mine.name)") }
+            let theirs = Plane(wireValue: peer.announcement.plane) ?? .ghost
+            guard theirs == .human else { throw UserError("\(peer.shownHandle) is \(theirs.name): only the living (Human) can be cursed") }
+            let now = context.engine.now
+            if let until = try CurseStore(database: context.database).repelled(context.me, from: peer.signingKey, now: now) {
+                throw UserError("\(peer.shownHandle) repelled you with a spell: you cannot curse them for \(Curses.left(until - now)) more")
+            }
+            // Unique whatever the seed: the cursed side refuses a casting id it has seen.
+            let id = Data((0..<16).map { _ in UInt8.random(in: 0...255) })
+            let casting = Casting(target: peer.shownHandle, kind: kind, minutes: minutes)
+            state.value.pending[id] = casting
+            context.presence.send(CurseCast(target: peer.signingKey, kind: kind, minutes: UInt8(minutes), id: id), to: peer)
+            context.engine.after(Curses.answerWait) { [self] in
+                guard state.value.pending.removeValue(forKey: id) != nil else { return }
+                post("no answer from \(casting.target): the curse may not have reached them")
+            }
+        }
+    }
+
+    /// Speaks the spell learnt last at `peer`: what was said, and the curses it lifted.
+    func speak(to peer: Peer) throws -> (phrase: String, lifted: [CurseKind]) {
+        try context.engine.sync {
+            let me = context.me
+            let store = CurseStore(database: context.database)
+            guard let phrase = try store.lastSpell(of: me) else {
+                throw UserError("you know no spell yet: ask a spectre for one (open one in chat and ask it)")
+            }
+            guard try store.hasCursed(me, from: peer.signingKey) else {
+                throw UserError("\(peer.shownHandle) has never cursed you: a spell is only for a ghost that did")
+            }
+            let now = context.engine.now
+            let ended = try store.endAll(from: peer.signingKey, on: me, how: "spell", at: now)
+            try store.repel(peer.signingKey, from: me, until: now + Curses.repelSeconds)
+            state.value.active.removeAll { $0.casterKey == peer.signingKey }
+            for curse in ended { state.value.timers.removeValue(forKey: curse.id)?.cancel() }
+            context.presence.send(SpellCast(target: peer.signingKey, phrase: phrase), to: peer)
+            return (phrase, ended.map(\.kind))
+        }
+    }
+
+    /// A candle lifted curse `id` (its transaction committed): it stops applying.
+    func lifted(_ id: Int64) {
+        context.engine.sync {
+            state.value.active.removeAll { $0.id == id }
+            state.value.timers.removeValue(forKey: id)?.cancel()
+        }
+    }
+
+    // MARK: Text
+
+    func describe(_ curse: ActiveCurse) -> String {
+        "\(curse.kind.rawValue) from \(SafeText.visible(curse.casterHandle))"
+    }
+
+    private func post(_ text: String) {
+        context.inbox.post(styler.apply(.magenta + .bold, "☠") + " " + text)
+    }
+}

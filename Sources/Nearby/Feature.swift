@@ -1,0 +1,99 @@
+import Accounts
+@_exported import Runtime
+import Foundation
+import Storage
+
+/// A feature that lives while the user is online (curses, spectres, rooms, chat's own notices):
+/// told when the engine exists, before the first packet, and when it stops. Features plug in
+/// here, never into each other.
+public protocol Feature: AnyObject {
+    /// On the engine, before any transport starts: the feature registers its packet kinds
+    /// (`context.presence.handle`), its rules, its observers and its timers, and keeps its
+    /// engine-bound state for this time online.
+    func online(_ context: FeatureContext) throws
+    /// On the shell's thread, with the transports still up (a host tells its guests): the
+    /// feature lets go of what `online` took.
+    func offline()
+}
+
+/// What a feature may use while online: the running engine and what it owns. Packet handlers,
+/// timers and the database writes the network causes run on `engine`; notices reach the shell
+/// through `inbox`.
+public struct FeatureContext: Sendable {
+    public let engine: Engine
+    public let presence: NearbyService
+    public let delivery: DeliveryService
+    public let profile: Profile
+    public let identity: Identity
+    public let database: SeanceDatabase
+    public let inbox: AsyncInbox
+    /// Who may be seen and written to, and what features add to that (on the engine).
+    public let rules: Rules
+    /// Seeded from `--seed`, like every other random choice: each feature takes its own copy.
+    public let random: SeededRandom
+    private let events: EngineBound<[@Sendable (OnlineEvent) -> Void]>
+
+    init(engine: Engine, presence: NearbyService, delivery: DeliveryService, profile: Profile, identity: Identity,
+         database: SeanceDatabase, inbox: AsyncInbox, rules: Rules, random: SeededRandom,
+         events: EngineBound<[@Sendable (OnlineEvent) -> Void]>) {
+        self.engine = engine
+        self.presence = presence
+        self.delivery = delivery
+        self.profile = profile
+        self.identity = identity
+        self.database = database
+        self.inbox = inbox
+        self.rules = rules
+        self.random = random
+        self.events = events
+    }
+
+    /// This profile's signing key, as peers know it.
+    public var me: Data { identity.signingPublicKey }
+
+    /// This shell's plane now (from any thread).
+    public var plane: Plane { engine.sync { rules.plane } }
+
+    /// `observer` hears every presence, delivery and plane event, on the engine, in order.
+    public func observe(_ observer: @escaping @Sendable (OnlineEvent) -> Void) {
+        engine.sync { events.value.append(observer) }
+    }
+
+    /// Tells every observer (on the engine).
+    func tellObservers(_ event: OnlineEvent) { for observer in events.value { observer(event) } }
+}
+
+/// What happens while online, as features hear of it (on the engine).
+public enum OnlineEvent: Sendable {
+    case presence(PresenceEvent)
+    /// `peer` arrived with the name of another key, the one trusted for it (`trusted`, its
+    /// handle): possibly an impersonation. Told every time it appears.
+    case impostor(Peer, trusted: String)
+    case delivery(DeliveryEvent)
+    /// Our own plane changed (the battery): who is in sight changes with it.
+    case planeChanged(from: Plane, to: Plane)
+}
+
+/// Someone to talk to who is no network peer (a spectre): listed by `nearby`, opened like a
+/// peer, and answering on this machine.
+public struct LocalPeer: Sendable {
+    public let name: String
+    /// What it is, shown after its name: `spectre`.
+    public let kind: String
+    public let glyph: String
+    /// Its answer to a line; nil once it has gone.
+    public let answer: @Sendable (String) -> String?
+
+    public init(name: String, kind: String, glyph: String, answer: @escaping @Sendable (String) -> String?) {
+        self.name = name
+        self.kind = kind
+        self.glyph = glyph
+        self.answer = answer
+    }
+}
+
+/// A feature with local ones to talk to.
+public protocol LocalPresence: AnyObject {
+    /// Those present now (asked from the shell's thread).
+    func present() -> [LocalPeer]
+}

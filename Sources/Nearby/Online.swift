@@ -1,0 +1,185 @@
+import Accounts
+import Crypto
+import Foundation
+import Storage
+
+/// Being online: the one object App builds that takes a profile onto the network and back.
+/// Going online makes the engine (on the run's one scheduler), presence on every transport,
+/// delivery, the plane kept from the battery, and brings every feature online on that engine;
+/// going offline undoes all of it. This object lives on the shell's thread; what it starts
+/// lives on the engine.
+public final class Online {
+    public let battery: Battery
+    public let timing: PresenceTiming
+    /// Makes the transports each time the user goes online (the LAN's sockets, a broker's
+    /// connection), the preferred first.
+    private let makeTransports: (_ signingKey: Data) -> [Transport]
+    /// Features that go online and offline with the user, in the order they were added.
+    public private(set) var features: [Feature] = []
+    /// Those to talk to who are no network peers (spectres): listed and opened like peers.
+    public private(set) var localPresences: [LocalPresence] = []
+    /// While online: what runs, as features see it.
+    public private(set) var context: FeatureContext?
+    /// This profile online in this shell only (`ProfileLock`).
+    private var lock: ProfileLock?
+    /// The log checkpointed off the engine while online (`BackgroundCheckpoints`).
+    private var checkpoints: BackgroundCheckpoints?
+    private var batteryPoll: Cancellable?
+
+    /// The battery is read again this often; a change of plane is announced at once.
+    public static let batteryPollSeconds = 30.0
+
+    public init(battery: Battery, timing: PresenceTiming, makeTransports: @escaping (_ signingKey: Data) -> [Transport]) {
+        self.battery = battery
+        self.timing = timing
+        self.makeTransports = makeTransports
+    }
+
+    public func add(_ feature: Feature) { features.append(feature) }
+    public func add(local presence: LocalPresence) { localPresences.append(presence) }
+
+    public var isOnline: Bool { context != nil }
+
+    public enum OnlineError: Error, Equatable, CustomStringConvertible {
+        case elsewhere(handle: String, process: Int32?)
+        case cannotLock(handle: String, reason: String)
+
+        public var description: String {
+            switch self {
+            case .elsewhere(let handle, let process):
+                let holder = process.map { "another seance (process \($0))" } ?? "another seance"
+                return "\(handle) is online in \(holder): leave chat there first, or log in as another profile"
+            case .cannotLock(let handle, let reason): return "\(handle) cannot go online: \(reason)"
+            }
+        }
+    }
+
+    /// Announces `login` on every transport and brings the features online. Nothing half
+    /// started stays behind when it throws.
+    @discardableResult
+    public func goOnline(as login: LoginSession.Login, database: SeanceDatabase, dataDirectory: DataDirectory,
+                         inbox: AsyncInbox, scheduler: Scheduler, random: inout SeededRandom) throws -> FeatureContext {
+        if let context { return context }
+        let (profile, identity) = login
+        // Released by `goOffline`, or when this throws before the end.
+        let lock: ProfileLock
+        do {
+            lock = try ProfileLock(in: dataDirectory, id: PeerIdentity.longFingerprint(of: identity.signingPublicKey))
+        } catch .held(let process) {
+            throw OnlineError.elsewhere(handle: profile.handle, process: process)
+        } catch {
+            throw OnlineError.cannotLock(handle: profile.handle, reason: "\(error)")
+        }
+        let plane = battery.reading.plane
+        let (avatar, pixels) = Self.avatar(of: profile)
+        let announcement = Announcement(name: profile.name, agreementKey: identity.agreementPublicKey, plane: plane.wireValue,
+                                        avatar: avatar, unicastPort: 0, intervalMilliseconds: 0)
+        // One serial engine for presence, delivery and every feature: every packet, timer and
+        // database write the network causes happens there, never on a socket's thread.
+        let engine = Engine(scheduler: scheduler)
+        let rules = Rules(plane: plane, engine: engine)
+        let events = EngineBound<[@Sendable (OnlineEvent) -> Void]>([], engine: engine)
+        @Sendable func tell(_ event: OnlineEvent) { for observer in events.value { observer(event) } }
+        let trust = TrustStore(database: database)
+        let delivered = EngineBound<DeliveryService?>(nil, engine: engine)
+        let presence = NearbyService(transports: makeTransports(identity.signingPublicKey), timing: timing, signer: identity.signing,
+                                     announcement: announcement, ownAvatarPixels: pixels, engine: engine,
+                                     // Jitter and answer delays follow --seed like every other choice.
+                                     random: SeededRandom(seed: random.next())) { event in
+            if case .arrived(let peer) = event, let trusted = trust.remember(peer) { tell(.impostor(peer, trusted: trusted)) }
+            tell(.presence(event))
+            switch event {
+            case .arrived(let peer), .changed(_, let peer): delivered.value?.peerArrived(peer)
+            // What was sent while the broker was away was dropped (never queued in the client).
+            case .transport(_, .up): delivered.value?.transportReturned()
+            default: break
+            }
+            // A shell waiting for someone to come into sight looks again.
+            inbox.wake()
+        }
+        let delivery = DeliveryService(store: MessageStore(database: database), identity: identity, myPlane: { rules.plane },
+                                       rules: rules, engine: engine, clock: { engine.now }) { event in tell(.delivery(event)) }
+        engine.sync { delivered.value = delivery }
+        let context = FeatureContext(engine: engine, presence: presence, delivery: delivery, profile: profile, identity: identity,
+                                     database: database, inbox: inbox, rules: rules, random: SeededRandom(seed: random.next()),
+                                     events: events)
+        do {
+            // Features register their kinds and rules before the first packet can arrive.
+            try engine.sync { for feature in features { try feature.online(context) } }
+            try presence.start()
+        } catch {
+            features.forEach { $0.offline() }
+            lock.release()
+            throw error
+        }
+        delivery.attach(presence)
+        self.context = context
+        self.lock = lock
+        do {
+            try delivery.loadOutboxes()
+        } catch {
+            goOffline()
+            throw error
+        }
+        // Online is long-running: the log is checkpointed beside the engine, not in its commits
+        // (without it, SQLite's own checkpoints stay: slower now and then, never wrong).
+        checkpoints = try? BackgroundCheckpoints(database, scheduler: scheduler)
+        let battery = self.battery
+        batteryPoll = engine.sync {
+            engine.scheduler.every(Self.batteryPollSeconds, on: engine.queue) {
+                Self.planeChanged(to: battery.reading.plane, rules: rules, presence: presence, tell: tell)
+            }
+        }
+        return context
+    }
+
+    /// The battery level was set: a new plane is announced at once.
+    public func batteryChanged() {
+        guard let context else { return }
+        let plane = battery.reading.plane
+        context.engine.sync {
+            Self.planeChanged(to: plane, rules: context.rules, presence: context.presence) { event in
+                context.tellObservers(event)
+            }
+        }
+    }
+
+    private static func planeChanged(to plane: Plane, rules: Rules, presence: NearbyService, tell: (OnlineEvent) -> Void) {
+        let old = rules.plane
+        guard old != plane else { return }
+        rules.plane = plane
+        presence.setPlane(plane.wireValue)
+        tell(.planeChanged(from: old, to: plane))
+    }
+
+    /// Says goodbye and releases everything going online took; returns what waits in the
+    /// outboxes (lines typed last are written, and sent once, before anything stops). Safe to
+    /// call when offline.
+    @discardableResult
+    public func goOffline() -> [ConversationSummary] {
+        guard let context else { return [] }
+        let waiting = context.delivery.waiting()
+        batteryPoll?.cancel()
+        batteryPoll = nil
+        // Features first: a room's host still tells its guests, with the transports up.
+        features.forEach { $0.offline() }
+        context.presence.stop()
+        checkpoints?.stop()
+        checkpoints = nil
+        lock?.release()
+        lock = nil
+        self.context = nil
+        return waiting
+    }
+
+    /// The profile's avatar as announced, and its pixels when it is a picture.
+    static func avatar(of profile: Profile) -> (AvatarReference, Data?) {
+        switch profile.avatar {
+        case .emoji(let emoji)?: return (.emoji(emoji), nil)
+        case .image(let image)?:
+            let pixels = Data(image.pixels)
+            return (.image(Data(SHA256.hash(data: pixels))), pixels)
+        case nil: return (.none, nil)
+        }
+    }
+}

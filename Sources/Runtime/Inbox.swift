@@ -1,0 +1,122 @@
+import Glibc
+import Synchronization
+
+/// Lines produced off the main thread (an incoming message, a peer arriving), waiting for the
+/// terminal's owner to print them. Posting also writes a byte to a pipe, which wakes the line
+/// reader out of its wait for a key.
+public final class AsyncInbox: Sendable {
+    private struct State {
+        var notices: [Notice] = []
+        /// A wake-up byte is in the pipe and not yet read: another would wake nobody more.
+        var woken = false
+    }
+
+    private let state = Mutex(State())
+    /// Read end first; the line reader polls the read end together with stdin.
+    public let wakeFDs: (read: Int32, write: Int32)
+
+    public init() {
+        var fds: [Int32] = [-1, -1]
+        if pipe(&fds) == 0 {
+            for fd in fds {
+                _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+                _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            }
+        }
+        wakeFDs = (fds[0], fds[1])
+    }
+
+    deinit {
+        close(wakeFDs.read)
+        close(wakeFDs.write)
+    }
+
+    /// Queues a line for printing above the prompt. Safe from any thread. Under a stream of
+    /// lines (a burst of messages) only the first writes to the pipe until the reader wakes.
+    public func post(_ line: String) { post(.line(line)) }
+
+    /// Queues a notice (a line, or lines printed earlier to write over). Safe from any thread.
+    public func post(_ notice: Notice) {
+        let wakeNeeded = state.withLock { state in
+            state.notices.append(notice)
+            defer { state.woken = true }
+            return !state.woken
+        }
+        if wakeNeeded { writeWakeByte() }
+    }
+
+    /// Wakes the reader without a line (a signal handler uses the same pipe directly).
+    public func wake() {
+        state.withLock { $0.woken = true }
+        writeWakeByte()
+    }
+
+    private func writeWakeByte() {
+        var byte: UInt8 = 1
+        _ = write(wakeFDs.write, &byte, 1)
+    }
+
+    /// Empties the wake-up pipe but keeps the queued lines, for a waiter that cannot print now.
+    public func clearWake() {
+        emptyPipe()
+        state.withLock { $0.woken = false }
+    }
+
+    /// Takes every queued notice, oldest first.
+    public func drain() -> [Notice] {
+        // The pipe first, then the lines and the flag together: a line posted after the lines
+        // were taken writes a new byte (one posted while the pipe empties writes a byte that
+        // wakes the reader once for nothing) — never a line left without a wake-up.
+        emptyPipe()
+        return state.withLock { state in
+            defer {
+                state.notices.removeAll()
+                state.woken = false
+            }
+            return state.notices
+        }
+    }
+
+    /// Takes every queued notice as the lines printed where nothing on screen can be written
+    /// over (a pipe).
+    public func drainLines(columns: Int = 80) -> [String] {
+        drain().flatMap { notice -> [String] in
+            switch notice {
+            case .line(let line): return [line]
+            case .lines(let render): return render(columns)
+            case .update(let overwrites, let otherwise): return otherwise(overwrites).map { [$0] } ?? []
+            }
+        }
+    }
+
+    private func emptyPipe() {
+        var drained: [UInt8] = Array(repeating: 0, count: 64)
+        while read(wakeFDs.read, &drained, drained.count) > 0 {}
+    }
+}
+
+/// What the shell's thread is given to print from elsewhere.
+public enum Notice: Sendable {
+    case line(String)
+    /// Lines laid out for the terminal's width when they are printed (a bubble: the window
+    /// may have been resized since the notice was made).
+    case lines(@Sendable (_ columns: Int) -> [String])
+    /// Lines printed earlier with these marks, written over where they are still on the screen;
+    /// for the others (scrolled away, or no screen to follow: a pipe), `otherwise` gives the line
+    /// to print instead, if any.
+    case update([Overwrite], otherwise: @Sendable ([Overwrite]) -> String?)
+}
+
+/// A line to write over the one printed with `mark`, rendered for the terminal's width then.
+public struct Overwrite: Sendable {
+    public let mark: String
+    /// The caller's own number for it (which message).
+    public let id: Int64
+    public let render: @Sendable (_ columns: Int) -> String
+
+    public init(mark: String, id: Int64, render: @escaping @Sendable (_ columns: Int) -> String) {
+        self.mark = mark
+        self.id = id
+        self.render = render
+    }
+}
