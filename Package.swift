@@ -92,7 +92,7 @@ let package = Package(
         ]),
         // libFuzzer targets for what is parsed by hand (`make fuzz`); a corpus replayer otherwise.
         .executableTarget(name: "SeanceFuzz", dependencies: [
-            "Wire", "Shell", "Terminal", "MQTT", .product(name: "Crypto", package: "swift-crypto"),
+            "Wire", "Nearby", "Shell", "Terminal", "MQTT", .product(name: "Crypto", package: "swift-crypto"),
         ]),
         // What the test targets share: temporary directories and a database with every table.
         .target(name: "TestSupport", dependencies: ["App", "Storage", "Chat", "Curses", "Spectres", "Rooms", "Nearby", "Accounts", "Shell", "Terminal"],

@@ -64,8 +64,9 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
         /// Our latest announcement, published again on every (re)connection: a broker that
         /// restarted without persistence has lost it.
         var presence: [UInt8]?
-        /// Whether the rooms' topics are subscribed to (and are again on reconnecting).
-        var watchingRooms = false
+        /// The topic filters broadcasts are wanted on (subscribed to again on reconnecting),
+        /// relative to the prefix.
+        var topics: Set<String> = []
     }
 
     public let name = "broker"
@@ -89,7 +90,6 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
 
     var presenceTopic: String { configuration.prefix + "presence/" + ownID }
     var inboxTopic: String { configuration.prefix + "inbox/" + ownID }
-    var roomsTopic: String { configuration.prefix + "rooms/+" }
 
     /// A peer's direct frames go to its inbox, named by its key (whatever topic its presence
     /// came by: anyone can publish anywhere, only the signature says who it is).
@@ -203,16 +203,16 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
             changed(up: false, why: "the broker \(configuration.address) refused the connection: \(reason)")
             return
         }
-        let (handle, presence, rooms) = state.withLock { state -> (ClientHandle?, [UInt8]?, Bool) in
+        let (handle, presence, topics) = state.withLock { state -> (ClientHandle?, [UInt8]?, Set<String>) in
             state.connected = true
-            return (state.client, state.presence, state.watchingRooms)
+            return (state.client, state.presence, state.topics)
         }
         guard let client = handle?.pointer else { return }
         // Presence at QoS 0 (it is refreshed anyway), the inbox at QoS 1; what reaches the
         // recipient is still confirmed end to end by seance's own acknowledgements.
         seance_mosquitto_subscribe(client, nil, configuration.prefix + "presence/+", 0)
         seance_mosquitto_subscribe(client, nil, inboxTopic, 1)
-        if rooms { seance_mosquitto_subscribe(client, nil, roomsTopic, 0) }
+        for topic in topics.sorted() { seance_mosquitto_subscribe(client, nil, configuration.prefix + topic, 0) }
         if let presence { publish(presence, to: presenceTopic, retain: true, qos: 1) }
         changed(up: true, why: "")
     }
@@ -232,7 +232,7 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
         guard message.payloadlen > 0, message.payloadlen <= Self.maximumFrame, let payload = message.payload,
               let topic = message.topic.map({ String(cString: $0) }) else { return }
         let bytes = Array(UnsafeRawBufferPointer(start: payload, count: Int(message.payloadlen)))
-        let presencePrefix = configuration.prefix + "presence/", roomsPrefix = configuration.prefix + "rooms/"
+        let presencePrefix = configuration.prefix + "presence/"
         let route: Route
         if topic == inboxTopic {
             // Who sent it is known only once its signature is checked, above this transport.
@@ -241,8 +241,8 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
             // Our own topic too: our own frames come back (the engine knows them without a
             // signature check), and so would those of this profile online elsewhere.
             route = Route(transport: name, address: String(topic.dropFirst(presencePrefix.count)))
-        } else if topic.hasPrefix(roomsPrefix) {
-            // A beacon: its signature says whose; the topic names only the room.
+        } else if topic.hasPrefix(configuration.prefix) {
+            // A topic subscribed to (a room's beacon): its signature says whose.
             route = Route(transport: name, address: "")
         } else {
             return
@@ -282,26 +282,28 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
         case .question:
             // Newcomers get every retained announcement when they subscribe: nobody need ask.
             break
-        case .room(let room):
-            // Beacons come every second: QoS 0, never retained (a retained one would outlive
-            // the room).
-            publish(bytes, to: configuration.prefix + "rooms/" + room, retain: false, qos: 0)
+        case .topic(let topic):
+            // Frequent (a room's beacon comes every second): QoS 0, never retained (a retained
+            // one would outlive what it says).
+            publish(bytes, to: configuration.prefix + topic, retain: false, qos: 0)
         case .other:
             publish(bytes, to: presenceTopic, retain: false, qos: 0)
         }
     }
 
-    public func watchRooms(_ watching: Bool) {
+    public func subscribe(topic: String) { changeSubscription(topic, wanted: true) }
+    public func unsubscribe(topic: String) { changeSubscription(topic, wanted: false) }
+
+    private func changeSubscription(_ topic: String, wanted: Bool) {
         let client = state.withLock { state -> ClientHandle? in
-            guard state.watchingRooms != watching else { return nil }
-            state.watchingRooms = watching
+            guard wanted ? state.topics.insert(topic).inserted : state.topics.remove(topic) != nil else { return nil }
             return state.connected && !state.stopping ? state.client : nil
         }
         guard let pointer = client?.pointer else { return }
-        if watching {
-            seance_mosquitto_subscribe(pointer, nil, roomsTopic, 0)
+        if wanted {
+            seance_mosquitto_subscribe(pointer, nil, configuration.prefix + topic, 0)
         } else {
-            seance_mosquitto_unsubscribe(pointer, nil, roomsTopic)
+            seance_mosquitto_unsubscribe(pointer, nil, configuration.prefix + topic)
         }
     }
 

@@ -121,6 +121,12 @@ public struct Peer: Equatable, Sendable {
     }
 }
 
+/// What a packet tells the table of peers.
+public enum PresenceNews: Equatable, Sendable {
+    case announce(Announcement)
+    case goodbye
+}
+
 public enum PresenceEvent: Equatable, Sendable {
     case arrived(Peer)
     /// The peer's plane, name or avatar changed.
@@ -170,15 +176,16 @@ public struct PresenceTable: Sendable {
         min(maximumInterval, max(minimumInterval, Double(announcement.intervalMilliseconds) / 1000))
     }
 
-    /// Takes one verified packet that came by `route`. Packets not newer than the newest seen
-    /// from the same sender, present or departed, are dropped (a replay, or reordering), with one
-    /// exception: the newest announcement arriving again by another transport adds or refreshes
-    /// that transport's route (the same frame is broadcast on every transport). It may not move
-    /// a route already known elsewhere, so a replay cannot redirect anyone's messages.
-    public mutating func receive(_ packet: Packet, from route: Route, now: Double) -> [PresenceEvent] {
+    /// Takes what one verified packet (an announcement or a goodbye) says, which came by
+    /// `route`. Packets not newer than the newest seen from the same sender, present or
+    /// departed, are dropped (a replay, or reordering), with one exception: the newest
+    /// announcement arriving again by another transport adds or refreshes that transport's
+    /// route (the same frame is broadcast on every transport). It may not move a route already
+    /// known elsewhere, so a replay cannot redirect anyone's messages.
+    public mutating func receive(_ news: PresenceNews, in packet: Packet, from route: Route, now: Double) -> [PresenceEvent] {
         let known = peers[packet.sender]
         let freshness = Freshness(timestamp: packet.timestamp, sequence: packet.sequence)
-        if var peer = known, freshness == peer.newest, case .announce = packet.payload {
+        if var peer = known, freshness == peer.newest, case .announce = news {
             if let existing = peer.routes.first(where: { $0.transport == route.transport }),
                existing.source != route || existing.newest >= freshness { return [] }
             peer.heard(by: route, freshness: freshness, now: now)
@@ -186,7 +193,7 @@ public struct PresenceTable: Sendable {
             return []
         }
         if let newest = known?.newest ?? retired[packet.sender], freshness <= newest { return [] }
-        switch packet.payload {
+        switch news {
         case .announce(let announcement):
             var peer = known ?? Peer(signingKey: packet.sender, announcement: announcement, route: route, lastSeen: now)
             peer.announcement = announcement
@@ -212,8 +219,6 @@ public struct PresenceTable: Sendable {
                 return []
             }
             return [.left(remove(packet.sender, newest: freshness), .goodbye)]
-        case .avatarRequest, .avatar, .message, .messages, .ack, .read, .query, .other:
-            return []
         }
     }
 

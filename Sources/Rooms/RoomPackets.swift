@@ -53,7 +53,7 @@ public struct Beacon: PacketKind, Equatable {
 
     public init(reading reader: inout ByteReader) throws(DecodeError) {
         guard let room = RoomID(reading: &reader), let counter = reader.uint32(), let interval = reader.uint16(),
-              let flags = reader.byte(), flags <= 1, reader.remaining == 0 else { throw .malformedPayload("beacon") }
+              let flags = reader.byte(), flags <= 1 else { throw .malformedPayload("beacon") }
         self.init(room: room, counter: counter, intervalMilliseconds: interval, closing: flags == 1)
     }
 
@@ -82,7 +82,7 @@ public struct RoomProbe: PacketKind, Equatable {
 
     public init(reading reader: inout ByteReader) throws(DecodeError) {
         guard let room = RoomID(reading: &reader), let nonce = reader.uint64(), let code = reader.byte(),
-              let proximity = Proximity(rawValue: code), reader.remaining == 0 else { throw .malformedPayload("room probe") }
+              let proximity = Proximity(rawValue: code) else { throw .malformedPayload("room probe") }
         self.init(room: room, nonce: nonce, proximity: proximity)
     }
 
@@ -129,7 +129,6 @@ public struct RoomRoster: PacketKind, Equatable {
             }
             members.append(Member(key: Data(key), proximity: proximity))
         }
-        guard reader.remaining == 0 else { throw .malformedPayload("room roster") }
         self.init(room: room, echo: echo, members: members)
     }
 
@@ -157,8 +156,9 @@ public struct RoomMembership: PacketKind, Equatable {
     }
 
     public init(reading reader: inout ByteReader) throws(DecodeError) {
-        guard let room = RoomID(reading: &reader), let code = reader.byte(), let action = Action(rawValue: code),
-              reader.remaining == 0 else { throw .malformedPayload("room membership") }
+        guard let room = RoomID(reading: &reader), let code = reader.byte(), let action = Action(rawValue: code) else {
+            throw .malformedPayload("room membership")
+        }
         self.init(room: room, action: action)
     }
 
@@ -216,7 +216,7 @@ public struct RoomLineAck: PacketKind, Equatable {
     }
 
     public init(reading reader: inout ByteReader) throws(DecodeError) {
-        guard let room = RoomID(reading: &reader), let host = reader.take(32), let id = reader.take(16), reader.remaining == 0 else {
+        guard let room = RoomID(reading: &reader), let host = reader.take(32), let id = reader.take(16) else {
             throw .malformedPayload("room acknowledgement")
         }
         self.init(room: room, host: Data(host), id: Data(id))

@@ -93,6 +93,10 @@ final class RoomsOnline: Sendable {
     static let heardLimit = 64
     /// A copy of a line is sent this many times at most, a second apart, until acknowledged.
     static let attempts = 5
+    /// A room's beacons travel on a topic of its own (a broker carries them there); listening
+    /// takes every room's.
+    static func topic(of room: RoomID) -> String { "rooms/\(room)" }
+    static let everyRoom = "rooms/+"
     /// Longest line: one sealed copy must fit a datagram.
     static let maximumLine = MessageCrypto.fragmentText
 
@@ -348,7 +352,7 @@ final class RoomsOnline: Sendable {
                           closing: closing)
         }
         guard let beacon else { return }
-        context.presence.broadcast(beacon, as: .room(beacon.room.description))
+        context.presence.broadcast(beacon, as: .topic(RoomsOnline.topic(of: beacon.room)))
     }
 
     /// Ends the room for everyone: each guest is told, and the last beacon says so too.
@@ -391,7 +395,7 @@ final class RoomsOnline: Sendable {
             state.watching = wanted
             return wanted
         }
-        if let change { context.presence.watchRooms(change) }
+        if let change { context.presence.subscribe(topic: Self.everyRoom, change) }
     }
 
     private func tick(_ context: FeatureContext) {
@@ -588,10 +592,10 @@ final class RoomsOnline: Sendable {
     func scan(shell: Shell) throws {
         let context = try online()
         let watching = withState { $0.watching }
-        if !watching { context.presence.watchRooms(true) }
+        if !watching { context.presence.subscribe(topic: Self.everyRoom, true) }
         // One beacon interval and a little: every room in range beacons once meanwhile.
         try shell.pause(Self.beaconInterval * 1.2)
-        if !withState({ $0.watching }) { context.presence.watchRooms(false) }
+        if !withState({ $0.watching }) { context.presence.subscribe(topic: Self.everyRoom, false) }
         let now = context.engine.now, me = context.identity.signingPublicKey
         let heard = withState { $0.heard.values.filter { now - $0.lastHeard < 3 } }.sorted { ($0.room, $0.firstHeard) < ($1.room, $1.firstHeard) }
         let current = currentRoom

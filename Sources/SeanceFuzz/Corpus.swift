@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import Wire
+import Nearby
 
 /// The seed corpus: real packets of every kind (the first byte 0 makes the packet target read
 /// them as they are; 1 and the kind make it re-sign a fuzzed payload), lines people type, and
@@ -19,13 +19,14 @@ enum Corpus {
                                          mySigningKey: signer.publicKey.rawRepresentation, theirSigningKey: other.signingKey)
         let sealed = try! MessageCrypto.seal(Fragment(sequence: 1, isLast: true, sentAt: 1_700_000_000_000, text: Data("hello".utf8)),
                                              key: key, sender: signer.publicKey.rawRepresentation, recipient: other.signingKey)
-        let payloads: [Payload] = [.announce(announce), .announce(imageAnnounce), .goodbye, .avatarRequest(hash: hash),
-                                   .avatar(hash: hash, pixels: pixels), .message(recipient: other.signingKey, sealed: sealed),
-                                   .ack(recipient: other.signingKey, sequence: 3), .read(recipient: other.signingKey, sequence: 3),
-                                   .query]
+        let payloads: [any PacketKind] = [announce, imageAnnounce, Goodbye(), AvatarRequest(hash: hash),
+                                          AvatarImage(hash: hash, pixels: pixels), MessageFragment(recipient: other.signingKey, sealed: sealed),
+                                          Acknowledgement(recipient: other.signingKey, sequence: 3),
+                                          ReadReceipt(recipient: other.signingKey, sequence: 3), Query()]
         var files: [(String, [UInt8])] = []
         for (index, payload) in payloads.enumerated() {
-            let frame = try! Packet.encode(payload, signer: signer, timestamp: 1_700_000_000_000, sequence: UInt32(index))
+            let frame = try! Packet.encode(kind: type(of: payload).code, body: try! payload.encoded(), signer: signer,
+                                           timestamp: 1_700_000_000_000, sequence: UInt32(index))
             files.append(("packet/frame-\(index)", [0] + frame))
             // The same payload, for re-signing: kind byte, then the body after the header.
             files.append(("packet/payload-\(index)", [1, frame[5]] + frame[Wire.headerSize..<(frame.count - Wire.signatureSize)]))

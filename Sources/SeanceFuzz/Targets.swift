@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import MQTT
+import Nearby
 import Wire
 import Shell
 import Terminal
@@ -39,7 +40,19 @@ enum FuzzTarget: String, CaseIterable {
         // (`decode` reads its fields through it only after its own checks).
         _ = UncheckedHeader(frame)
         guard let packet = try? Packet.decode(frame) else { return }
-        if case .announce(let announcement) = packet.payload {
+        // Every core kind's reader, on whatever payload came with its number.
+        switch packet.kind {
+        case Goodbye.code: _ = try? packet.read(Goodbye.self)
+        case Query.code: _ = try? packet.read(Query.self)
+        case AvatarRequest.code: _ = try? packet.read(AvatarRequest.self)
+        case AvatarImage.code: _ = try? packet.read(AvatarImage.self)
+        case MessageFragment.code: _ = try? packet.read(MessageFragment.self)
+        case MessageBundle.code: _ = try? packet.read(MessageBundle.self)
+        case Acknowledgement.code: _ = try? packet.read(Acknowledgement.self)
+        case ReadReceipt.code: _ = try? packet.read(ReadReceipt.self)
+        default: break
+        }
+        if let announcement = try? packet.read(Announcement.self) {
             precondition(NameRules.violation(announcement.name) == nil, "a decoded name breaks the rules")
             precondition(!SafeText.containsUnsafe(announcement.name), "a decoded name is unsafe to print")
             if case .emoji(let emoji) = announcement.avatar { precondition(NameRules.isEmoji(emoji)) }

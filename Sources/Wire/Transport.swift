@@ -30,9 +30,9 @@ public enum BroadcastKind: Sendable {
     case farewell
     /// "Who is there?": needless where presence is kept for late comers.
     case question
-    /// A room's beacon (`MAJOR.MINOR`): a broker carries it on the room's own topic, to those
-    /// watching rooms.
-    case room(String)
+    /// A frequent broadcast with a topic of its own (`rooms/7.42`): a broker carries it there,
+    /// never retained, to those subscribed (`subscribe(topic:)`); the LAN carries it to all.
+    case topic(String)
     case other
 }
 
@@ -57,9 +57,11 @@ public protocol Transport: AnyObject, Sendable, CustomStringConvertible {
     /// The route of a peer's direct packets, from the route its announcement came by, the port
     /// it announced and its signing key (what each transport needs of them differs).
     func directRoute(from source: Route, port: UInt16, signingKey: Data) -> Route
-    /// Whether room beacons are wanted (listening, scanning, in a room): a broker subscribes
-    /// to the rooms' topics only then. The LAN hears them anyway.
-    func watchRooms(_ watching: Bool)
+    /// Broadcasts on `topic` are wanted (a filter: `rooms/+` is every room's): a broker
+    /// subscribes to it only then, and again on reconnecting. The LAN hears everything anyway.
+    func subscribe(topic: String)
+    /// No longer wanted.
+    func unsubscribe(topic: String)
     /// Closes everything `start` opened. Safe to call twice.
     func stop()
 }
@@ -116,7 +118,8 @@ public final class MemoryTransport: Transport {
 }
 
 extension Transport {
-    public func watchRooms(_ watching: Bool) {}
+    public func subscribe(topic: String) {}
+    public func unsubscribe(topic: String) {}
 
     /// Starts with nobody told of its state (tests).
     public func start(deliver: @escaping @Sendable ([UInt8], Route) -> Void) throws { try start(deliver: deliver, report: { _ in }) }

@@ -42,15 +42,15 @@ final class FakePeer {
     deinit { close(socketFD) }
 
     /// A signed datagram of this peer (`timestamp` defaults to now).
-    func packet(_ payload: Payload, timestamp: UInt64? = nil) throws -> [UInt8] {
+    func packet<Kind: PacketKind>(_ payload: Kind, timestamp: UInt64? = nil) throws -> [UInt8] {
         sequence &+= 1
         return try Packet.encode(payload, signer: signing, timestamp: timestamp ?? UInt64(Date().timeIntervalSince1970 * 1000),
                                  sequence: sequence)
     }
 
-    func announcement(name: String, plane: UInt8 = 0, avatar: AvatarReference = .none, intervalMilliseconds: UInt32 = 5_000) -> Payload {
-        .announce(Announcement(name: name, agreementKey: agreement.publicKey.rawRepresentation, plane: plane, avatar: avatar,
-                               unicastPort: unicastPort, intervalMilliseconds: intervalMilliseconds))
+    func announcement(name: String, plane: UInt8 = 0, avatar: AvatarReference = .none, intervalMilliseconds: UInt32 = 5_000) -> Announcement {
+        Announcement(name: name, agreementKey: agreement.publicKey.rawRepresentation, plane: plane, avatar: avatar,
+                     unicastPort: unicastPort, intervalMilliseconds: intervalMilliseconds)
     }
 
     /// Raw bytes to the group (as an announcement goes).
@@ -86,7 +86,7 @@ final class FakePeer {
         let key = try MessageCrypto.key(mine: agreement, theirs: peer.agreementKey, mySigningKey: signingKey, theirSigningKey: peerKey)
         return try MessageCrypto.fragments(of: text, firstSequence: first, sentAt: sentAt).map { fragment in
             let sealed = try MessageCrypto.seal(fragment, key: key, sender: signingKey, recipient: peerKey)
-            return try packet(.message(recipient: peerKey, sealed: sealed))
+            return try packet(MessageFragment(recipient: peerKey, sealed: sealed))
         }
     }
 }
@@ -121,7 +121,7 @@ final class GroupListener {
             guard poll(&poller, 1, 100) > 0 else { continue }
             let count = recv(socketFD, &buffer, buffer.count, 0)
             guard count > 0, let packet = try? Packet.decode(Array(buffer[0..<count])),
-                  case .announce(let announcement) = packet.payload, announcement.name == name else { continue }
+                  let announcement = try? packet.read(Announcement.self), announcement.name == name else { continue }
             return (packet.sender, announcement)
         }
         return nil

@@ -64,7 +64,7 @@ struct HostilePeerIntegrationTests {
             eve.send(bytes, port: bobAnnouncement.unicastPort)
         }
         // Noise that does not decrypt makes no conversation.
-        noise.send(try noise.packet(.message(recipient: bobKey, sealed: Data(repeating: 7, count: 64))), port: bobAnnouncement.unicastPort)
+        noise.send(try noise.packet(MessageFragment(recipient: bobKey, sealed: Data(repeating: 7, count: 64))), port: bobAnnouncement.unicastPort)
         #expect(try driver.read(until: "forged", timeout: 20))
         #expect(try driver.read(until: "typed", timeout: 30))
         try driver.send("nearby\nnearby stats\nchats\nopen eve\n/open alice\n/back\nback\necho END")
@@ -99,7 +99,7 @@ struct HostilePeerIntegrationTests {
         let captured = try eve.packet(eve.announcement(name: "eve", intervalMilliseconds: 60_000))
         eve.multicast(captured)
         #expect(eventually(timeout: 30) { listed(after: "one") != nil }, "\(runB.output)")
-        eve.multicast(try eve.packet(.goodbye))
+        eve.multicast(try eve.packet(Goodbye()))
         usleep(200_000)
         for _ in 0..<5 { eve.multicast(captured) }
         #expect(eventually(timeout: 30) { listed(after: "two") != nil }, "\(runB.output)")
@@ -124,12 +124,12 @@ struct HostilePeerIntegrationTests {
         guard case .image(let hash) = bobAnnouncement.avatar else { Issue.record("bob has no image avatar"); return }
         _ = bobKey
         let stranger = FakePeer(port: shells.port)
-        for _ in 0..<5 { stranger.send(try stranger.packet(.avatarRequest(hash: hash)), port: bobAnnouncement.unicastPort) }
+        for _ in 0..<5 { stranger.send(try stranger.packet(AvatarRequest(hash: hash)), port: bobAnnouncement.unicastPort) }
         #expect(stranger.receive(timeout: 1).isEmpty)
         stranger.multicast(try stranger.packet(stranger.announcement(name: "stranger")))
         usleep(200_000)
-        for _ in 0..<5 { stranger.send(try stranger.packet(.avatarRequest(hash: hash)), port: bobAnnouncement.unicastPort) }
-        let answers = stranger.receive(timeout: 1).filter { if case .avatar = $0.payload { return true } else { return false } }
+        for _ in 0..<5 { stranger.send(try stranger.packet(AvatarRequest(hash: hash)), port: bobAnnouncement.unicastPort) }
+        let answers = stranger.receive(timeout: 1).filter { $0.kind == AvatarImage.code }
         #expect(answers.count == 1)
     }
 

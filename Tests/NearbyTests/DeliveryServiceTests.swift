@@ -64,8 +64,14 @@ final class Pair: Sendable {
              route: Route(transport: "memory", address: "198.18.0.1"), lastSeen: 0)
     }
 
-    static func packet(_ payload: Payload, from identity: Identity) -> Packet {
-        Packet(sender: identity.signingPublicKey, timestamp: 1, sequence: 1, payload: payload)
+    static func packet(_ sent: DeliveryPacket, from identity: Identity) -> Packet {
+        let sender = identity.signingPublicKey
+        switch sent {
+        case .fragment(let value): return try! Packet(value, sender: sender, timestamp: 1, sequence: 1)
+        case .bundle(let value): return try! Packet(value, sender: sender, timestamp: 1, sequence: 1)
+        case .acknowledgement(let value): return try! Packet(value, sender: sender, timestamp: 1, sequence: 1)
+        case .receipt(let value): return try! Packet(value, sender: sender, timestamp: 1, sequence: 1)
+        }
     }
 
     func conversationAtAlice() throws -> Conversation { try aliceDelivery.conversation(with: Pair.peer(bob, "bob", .human)) }
@@ -91,8 +97,7 @@ final class Pair: Sendable {
     func acknowledgements() -> [UInt32] {
         settle()
         return toAlice.take().compactMap { packet -> UInt32? in
-            if case .ack(_, let sequence) = packet.payload { return sequence }
-            return nil
+            (try? packet.read(Acknowledgement.self))?.sequence
         }
     }
 }
@@ -220,7 +225,7 @@ final class MessageCommits: TransactionObserver, Sendable {
         clock.withLock { $0 = 0.3 }
         delivery.tick(now: 0.3)  // The oldest go again; the others wait their turn.
         #expect(wakes.take().allSatisfy { $0 > 0.3 })
-        let ack = Pair.packet(.ack(recipient: alice.signingPublicKey, sequence: 10), from: bob)
+        let ack = Pair.packet(.acknowledgement(Acknowledgement(recipient: alice.signingPublicKey, sequence: 10)), from: bob)
         delivery.receive(ack, from: Route(transport: "memory", address: "h"))
         // Ten more are among the oldest, and overdue since 0.25.
         #expect(wakes.take().contains { $0 <= 0.3 })
@@ -237,8 +242,7 @@ final class MessageCommits: TransactionObserver, Sendable {
         }
         func bundled(_ packets: [Packet]) -> [Bool] {
             packets.map { packet in
-                if case .messages = packet.payload { return true }
-                return false
+                packet.kind == MessageBundle.code
             }
         }
         let route = Route(transport: "memory", address: "h")
@@ -303,16 +307,17 @@ final class MessageCommits: TransactionObserver, Sendable {
         let conversation = try pair.conversationAtAlice()
         _ = try pair.aliceDelivery.send("secret", in: conversation)
         pair.aliceDelivery.tick(now: 0)
-        guard case .message(let recipient, let sealed)? = pair.toBob.withLock({ $0.first?.payload }) else {
+        guard let fragment = pair.toBob.withLock({ $0.first }).flatMap({ try? $0.read(MessageFragment.self) }) else {
             Issue.record("nothing sent"); return
         }
+        let (recipient, sealed) = (fragment.recipient, fragment.sealed)
         var corrupted = sealed
         corrupted[corrupted.count - 1] ^= 1
-        pair.bobDelivery.receive(Pair.packet(.message(recipient: recipient, sealed: corrupted), from: pair.alice), from: Route(transport: "memory", address: "h"))
+        pair.bobDelivery.receive(Pair.packet(.fragment(MessageFragment(recipient: recipient, sealed: corrupted)), from: pair.alice), from: Route(transport: "memory", address: "h"))
         // Someone else's packet for bob, claiming to be from an unknown key.
-        pair.bobDelivery.receive(Pair.packet(.message(recipient: recipient, sealed: sealed), from: Identity()), from: Route(transport: "memory", address: "h"))
+        pair.bobDelivery.receive(Pair.packet(.fragment(MessageFragment(recipient: recipient, sealed: sealed)), from: Identity()), from: Route(transport: "memory", address: "h"))
         // Alice's packet addressed to somebody else.
-        pair.bobDelivery.receive(Pair.packet(.message(recipient: Data(repeating: 0, count: 32), sealed: sealed), from: pair.alice), from: Route(transport: "memory", address: "h"))
+        pair.bobDelivery.receive(Pair.packet(.fragment(MessageFragment(recipient: Data(repeating: 0, count: 32), sealed: sealed)), from: pair.alice), from: Route(transport: "memory", address: "h"))
         #expect(pair.received.withLock { $0 }.isEmpty)
         #expect(pair.bobDelivery.droppedCounts == ["cannot decrypt": 1, "unknown sender": 1, "not for us": 1])
     }

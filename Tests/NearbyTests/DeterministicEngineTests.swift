@@ -124,7 +124,7 @@ import Testing
         defer { mallory.stop() }
         let forger = Curve25519.Signing.PrivateKey()
         for claimed in [ann.service.publicKey, Curve25519.Signing.PrivateKey().publicKey.rawRepresentation] {
-            var bytes = try Packet.encode(.goodbye, signer: forger, timestamp: 1, sequence: 1)
+            var bytes = try Packet.encode(Goodbye(), signer: forger, timestamp: 1, sequence: 1)
             bytes.replaceSubrange(8..<40, with: claimed)
             mallory.broadcast(bytes, as: .other)
         }
@@ -146,7 +146,7 @@ import Testing
         crowd.advance(by: 3)
         // Everything ann sent, back to her (a broker's retained presence, a replay): hers.
         for bytes in heard.withLock({ $0 }) { mallory.broadcast(bytes, as: .other) }
-        var forged = try Packet.encode(.goodbye, signer: Curve25519.Signing.PrivateKey(), timestamp: UInt64(crowd.scheduler.now * 1000), sequence: 1)
+        var forged = try Packet.encode(Goodbye(), signer: Curve25519.Signing.PrivateKey(), timestamp: UInt64(crowd.scheduler.now * 1000), sequence: 1)
         forged.replaceSubrange(8..<40, with: ann.service.publicKey)
         mallory.broadcast(forged, as: .other)
         crowd.advance(by: 0)

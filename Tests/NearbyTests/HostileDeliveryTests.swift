@@ -18,7 +18,7 @@ import Testing
             var fragment = whole
             if endless { fragment.isLast = false }
             let sealed = try MessageCrypto.seal(fragment, key: key, sender: sender.signingPublicKey, recipient: recipient.signingPublicKey)
-            return Pair.packet(.message(recipient: recipient.signingPublicKey, sealed: sealed), from: sender)
+            return Pair.packet(.fragment(MessageFragment(recipient: recipient.signingPublicKey, sealed: sealed)), from: sender)
         }
     }
 
@@ -31,9 +31,9 @@ import Testing
     @Test func noiseFromAStrangerCreatesNoConversation() throws {
         let pair = try Pair()
         var packets = try Self.forged("hello", from: pair.alice, to: pair.bob)
-        guard case .message(let recipient, var sealed) = packets[0].payload else { return }
-        sealed[sealed.count - 1] ^= 1
-        packets[0].payload = .message(recipient: recipient, sealed: sealed)
+        var fragment = try packets[0].read(MessageFragment.self)
+        fragment.sealed[fragment.sealed.count - 1] ^= 1
+        packets[0] = Pair.packet(.fragment(fragment), from: pair.alice)
         for _ in 0..<5 { pair.bobDelivery.receive(packets[0], from: Route(transport: "memory", address: "h")) }
         #expect(try bobsConversation(pair) == nil)
         #expect(pair.bobDelivery.droppedCounts == ["cannot decrypt": 5])

@@ -6,18 +6,22 @@ import Testing
 /// What a hostile peer can send, and what it gets.
 @Suite struct HostilePeerTests {
     static func announce(_ key: Curve25519.Signing.PrivateKey, name: String = "mallory", at timestamp: UInt64, sequence: UInt32 = 0,
-                         interval: UInt32 = 5000, avatar: AvatarReference = .none) -> Packet {
-        Packet(sender: key.publicKey.rawRepresentation, timestamp: timestamp, sequence: sequence,
-               payload: .announce(Announcement(name: name, agreementKey: Data(repeating: 1, count: 32), plane: 0,
-                                               avatar: avatar, unicastPort: 1, intervalMilliseconds: interval)))
+                         interval: UInt32 = 5000, avatar: AvatarReference = .none) -> Heard {
+        Heard.announce(key, name: name, at: timestamp, sequence: sequence, interval: interval, avatar: avatar)
     }
 
-    func decodeAnnounce(name: String, avatar: AvatarReference = .none) -> Result<Packet, DecodeError> {
+    /// An announcement as another seance (which checks nothing) would write it, read here.
+    func decodeAnnounce(name: String, avatar: AvatarReference = .none) -> Result<Announcement, DecodeError> {
         let key = Curve25519.Signing.PrivateKey()
-        let payload = Payload.announce(Announcement(name: name, agreementKey: Data(repeating: 1, count: 32), plane: 0,
-                                                    avatar: avatar, unicastPort: 1, intervalMilliseconds: 5000))
-        let bytes = try! Packet.encode(payload, signer: key, timestamp: 1, sequence: 1)
-        return Result { () throws(DecodeError) in try Packet.decode(bytes) }
+        var body = Array(Data(repeating: 1, count: 32)) + [0, UInt8(name.utf8.count)] + Array(name.utf8)
+        switch avatar {
+        case .none: body += [0, 0]
+        case .emoji(let emoji): body += [1, UInt8(emoji.utf8.count)] + Array(emoji.utf8)
+        case .image(let hash): body += [2, 32] + hash
+        }
+        body += [0, 1, 0, 0, 0x13, 0x88]
+        let bytes = try! Packet.encode(kind: KindTable.announce, body: body, signer: key, timestamp: 1, sequence: 1)
+        return Result { () throws(DecodeError) in try Packet.decode(bytes).read(Announcement.self) }
     }
 
     @Test func receivedNamesAndAvatarsFollowTheLocalRules() {
@@ -69,7 +73,7 @@ import Testing
         let bob = Curve25519.Signing.PrivateKey()
         let captured = Self.announce(bob, name: "bob", at: 10, sequence: 1)
         _ = table.receive(captured, from: Route(transport: "lan", address: "198.18.0.2"), now: 0)
-        let goodbye = Packet(sender: bob.publicKey.rawRepresentation, timestamp: 20, sequence: 2, payload: .goodbye)
+        let goodbye = Heard.goodbye(bob, at: 20, sequence: 2)
         #expect(table.receive(goodbye, from: Route(transport: "lan", address: "198.18.0.2"), now: 1).count == 1)
         #expect(table.receive(captured, from: Route(transport: "lan", address: "198.18.0.66"), now: 2).isEmpty)
         #expect(table.peers.isEmpty)

@@ -46,10 +46,8 @@ struct FixedRandom: RandomNumberGenerator {
     let timing = PresenceTiming(interval: 5)
 
     func announce(_ plane: UInt8 = 0, name: String = "alice", at timestamp: UInt64, sequence: UInt32 = 0,
-                  interval: UInt32 = 5000) -> Packet {
-        Packet(sender: alice.publicKey.rawRepresentation, timestamp: timestamp, sequence: sequence,
-               payload: .announce(Announcement(name: name, agreementKey: Data(repeating: 1, count: 32), plane: plane,
-                                               avatar: .emoji("👻"), unicastPort: 1, intervalMilliseconds: interval)))
+                  interval: UInt32 = 5000) -> Heard {
+        Heard.announce(alice, name: name, plane: plane, at: timestamp, sequence: sequence, interval: interval, avatar: .emoji("👻"))
     }
 
     @Test func arrivalChangeAndGoodbye() {
@@ -62,7 +60,7 @@ struct FixedRandom: RandomNumberGenerator {
         let change = table.receive(announce(3, at: 3), from: Route(transport: "lan", address: "198.18.0.2"), now: 6)
         guard case .changed(let from, let to)? = change.first else { Issue.record("no change"); return }
         #expect(from.announcement.plane == 0 && to.announcement.plane == 3)
-        let goodbye = Packet(sender: alice.publicKey.rawRepresentation, timestamp: 4, sequence: 0, payload: .goodbye)
+        let goodbye = Heard.goodbye(alice, at: 4, sequence: 0)
         guard case .left(_, .goodbye)? = table.receive(goodbye, from: Route(transport: "lan", address: "198.18.0.2"), now: 7).first else {
             Issue.record("no goodbye"); return
         }
@@ -75,7 +73,7 @@ struct FixedRandom: RandomNumberGenerator {
         #expect(table.receive(announce(2, at: 10, sequence: 5), from: Route(transport: "lan", address: "h"), now: 1).isEmpty)  // Same packet again.
         #expect(table.receive(announce(2, at: 9, sequence: 9), from: Route(transport: "lan", address: "h"), now: 1).isEmpty)  // Older.
         #expect(table.peers.values.first?.announcement.plane == 0)
-        let oldGoodbye = Packet(sender: alice.publicKey.rawRepresentation, timestamp: 5, sequence: 0, payload: .goodbye)
+        let oldGoodbye = Heard.goodbye(alice, at: 5, sequence: 0)
         #expect(table.receive(oldGoodbye, from: Route(transport: "lan", address: "h"), now: 2).isEmpty)
         #expect(table.peers.count == 1)
     }

@@ -1,0 +1,138 @@
+import Foundation
+import Synchronization
+
+/// What the transports' threads check before a datagram's signature (some 80 µs of CPU each;
+/// dropping is all a forged header can get): our own broadcasts coming back, since when we are
+/// online, whether another seance in our name was heard, and which keys' refreshes reach us on
+/// time (their answers to others' queries tell us nothing). The engine keeps it up to date;
+/// the lock is held for no I/O and nothing else.
+final class ArrivalGate: Sendable {
+    private struct State {
+        /// Every broadcast we made online, as its sequence and timestamp, and since when (ms):
+        /// what in our name we did not send is another seance's.
+        var ownBroadcasts = OwnBroadcasts()
+        var onlineSince: UInt64 = 0
+        var alsoOnlineElsewhere = false
+        /// Until when each present key's refreshes on each transport are on time.
+        var onTime: [Data: [String: Double]] = [:]
+        /// Drops decided here, by reason, and answers skipped.
+        var dropped: [String: Int] = [:]
+        var redundant = 0
+    }
+
+    private let state = Mutex(State())
+
+    func cameOnline(at milliseconds: UInt64) { state.withLock { $0.onlineSince = milliseconds } }
+
+    func sent(sequence: UInt32, timestamp: UInt64) { state.withLock { $0.ownBroadcasts.insert(sequence: sequence, timestamp: timestamp) } }
+
+    /// `key` refreshed on `transport`; its next refresh is due by `until`.
+    func hears(_ key: Data, on transport: String, until: Double) { state.withLock { $0.onTime[key, default: [:]][transport] = until } }
+
+    func forget(_ key: Data) { _ = state.withLock { $0.onTime.removeValue(forKey: key) } }
+
+    /// An answer to someone's query from a key whose refreshes reach us on time anyway: skipped
+    /// (and counted) when true.
+    func isRedundant(_ key: ArraySlice<UInt8>, on transport: String, now: Double) -> Bool {
+        state.withLock { state in
+            guard let until = state.onTime[Data(key)]?[transport], now <= until else { return false }
+            state.redundant += 1
+            return true
+        }
+    }
+
+    /// Whether a datagram in our name is worth its signature check: not one we sent, made since
+    /// we came online, and nobody else in our name heard yet.
+    func isUnknownOurs(_ header: UncheckedHeader) -> Bool {
+        state.withLock { state in
+            !state.alsoOnlineElsewhere && header.timestamp >= state.onlineSince
+                && !state.ownBroadcasts.contains(sequence: header.sequence, timestamp: header.timestamp)
+        }
+    }
+
+    /// True the first time another seance in our name is heard.
+    func heardOursElsewhere() -> Bool {
+        state.withLock { state in
+            defer { state.alsoOnlineElsewhere = true }
+            return !state.alsoOnlineElsewhere
+        }
+    }
+
+    func drop(_ reason: String) { state.withLock { $0.dropped[reason, default: 0] += 1 } }
+
+    /// Adds what was decided here to the engine's counts.
+    func add(to statistics: inout NearbyStatistics) {
+        let (dropped, redundant) = state.withLock { ($0.dropped, $0.redundant) }
+        statistics.dropped.merge(dropped, uniquingKeysWith: +)
+        statistics.redundant += redundant
+    }
+}
+
+extension NearbyService {
+    /// On a transport's thread: only the checks of the frame and its signature, then the packet
+    /// goes to the engine. Two kinds of datagram are dropped before their signature is checked:
+    /// our own, looped back by multicast, and answers to someone else's query from peers we
+    /// hear anyway — in a crowd of *n* every arrival brings each of the others *n* of them.
+    func receive(_ bytes: [UInt8], from route: Route) {
+        if let header = UncheckedHeader(bytes) {
+            if header.sender.elementsEqual(myKey) { return receiveInOurName(header, bytes, from: route) }
+            if header.flags.contains(.answer), header.type == KindTable.announce,
+               gate.isRedundant(header.sender, on: route.transport, now: engine.now) { return }
+        }
+        let packet: Packet
+        do {
+            packet = try Packet.decode(bytes)
+        } catch {
+            return gate.drop(error.counterName)
+        }
+        engine.async { self.handle(packet, from: route) }
+    }
+
+    /// A datagram in our own name: our own broadcast, looped back by multicast or by a broker
+    /// (its retained presence, after a reconnection; a replay), a forgery — or this profile
+    /// online in another seance, from a copy of its data (the lock file sees one machine only).
+    /// Only a datagram we did not send, made since we came online, is worth its signature check;
+    /// a valid one is the other seance's.
+    private func receiveInOurName(_ header: UncheckedHeader, _ bytes: [UInt8], from route: Route) {
+        guard gate.isUnknownOurs(header) else { return }
+        do {
+            _ = try Packet.decode(bytes)
+        } catch {
+            return gate.drop(error.counterName)
+        }
+        guard gate.heardOursElsewhere() else { return }
+        engine.async { self.onEvent(.alsoOnlineElsewhere(transport: route.transport)) }
+    }
+}
+
+/// The sequence and timestamp of each broadcast made while online: to know our own packets when
+/// they come back. One per refresh (every 5 s), answer, and room beacon (every second while
+/// hosting), some 20 bytes each; past `capacity` (2.6 MB) the older half goes, and a replay of
+/// one of those could then be taken for another seance's — after a day and a half hosting a
+/// room, or a week online otherwise, and only with someone replaying it.
+struct OwnBroadcasts: Sendable {
+    private var sent = Set<UInt64>()
+    private var order: [UInt64] = []
+    let capacity: Int
+
+    init(capacity: Int = 131_072) { self.capacity = capacity }
+
+    /// Sequence numbers are 32 bits and the low 32 of a millisecond timestamp recur every 49
+    /// days: together they name one packet of ours.
+    private static func key(_ sequence: UInt32, _ timestamp: UInt64) -> UInt64 { UInt64(sequence) << 32 | (timestamp & 0xFFFF_FFFF) }
+
+    mutating func insert(sequence: UInt32, timestamp: UInt64) {
+        let key = Self.key(sequence, timestamp)
+        guard sent.insert(key).inserted else { return }
+        order.append(key)
+        if order.count > capacity {
+            let old = order.prefix(capacity / 2)
+            sent.subtract(old)
+            order.removeFirst(old.count)
+        }
+    }
+
+    func contains(sequence: UInt32, timestamp: UInt64) -> Bool { sent.contains(Self.key(sequence, timestamp)) }
+
+    var count: Int { sent.count }
+}

@@ -1,0 +1,85 @@
+import Foundation
+import Wire
+
+/// Who we are now (kind 1), to everyone in range: name, X25519 key, plane, avatar, the port of
+/// direct packets and the refresh interval, by which receivers expire us.
+public struct Announcement: PacketKind, Equatable {
+    public static let code = KindTable.announce
+    public var name: String
+    public var agreementKey: Data
+    /// Plane index: 0 Human, 1 Dying, 2 Hollow, 3 Undead, 4 Ghost.
+    public var plane: UInt8
+    public var avatar: AvatarReference
+    /// The port the sender receives direct messages on.
+    public var unicastPort: UInt16
+    /// How often the sender refreshes, in milliseconds: receivers expire it after three misses.
+    public var intervalMilliseconds: UInt32
+
+    public init(name: String, agreementKey: Data, plane: UInt8, avatar: AvatarReference, unicastPort: UInt16,
+                intervalMilliseconds: UInt32) {
+        self.name = name
+        self.agreementKey = agreementKey
+        self.plane = plane
+        self.avatar = avatar
+        self.unicastPort = unicastPort
+        self.intervalMilliseconds = intervalMilliseconds
+    }
+
+    public init(reading reader: inout ByteReader) throws(DecodeError) {
+        guard let agreementKey = reader.take(32), let plane = reader.byte(), let nameLength = reader.byte(),
+              let nameBytes = reader.take(Int(nameLength)) else { throw .malformedPayload("too short") }
+        guard plane <= 4 else { throw .malformedPayload("plane \(plane)") }
+        // Names are checked like local ones: a name that could not be typed here is not shown.
+        guard let name = String(validating: nameBytes, as: UTF8.self), NameRules.violation(name) == nil else {
+            throw .malformedPayload("name")
+        }
+        guard let avatarKind = reader.byte(), let avatarLength = reader.byte(), let avatarBytes = reader.take(Int(avatarLength)) else {
+            throw .malformedPayload("too short")
+        }
+        let avatar: AvatarReference
+        switch (avatarKind, Int(avatarLength)) {
+        case (0, 0): avatar = .none
+        case (1, 1...NameRules.maximumEmojiBytes):
+            guard let emoji = String(validating: avatarBytes, as: UTF8.self), NameRules.isEmoji(emoji) else {
+                throw .malformedPayload("emoji")
+            }
+            avatar = .emoji(emoji)
+        case (2, 32): avatar = .image(Data(avatarBytes))
+        default: throw .malformedPayload("avatar")
+        }
+        guard let port = reader.uint16(), let interval = reader.uint32() else { throw .malformedPayload("too short") }
+        guard interval > 0 else { throw .malformedPayload("interval") }
+        self.init(name: name, agreementKey: Data(agreementKey), plane: plane, avatar: avatar, unicastPort: port,
+                  intervalMilliseconds: interval)
+    }
+
+    public func write(to bytes: inout [UInt8]) throws {
+        let name = Array(name.utf8)
+        guard agreementKey.count == 32, (1...128).contains(name.count), plane <= 4 else {
+            throw DecodeError.malformedPayload("announcement fields out of range")
+        }
+        bytes += agreementKey
+        bytes.append(plane)
+        bytes.append(UInt8(name.count))
+        bytes += name
+        switch avatar {
+        case .none: bytes += [0, 0]
+        case .emoji(let emoji):
+            let utf8 = Array(emoji.utf8)
+            guard (1...32).contains(utf8.count) else { throw DecodeError.malformedPayload("emoji too long") }
+            bytes += [1, UInt8(utf8.count)] + utf8
+        case .image(let hash):
+            guard hash.count == 32 else { throw DecodeError.malformedPayload("avatar hash") }
+            bytes += [2, 32] + hash
+        }
+        bytes.appendBigEndian(unicastPort)
+        bytes.appendBigEndian(intervalMilliseconds)
+    }
+}
+
+public enum AvatarReference: Equatable, Sendable {
+    case none
+    case emoji(String)
+    /// SHA-256 of the 16x16 RGBA thumbnail; fetched with an avatar request.
+    case image(Data)
+}

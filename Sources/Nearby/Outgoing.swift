@@ -1,0 +1,201 @@
+import Crypto
+import Foundation
+import Storage
+
+/// Sending: lines numbered and written, then sealed and sent in as few packets as fit, and
+/// again with `OutgoingQueue`'s backoff until acknowledged.
+extension DeliveryService {
+    /// Numbers `text` in the conversation, on the engine, which writes it (with the other lines
+    /// taken meanwhile, in one transaction) and then sends it if the peer is in range and the
+    /// planes allow it, or keeps it in the outbox. What is wrong with the line is thrown here; a
+    /// database that refuses it is told later (`DeliveryEvent.notStored`). Nothing goes out
+    /// before it is written. A line alone (typed) is written and sent before this returns:
+    /// waking the engine for it was a tenth of a message's way to the peer. Lines of a burst
+    /// are written together, after this returns.
+    ///
+    /// - Parameter more: more lines follow at once (a pipe holds them): the write waits for
+    ///   them, up to a window's worth or `holdLimit` seconds, so a burst is written and sent
+    ///   in few transactions and packets. A line typed by a person goes at once.
+    public func send(_ text: String, in conversation: Conversation, more: Bool = false) throws -> ChatMessage {
+        try engine.sync {
+            // The rules and the plane are the engine's.
+            let text = try checked(text, for: conversation)
+            let pieces = UInt32(MessageCrypto.split(text).count)
+            let now = clock()
+            let (row, writeNow, holdFirst, alone) = try withCounters(of: conversation.id) { intake, counters in
+                let row = MessageRow(number: counters.nextNumber, text: text, firstSequence: counters.sentSequence + 1,
+                                     lastSequence: counters.sentSequence + pieces, sentAt: now)
+                counters.nextNumber += 1
+                counters.sentSequence += pieces
+                intake.unwritten.append(Unwritten(conversation: conversation, row: row))
+                if more && intake.unwritten.count < OutgoingQueue.window {
+                    defer { intake.holding = true }
+                    return (row, false, !intake.holding, false)
+                }
+                defer { intake.writeScheduled = true }
+                return (row, !intake.writeScheduled, false, intake.unwritten.count == 1)
+            }
+            if writeNow && alone {
+                writeOutgoing()
+            } else if writeNow {
+                engine.async { [weak self] in self?.writeOutgoing() }
+            }
+            if holdFirst { engine.after(Self.holdLimit) { [weak self] in self?.writeOutgoing() } }
+            return ChatMessage(number: row.number, outgoing: true, text: text, sentAt: now, state: .sending)
+        }
+    }
+
+    /// Runs `body` on the intake and the conversation's counters, read from the database when
+    /// the intake has none (at first, or after a write that failed).
+    func withCounters<T>(of conversation: Int64, _ body: (inout Intake, inout Counters) -> T) throws -> T {
+        if intake.counters[conversation] == nil { intake.counters[conversation] = Counters(try store.counters(conversation)) }
+        var counters = intake.counters[conversation]!
+        defer { intake.counters[conversation] = counters }
+        return body(&intake, &counters)
+    }
+
+    /// The longest a line waits for the lines after it (`send(_:in:more:)`).
+    static let holdLimit = 0.002
+
+    /// The line as it will be sent, or why it cannot be.
+    func checked(_ text: String, for conversation: Conversation) throws -> String {
+        guard !text.isEmpty else { throw SendError.empty }
+        guard !text.unicodeScalars.contains("\0") else { throw SendError.nul }
+        guard text.count <= Self.maximumLength else { throw SendError.tooLong(text.count) }
+        // A feature's rules (a curse) may change the line or refuse it; what they make of it is
+        // what is stored and sent.
+        let text = try rules.outgoing(text)
+        guard !text.isEmpty, text.count <= Self.maximumLength else { throw SendError.tooLong(text.count) }
+        if let peer = presentPeer(conversation.peerKey), let theirs = Plane(wireValue: peer.announcement.plane),
+           !myPlane().canReach(theirs) {
+            throw SendError.cannotReach(mine: myPlane(), theirs: theirs, name: peer.handle)
+        }
+        return text
+    }
+
+    /// Writes the lines taken since the last write in one transaction, then sends them (out at
+    /// once, not at a timer) and arms their retransmission.
+    func writeOutgoing() {
+        intake.writeScheduled = false
+        intake.holding = false
+        let batch = intake.unwritten
+        intake.unwritten = []
+        guard !batch.isEmpty else { return }
+        let now = clock()
+        write(batch, now: now)
+        send(now: now)
+        rearm()  // And again when a retransmission is due.
+    }
+
+    /// Writes lines taken, in one transaction, and queues their fragments. Lines the database
+    /// refused are told, and the numbering starts again from what it holds.
+    func write(_ batch: [Unwritten], now: Double) {
+        guard !batch.isEmpty else { return }
+        do {
+            let ids = try store.storeOutgoing(batch.map { ($0.conversation.id, $0.row) }, now: now)
+            for (line, id) in zip(batch, ids) {
+                try withLink(line.conversation) { $0.queue.enqueue(Self.fragments(line.row), message: id, now: now) }
+            }
+        } catch {
+            let conversations = Set(batch.map(\.conversation.id))
+            conversations.forEach { intake.counters[$0] = nil }
+            for conversation in conversations {
+                let numbers = batch.filter { $0.conversation.id == conversation }.map(\.row.number)
+                onEvent(.notStored(conversation: conversation, numbers: numbers, reason: "\(error)"))
+            }
+        }
+    }
+
+    /// The fragments of a stored message.
+    static func fragments(_ message: MessageRow) -> [Fragment] {
+        MessageCrypto.fragments(of: message.text, firstSequence: message.firstSequence, sentAt: UInt64(message.sentAt * 1000))
+    }
+
+    func dueDeadline() -> Double? {
+        links.compactMap { key, link in link.queue.nextDue.flatMap { reachablePeer(key) == nil ? nil : $0 } }.min()
+    }
+
+    /// The present peer with this key, if our plane reaches it: the only ones sent to.
+    func reachablePeer(_ key: Data) -> Peer? {
+        guard let peer = network?.peer(key), let theirs = Plane(wireValue: peer.announcement.plane), myPlane().canReach(theirs) else {
+            return nil
+        }
+        return peer
+    }
+
+    /// Asks the engine to tick when the next fragment is due.
+    func rearm() {
+        if let deadline = dueDeadline() { network?.wake(deadline) }
+    }
+
+    func send(now: Double) {
+        // Most ticks have nothing to send: do not even look at who is in range; when something
+        // waits, only its peers are looked up, so the cost does not grow with the crowd.
+        let waiting = links.compactMap { $0.value.queue.isEmpty ? nil : $0.key }
+        guard !waiting.isEmpty, network != nil else { return }
+        var outgoing: [(Peer, SymmetricKey, OutgoingQueue.Due)] = []
+        for key in waiting {
+            guard let peer = reachablePeer(key), let due = links[key]?.queue.due(now: now) else { continue }
+            // Changed in place: a copy of the link would copy its queue, thousands long in a burst.
+            if let through = due.sentThrough {
+                links[key]!.sentThrough = max(links[key]!.sentThrough, through)
+                scheduleFlush()
+            }
+            if !due.isEmpty { outgoing.append((peer, links[key]!.key, due)) }
+        }
+        for (peer, key, due) in outgoing {
+            let seal = { (fragments: [Fragment]) in
+                fragments.compactMap { fragment in
+                    (try? MessageCrypto.seal(fragment, key: key, sender: self.myKey, recipient: peer.signingKey)).map { (fragment.sequence, $0) }
+                }
+            }
+            // First copies go by the preferred route, as many to a packet as fit: under a burst
+            // one signature covers many messages.
+            let fresh = seal(due.fresh)
+            var position = 0
+            for boxes in Self.bundles(fresh.map(\.1)) {
+                if boxes.count > 1 { links[peer.signingKey]!.queue.wentBundled(fresh[position..<position + boxes.count].map(\.0)) }
+                position += boxes.count
+                transmit(Self.payload(boxes, to: peer), to: peer)
+            }
+            // A copy sent again goes by every route the peer has, in case the preferred one
+            // stopped working (the receiver keeps one copy); alone, unless the peer has shown it
+            // reads packets of several (a reader need not: then it still gets every message).
+            // Through a slow clustered broker, copies sent again one to a packet were thousands
+            // of publishes, each answered by an acknowledgement, and a burst went at 40 a second.
+            resent += due.repeatedTogether.count + due.repeated.count
+            let together = Self.bundles(seal(due.repeatedTogether).map(\.1))
+            for boxes in together + seal(due.repeated).map({ [$0.1] }) {
+                transmit(Self.payload(boxes, to: peer), to: peer, everyRoute: true)
+            }
+        }
+    }
+
+    /// One sealed fragment alone (type 5) or several (type 18).
+    static func payload(_ boxes: [Data], to peer: Peer) -> DeliveryPacket {
+        boxes.count == 1 ? .fragment(MessageFragment(recipient: peer.signingKey, sealed: boxes[0]))
+            : .bundle(MessageBundle(recipient: peer.signingKey, sealed: boxes))
+    }
+
+    /// Room for sealed boxes in a bundle: a datagram less the header, the signature and the
+    /// recipient's key.
+    static let bundleCapacity = Wire.maximumDatagram - Wire.headerSize - Wire.signatureSize - 32
+
+    /// Sealed boxes grouped, in order, into as few packets as fit (each box behind its 2-byte
+    /// length).
+    static func bundles(_ boxes: [Data]) -> [[Data]] {
+        var groups: [[Data]] = []
+        var current: [Data] = [], used = 0
+        for box in boxes {
+            if !current.isEmpty && used + 2 + box.count > bundleCapacity {
+                groups.append(current)
+                current = []
+                used = 0
+            }
+            current.append(box)
+            used += 2 + box.count
+        }
+        if !current.isEmpty { groups.append(current) }
+        return groups
+    }
+}

@@ -1,0 +1,101 @@
+import Crypto
+import Foundation
+
+/// Presence's own kinds, as the engine handles them: announcements and goodbyes fill the
+/// table, a query is answered, avatars are traded.
+extension NearbyService {
+    func registerPresenceKinds() {
+        handlePacket(Announcement.self) { [unowned self] announcement, packet, route in heard(.announce(announcement), in: packet, by: route) }
+        handlePacket(Goodbye.self) { [unowned self] _, packet, route in heard(.goodbye, in: packet, by: route) }
+        handlePacket(Query.self) { [unowned self] _, _, _ in answerQuery(now: engine.now) }
+        handlePacket(AvatarRequest.self) { [unowned self] request, packet, _ in answerAvatarRequest(from: packet.sender, hash: request.hash) }
+        handlePacket(AvatarImage.self) { [unowned self] image, _, _ in
+            if state.value.requested[image.hash] != nil { state.value.avatars[image.hash] = image.pixels }
+        }
+    }
+
+    /// An announcement or a goodbye: the table changes, the transports' gate learns who is heard.
+    private func heard(_ news: PresenceNews, in packet: Packet, by route: Route) {
+        let now = engine.now
+        let events = state.value.table.receive(news, in: packet, from: route, now: now)
+        if case .announce(let announcement) = news, let peer = state.value.table.peer(packet.sender) {
+            // Refreshed by this transport just now (not a replay the table refused): until its
+            // next refresh is due, its answers to others' queries there tell us nothing.
+            if peer.routes.contains(where: { $0.transport == route.transport && $0.lastSeen == now }) {
+                gate.hears(peer.signingKey, on: route.transport, until: now + PresenceTable.interval(of: announcement) * 1.5)
+            }
+            // Every announcement may prompt the avatar request again: the first can be refused
+            // when it reaches the peer before our own announcement did.
+            fetchAvatar(of: peer, now: now)
+        }
+        for event in events { left(event) }
+        // A newcomer may expire before anything else is due.
+        wake(at: state.value.table.nextExpiry)
+        events.forEach(onEvent)
+    }
+
+    /// A peer that left is no longer heard (its answers to queries are read again).
+    func left(_ event: PresenceEvent) {
+        if case .left(let peer, _) = event { gate.forget(peer.signingKey) }
+    }
+
+    func announce(as flags: FrameFlags = []) {
+        send(state.value.announcement, flags: flags)
+    }
+
+    /// The query's answer range, and the least time between two of our answers: many queries
+    /// at once (a crowd arriving, or a flood) cost one announcement each quarter second.
+    static let answerDelay = 0.02...0.12
+    static let answerGap = 0.25
+
+    /// Someone asked who is there: announce after a random 20–120 ms (so a crowd does not
+    /// answer at once), unless an answer is already on its way. The gap runs from our last
+    /// answer only: a refresh just sent went before the newcomer listened (it asked since), so
+    /// holding the answer back for it made one peer in a crowd of 50 answer up to 250 ms late.
+    private func answerQuery(now: Double) {
+        guard !state.value.answerPending else { return }
+        state.value.answerPending = true
+        let earliest = state.value.lastAnswered + Self.answerGap - now
+        let delay = max(state.update { Double.random(in: Self.answerDelay, using: &$0.random) }, earliest)
+        engine.after(delay) { [self] in
+            state.value.answerPending = false
+            state.value.lastAnswered = engine.now
+            announce(as: .answer)
+        }
+    }
+
+    static let avatarAnswerGap = 10.0
+
+    /// Our avatar goes only to a peer that announced itself, at the address it announced (not
+    /// to the request's source, which can be forged), at most once per `avatarAnswerGap`.
+    private func answerAvatarRequest(from key: Data, hash: Data) {
+        guard let ownAvatar, ownAvatarHash == hash else { return }
+        let now = engine.now
+        guard let peer = state.value.table.peer(key) else { return drop("avatar request") }
+        if let last = state.value.avatarAnswered[key], now - last < Self.avatarAnswerGap { return drop("avatar request") }
+        if state.value.avatarAnswered.count >= state.value.table.capacity * 2 {
+            state.value.avatarAnswered = state.value.avatarAnswered.filter { now - $0.value < Self.avatarAnswerGap }
+        }
+        state.value.avatarAnswered[key] = now
+        send(AvatarImage(hash: hash, pixels: ownAvatar), to: peer)
+    }
+
+    static let avatarRetryGap = 1.0
+
+    /// Asks a peer for its image avatar, until it comes, at most once per `avatarRetryGap`.
+    private func fetchAvatar(of peer: Peer, now: Double) {
+        guard case .image(let hash) = peer.announcement.avatar, state.value.avatars[hash] == nil else { return }
+        if let asked = state.value.requested[hash], now - asked < Self.avatarRetryGap { return }
+        if state.value.requested.count >= state.value.table.capacity * 2 {
+            // Keys come and go: keep only the pictures of peers still here.
+            let present = Set(state.value.table.peers.values.compactMap { peer -> Data? in
+                if case .image(let hash) = peer.announcement.avatar { return hash }
+                return nil
+            })
+            state.value.requested = state.value.requested.filter { present.contains($0.key) }
+            state.value.avatars = state.value.avatars.filter { present.contains($0.key) }
+        }
+        state.value.requested[hash] = now
+        send(AvatarRequest(hash: hash), to: peer)
+    }
+}

@@ -1,0 +1,58 @@
+import Crypto
+import Foundation
+import Testing
+@testable import Nearby
+
+/// Presence's and delivery's kinds: each reads back what it wrote, inside a signed frame, and
+/// skips extension fields a later version adds.
+@Suite struct KindTests {
+    let key = Curve25519.Signing.PrivateKey()
+    let announcement = Announcement(name: "alice 👻", agreementKey: Data(repeating: 9, count: 32), plane: 2,
+                                    avatar: .emoji("👻"), unicastPort: 47_778, intervalMilliseconds: 5_000)
+
+    func roundTrip<Kind: PacketKind & Equatable>(_ value: Kind) throws {
+        let frame = try Packet.encode(value, signer: key, timestamp: 1_700_000_000_123, sequence: 7)
+        #expect(frame.count <= Wire.maximumDatagram)
+        let packet = try Packet.decode(frame)
+        #expect(packet.kind == Kind.code)
+        #expect(try packet.read(Kind.self) == value)
+    }
+
+    @Test func everyCoreKindRoundTrips() throws {
+        let pixels = Data((0..<1024).map { UInt8($0 & 0xFF) })
+        let hash = Data(SHA256.hash(data: pixels))
+        var imageAnnouncement = announcement
+        imageAnnouncement.avatar = .image(hash)
+        var bare = announcement
+        bare.avatar = .none
+        for value in [announcement, imageAnnouncement, bare] { try roundTrip(value) }
+        try roundTrip(Goodbye())
+        try roundTrip(Query())
+        try roundTrip(AvatarRequest(hash: hash))
+        try roundTrip(AvatarImage(hash: hash, pixels: pixels))
+        let recipient = Data(repeating: 3, count: 32), sealed = Data(repeating: 1, count: 928)
+        try roundTrip(MessageFragment(recipient: recipient, sealed: sealed))
+        try roundTrip(MessageBundle(recipient: recipient, sealed: [Data(repeating: 1, count: 40), Data(repeating: 2, count: 50)]))
+        try roundTrip(Acknowledgement(recipient: recipient, sequence: 42))
+        try roundTrip(ReadReceipt(recipient: recipient, sequence: 9))
+    }
+
+    /// A core kind too: today's reader of an announcement skips a field it does not know.
+    @Test func anAnnouncementWithAnExtensionFieldIsRead() throws {
+        let body = try announcement.encoded() + [0x7F, 0, 3] + Array("new".utf8)
+        let frame = try Packet.encode(kind: Announcement.code, body: body, signer: key, timestamp: 1, sequence: 1)
+        #expect(try Packet.decode(frame).read(Announcement.self) == announcement)
+        #expect(throws: DecodeError.malformedPayload("extension fields")) { try Announcement.read(try announcement.encoded() + [1, 0]) }
+    }
+
+    @Test func signedButMalformedPayloadsAreRejected() throws {
+        // A correctly signed packet whose payload breaks the rules: a plane that does not exist.
+        let body: [UInt8] = [UInt8](repeating: 1, count: 32) + [9, 1, UInt8(ascii: "a"), 0, 0, 0, 1, 0, 0, 0, 1]
+        let packet = try Packet.decode(try Packet.encode(kind: KindTable.announce, body: body, signer: key, timestamp: 1, sequence: 1))
+        #expect(throws: DecodeError.malformedPayload("plane 9")) { try packet.read(Announcement.self) }
+        #expect(throws: DecodeError.malformedPayload("avatar hash mismatch")) {
+            try AvatarImage.read(Array(Data(repeating: 0, count: 32)) + [UInt8](repeating: 1, count: AvatarImage.pixelBytes))
+        }
+        #expect(throws: DecodeError.malformedPayload("no sealed message")) { try MessageBundle.read([UInt8](repeating: 0, count: 32)) }
+    }
+}
