@@ -13,7 +13,7 @@ public enum Gibberish {
         func flush() {
             guard !word.isEmpty else { return }
             var vowel = Bool.random(using: &random)
-            for (index, original) in word.enumerated() {
+            for original in word {
                 var letter = vowel ? vowels.randomElement(using: &random)! : consonants.randomElement(using: &random)!
                 if original.isUppercase { letter = Character(letter.uppercased()) }
                 result.append(letter)

@@ -90,7 +90,7 @@ public final class LANTransport: Transport {
     /// was opened before it.
     public func start(deliver: @escaping @Sendable ([UInt8], Route) -> Void,
                       report: @escaping @Sendable (TransportState) -> Void) throws {
-        let receiver = { Receiver(deliver: deliver) }
+        let receiver: @Sendable () -> Receiver = { Receiver(deliver: deliver) }
         do {
             let devices = try Self.devices(named: configuration.interfaces)
             guard !devices.isEmpty else { throw Failure.noInterface(configuration.interfaces, reason: nil) }
@@ -167,16 +167,16 @@ public final class LANTransport: Transport {
         let request = ip_mreq(imr_multiaddr: group4, imr_interface: interface.address.sin_addr)
         // On the channel's own loop the option is set at once and the future is already complete:
         // read its result without waiting (waiting on the loop would deadlock it).
-        multicast.eventLoop.preconditionInEventLoop()
-        var outcome: Result<Void, Error> = .failure(Failure.socket("the socket option was not set"))
+        let outcome = NIOLoopBoundBox<Result<Void, Error>>(.failure(Failure.socket("the socket option was not set")),
+                                                            eventLoop: multicast.eventLoop)
         options.unsafeSetSocketOption(level: .init(rawValue: CInt(IPPROTO_IP)), name: .init(rawValue: IP_ADD_MEMBERSHIP),
-                                      value: request).whenComplete { outcome = $0 }
-        try outcome.get()
+                                      value: request).whenComplete { outcome.value = $0 }
+        try outcome.value.get()
     }
 
     /// Binds the group's port, multicast to this segment only, our own packets looped back (two
     /// shells on one host hear each other).
-    private func openMulticast(_ receiver: @escaping () -> Receiver) throws -> Channel {
+    private func openMulticast(_ receiver: @escaping @Sendable () -> Receiver) throws -> Channel {
         let multicast = try DatagramBootstrap(group: group)
             .channelOption(.socketOption(.so_reuseaddr), value: 1)
             .channelOption(ChannelOptions.socketOption(NIOBSDSocket.Option(rawValue: SO_REUSEPORT)), value: 1)
@@ -196,7 +196,7 @@ public final class LANTransport: Transport {
 
     /// The socket of direct packets, on an ephemeral port: opened here and handed to NIO, which
     /// reads it, while a second descriptor of it is kept for `send`.
-    private func openUnicast(_ receiver: @escaping () -> Receiver) throws -> (Channel, DirectSocket) {
+    private func openUnicast(_ receiver: @escaping @Sendable () -> Receiver) throws -> (Channel, DirectSocket) {
         let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw Failure.socket(String(cString: strerror(errno))) }
         func failure() -> Failure {

@@ -29,34 +29,15 @@ public struct OutgoingQueue: Sendable {
     /// once they are among the oldest.
     public static let resendLimit = 64
     /// First retransmission after this long, until round trips have been measured; then
-    /// doubling, up to `maximumBackoff`.
-    public static let initialBackoff = 0.25
-    public static let maximumBackoff = 4.0
+    /// doubling, up to `maximumBackoff` (`RetransmissionTimer`).
+    public static let initialBackoff = RetransmissionTimer.initialBackoff
+    public static let maximumBackoff = RetransmissionTimer.maximumBackoff
 
-    /// The round trip measured so far (RFC 6298's smoothed time and variation), from fragments
-    /// acknowledged after going once. Through a broker slowed down by its disk (a clustered
-    /// one's round trips reached a quarter of a second) a fixed first delay sent every fragment
-    /// again while it was still on its way, and the broker had twice the work.
-    private var smoothedRoundTrip: Double?
-    private var roundTripVariation = 0.0
-    /// The delay doubled by a timeout, kept until a round trip is measured again (RFC 6298,
-    /// 5.5): without it every new fragment started from the short delay and went twice, and
-    /// when every fragment acknowledged had gone twice nothing could be measured — through a
-    /// slow cluster, 3,600 packets for 3,000 messages, at 24 messages/s.
-    private var backedOff: Double?
+    /// When fragments go again: from the round trips measured so far.
+    private var timer = RetransmissionTimer()
 
-    /// How long a fragment waits before it first goes again: the measured round trip with room
-    /// for its variation, never under `initialBackoff` (a near peer answers in a millisecond,
-    /// and losses are repaired as soon as before) nor over `maximumBackoff`; doubled after a
-    /// timeout until a round trip is measured.
-    public var retransmissionDelay: Double { backedOff ?? measuredDelay }
-
-    /// The delay from the round trips alone; a fragment that goes again waits it doubled for
-    /// each time it went.
-    private var measuredDelay: Double {
-        guard let smoothed = smoothedRoundTrip else { return Self.initialBackoff }
-        return min(Self.maximumBackoff, max(Self.initialBackoff, smoothed + 4 * roundTripVariation))
-    }
+    /// How long a fragment waits before it first goes again (`RetransmissionTimer.delay`).
+    public var retransmissionDelay: Double { timer.delay }
 
     /// The peer has acknowledged a fragment whose every copy went in a packet of several: it
     /// reads them (type 18 is not required of a reader), and copies sent again may go together.
@@ -140,11 +121,9 @@ public struct OutgoingQueue: Sendable {
                 }
             }
             items[index].attempts += 1
-            let backoff = items[index].attempts == 1
-                ? retransmissionDelay : min(Self.maximumBackoff, measuredDelay * Double(1 << min(items[index].attempts - 1, 8)))
-            items[index].nextAt = now + backoff
+            items[index].nextAt = now + timer.delay(afterAttempt: items[index].attempts)
         }
-        if !due.repeated.isEmpty || !due.repeatedTogether.isEmpty { backedOff = min(Self.maximumBackoff, retransmissionDelay * 2) }
+        if !due.repeated.isEmpty || !due.repeatedTogether.isEmpty { timer.timedOut() }
         if var end = lastFresh {
             // Its message may go on past the window: to its last fragment.
             while end + 1 < items.count && items[end + 1].message == items[end].message { end += 1 }
@@ -180,22 +159,11 @@ public struct OutgoingQueue: Sendable {
             if items[head].onlyBundled { peerReadsBundles = true }
             head += 1
         }
-        if measurable, let start = newest?.measuredFrom { measure(min(Self.maximumBackoff, max(0, now - start))) }
+        if measurable, let start = newest?.measuredFrom { timer.measure(now - start) }
         if head == items.count || (head >= 1_024 && head * 2 >= items.count) {
             items.removeFirst(head)
             head = 0
         }
-    }
-
-    private mutating func measure(_ roundTrip: Double) {
-        backedOff = nil
-        guard let smoothed = smoothedRoundTrip else {
-            smoothedRoundTrip = roundTrip
-            roundTripVariation = roundTrip / 2
-            return
-        }
-        roundTripVariation = 0.75 * roundTripVariation + 0.25 * abs(smoothed - roundTrip)
-        smoothedRoundTrip = 0.875 * smoothed + 0.125 * roundTrip
     }
 
     /// The peer is back in range: everything is due at once, with the backoff started afresh.
@@ -205,6 +173,64 @@ public struct OutgoingQueue: Sendable {
             items[index].attempts = min(items[index].attempts, 1)
             items[index].measuredFrom = nil
         }
+    }
+}
+
+/// When something sent goes again for want of its acknowledgement: RFC 6298's retransmission
+/// timer, from the round trips measured (of copies that went once). Through a broker slowed
+/// down by its disk (a clustered one's round trips reached a quarter of a second) a fixed first
+/// delay sent every fragment again while it was still on its way, and the broker had twice the
+/// work. Shared by a conversation's fragments (`OutgoingQueue`) and a room's copies
+/// (`ReliableCopies`).
+public struct RetransmissionTimer: Sendable {
+    /// The first delay, until round trips have been measured; then doubling, up to the maximum.
+    public static let initialBackoff = 0.25
+    public static let maximumBackoff = 4.0
+
+    /// The round trip measured so far (RFC 6298's smoothed time and variation).
+    private var smoothedRoundTrip: Double?
+    private var roundTripVariation = 0.0
+    /// The delay doubled by a timeout, kept until a round trip is measured again (RFC 6298,
+    /// 5.5): without it every new fragment started from the short delay and went twice, and
+    /// when every fragment acknowledged had gone twice nothing could be measured — through a
+    /// slow cluster, 3,600 packets for 3,000 messages, at 24 messages/s.
+    private var backedOff: Double?
+
+    public init() {}
+
+    /// How long a copy waits before it first goes again: the measured round trip with room
+    /// for its variation, never under `initialBackoff` (a near peer answers in a millisecond,
+    /// and losses are repaired as soon as before) nor over `maximumBackoff`; doubled after a
+    /// timeout until a round trip is measured.
+    public var delay: Double { backedOff ?? measuredDelay }
+
+    /// The delay from the round trips alone.
+    private var measuredDelay: Double {
+        guard let smoothed = smoothedRoundTrip else { return Self.initialBackoff }
+        return min(Self.maximumBackoff, max(Self.initialBackoff, smoothed + 4 * roundTripVariation))
+    }
+
+    /// The wait after a copy went for the `attempts`th time: `delay` after the first, then the
+    /// measured delay doubled for each time it went, up to the maximum.
+    public func delay(afterAttempt attempts: Int) -> Double {
+        attempts <= 1 ? delay : min(Self.maximumBackoff, measuredDelay * Double(1 << min(attempts - 1, 8)))
+    }
+
+    /// Copies went again for want of an acknowledgement in time.
+    public mutating func timedOut() { backedOff = min(Self.maximumBackoff, delay * 2) }
+
+    /// A copy that went once was acknowledged `roundTrip` seconds later (at most
+    /// `maximumBackoff` counts).
+    public mutating func measure(_ roundTrip: Double) {
+        let roundTrip = min(Self.maximumBackoff, max(0, roundTrip))
+        backedOff = nil
+        guard let smoothed = smoothedRoundTrip else {
+            smoothedRoundTrip = roundTrip
+            roundTripVariation = roundTrip / 2
+            return
+        }
+        roundTripVariation = 0.75 * roundTripVariation + 0.25 * abs(smoothed - roundTrip)
+        smoothedRoundTrip = 0.875 * smoothed + 0.125 * roundTrip
     }
 }
 

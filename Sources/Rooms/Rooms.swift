@@ -16,64 +16,14 @@ import Wire
 /// writes they cause run there), and the shell's commands run their part there too
 /// (`engine.sync`), so one thread at a time changes a room. `Rooms` is the feature that makes it.
 final class RoomsOnline: Sendable {
-    /// A beacon heard lately, by room and signer.
-    struct Heard {
-        var room: RoomID
-        var host: Data
-        var firstHeard: Double
-        var lastHeard: Double
-        /// Another key was heard beaconing this room first: not followed.
-        var forged = false
-    }
-
-    struct HeardKey: Hashable {
-        var room: RoomID
-        var host: Data
-    }
-
-    struct Member {
-        var proximity: Proximity
-        var lastHeard: Double
-        var joined: Double
-    }
-
-    struct Hosting {
-        var room: RoomID
-        var stored: StoredRoom
-        var counter: UInt32 = 0
-        var members: [Data: Member] = [:]
-    }
-
-    struct Guest {
-        var room: RoomID
-        var host: Data
-        var stored: StoredRoom
-        var estimator: ProximityEstimator
-        var roster: [RoomRoster.Member] = []
-        /// The probe waiting for its answer: its nonce, and when it went.
-        var probe: (nonce: UInt64, at: Double)?
-        var ticks = 0
-    }
-
-    enum Place {
-        case none, listening
-        case hosting(Hosting)
-        case guest(Guest)
-    }
-
-    /// A line of ours not yet acknowledged by every member: the copy each still waits for.
-    struct Pending {
-        var room: Int64
-        var number: Int64
-        var copies: [Data: RoomLine]
-        var tries = 0
-    }
-
     struct State {
         var place = Place.none
         var heard: [HeardKey: Heard] = [:]
         var timer: Cancellable?
-        var pending: [Data: Pending] = [:]
+        /// Our lines not yet acknowledged by every member, by id, and each one's row and number.
+        var copies = ReliableCopies<RoomLine>(maximumAttempts: RoomsOnline.attempts)
+        var lines: [Data: (room: Int64, number: Int64)] = [:]
+        var resendTimer: Cancellable?
         /// The shell is in room mode: lines arrive as bubbles, not one-line notices.
         var showing = false
         var random: SeededRandom
@@ -81,7 +31,6 @@ final class RoomsOnline: Sendable {
         var watching = false
     }
 
-    /// The host's beacon interval (SPEC: every second).
     static let beaconInterval = 1.0
     /// A guest leaves when no beacon has come for this long.
     static let silenceLimit = 10.0
@@ -91,7 +40,8 @@ final class RoomsOnline: Sendable {
     static let memberLimit = 15.0
     /// Beacons remembered at most: a flood of made-up rooms must not grow the table.
     static let heardLimit = 64
-    /// A copy of a line is sent this many times at most, a second apart, until acknowledged.
+    /// A copy of a line is sent this many times at most, with the backoff messages have, until
+    /// acknowledged (`ReliableCopies`).
     static let attempts = 5
     /// A room's beacons travel on a topic of its own (a broker carries them there); listening
     /// takes every room's.
@@ -101,7 +51,7 @@ final class RoomsOnline: Sendable {
     static let maximumLine = MessageCrypto.fragmentText
 
     let context: FeatureContext
-    private let state: EngineBound<State>
+    let state: EngineBound<State>
     let styler: Styler
     let capabilities: Capabilities
 
@@ -133,13 +83,16 @@ final class RoomsOnline: Sendable {
             state.value.timer?.cancel()
             state.value.timer = nil
             state.value.place = .none
-            state.value.pending = [:]
+            state.value.resendTimer?.cancel()
+            state.value.resendTimer = nil
+            state.value.copies = ReliableCopies(maximumAttempts: Self.attempts)
+            state.value.lines = [:]
             state.value.heard = [:]
         }
     }
 
     /// Runs `body` on the state, on the engine (at once when already there).
-    private func withState<T>(_ body: (inout State) throws -> T) rethrows -> T {
+    func withState<T>(_ body: (inout State) throws -> T) rethrows -> T {
         try context.engine.sync { try state.update(body) }
     }
 
@@ -157,219 +110,10 @@ final class RoomsOnline: Sendable {
 
     var isListening: Bool { if case .listening = place { return true } else { return false } }
 
-    // MARK: Beacons (on the engine)
-
-    private func heard(_ beacon: Beacon, from sender: Data) {
-                let now = context.engine.now
-        let me = context.identity.signingPublicKey
-        let key = HeardKey(room: beacon.room, host: sender)
-        // Who beacons this room: the first key heard that is still beaconing (or us, hosting it).
-        let (forgedNow, place) = withState { state -> (Bool, Place) in
-            state.heard = state.heard.filter { now - $0.value.lastHeard < Self.silenceLimit }
-            if beacon.closing {
-                state.heard[key] = nil
-                return (false, state.place)
-            }
-            if state.heard[key] == nil {
-                if state.heard.count >= Self.heardLimit, let stalest = state.heard.min(by: { $0.value.lastHeard < $1.value.lastHeard }) {
-                    state.heard[stalest.key] = nil
-                }
-                let owner: Data?
-                switch state.place {
-                case .hosting(let hosting) where hosting.room == beacon.room: owner = me
-                case .guest(let guest) where guest.room == beacon.room: owner = guest.host
-                default: owner = state.heard.values.filter { $0.room == beacon.room }.min { $0.firstHeard < $1.firstHeard }?.host
-                }
-                state.heard[key] = Heard(room: beacon.room, host: sender, firstHeard: now, lastHeard: now,
-                                         forged: owner.map { $0 != sender } ?? false)
-                return (state.heard[key]!.forged, state.place)
-            }
-            state.heard[key]!.lastHeard = now
-            return (false, state.place)
-        }
-        if forgedNow, isInterested(place) {
-            let owner = place.room == beacon.room ? place.hostKey(me: me) : nil
-            let ownerName = owner.map { $0 == me ? "you" : name(of: $0, context) } ?? "another key"
-            post(context, warning: "\(name(of: sender, context)) also beacons room \(beacon.room), which \(ownerName) "
-                 + (ownerName == "you" ? "host" : "hosts") + ": a forged beacon, not followed")
-        }
-        switch place {
-        case .guest(var guest) where guest.room == beacon.room && guest.host == sender:
-            if beacon.closing { return leaveRoom(context, guest, saying: "the host closed room \(guest.room)", tellHost: false) }
-            guest.estimator.interval = Self.interval(of: beacon)
-            guest.estimator.beacon(counter: beacon.counter, at: now)
-            withState { $0.place = .guest(guest) }
-        case .listening where !beacon.closing && withState({ $0.heard[key]?.forged == false }):
-            join(key, context)
-        default:
-            break
-        }
-    }
-
-    static func interval(of beacon: Beacon) -> Double { min(10, max(0.1, Double(beacon.intervalMilliseconds) / 1000)) }
-
-    private func isInterested(_ place: Place) -> Bool {
-        if case .none = place { return false }
-        return true
-    }
-
-    // MARK: Guest (on the engine)
-
-    /// Joins the room of a beacon heard; the host must be present (its announcement gives the
-    /// key to seal to and the way to reach it).
-    private func join(_ key: HeardKey, _ context: FeatureContext) {
-        guard let host = context.presence.peer(key.host),
-              let stored = try? RoomStore(database: context.database).room(key.room, host: key.host, hostName: host.name,
-                                                                            myKey: context.identity.signingPublicKey, now: context.engine.now)
-        else { return }
-        let now = context.engine.now
-        var guest = Guest(room: key.room, host: key.host, stored: stored,
-                          estimator: ProximityEstimator(joinedAt: now, interval: Self.beaconInterval))
-        guest.estimator.beacon(counter: 0, at: now)
-        withState { $0.place = .guest(guest) }
-        post(context, "you joined room \(key.room), hosted by \(name(of: key.host, context)): what you type goes to everyone in it "
-             + "(/members, /leave)")
-        probe(context)
-        ensureTimer(context)
-    }
-
-    /// Tells the host we are here and how near, and times its answer.
-    private func probe(_ context: FeatureContext) {
-        let sent = withState { state -> (RoomProbe, Data)? in
-            guard case .guest(var guest) = state.place else { return nil }
-            let nonce = UInt64.random(in: 1...UInt64.max, using: &state.random)
-            guest.probe = (nonce, context.engine.now)
-            state.place = .guest(guest)
-            return (RoomProbe(room: guest.room, nonce: nonce, proximity: guest.estimator.current), guest.host)
-        }
-        guard let (probe, host) = sent, let peer = context.presence.peer(host) else { return }
-        context.presence.send(probe, to: peer)
-    }
-
-    private func received(_ roster: RoomRoster, from sender: Data) {
-                let now = context.engine.now, me = context.identity.signingPublicKey
-        let change = withState { state -> (old: [Data], new: [Data])? in
-            guard case .guest(var guest) = state.place, guest.host == sender, guest.room == roster.room else { return nil }
-            let old = guest.roster.map(\.key)
-            guest.roster = roster.members
-            if let probe = guest.probe, roster.echo == probe.nonce {
-                guest.estimator.roundTrip(now - probe.at)
-                guest.probe = nil
-            }
-            state.place = .guest(guest)
-            return (old, roster.members.map(\.key))
-        }
-        guard let change, !change.old.isEmpty || change.new.count > 1 else { return }
-        // Others coming and going (not the first roster, which is everyone already there).
-        let room = roster.room
-        if !change.old.isEmpty {
-            for key in change.new where !change.old.contains(key) && key != me { post(context, "\(name(of: key, context)) joined room \(room)") }
-        }
-        for key in change.old where !change.new.contains(key) && key != me { post(context, "\(name(of: key, context)) left room \(room)") }
-    }
-
-    private func received(_ membership: RoomMembership, from sender: Data) {
-                switch (place, membership.action) {
-        case (.guest(let guest), .close) where guest.host == sender && guest.room == membership.room:
-            leaveRoom(context, guest, saying: "the host closed room \(guest.room)", tellHost: false)
-        case (.hosting(var hosting), .leave) where hosting.room == membership.room:
-            guard hosting.members.removeValue(forKey: sender) != nil else { return }
-            withState { $0.place = .hosting(hosting) }
-            post(context, "\(name(of: sender, context)) left room \(hosting.room)")
-            sendRoster(context)
-        default:
-            break
-        }
-    }
-
-    /// Leaves the room we are a guest of (`saying` why, as a notice, unless the user asked).
-    private func leaveRoom(_ context: FeatureContext, _ guest: Guest, saying reason: String?, tellHost: Bool) {
-        if tellHost, let host = context.presence.peer(guest.host) {
-            context.presence.send(RoomMembership(room: guest.room, action: .leave), to: host)
-        }
-        withState { $0.place = .none }
-        settle(context)
-        if let reason { post(context, reason + "; you left it") }
-    }
-
-    // MARK: Host (on the engine)
-
-    private func probed(_ probe: RoomProbe, from sender: Data, peer: Peer?) {
-        guard let peer else { return }
-        let now = context.engine.now
-        enum Change { case none, joined, moved }
-        let change = withState { state -> Change? in
-            guard case .hosting(var hosting) = state.place, hosting.room == probe.room else { return nil }
-            var change = Change.none
-            if var member = hosting.members[sender] {
-                if member.proximity != probe.proximity { change = .moved }
-                member.proximity = probe.proximity
-                member.lastHeard = now
-                hosting.members[sender] = member
-            } else {
-                guard hosting.members.count < RoomRoster.capacity else { return nil }
-                hosting.members[sender] = Member(proximity: probe.proximity, lastHeard: now, joined: now)
-                change = .joined
-            }
-            state.place = .hosting(hosting)
-            return change
-        }
-        guard let change else { return }
-        switch change {
-        case .joined: post(context, "\(name(of: sender, context)) joined room \(probe.room) (\(probe.proximity.name))")
-        case .moved: post(context, "\(name(of: sender, context)) is now \(probe.proximity.name) in room \(probe.room)")
-        case .none: break
-        }
-        if let roster = roster() { context.presence.send(RoomRoster(room: roster.room, echo: probe.nonce, members: roster.members), to: peer) }
-        if change != .none { sendRoster(context, except: sender) }
-    }
-
-    /// The roster as the host has it: guests in the order they joined.
-    private func roster() -> RoomRoster? {
-        withState { state in
-            guard case .hosting(let hosting) = state.place else { return nil }
-            let members = hosting.members.sorted {
-                $0.value.joined != $1.value.joined ? $0.value.joined < $1.value.joined : $0.key.lexicographicallyPrecedes($1.key)
-            }.map { RoomRoster.Member(key: $0.key, proximity: $0.value.proximity) }
-            return RoomRoster(room: hosting.room, echo: 0, members: members)
-        }
-    }
-
-    /// The roster to every guest (but `except`).
-    private func sendRoster(_ context: FeatureContext, except: Data? = nil) {
-        guard let roster = roster() else { return }
-        for member in roster.members where member.key != except {
-            if let peer = context.presence.peer(member.key) { context.presence.send(roster, to: peer) }
-        }
-    }
-
-    private func beacon(_ context: FeatureContext, closing: Bool = false) {
-        let beacon = withState { state -> Beacon? in
-            guard case .hosting(var hosting) = state.place else { return nil }
-            hosting.counter &+= 1
-            state.place = .hosting(hosting)
-            return Beacon(room: hosting.room, counter: hosting.counter, intervalMilliseconds: UInt16(Self.beaconInterval * 1000),
-                          closing: closing)
-        }
-        guard let beacon else { return }
-        context.presence.broadcast(beacon, as: .topic(RoomsOnline.topic(of: beacon.room)))
-    }
-
-    /// Ends the room for everyone: each guest is told, and the last beacon says so too.
-    private func closeRoom(_ context: FeatureContext) {
-        guard case .hosting(let hosting) = place else { return }
-        beacon(context, closing: true)
-        for key in hosting.members.keys {
-            if let peer = context.presence.peer(key) { context.presence.send(RoomMembership(room: hosting.room, action: .close), to: peer) }
-        }
-        withState { $0.place = .none }
-        settle(context)
-    }
-
     // MARK: The second's work (on the engine)
 
     /// Runs once a second while in a room, listening, or with lines waiting for acknowledgement.
-    private func ensureTimer(_ context: FeatureContext) {
+    func ensureTimer(_ context: FeatureContext) {
         let start = withState { state -> Bool in state.timer == nil }
         guard start else { return }
         let timer = context.engine.every(Self.beaconInterval) { [weak self] in self?.tick(context) }
@@ -378,9 +122,9 @@ final class RoomsOnline: Sendable {
     }
 
     /// Stops the timer when nothing needs it, and the broker's room topics when nothing watches.
-    private func settle(_ context: FeatureContext) {
+    func settle(_ context: FeatureContext) {
         let timer = withState { state -> Cancellable? in
-            guard case .none = state.place, state.pending.isEmpty else { return nil }
+            guard case .none = state.place, state.copies.isEmpty else { return nil }
             defer { state.timer = nil }
             return state.timer
         }
@@ -388,7 +132,7 @@ final class RoomsOnline: Sendable {
         watch(context)
     }
 
-    private func watch(_ context: FeatureContext) {
+    func watch(_ context: FeatureContext) {
         let change = withState { state -> Bool? in
             let wanted = isInterested(state.place)
             guard wanted != state.watching else { return nil }
@@ -398,7 +142,7 @@ final class RoomsOnline: Sendable {
         if let change { context.presence.subscribe(topic: Self.everyRoom, change) }
     }
 
-    private func tick(_ context: FeatureContext) {
+    func tick(_ context: FeatureContext) {
         let now = context.engine.now
         switch place {
         case .hosting(var hosting):
@@ -424,121 +168,7 @@ final class RoomsOnline: Sendable {
         case .listening, .none:
             break
         }
-        resend(context)
         settle(context)
-    }
-
-    // MARK: Lines
-
-    /// The members of the room we are in (the host included, us excluded), and the stored room.
-    private func audience(_ state: State, me: Data) -> (room: RoomID, host: Data, stored: StoredRoom, members: [Data])? {
-        switch state.place {
-        case .hosting(let hosting): return (hosting.room, me, hosting.stored, Array(hosting.members.keys))
-        case .guest(let guest): return (guest.room, guest.host, guest.stored, [guest.host] + guest.roster.map(\.key).filter { $0 != me })
-        case .none, .listening: return nil
-        }
-    }
-
-    /// Says `text` to every member our plane reaches; stored, and its bubble returned.
-    func say(_ text: String) throws -> ChatMessage {
-        let size = text.utf8.count
-        guard size <= Self.maximumLine else {
-            throw UserError("a room line is at most \(Self.maximumLine) bytes (this one is \(size)): say it in parts, or open a conversation")
-        }
-        let me = context.identity.signingPublicKey
-        return try context.engine.sync {
-            guard let audience = withState({ audience($0, me: me) }) else {
-                throw UserError("you are in no room: room host MAJOR MINOR, or room listen")
-            }
-            let mine = context.rules.plane
-            let present = audience.members.compactMap(context.presence.peer)
-            let reachable = present.filter { Plane(wireValue: $0.announcement.plane).map(mine.canReach) ?? false }
-            guard !reachable.isEmpty else {
-                throw UserError(present.isEmpty ? "nobody else is in room \(audience.room) yet"
-                                : "nobody in room \(audience.room) is on a plane you reach (you are \(mine.name))")
-            }
-            let now = context.engine.now
-            let id = Data((0..<16).map { _ in UInt8.random(in: 0...255) })
-            let fragment = Fragment(sequence: 0, isLast: true, sentAt: UInt64(now * 1000), text: Data(text.utf8))
-            var copies: [Data: RoomLine] = [:]
-            for peer in reachable {
-                let key = try MessageCrypto.key(mine: context.identity.agreement, theirs: peer.announcement.agreementKey, mySigningKey: me,
-                                                theirSigningKey: peer.signingKey, purpose: .room)
-                let sealed = try MessageCrypto.seal(fragment, key: key, sender: me, recipient: peer.signingKey)
-                copies[peer.signingKey] = RoomLine(room: audience.room, host: audience.host, id: id, recipient: peer.signingKey, sealed: sealed)
-            }
-            let message = try RoomStore(database: context.database).sent(in: audience.stored.id, id: id, me: me, myName: context.profile.name,
-                                                                          text: text, copies: copies.count, now: now)
-            withState { $0.pending[id] = Pending(room: audience.stored.id, number: message.number, copies: copies) }
-            for peer in reachable { context.presence.send(copies[peer.signingKey]!, to: peer) }
-            ensureTimer(context)
-            return message
-        }
-    }
-
-    private func received(_ line: RoomLine, from sender: Data, peer: Peer?) {
-                let me = context.identity.signingPublicKey
-        guard line.recipient == me, let audience = withState({ audience($0, me: me) }),
-              audience.room == line.room, audience.host == line.host, audience.members.contains(sender) else { return }
-        // The plane table binds the receiver too: only a sender whose plane reaches ours.
-        guard let peer, let theirs = Plane(wireValue: peer.announcement.plane), theirs.canReach(context.rules.plane),
-              let key = try? MessageCrypto.key(mine: context.identity.agreement, theirs: peer.announcement.agreementKey, mySigningKey: me,
-                                               theirSigningKey: sender, purpose: .room),
-              let fragment = try? MessageCrypto.open(line.sealed, key: key, sender: sender, recipient: me),
-              let text = String(data: fragment.text, encoding: .utf8) else { return }
-        let now = context.engine.now
-        let stored = try? RoomStore(database: context.database).received(in: audience.stored.id, id: line.id, sender: sender,
-                                                                         senderName: peer.name, text: text,
-                                                                         sentAt: min(Double(fragment.sentAt) / 1000, now), now: now)
-        // Acknowledged whether new or a copy sent again (our first acknowledgement may be lost).
-        context.presence.send(RoomLineAck(room: line.room, host: line.host, id: line.id), to: peer)
-        guard var message = stored ?? nil else { return }
-        message.sender = context.rules.shownName(of: sender) ?? peer.shownHandle
-        if withState({ $0.showing }) {
-            let capabilities = capabilities
-            context.inbox.post(.lines { [message] columns in ConversationView(capabilities: capabilities, columns: columns).bubble(message) })
-        } else {
-            let preview = ConversationView.preview(text, width: 40)
-            post(context, "room \(line.room) · \(message.sender!): \(preview)   (room, to read it there)")
-        }
-    }
-
-    private func acknowledged(_ ack: RoomLineAck, from sender: Data) {
-                let pending = withState { state -> Pending? in
-            guard var pending = state.pending[ack.id], pending.copies.removeValue(forKey: sender) != nil else { return nil }
-            state.pending[ack.id] = pending.copies.isEmpty ? nil : pending
-            return pending
-        }
-        guard let pending,
-              let result = try? RoomStore(database: context.database).acknowledged(in: pending.room, id: ack.id,
-                                                                                   me: context.identity.signingPublicKey, now: context.engine.now),
-              result.all, withState({ $0.showing }) else { return }
-        // Written over the state under the line's bubble while it is on screen.
-        let capabilities = capabilities
-        context.inbox.post(.update([Overwrite(mark: Rooms.stateMark(result.row), id: result.number) { columns in
-            ConversationView(capabilities: capabilities, columns: columns).statusRow(number: result.number, state: .delivered)
-        }]) { missed in missed.isEmpty ? nil : Styler(capabilities).dim("#\(result.number) delivered to everyone") })
-    }
-
-
-    /// Copies not yet acknowledged go again, a second apart, `attempts` times in all.
-    private func resend(_ context: FeatureContext) {
-        let (again, lost) = withState { state -> ([RoomLine], [(Int64, Data)]) in
-            var again: [RoomLine] = [], lost: [(Int64, Data)] = []
-            for (id, var pending) in state.pending {
-                pending.tries += 1
-                if pending.tries >= Self.attempts {
-                    lost += pending.copies.keys.map { (pending.number, $0) }
-                    state.pending[id] = nil
-                } else {
-                    again += pending.copies.values
-                    state.pending[id] = pending
-                }
-            }
-            return (again, lost)
-        }
-        for line in again { if let peer = context.presence.peer(line.recipient) { context.presence.send(line, to: peer) } }
-        for (number, key) in lost { post(context, "#\(number) did not reach \(name(of: key, context))") }
     }
 
     // MARK: Commands (the shell's thread)
@@ -676,7 +306,7 @@ final class RoomsOnline: Sendable {
                                 now: shell.session.clock()) { try store.page(stored.id, before: $0.id, limit: 1).first }
     }
 
-    private func requireNoRoom() throws {
+    func requireNoRoom() throws {
         switch place {
         case .hosting(let hosting): throw UserError("you already host room \(hosting.room): /close it first")
         case .guest(let guest): throw UserError("you are in room \(guest.room): /leave it first")
@@ -685,7 +315,7 @@ final class RoomsOnline: Sendable {
         }
     }
 
-    private func online() throws -> FeatureContext {
+    func online() throws -> FeatureContext {
         context
     }
 
@@ -711,23 +341,5 @@ final class RoomsOnline: Sendable {
     var showing: Bool {
         get { withState { $0.showing } }
         set { withState { $0.showing = newValue } }
-    }
-}
-
-extension RoomsOnline.Place {
-    var room: RoomID? {
-        switch self {
-        case .hosting(let hosting): return hosting.room
-        case .guest(let guest): return guest.room
-        case .none, .listening: return nil
-        }
-    }
-
-    func hostKey(me: Data) -> Data? {
-        switch self {
-        case .hosting: return me
-        case .guest(let guest): return guest.host
-        case .none, .listening: return nil
-        }
     }
 }

@@ -115,7 +115,7 @@ struct CurseIntegrationTests {
         try ghost.send("curse will possession 5")
         #expect(try will.read(until: "cursed you with possession", timeout: 10))
         try will.send("open mike\nhello there mike\n/back")
-        #expect(try eventually(timeout: 10) { (try? query(mikeData, "SELECT text FROM message WHERE outgoing = 0")) ?? [] != [] })
+        #expect(eventually(timeout: 10) { (try? query(mikeData, "SELECT text FROM message WHERE outgoing = 0")) ?? [] != [] })
         let possessed = try query(mikeData, "SELECT text FROM message WHERE outgoing = 0").first ?? ""
         #expect(possessed.split(separator: " ").count == 3 && !possessed.contains("hello") && !possessed.contains("mike"), "\(possessed)")
         try will.send("store\nuse candle\nchat")

@@ -158,8 +158,8 @@ private func feature(_ bytes: [UInt8]) -> (code: UInt8, body: [UInt8], sender: D
             var beacon: Beacon
             init(_ beacon: Beacon) { self.beacon = beacon }
             init(reading reader: inout ByteReader) throws(DecodeError) { beacon = try Beacon(reading: &reader) }
-            func write(to bytes: inout [UInt8]) throws {
-                try beacon.write(to: &bytes)
+            func write(to bytes: inout [UInt8]) {
+                beacon.write(to: &bytes)
                 bytes += [0x50, 0, 4] + Array("next".utf8)
             }
         }

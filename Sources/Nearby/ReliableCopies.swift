@@ -1,0 +1,105 @@
+import Crypto
+import Foundation
+
+/// One thing said to several peers at once (a room's line), each copy sealed to its recipient
+/// and sent again, with the backoff messages have (`RetransmissionTimer`, one per peer), until
+/// that peer acknowledges it; a copy that went `maximumAttempts` times without an answer is
+/// given up and told. A pure value: the caller sends what it says is due.
+public struct ReliableCopies<Copy: Sendable>: Sendable {
+    struct Pending: Sendable {
+        var copy: Copy
+        var attempts = 1
+        var nextAt: Double
+        /// When it went, while it went once (its acknowledgement measures the round trip).
+        var sentAt: Double?
+    }
+
+    /// What waits for its acknowledgement, by what was said (its id) and by peer.
+    private var pending: [Data: [Data: Pending]] = [:]
+    /// Each peer's round trips, as far as they were measured.
+    private var timers: [Data: RetransmissionTimer] = [:]
+    public let maximumAttempts: Int
+    /// Peers whose round trips are remembered at most (a room holds far fewer).
+    static var timerLimit: Int { 1_024 }
+
+    public init(maximumAttempts: Int = 5) { self.maximumAttempts = maximumAttempts }
+
+    public var isEmpty: Bool { pending.isEmpty }
+
+    /// Whether a copy of `id` still waits for its acknowledgement.
+    public func isWaiting(_ id: Data) -> Bool { pending[id] != nil }
+
+    /// When the next copy is due again, if any waits.
+    public var nextDue: Double? { pending.values.lazy.flatMap(\.values).map(\.nextAt).min() }
+
+    /// `copies` (by recipient) of `id` went just now for the first time.
+    public mutating func sent(_ id: Data, copies: [Data: Copy], now: Double) {
+        guard !copies.isEmpty else { return }
+        if timers.count > Self.timerLimit { timers = [:] }
+        pending[id] = copies.mapValues { copy in Pending(copy: copy, nextAt: now, sentAt: now) }
+        for peer in copies.keys { pending[id]![peer]!.nextAt = now + timers[peer, default: RetransmissionTimer()].delay }
+    }
+
+    /// What an acknowledgement changed.
+    public enum Acknowledged: Equatable, Sendable {
+        /// Nothing waited for it (a copy acknowledged twice, or never sent).
+        case unknown
+        /// That copy is done; others still wait.
+        case copy
+        /// That was the last copy of `id`.
+        case all
+    }
+
+    /// `peer` has its copy of `id`.
+    public mutating func acknowledge(_ id: Data, from peer: Data, now: Double) -> Acknowledged {
+        guard let copy = pending[id]?.removeValue(forKey: peer) else { return .unknown }
+        if let sentAt = copy.sentAt { timers[peer, default: RetransmissionTimer()].measure(now - sentAt) }
+        guard pending[id]!.isEmpty else { return .copy }
+        pending[id] = nil
+        return .all
+    }
+
+    /// Copies to send again now, and those given up.
+    public struct Due: Sendable {
+        public var again: [(peer: Data, copy: Copy)] = []
+        public var lost: [(id: Data, peer: Data)] = []
+    }
+
+    /// The copies whose time has come: each goes again (and waits longer next time), or, after
+    /// `maximumAttempts`, is given up.
+    public mutating func due(now: Double) -> Due {
+        var due = Due()
+        var timedOut = Set<Data>()
+        for (id, copies) in pending {
+            for (peer, var copy) in copies where copy.nextAt <= now {
+                if copy.attempts >= maximumAttempts {
+                    due.lost.append((id, peer))
+                    pending[id]![peer] = nil
+                    continue
+                }
+                copy.attempts += 1
+                copy.sentAt = nil
+                copy.nextAt = now + timers[peer, default: RetransmissionTimer()].delay(afterAttempt: copy.attempts)
+                pending[id]![peer] = copy
+                due.again.append((peer, copy.copy))
+                timedOut.insert(peer)
+            }
+            if pending[id]!.isEmpty { pending[id] = nil }
+        }
+        for peer in timedOut { timers[peer]?.timedOut() }
+        return due
+    }
+
+    /// `fragment` sealed to each of `peers` with the key agreed with it for `purpose`: the
+    /// copies, by recipient.
+    public static func seal(_ fragment: Fragment, from identity: Identity, to peers: [Peer],
+                            purpose: MessageCrypto.Purpose) throws -> [Data: Data] {
+        var sealed: [Data: Data] = [:]
+        for peer in peers {
+            let key = try MessageCrypto.key(mine: identity.agreement, theirs: peer.announcement.agreementKey,
+                                            mySigningKey: identity.signingPublicKey, theirSigningKey: peer.signingKey, purpose: purpose)
+            sealed[peer.signingKey] = try MessageCrypto.seal(fragment, key: key, sender: identity.signingPublicKey, recipient: peer.signingKey)
+        }
+        return sealed
+    }
+}
