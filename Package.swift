@@ -94,27 +94,30 @@ let package = Package(
         .executableTarget(name: "SeanceFuzz", dependencies: [
             "Wire", "Nearby", "Shell", "Terminal", "MQTT", .product(name: "Crypto", package: "swift-crypto"),
         ]),
-        // What the test targets share: temporary directories and a database with every table.
-        .target(name: "TestSupport", dependencies: ["App", "Storage", "Chat", "Curses", "Spectres", "Rooms", "Nearby", "Accounts", "Shell", "Terminal"],
-                path: "Tests/TestSupport"),
-        .testTarget(name: "RoomsTests", dependencies: ["TestSupport", "Rooms", "Chat", "Nearby", "Wire", "Shell", "Terminal", .product(name: "GRDB", package: "GRDB.swift")]),
-        .testTarget(name: "TerminalTests", dependencies: ["Terminal"]),
+        // What the test targets share: temporary directories, a database of a given schema, sockets.
+        .target(name: "TestSupport", dependencies: ["Storage"], path: "Tests/TestSupport"),
+        // The one harness of the tests that run engines: a manual clock, in-memory networks, and
+        // shells online as the program goes online; and a database with every feature's tables.
+        .target(name: "TestWorld", dependencies: ["TestSupport", "App", "Nearby", "Curses", "Spectres", "Rooms", "Accounts", "Shell", "Terminal"],
+                path: "Tests/TestWorld"),
+        .testTarget(name: "RoomsTests", dependencies: ["TestWorld", "Rooms", "Chat", "Nearby", "Wire", "Shell", "Terminal", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "TerminalTests", dependencies: ["Terminal", "Runtime"]),
         .testTarget(name: "ShellTests", dependencies: ["TestSupport", "Shell", "Terminal", "Storage"]),
         .testTarget(name: "StorageTests", dependencies: ["TestSupport", "Storage", "Runtime"]),
         .testTarget(name: "ZombiesTests", dependencies: ["Zombies", "Terminal"]),
         .testTarget(name: "LANTests", dependencies: ["TestSupport", "LAN", "Wire"]),
         .testTarget(name: "MQTTTests", dependencies: ["TestSupport", "MQTT", "Wire"]),
         .testTarget(name: "WireTests", dependencies: ["Wire", .product(name: "Crypto", package: "swift-crypto")]),
-        .testTarget(name: "NearbyTests", dependencies: ["TestSupport", "Nearby", "Wire", "LAN", "Runtime", .product(name: "Crypto", package: "swift-crypto")]),
-        .testTarget(name: "AppTests", dependencies: ["TestSupport", "App", "Nearby", "Storage"]),
+        .testTarget(name: "NearbyTests", dependencies: ["TestWorld", "Nearby", "Wire", "LAN", "Runtime", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(name: "AppTests", dependencies: ["TestWorld", "App", "Nearby", "Storage"]),
         // The executable's own: the common flags read by hand agree with the full parser.
         .testTarget(name: "seanceTests", dependencies: ["seance", "App"]),
-        .testTarget(name: "StoreTests", dependencies: ["TestSupport", "Store", "Accounts", "Storage", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(name: "StoreTests", dependencies: ["TestSupport", "Runtime", "Store", "Accounts", "Storage", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "AccountsTests", dependencies: ["TestSupport", "Accounts", "Storage"]),
-        .testTarget(name: "CursesTests", dependencies: ["TestSupport", "Curses", "Chat", "Nearby", "Store", "Accounts", "Shell", "Terminal"]),
-        .testTarget(name: "SpectresTests", dependencies: ["TestSupport", "Spectres", "Curses", "Chat", "Nearby", "Accounts", "Shell", "Terminal"]),
-        .testTarget(name: "ChatTests", dependencies: ["TestSupport", "Chat", "ChatViews", "Accounts", "Storage", "Shell", "Nearby"]),
-        .testTarget(name: "VisionsTests", dependencies: ["TestSupport", "Visions", "Storage", "Terminal", "Shell"]),
+        .testTarget(name: "CursesTests", dependencies: ["TestWorld", "Curses", "Chat", "Nearby", "Store", "Accounts", "Shell", "Terminal"]),
+        .testTarget(name: "SpectresTests", dependencies: ["TestWorld", "Spectres", "Curses", "Chat", "Nearby", "Accounts", "Shell", "Terminal"]),
+        .testTarget(name: "ChatTests", dependencies: ["TestWorld", "Chat", "ChatViews", "Accounts", "Storage", "Shell", "Nearby"]),
+        .testTarget(name: "VisionsTests", dependencies: ["TestSupport", "Visions", "Zombies", "Storage", "Terminal", "Shell"]),
         // The end-to-end tests run the built binary; they link the wire code only to play a
         // hostile peer (forged, flooding, replaying packets) against it.
         .testTarget(name: "EndToEndTests", dependencies: ["Nearby", .product(name: "Crypto", package: "swift-crypto")],

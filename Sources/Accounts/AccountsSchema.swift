@@ -2,12 +2,12 @@ import GRDB
 import Storage
 
 /// Profiles and their login state.
-public enum AccountsSchema {
+package enum AccountsSchema {
     /// Every migration of this feature, in order.
-    public static let migrations = [profiles, loginSlots]
+    package static let migrations = [profiles, loginSlots]
 
     /// Profiles: the password only as a salted scrypt hash, the private keys only sealed.
-    public static let profiles = Migration("v4-profiles") { db in
+    package static let profiles = Migration("v4-profiles") { db in
         // The password is kept only as a salted scrypt hash; the private keys only sealed
         // under a key derived from it. Failed logins are counted here so the growing delay
         // survives a restart.
@@ -29,7 +29,7 @@ public enum AccountsSchema {
     }
 
     /// The booked time of the next password attempt.
-    public static let loginSlots = Migration("v7-login-slots") { db in
+    package static let loginSlots = Migration("v7-login-slots") { db in
         // The earliest time the next password attempt on a profile may be answered. Each
         // attempt books its slot (and counts as a failure) before the password is checked,
         // so neither killing the process nor running several at once skips the delay.

@@ -6,20 +6,20 @@ import _CryptoExtras
 /// What the password protects: a hash to check it against and the sealed private keys.
 /// One scrypt run gives 64 bytes: the first half is stored as the password hash, the second
 /// half (which the first does not reveal) seals the keys with ChaCha20-Poly1305.
-public struct PasswordVault: Equatable, Sendable {
-    public var salt: Data
-    public var rounds: Int
-    public var passwordHash: Data
-    public var sealedKeys: Data
+package struct PasswordVault: Equatable, Sendable {
+    package var salt: Data
+    package var rounds: Int
+    package var passwordHash: Data
+    package var sealedKeys: Data
 
     /// scrypt's cost: N = 2^14, r = 8, p = 1 (about 16 MiB and tens of milliseconds).
-    public static let defaultRounds = 1 << 14
+    package static let defaultRounds = 1 << 14
 
-    public enum Failure: Error, Equatable, CustomStringConvertible {
+    package enum Failure: Error, Equatable, CustomStringConvertible {
         case wrongPassword
         case damaged
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .wrongPassword: return "wrong password"
             case .damaged: return "the profile's keys are damaged and cannot be unlocked"
@@ -35,7 +35,7 @@ public struct PasswordVault: Equatable, Sendable {
     }
 
     /// Seals `identity` under `password` with a fresh random salt.
-    public static func seal(_ identity: Identity, password: String, rounds: Int = defaultRounds) throws -> PasswordVault {
+    package static func seal(_ identity: Identity, password: String, rounds: Int = defaultRounds) throws -> PasswordVault {
         var salt = Data(count: 16)
         var generator = SystemRandomNumberGenerator()
         for i in salt.indices { salt[i] = UInt8.random(in: 0...255, using: &generator) }
@@ -46,7 +46,7 @@ public struct PasswordVault: Equatable, Sendable {
     }
 
     /// The identity, when `password` is right.
-    public func open(password: String) throws -> Identity {
+    package func open(password: String) throws -> Identity {
         let (hash, sealingKey) = try Self.derive(password, salt: salt, rounds: rounds)
         guard Self.constantTimeEqual(hash, passwordHash) else { throw Failure.wrongPassword }
         do {

@@ -5,26 +5,26 @@ import Storage
 import Terminal
 
 /// How a profile shows itself to others: an emoji, or a small picture.
-public enum Avatar: Equatable, Sendable {
+package enum Avatar: Equatable, Sendable {
     case emoji(String)
     /// A 16x16 RGBA thumbnail of the image the user gave.
     case image(RGBAImage)
 
-    public static let imageSize = 16
+    package static let imageSize = 16
 
     /// An emoji when `text` is exactly one emoji, else nil (then it may be a path).
-    public static func emoji(from text: String) -> Avatar? {
+    package static func emoji(from text: String) -> Avatar? {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         return NameRules.isEmoji(trimmed) ? .emoji(trimmed) : nil
     }
 
     /// The thumbnail of a decoded image.
-    public static func image(from image: RGBAImage) -> Avatar {
+    package static func image(from image: RGBAImage) -> Avatar {
         .image(image.scaled(width: imageSize, height: imageSize))
     }
 
     /// One cell of text for lists: the emoji, or a framed-picture sign.
-    public func glyph(ascii: Bool) -> String {
+    package func glyph(ascii: Bool) -> String {
         switch self {
         case .emoji(let emoji): return ascii ? "*" : emoji
         case .image: return ascii ? "[]" : "📷"
@@ -32,23 +32,23 @@ public enum Avatar: Equatable, Sendable {
     }
 }
 
-public struct Profile: Equatable, Sendable {
-    public var id: Int64
-    public var name: String
-    public var signingKey: Data
-    public var agreementKey: Data
-    public var avatar: Avatar?
-    public var gift: Bool
-    public var createdAt: Double
-    public var failedLogins: Int
+package struct Profile: Equatable, Sendable {
+    package var id: Int64
+    package var name: String
+    package var signingKey: Data
+    package var agreementKey: Data
+    package var avatar: Avatar?
+    package var gift: Bool
+    package var createdAt: Double
+    package var failedLogins: Int
     var vault: PasswordVault
 
-    public var fingerprint: String { Identity.fingerprint(of: signingKey) }
+    package var fingerprint: String { Identity.fingerprint(of: signingKey) }
     /// `name#abcd`: equal names told apart.
-    public var handle: String { PeerIdentity.handle(name: name, signingKey: signingKey) }
+    package var handle: String { PeerIdentity.handle(name: name, signingKey: signingKey) }
 }
 
-public enum ProfileError: Error, Equatable, CustomStringConvertible {
+package enum ProfileError: Error, Equatable, CustomStringConvertible {
     case badName(String)
     case nameTaken(String)
     case passwordTooShort
@@ -58,7 +58,7 @@ public enum ProfileError: Error, Equatable, CustomStringConvertible {
     case wrongPassword
     case badAvatar(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .badName(let why): return "invalid username: \(why)"
         case .nameTaken(let name): return "a profile named '\(name)' exists already"
@@ -73,30 +73,30 @@ public enum ProfileError: Error, Equatable, CustomStringConvertible {
 }
 
 /// Profiles in the database.
-public struct ProfileStore: Sendable {
-    public let database: SeanceDatabase
+package struct ProfileStore: Sendable {
+    package let database: SeanceDatabase
     /// scrypt's N for new profiles (tests lower it; each profile keeps its own).
-    public var rounds: Int
+    package var rounds: Int
 
-    public init(database: SeanceDatabase, rounds: Int = PasswordVault.defaultRounds) {
+    package init(database: SeanceDatabase, rounds: Int = PasswordVault.defaultRounds) {
         self.database = database
         self.rounds = rounds
     }
 
     /// A username as stored: trimmed, then checked by `NameRules`, the rules every received
     /// name is checked by too.
-    public static func validate(name: String) throws(ProfileError) -> String {
+    package static func validate(name: String) throws(ProfileError) -> String {
         let trimmed = name.trimmingCharacters(in: .whitespaces)
         if let violation = NameRules.violation(trimmed) { throw .badName(violation.description) }
         return trimmed
     }
 
-    public static func validate(password: String) throws(ProfileError) {
+    package static func validate(password: String) throws(ProfileError) {
         guard password.count >= 8 else { throw .passwordTooShort }
     }
 
     /// Creates a profile with new keys. The gift is drawn by the caller (seeded).
-    public func create(name: String, password: String, avatar: Avatar?, gift: Bool, now: Double) throws -> (Profile, Identity) {
+    package func create(name: String, password: String, avatar: Avatar?, gift: Bool, now: Double) throws -> (Profile, Identity) {
         let name = try Self.validate(name: name)
         try Self.validate(password: password)
         if try profile(named: name) != nil { throw ProfileError.nameTaken(name) }
@@ -120,11 +120,11 @@ public struct ProfileStore: Sendable {
         do { return try body() } catch StorageError.constraint { throw ProfileError.nameTaken(name) }
     }
 
-    public func profiles() throws -> [Profile] {
+    package func profiles() throws -> [Profile] {
         try database.read { db in try Row.fetchAll(db, sql: "SELECT * FROM profile ORDER BY name COLLATE NOCASE, id").map(Self.profile) }
     }
 
-    public func profile(named name: String) throws -> Profile? {
+    package func profile(named name: String) throws -> Profile? {
         try database.read { db in
             try Row.fetchOne(db, sql: "SELECT * FROM profile WHERE name = ? COLLATE NOCASE", arguments: [name]).map(Self.profile)
         }
@@ -136,7 +136,7 @@ public struct ProfileStore: Sendable {
 
     /// How long the attempt after `failures` wrong passwords in a row waits for its answer:
     /// nothing after the first, then 0.5 s doubling up to 8 s.
-    public static func delay(afterFailures failures: Int) -> Double {
+    package static func delay(afterFailures failures: Int) -> Double {
         failures <= 1 ? 0 : min(8, 0.5 * Double(1 << min(failures - 2, 4)))
     }
 
@@ -148,7 +148,7 @@ public struct ProfileStore: Sendable {
     ///    is late skips nothing, and processes guessing in parallel queue behind each other.
     /// 2. It waits for its slot (`wait`), then checks the password.
     /// 3. A right password clears the count and the slots.
-    public func unlock(_ profile: Profile, password: String, now: Double,
+    package func unlock(_ profile: Profile, password: String, now: Double,
                        wait: (Double) throws -> Void = { _ in }) throws -> Identity {
         let answerAt = try database.write { db -> Double in
             let row = try Row.fetchOne(db, sql: "SELECT failedLogins, nextLoginAt FROM profile WHERE id = ?", arguments: [profile.id])
@@ -171,14 +171,14 @@ public struct ProfileStore: Sendable {
         }
     }
 
-    public func setAvatar(_ avatar: Avatar, of profile: Profile) throws {
+    package func setAvatar(_ avatar: Avatar, of profile: Profile) throws {
         try database.write { db in
             try db.execute(sql: "UPDATE profile SET avatarEmoji = ?, avatarImage = ? WHERE id = ?",
                            arguments: [Self.emojiColumn(avatar), Self.imageColumn(avatar), profile.id])
         }
     }
 
-    public func delete(_ profile: Profile) throws {
+    package func delete(_ profile: Profile) throws {
         try database.write { try $0.execute(sql: "DELETE FROM profile WHERE id = ?", arguments: [profile.id]) }
     }
 

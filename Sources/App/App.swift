@@ -15,35 +15,35 @@ import Visions
 import Zombies
 
 /// What the command line asked for; the executable fills it in from its flags.
-public struct LaunchOptions: Sendable, Equatable {
-    public var dataDirectory: String?
-    public var seed: UInt64?
-    public var color: ColorMode = .auto
-    public var ascii = false
+package struct LaunchOptions: Sendable, Equatable {
+    package var dataDirectory: String?
+    package var seed: UInt64?
+    package var color: ColorMode = .auto
+    package var ascii = false
     /// `-c`: run these commands, then exit.
-    public var commands: String?
-    public var bail = false
-    public var echo = false
-    public var scriptPath: String?
+    package var commands: String?
+    package var bail = false
+    package var echo = false
+    package var scriptPath: String?
     /// `--battery PCT`: pretend the battery is at this level.
-    public var battery: Int?
+    package var battery: Int?
     /// `--no-anim`: no animations at a terminal.
-    public var noAnimation = false
+    package var noAnimation = false
     /// Chat settings given as flags (`Settings.all`); `seance.conf` fills in the rest.
-    public var settings = SettingValues()
+    package var settings = SettingValues()
 
-    public init() {}
+    package init() {}
 }
 
 /// How a run ended, decided here and turned into an exit status only by the executable.
-public enum Outcome: Equatable, Sendable {
+package enum Outcome: Equatable, Sendable {
     case success
     /// At least one command failed (batch).
     case commandFailed
     /// seance could not start: bad script path, unusable data directory, …
     case startFailed(String)
 
-    public var exitStatus: Int32 {
+    package var exitStatus: Int32 {
         switch self {
         case .success: return 0
         case .commandFailed, .startFailed: return 1
@@ -53,7 +53,7 @@ public enum Outcome: Equatable, Sendable {
 
 extension Schema {
     /// Every feature's migrations in the one order they run in (the order they were released).
-    public static let seance = Schema([
+    package static let seance = Schema([
         Migration.settings,
         ZombiesSchema.score,
         VisionsSchema.visionsAndRescuers,
@@ -80,8 +80,8 @@ extension Schema {
 }
 
 /// Builds the shell with every mode and runs it.
-public enum App {
-    public static let version = "0.1.0"
+package enum App {
+    package static let version = "0.1.0"
 
     /// The environment variables seance reads, and nothing else.
     static func environment() -> [String: String] {
@@ -93,7 +93,7 @@ public enum App {
     }
 
     /// Runs seance; a start-up failure is reported on stderr as `seance: message`.
-    public static func run(_ options: LaunchOptions) -> Outcome {
+    package static func run(_ options: LaunchOptions) -> Outcome {
         let outcome = runShell(options)
         if case .startFailed(let message) = outcome {
             let text = Array("seance: \(message)\n".utf8)

@@ -11,7 +11,7 @@ extension LaunchOptions {
     /// that was over half of everything `seance -c quit` executed (26 million instructions of
     /// which 15 million were the parser). The result must be what the full parser makes of the
     /// same line: `CommonFlagsTests` checks the two agree.
-    public init?(commonFlags arguments: [String]) {
+    package init?(commonFlags arguments: [String]) {
         self.init()
         var seen: Set<String> = []
         var commands: [String] = []

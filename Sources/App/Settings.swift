@@ -4,19 +4,19 @@ import Nearby
 import Storage
 
 /// Where and how chat goes online, resolved from the flags, `seance.conf` and the defaults.
-public struct NetworkConfiguration: Sendable, Equatable {
-    public var lan = LANTransport.Configuration()
+package struct NetworkConfiguration: Sendable, Equatable {
+    package var lan = LANTransport.Configuration()
     /// False with `--no-lan`: the broker only.
-    public var lanEnabled = true
-    public var broker: BrokerAddress?
-    public var brokerCA: String?
-    public var brokerPrefix = MQTTTransport.Configuration.defaultPrefix
-    public var timing = PresenceTiming()
+    package var lanEnabled = true
+    package var broker: BrokerAddress?
+    package var brokerCA: String?
+    package var brokerPrefix = MQTTTransport.Configuration.defaultPrefix
+    package var timing = PresenceTiming()
 
-    public init() {}
+    package init() {}
 
     /// The broker's transport settings, when there is a broker.
-    public var mqtt: MQTTTransport.Configuration? {
+    package var mqtt: MQTTTransport.Configuration? {
         broker.map { MQTTTransport.Configuration(address: $0, caFile: brokerCA, prefix: brokerPrefix) }
     }
 }
@@ -24,33 +24,33 @@ public struct NetworkConfiguration: Sendable, Equatable {
 /// Raw setting values from one source (the flags, or the config file), by key; a repeatable
 /// setting keeps every value given. Nothing here is checked yet: `Settings.resolve` does that,
 /// the same way for both sources.
-public struct SettingValues: Sendable, Equatable {
-    public private(set) var values: [String: [String]] = [:]
+package struct SettingValues: Sendable, Equatable {
+    package private(set) var values: [String: [String]] = [:]
 
-    public init(_ pairs: [(key: String, value: String)] = []) {
+    package init(_ pairs: [(key: String, value: String)] = []) {
         for (key, value) in pairs { values[key, default: []].append(value) }
     }
 
-    public subscript(key: String) -> [String]? {
+    package subscript(key: String) -> [String]? {
         get { values[key] }
         set { values[key] = newValue }
     }
 }
 
-public struct SettingsError: Error, Equatable, CustomStringConvertible {
-    public let description: String
+package struct SettingsError: Error, Equatable, CustomStringConvertible {
+    package let description: String
 }
 
 /// One setting, declared once: its flag (`--KEY`) and `seance.conf` key, what it means, its
 /// default, and how a value is read and checked.
-public struct Setting: Sendable {
-    public let key: String
+package struct Setting: Sendable {
+    package let key: String
     /// What the value is, in help: `address`, `seconds`, …
-    public let valueName: String
+    package let valueName: String
     /// Help text, ending with the default when there is one.
-    public let help: String
+    package let help: String
     /// Given once per value as a flag, comma-separated in the file.
-    public let repeatable: Bool
+    package let repeatable: Bool
     /// Reads and checks the values given, into the configuration; throws a `SettingsError`.
     let apply: @Sendable (inout NetworkConfiguration, [String]) throws -> Void
 }
@@ -63,11 +63,11 @@ extension Setting {
     }
 }
 
-public enum Settings {
+package enum Settings {
     private static let defaults = NetworkConfiguration()
 
     /// Every chat setting, in the order help lists them.
-    public static let all: [Setting] = [
+    package static let all: [Setting] = [
         Setting(key: "group", valueName: "address",
                 help: "Multicast group chat mode announces on (default \(defaults.lan.group)).", repeatable: false) { config, values in
             let group = values.last!
@@ -130,10 +130,10 @@ public enum Settings {
         },
     ]
 
-    public static func named(_ key: String) -> Setting? { all.first { $0.key == key } }
+    package static func named(_ key: String) -> Setting? { all.first { $0.key == key } }
 
     /// The flags over the file over the defaults, each value checked by its setting.
-    public static func resolve(flags: SettingValues, file: SettingValues) throws(SettingsError) -> NetworkConfiguration {
+    package static func resolve(flags: SettingValues, file: SettingValues) throws(SettingsError) -> NetworkConfiguration {
         var configuration = NetworkConfiguration()
         for setting in all {
             if let values = flags[setting.key], !values.isEmpty {

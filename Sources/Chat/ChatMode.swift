@@ -8,9 +8,9 @@ import Terminal
 
 /// Chat mode: its commands and views. Being online is `Online`'s (Nearby); chat brings the user
 /// online, lists who is nearby, and prints what happens (`ChatNotices`, its feature part).
-public final class ChatMode {
+package final class ChatMode {
     let profiles: Profiles
-    public let online: Online
+    package let online: Online
     /// The local one `open` chose, if any (instead of a conversation).
     var openLocal: LocalPeer?
     /// The conversation `open` chose, and the oldest message shown of it (for `older`).
@@ -27,7 +27,7 @@ public final class ChatMode {
     private var capabilities = Capabilities.plain
     private var console: Console?
 
-    public init(profiles: Profiles, online: Online, animate: Bool = true) {
+    package init(profiles: Profiles, online: Online, animate: Bool = true) {
         self.profiles = profiles
         self.online = online
         self.animate = animate
@@ -38,7 +38,7 @@ public final class ChatMode {
     var delivery: DeliveryService? { context?.delivery }
     var service: NearbyService? { context?.presence }
 
-    public func register(in shell: Shell) {
+    package func register(in shell: Shell) {
         capabilities = shell.capabilities
         console = shell.console
         // First of the features: its notices of arrivals come before any feature's own.
@@ -94,7 +94,7 @@ public final class ChatMode {
 
     /// Announces this profile on every transport and brings the features online; a mode that
     /// needs the network (rooms) is given this to call when the user is not online yet.
-    public func goOnline(_ shell: Shell) throws {
+    package func goOnline(_ shell: Shell) throws {
         guard !online.isOnline else { return }
         guard let login = profiles.current else { throw ProfileError.notLoggedIn }
         let context = try online.goOnline(as: login, database: try shell.session.openDatabase(), dataDirectory: shell.session.dataDirectory,
@@ -268,9 +268,9 @@ public final class ChatMode {
 
 /// Chat's notices come and go with being online.
 extension ChatMode: Feature {
-    public func online(_ context: FeatureContext) throws {
+    package func online(_ context: FeatureContext) throws {
         notices = ChatNotices(context, capabilities: capabilities, overwrites: console?.overwrites ?? false)
     }
 
-    public func offline() { notices = nil }
+    package func offline() { notices = nil }
 }

@@ -6,17 +6,17 @@ import Shell
 import Terminal
 
 /// The commands that manage profiles and the login (the session itself is `Accounts`').
-public final class Profiles {
+package final class Profiles {
     /// Who is logged in: shared with every feature that acts as the user.
-    public let session: LoginSession
+    package let session: LoginSession
     /// The profile in use and its unlocked keys.
-    public var current: LoginSession.Login? { session.current }
+    package var current: LoginSession.Login? { session.current }
     /// Pauses before answering a wrong password; tests replace it.
     var sleep: (Double) -> Void = LoginSession.sleep
     /// scrypt's N for new profiles.
     let rounds: Int
 
-    public init(session: LoginSession = LoginSession(), rounds: Int = PasswordVault.defaultRounds) {
+    package init(session: LoginSession = LoginSession(), rounds: Int = PasswordVault.defaultRounds) {
         self.session = session
         self.rounds = rounds
     }
@@ -27,7 +27,7 @@ public final class Profiles {
         ProfileStore(database: try shell.session.openDatabase(), rounds: rounds)
     }
 
-    public func register(in shell: Shell) {
+    package func register(in shell: Shell) {
         let names = ArgumentKind.dynamic { [unowned shell, unowned self] in
             ((try? self.store(shell).profiles()) ?? []).map { Candidate($0.name, $0.handle) }
         }

@@ -6,15 +6,15 @@ import Terminal
 /// Draws a page of a conversation like a messaging app: your bubbles on the right, theirs on
 /// the left, a `{day} {time}` header before a message more than an hour after the previous one,
 /// no gap between one sender's messages less than 20 s apart, a blank line otherwise.
-public struct ConversationView: Sendable {
-    public let capabilities: Capabilities
-    public let columns: Int
-    public let calendar: Calendar
+package struct ConversationView: Sendable {
+    package let capabilities: Capabilities
+    package let columns: Int
+    package let calendar: Calendar
 
-    public static let sectionGap: Double = 3_600
-    public static let groupGap: Double = 20
+    package static let sectionGap: Double = 3_600
+    package static let groupGap: Double = 20
 
-    public init(capabilities: Capabilities, columns: Int, calendar: Calendar = .current) {
+    package init(capabilities: Capabilities, columns: Int, calendar: Calendar = .current) {
         self.capabilities = capabilities
         self.columns = columns
         self.calendar = calendar
@@ -25,7 +25,7 @@ public struct ConversationView: Sendable {
     /// Bubbles take about 70 % of the width.
     var bubbleWidth: Int { max(12, columns * 7 / 10) }
 
-    public func render(_ messages: [ChatMessage], previous: ChatMessage? = nil, now: Double) -> [String] {
+    package func render(_ messages: [ChatMessage], previous: ChatMessage? = nil, now: Double) -> [String] {
         var lines: [String] = []
         var last = previous
         for message in messages {
@@ -42,7 +42,7 @@ public struct ConversationView: Sendable {
     }
 
     /// "Today 14:05", "Yesterday 09:12", "Monday 18:40" within the week, else "20 Nov 2026 08:00".
-    public func sectionTitle(_ time: Double, now: Double) -> String {
+    package func sectionTitle(_ time: Double, now: Double) -> String {
         let date = Date(timeIntervalSince1970: time), today = Date(timeIntervalSince1970: now)
         let clock = String(format: "%02d:%02d", calendar.component(.hour, from: date), calendar.component(.minute, from: date))
         let days = calendar.dateComponents([.day], from: calendar.startOfDay(for: date), to: calendar.startOfDay(for: today)).day ?? 0
@@ -59,7 +59,7 @@ public struct ConversationView: Sendable {
 
     /// One message as a framed bubble, placed right (yours) or left (theirs), with its number
     /// and, for yours, its delivery state.
-    public func bubble(_ message: ChatMessage) -> [String] {
+    package func bubble(_ message: ChatMessage) -> [String] {
         let inner = max(4, bubbleWidth - 4)
         // Widths are measured on what will be shown: the text made safe first.
         let body = DisplayWidth.wrap(SafeText.visible(message.text, keepNewlines: true), width: inner)
@@ -84,14 +84,14 @@ public struct ConversationView: Sendable {
     }
 
     /// The row under one of your bubbles: its number and delivery state, at the right edge.
-    public func statusRow(number: Int64, state: ChatMessage.State) -> String {
+    package func statusRow(number: Int64, state: ChatMessage.State) -> String {
         let status = "#\(number) \(state.rawValue)"
         return String(repeated: " ", count: max(0, columns - status.displayWidth)) + styler.dim("#\(number)") + " " + styler.dim(state.rawValue)
     }
 
     /// Prints `lines`, the rendering of `page`; at a terminal the state rows of yours that can
     /// still change (not yet `lastState`) are printed with the mark `mark` names, to be written over.
-    public func print(_ lines: [String], of page: [ChatMessage], on console: Console, lastState: ChatMessage.State,
+    package func print(_ lines: [String], of page: [ChatMessage], on console: Console, lastState: ChatMessage.State,
                       mark: (ChatMessage) -> String) {
         var marks: [String: String] = [:]
         if console.overwrites {
@@ -107,7 +107,7 @@ public struct ConversationView: Sendable {
     /// The newest of `page` that fit `rows` with `reserved` lines to spare, and their rendering;
     /// `previous` gives the message before a given one (its time decides the first header). At
     /// least one message is kept, however tall.
-    public func fitting(_ page: [ChatMessage], rows: Int, reserved: Int, now: Double,
+    package func fitting(_ page: [ChatMessage], rows: Int, reserved: Int, now: Double,
                         previous: (ChatMessage) throws -> ChatMessage?) rethrows -> ([ChatMessage], [String]) {
         var page = page
         while true {
@@ -118,19 +118,19 @@ public struct ConversationView: Sendable {
     }
 
     /// A line of `chats`.
-    public struct ListEntry {
-        public var handle, when, counts: String
-        public var unread: Bool
-        public var last: String?
+    package struct ListEntry {
+        package var handle, when, counts: String
+        package var unread: Bool
+        package var last: String?
 
-        public init(handle: String, when: String, counts: String, unread: Bool, last: String?) {
+        package init(handle: String, when: String, counts: String, unread: Bool, last: String?) {
             (self.handle, self.when, self.counts, self.unread, self.last) = (handle, when, counts, unread, last)
         }
     }
 
     /// `chats`: a conversation a line, each column as wide as its widest entry (a column empty
     /// throughout left out), the last message cut to what the window has left.
-    public func conversationList(_ entries: [ListEntry]) -> [String] {
+    package func conversationList(_ entries: [ListEntry]) -> [String] {
         let handleWidth = min(20, entries.map(\.handle.displayWidth).max() ?? 0)
         let whenWidth = entries.map(\.when.displayWidth).max() ?? 0
         let countsWidth = entries.map(\.counts.displayWidth).max() ?? 0
@@ -148,7 +148,7 @@ public struct ConversationView: Sendable {
     }
 
     /// A message on one line, made safe and cut to `width` columns (notices, the list of chats).
-    public static func preview(_ text: String, width: Int) -> String {
+    package static func preview(_ text: String, width: Int) -> String {
         // Newlines become spaces (`split`: Foundation's replacing costs more than the rest).
         DisplayWidth.truncate(SafeText.visible(text.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: " ")), to: width)
     }
@@ -160,10 +160,10 @@ public struct ConversationView: Sendable {
 
 extension Peer {
     /// `name#abcd` made safe for the terminal: the name came from the network.
-    public var shownHandle: String { SafeText.visible(handle) }
+    package var shownHandle: String { SafeText.visible(handle) }
 }
 
 extension Conversation {
     /// `name#abcd` made safe for the terminal: the stored name came from the network.
-    public var shownHandle: String { SafeText.visible(handle) }
+    package var shownHandle: String { SafeText.visible(handle) }
 }

@@ -1,5 +1,5 @@
 /// What a Ghost can do to a Human (SPEC §4.1).
-public enum CurseKind: String, CaseIterable, Sendable {
+package enum CurseKind: String, CaseIterable, Sendable {
     /// The Human sees no one: nearby is empty, arrivals are not shown.
     case blind
     /// The Human sees everyone but cannot send.
@@ -12,15 +12,15 @@ public enum CurseKind: String, CaseIterable, Sendable {
     case mirror
 
     /// Its number on the wire: 1 blind … 5 mirror.
-    public var code: UInt8 { UInt8(Self.allCases.firstIndex(of: self)! + 1) }
+    package var code: UInt8 { UInt8(Self.allCases.firstIndex(of: self)! + 1) }
 
-    public init?(code: UInt8) {
+    package init?(code: UInt8) {
         guard code >= 1, Int(code) <= Self.allCases.count else { return nil }
         self = Self.allCases[Int(code) - 1]
     }
 
     /// What it does, for help and notices.
-    public var effect: String {
+    package var effect: String {
         switch self {
         case .blind: return "you see no one"
         case .silence: return "you cannot send"
@@ -31,5 +31,5 @@ public enum CurseKind: String, CaseIterable, Sendable {
     }
 
     /// How long a curse may last, in minutes.
-    public static let minutes = 1...60
+    package static let minutes = 1...60
 }

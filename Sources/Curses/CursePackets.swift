@@ -2,21 +2,21 @@ import Foundation
 import Wire
 
 /// A Ghost's curse on a Human, sent to the Human alone. `id` names this casting in the answer.
-public struct CurseCast: PacketKind, Equatable {
-    public static let code = KindTable.curse
-    public var target: Data
-    public var kind: CurseKind
-    public var minutes: UInt8
-    public var id: Data
+package struct CurseCast: PacketKind, Equatable {
+    package static let code = KindTable.curse
+    package var target: Data
+    package var kind: CurseKind
+    package var minutes: UInt8
+    package var id: Data
 
-    public init(target: Data, kind: CurseKind, minutes: UInt8, id: Data) {
+    package init(target: Data, kind: CurseKind, minutes: UInt8, id: Data) {
         self.target = target
         self.kind = kind
         self.minutes = minutes
         self.id = id
     }
 
-    public init(reading reader: inout ByteReader) throws(DecodeError) {
+    package init(reading reader: inout ByteReader) throws(DecodeError) {
         guard let target = reader.take(32), let code = reader.byte(), let kind = CurseKind(code: code),
               let minutes = reader.byte(), CurseKind.minutes.contains(Int(minutes)), let id = reader.take(16) else {
             throw .malformedPayload("curse")
@@ -24,7 +24,7 @@ public struct CurseCast: PacketKind, Equatable {
         self.init(target: Data(target), kind: kind, minutes: minutes, id: Data(id))
     }
 
-    public func write(to bytes: inout [UInt8]) {
+    package func write(to bytes: inout [UInt8]) {
         bytes += target
         bytes.append(kind.code)
         bytes.append(minutes)
@@ -33,10 +33,10 @@ public struct CurseCast: PacketKind, Equatable {
 }
 
 /// What became of a curse, told by the cursed side to the caster.
-public struct CurseAnswer: PacketKind, Equatable {
-    public static let code = KindTable.curseAnswer
+package struct CurseAnswer: PacketKind, Equatable {
+    package static let code = KindTable.curseAnswer
 
-    public enum Outcome: UInt8, Sendable {
+    package enum Outcome: UInt8, Sendable {
         case tookHold = 1
         /// A Saint's medallion was worn.
         case bounced = 2
@@ -48,23 +48,23 @@ public struct CurseAnswer: PacketKind, Equatable {
         case notAHuman = 5
     }
 
-    public var caster: Data
-    public var id: Data
-    public var outcome: Outcome
+    package var caster: Data
+    package var id: Data
+    package var outcome: Outcome
 
-    public init(caster: Data, id: Data, outcome: Outcome) {
+    package init(caster: Data, id: Data, outcome: Outcome) {
         self.caster = caster
         self.id = id
         self.outcome = outcome
     }
 
-    public init(reading reader: inout ByteReader) throws(DecodeError) {
+    package init(reading reader: inout ByteReader) throws(DecodeError) {
         guard let caster = reader.take(32), let id = reader.take(16), let code = reader.byte(),
               let outcome = Outcome(rawValue: code) else { throw .malformedPayload("curse answer") }
         self.init(caster: Data(caster), id: Data(id), outcome: outcome)
     }
 
-    public func write(to bytes: inout [UInt8]) {
+    package func write(to bytes: inout [UInt8]) {
         bytes += caster
         bytes += id
         bytes.append(outcome.rawValue)
@@ -73,19 +73,19 @@ public struct CurseAnswer: PacketKind, Equatable {
 
 /// A spell, from a Human to a ghost that cursed it: the one packet the plane table lets a Human
 /// send to a Ghost. The phrase is one of `Spells.phrases`.
-public struct SpellCast: PacketKind, Equatable {
-    public static let code = KindTable.spell
-    public var target: Data
-    public var phrase: String
+package struct SpellCast: PacketKind, Equatable {
+    package static let code = KindTable.spell
+    package var target: Data
+    package var phrase: String
 
-    public static let maximumPhrase = 200
+    package static let maximumPhrase = 200
 
-    public init(target: Data, phrase: String) {
+    package init(target: Data, phrase: String) {
         self.target = target
         self.phrase = phrase
     }
 
-    public init(reading reader: inout ByteReader) throws(DecodeError) {
+    package init(reading reader: inout ByteReader) throws(DecodeError) {
         guard let target = reader.take(32), let length = reader.byte(), Int(length) <= Self.maximumPhrase,
               let bytes = reader.take(Int(length)), let phrase = String(validating: bytes, as: UTF8.self) else {
             throw .malformedPayload("spell")
@@ -93,7 +93,7 @@ public struct SpellCast: PacketKind, Equatable {
         self.init(target: Data(target), phrase: phrase)
     }
 
-    public func write(to bytes: inout [UInt8]) {
+    package func write(to bytes: inout [UInt8]) {
         bytes += target
         let utf8 = Array(phrase.utf8.prefix(Self.maximumPhrase))
         bytes.append(UInt8(utf8.count))

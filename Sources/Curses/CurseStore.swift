@@ -4,27 +4,27 @@ import Storage
 import Wire
 
 /// A curse in force on this profile.
-public struct ActiveCurse: Equatable, Sendable {
-    public var id: Int64
-    public var casterKey: Data
+package struct ActiveCurse: Equatable, Sendable {
+    package var id: Int64
+    package var casterKey: Data
     /// The caster's name when it cast (shown with its fingerprint).
-    public var casterName: String
-    public var kind: CurseKind
-    public var startedAt: Double
-    public var endsAt: Double
+    package var casterName: String
+    package var kind: CurseKind
+    package var startedAt: Double
+    package var endsAt: Double
 
-    public var casterHandle: String { PeerIdentity.handle(name: casterName, signingKey: casterKey) }
+    package var casterHandle: String { PeerIdentity.handle(name: casterName, signingKey: casterKey) }
 }
 
 /// The curses table: each curse with its end time, so it outlives a restart, and how it ended
 /// (expired, lifted by a candle).
-public struct CurseStore: Sendable {
-    public let database: SeanceDatabase
+package struct CurseStore: Sendable {
+    package let database: SeanceDatabase
 
-    public init(database: SeanceDatabase) { self.database = database }
+    package init(database: SeanceDatabase) { self.database = database }
 
     /// The curses in force on `target` at `now`, the one that ends first first.
-    public func active(on target: Data, now: Double) throws -> [ActiveCurse] {
+    package func active(on target: Data, now: Double) throws -> [ActiveCurse] {
         try database.read { db in try Self.active(db, on: target, now: now) }
     }
 
@@ -41,7 +41,7 @@ public struct CurseStore: Sendable {
 
     /// Records a curse that took hold. The same casting (its id) twice is refused: a replayed
     /// packet never curses again.
-    public func add(on target: Data, casterKey: Data, casterName: String, kind: CurseKind, castID: Data,
+    package func add(on target: Data, casterKey: Data, casterName: String, kind: CurseKind, castID: Data,
                     startedAt: Double, endsAt: Double) throws -> ActiveCurse {
         try database.write { db in
             try db.execute(sql: """
@@ -53,14 +53,14 @@ public struct CurseStore: Sendable {
     }
 
     /// Marks a curse ended (`expired`, `lifted`, `spell`).
-    public func end(_ id: Int64, how: String, at now: Double) throws {
+    package func end(_ id: Int64, how: String, at now: Double) throws {
         try database.write { db in
             try db.execute(sql: "UPDATE curse SET endedAt = ?, endedHow = ? WHERE id = ? AND endedAt IS NULL", arguments: [now, how, id])
         }
     }
 
     /// Ends every curse from `caster` on `target` (a spell); what was ended.
-    public func endAll(from caster: Data, on target: Data, how: String, at now: Double) throws -> [ActiveCurse] {
+    package func endAll(from caster: Data, on target: Data, how: String, at now: Double) throws -> [ActiveCurse] {
         try database.write { db in
             let ended = try Self.active(db, on: target, now: now).filter { $0.casterKey == caster }
             try db.execute(sql: "UPDATE curse SET endedAt = ?, endedHow = ? WHERE targetKey = ? AND casterKey = ? AND endedAt IS NULL",
@@ -70,7 +70,7 @@ public struct CurseStore: Sendable {
     }
 
     /// Whether `caster` ever cursed `target` (a spell is only for a ghost that did).
-    public func hasCursed(_ target: Data, from caster: Data) throws -> Bool {
+    package func hasCursed(_ target: Data, from caster: Data) throws -> Bool {
         try database.read { db in
             try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM curse WHERE targetKey = ? AND casterKey = ?)",
                               arguments: [target, caster]) ?? false
@@ -78,7 +78,7 @@ public struct CurseStore: Sendable {
     }
 
     /// The ghosts that have cursed `target`, newest first: (name, key).
-    public func casters(of target: Data) throws -> [(name: String, key: Data)] {
+    package func casters(of target: Data) throws -> [(name: String, key: Data)] {
         try database.read { db in
             try Row.fetchAll(db, sql: """
                 SELECT casterName, casterKey FROM curse WHERE targetKey = ? GROUP BY casterKey ORDER BY max(startedAt) DESC
@@ -87,7 +87,7 @@ public struct CurseStore: Sendable {
     }
 
     /// Records that `caster` may not curse `target` until `until`.
-    public func repel(_ caster: Data, from target: Data, until: Double) throws {
+    package func repel(_ caster: Data, from target: Data, until: Double) throws {
         try database.write { db in
             try db.execute(sql: """
                 INSERT INTO repel (casterKey, targetKey, until) VALUES (?, ?, ?)
@@ -97,7 +97,7 @@ public struct CurseStore: Sendable {
     }
 
     /// Until when `caster` is repelled from `target`, if it is at `now`.
-    public func repelled(_ caster: Data, from target: Data, now: Double) throws -> Double? {
+    package func repelled(_ caster: Data, from target: Data, now: Double) throws -> Double? {
         try database.read { db in
             try Double.fetchOne(db, sql: "SELECT until FROM repel WHERE casterKey = ? AND targetKey = ? AND until > ?",
                                 arguments: [caster, target, now])
@@ -105,9 +105,9 @@ public struct CurseStore: Sendable {
     }
 
     /// The spell a profile learnt last (from a spectre), kept in the settings table.
-    public func lastSpell(of key: Data) throws -> String? { try database.setting(Self.spellKey(key)) }
+    package func lastSpell(of key: Data) throws -> String? { try database.setting(Self.spellKey(key)) }
 
-    public func learn(spell: String, for key: Data) throws { try database.setSetting(Self.spellKey(key), spell) }
+    package func learn(spell: String, for key: Data) throws { try database.setSetting(Self.spellKey(key), spell) }
 
     static func spellKey(_ key: Data) -> String { "spell." + PeerIdentity.longFingerprint(of: key) }
 
@@ -120,11 +120,11 @@ public struct CurseStore: Sendable {
 }
 
 /// The curses' table.
-public enum CursesSchema {
+package enum CursesSchema {
     /// Every migration of this feature, in order.
-    public static let migrations = [curses]
+    package static let migrations = [curses]
 
-    public static let curses = Migration("v11-curses") { db in
+    package static let curses = Migration("v11-curses") { db in
         // A curse on a profile's key, from a caster's key; `endedAt` is set when it ends early
         // (a candle, a spell) or is seen to have run out; `endsAt` alone says when it would.
         try db.create(table: "curse") { t in

@@ -16,13 +16,13 @@ import Terminal
 /// caster is a Ghost and that it is itself Human, then stores the curse with its end time and
 /// answers whether it took hold. Everything the network changes lives on the engine
 /// (`CursesOnline`); the shell's commands ask there.
-public final class Curses: Feature, CurseBook {
+package final class Curses: Feature, CurseBook {
     /// The name every peer gets under amnesia.
-    public static let stranger = "a stranger"
+    package static let stranger = "a stranger"
     /// How long a caster waits for the answer before saying there was none.
     static let answerWait = 5.0
     /// How long a spell keeps a ghost from cursing the one who cast it.
-    public static let repelSeconds = 30.0 * 60
+    package static let repelSeconds = 30.0 * 60
 
     let login: LoginSession
     /// How notices look (known once registered).
@@ -30,15 +30,15 @@ public final class Curses: Feature, CurseBook {
     /// While online: the curses' part on the engine.
     private(set) var live: CursesOnline?
 
-    public init(login: LoginSession) { self.login = login }
+    package init(login: LoginSession) { self.login = login }
 
     // MARK: Online
 
-    public func online(_ context: FeatureContext) throws {
+    package func online(_ context: FeatureContext) throws {
         live = try CursesOnline(context, styler: styler)
     }
 
-    public func offline() {
+    package func offline() {
         live?.stop()
         live = nil
     }
@@ -61,7 +61,7 @@ public final class Curses: Feature, CurseBook {
 
     /// Casts on a present peer, after the caster's own checks; the answer comes as a notice
     /// (or, after `answerWait`, a notice that none came).
-    public func send(_ kind: CurseKind, minutes: Int, to peer: Peer) throws {
+    package func send(_ kind: CurseKind, minutes: Int, to peer: Peer) throws {
         try requireOnline().send(kind, minutes: minutes, to: peer)
     }
 
@@ -78,10 +78,10 @@ public final class Curses: Feature, CurseBook {
 
     /// Speaks the spell learnt last at `peer`: what was said, and the curses it lifted.
     @discardableResult
-    public func speak(to peer: Peer) throws -> (phrase: String, lifted: [CurseKind]) { try requireOnline().speak(to: peer) }
+    package func speak(to peer: Peer) throws -> (phrase: String, lifted: [CurseKind]) { try requireOnline().speak(to: peer) }
 
     /// Remembers a spell a spectre taught (the last one learnt is the one `spell` speaks).
-    public func learn(spell phrase: String, key: Data, database: SeanceDatabase) throws {
+    package func learn(spell phrase: String, key: Data, database: SeanceDatabase) throws {
         try CurseStore(database: database).learn(spell: phrase, for: key)
     }
 
@@ -112,14 +112,14 @@ public final class Curses: Feature, CurseBook {
 
     /// A Holy candle: the curse on `profile` that ends last is lifted, in the store's
     /// transaction.
-    public func liftLatest(on profile: Int64, in db: Database, now: Double) throws -> LiftedCurse? {
+    package func liftLatest(on profile: Int64, in db: Database, now: Double) throws -> LiftedCurse? {
         guard let key = try Data.fetchOne(db, sql: "SELECT signingKey FROM profile WHERE id = ?", arguments: [profile]),
               let lifted = try CurseStore.liftLatest(db, on: key, now: now) else { return nil }
         return LiftedCurse(id: lifted.id, description: "the curse of \(lifted.kind.rawValue) from \(SafeText.visible(lifted.casterHandle))")
     }
 
     /// After the store's transaction committed: the engine stops applying the curse.
-    public func lifted(_ curse: LiftedCurse) { live?.lifted(curse.id) }
+    package func lifted(_ curse: LiftedCurse) { live?.lifted(curse.id) }
 
     // MARK: Text
 
@@ -131,7 +131,7 @@ public final class Curses: Feature, CurseBook {
 
     // MARK: Registration
 
-    public func register(in shell: Shell, online: Online) {
+    package func register(in shell: Shell, online: Online) {
         online.add(self)
         styler = shell.styler
         let kinds = ArgumentKind.choice(CurseKind.allCases.map { Candidate($0.rawValue, $0.effect) })

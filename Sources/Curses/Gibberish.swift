@@ -1,13 +1,13 @@
 /// What possession and the mirror do to a line. Pure: the same line and generator state give
 /// the same result (`--seed` makes it reproducible).
-public enum Gibberish {
+package enum Gibberish {
     private static let consonants: [Character] = Array("bcdfghjklmnprstvz")
     private static let vowels: [Character] = Array("aeiou")
 
     /// Every word (a run of letters) becomes a made-up pronounceable one of the same length,
     /// consonants and vowels taking turns, a capital kept; everything else (spaces,
     /// punctuation, digits, emoji) stays where it was. The number of words does not change.
-    public static func possess(_ line: String, using random: inout some RandomNumberGenerator) -> String {
+    package static func possess(_ line: String, using random: inout some RandomNumberGenerator) -> String {
         var result = ""
         var word: [Character] = []
         func flush() {
@@ -35,5 +35,5 @@ public enum Gibberish {
     }
 
     /// The line as in a mirror: its characters (not bytes: an emoji stays whole) in reverse.
-    public static func mirror(_ line: String) -> String { String(line.reversed()) }
+    package static func mirror(_ line: String) -> String { String(line.reversed()) }
 }

@@ -8,28 +8,28 @@ import Wire
 /// The local network as a `Transport`: UDP multicast to a group (TTL 1) on every usable
 /// interface, and a unicast socket for direct packets. It moves bytes only; its NIO thread
 /// hands each datagram to `deliver`.
-public final class LANTransport: Transport {
-    public struct Configuration: Sendable, Equatable {
-        public var group: String
-        public var port: Int
+package final class LANTransport: Transport {
+    package struct Configuration: Sendable, Equatable {
+        package var group: String
+        package var port: Int
         /// Interface names to use; nil means every interface that is up and can multicast.
-        public var interfaces: [String]?
+        package var interfaces: [String]?
 
-        public static let defaultGroup = "239.255.77.77"
-        public static let defaultPort = 47_777
+        package static let defaultGroup = "239.255.77.77"
+        package static let defaultPort = 47_777
 
-        public init(group: String = defaultGroup, port: Int = defaultPort, interfaces: [String]? = nil) {
+        package init(group: String = defaultGroup, port: Int = defaultPort, interfaces: [String]? = nil) {
             self.group = group
             self.port = port
             self.interfaces = interfaces
         }
     }
 
-    public enum Failure: Error, CustomStringConvertible {
+    package enum Failure: Error, CustomStringConvertible {
         case noInterface([String]?, reason: String?)
         case socket(String)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .noInterface(let names?, let reason):
                 return "no usable multicast interface among: \(names.joined(separator: ", "))" + (reason.map { " (\($0))" } ?? "")
@@ -51,19 +51,19 @@ public final class LANTransport: Transport {
         var reportedUp = true
     }
 
-    public let name = "lan"
-    public let configuration: Configuration
+    package let name = "lan"
+    package let configuration: Configuration
     /// One thread, the loop of both sockets (internal: tests hold it up).
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private let sockets = Mutex(Sockets())
 
-    public init(configuration: Configuration) { self.configuration = configuration }
+    package init(configuration: Configuration) { self.configuration = configuration }
 
-    public var directPort: UInt16 { sockets.withLock { $0.port } }
+    package var directPort: UInt16 { sockets.withLock { $0.port } }
 
-    public var description: String { "\(name) \(configuration.group):\(configuration.port)" }
+    package var description: String { "\(name) \(configuration.group):\(configuration.port)" }
 
-    public func directRoute(from source: Route, port: UInt16, signingKey: Data) -> Route {
+    package func directRoute(from source: Route, port: UInt16, signingKey: Data) -> Route {
         let host = Self.hostAndPort(source.address)?.host ?? source.address
         return Route(transport: name, address: "\(host):\(port)")
     }
@@ -88,7 +88,7 @@ public final class LANTransport: Transport {
     /// every `rescanGap`, which also picks up interfaces that come up later). Only when no
     /// interface at all is up (or none of those named) does it fail. Whatever fails releases what
     /// was opened before it.
-    public func start(deliver: @escaping @Sendable ([UInt8], Route) -> Void,
+    package func start(deliver: @escaping @Sendable ([UInt8], Route) -> Void,
                       report: @escaping @Sendable (TransportState) -> Void) throws {
         let receiver: @Sendable () -> Receiver = { Receiver(deliver: deliver) }
         do {
@@ -226,7 +226,7 @@ public final class LANTransport: Transport {
         return (channel, direct)
     }
 
-    public func broadcast(_ bytes: [UInt8], as kind: BroadcastKind) {
+    package func broadcast(_ bytes: [UInt8], as kind: BroadcastKind) {
         let (multicast, devices) = sockets.withLock { ($0.multicast, $0.devices) }
         guard let multicast, let address = try? SocketAddress(ipAddress: configuration.group, port: configuration.port) else { return }
         for device in devices {
@@ -247,7 +247,7 @@ public final class LANTransport: Transport {
     /// socket cannot take now (its buffer full) is queued on the loop, which sends it once it
     /// can; it may then go after later ones, which the protocol allows for (datagrams may come
     /// in any order).
-    public func send(_ bytes: [UInt8], to route: Route) {
+    package func send(_ bytes: [UInt8], to route: Route) {
         guard route.transport == name, let (host, port) = Self.hostAndPort(route.address),
               let address = try? SocketAddress(ipAddress: host, port: port),
               let (unicast, direct) = sockets.withLock({ state in state.unicast.map { ($0, state.direct) } }) else { return }
@@ -260,7 +260,7 @@ public final class LANTransport: Transport {
     }
 
     /// Closes the sockets after what was written has gone. Safe to call twice.
-    public func stop() {
+    package func stop() {
         let (multicast, unicast) = sockets.withLock { state in
             // The second descriptor closes once no send is using it.
             defer { state.multicast = nil; state.unicast = nil; state.direct = nil }

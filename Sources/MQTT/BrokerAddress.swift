@@ -1,17 +1,17 @@
 /// Where the broker is: `mqtt://[USER[:PASS]@]HOST[:PORT]`, or `mqtts://…` for TLS.
-public struct BrokerAddress: Equatable, Sendable, CustomStringConvertible {
-    public var tls: Bool
-    public var user: String?
-    public var password: String?
-    public var host: String
-    public var port: Int
+package struct BrokerAddress: Equatable, Sendable, CustomStringConvertible {
+    package var tls: Bool
+    package var user: String?
+    package var password: String?
+    package var host: String
+    package var port: Int
 
-    public struct Invalid: Error, Equatable, CustomStringConvertible {
-        public let description: String
+    package struct Invalid: Error, Equatable, CustomStringConvertible {
+        package let description: String
     }
 
     /// Reads a broker URL; a percent-escape in the user or password (`%40` for `@`) is decoded.
-    public init(parsing text: String) throws(Invalid) {
+    package init(parsing text: String) throws(Invalid) {
         let scheme: String
         var rest: Substring
         if let range = text.range(of: "://") {
@@ -72,7 +72,7 @@ public struct BrokerAddress: Equatable, Sendable, CustomStringConvertible {
     }
 
     /// The URL as it may be shown: the password, if any, as `***`.
-    public var description: String {
+    package var description: String {
         var text = (tls ? "mqtts://" : "mqtt://")
         if let user { text += Self.encode(user) + (password == nil ? "" : ":***") + "@" }
         text += host.contains(":") ? "[\(host)]" : host

@@ -14,19 +14,19 @@ import Wire
 /// there, never on the caller's thread), reconnects after a loss with a capped backoff, and
 /// starts over after what libmosquitto gives up on (a TLS or protocol failure). Its callbacks
 /// only hand frames on (the threading contract).
-public final class MQTTTransport: Transport, @unchecked Sendable {
-    public struct Configuration: Sendable, Equatable {
-        public var address: BrokerAddress
+package final class MQTTTransport: Transport, @unchecked Sendable {
+    package struct Configuration: Sendable, Equatable {
+        package var address: BrokerAddress
         /// The CA certificates to check an `mqtts` broker with (PEM); nil: the system's.
-        public var caFile: String?
-        public var prefix: String
+        package var caFile: String?
+        package var prefix: String
         /// Seconds between keep-alive pings; a dead connection is noticed within 1.5 times this.
-        public var keepalive: Int32
+        package var keepalive: Int32
 
-        public static let defaultPrefix = "seance/"
-        public static let caFileSystem = "/etc/ssl/certs/ca-certificates.crt"
+        package static let defaultPrefix = "seance/"
+        package static let caFileSystem = "/etc/ssl/certs/ca-certificates.crt"
 
-        public init(address: BrokerAddress, caFile: String? = nil, prefix: String = defaultPrefix, keepalive: Int32 = 10) {
+        package init(address: BrokerAddress, caFile: String? = nil, prefix: String = defaultPrefix, keepalive: Int32 = 10) {
             self.address = address
             self.caFile = caFile
             self.prefix = prefix
@@ -34,11 +34,11 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
         }
     }
 
-    public enum Failure: Error, Equatable, CustomStringConvertible {
+    package enum Failure: Error, Equatable, CustomStringConvertible {
         case client(String)
         case tls(broker: String, reason: String)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .client(let why): return "cannot make an MQTT client: \(why)"
             case .tls(let broker, let reason): return "cannot use TLS with the broker \(broker): \(reason)"
@@ -69,8 +69,8 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
         var topics: Set<String> = []
     }
 
-    public let name = "broker"
-    public let configuration: Configuration
+    package let name = "broker"
+    package let configuration: Configuration
     /// Our own topics' ID.
     let ownID: String
     private let state = Mutex(State())
@@ -78,22 +78,22 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
     private let wake = DispatchSemaphore(value: 0)
     private let ended = DispatchSemaphore(value: 0)
 
-    public init(configuration: Configuration, signingKey: Data) {
+    package init(configuration: Configuration, signingKey: Data) {
         self.configuration = configuration
         ownID = PeerIdentity.longFingerprint(of: signingKey)
     }
 
     deinit { stop() }
 
-    public var description: String { "\(name) \(configuration.address)" }
-    public var directPort: UInt16 { 0 }
+    package var description: String { "\(name) \(configuration.address)" }
+    package var directPort: UInt16 { 0 }
 
     var presenceTopic: String { configuration.prefix + "presence/" + ownID }
     var inboxTopic: String { configuration.prefix + "inbox/" + ownID }
 
     /// A peer's direct frames go to its inbox, named by its key (whatever topic its presence
     /// came by: anyone can publish anywhere, only the signature says who it is).
-    public func directRoute(from source: Route, port: UInt16, signingKey: Data) -> Route {
+    package func directRoute(from source: Route, port: UInt16, signingKey: Data) -> Route {
         Route(transport: name, address: PeerIdentity.longFingerprint(of: signingKey))
     }
 
@@ -103,7 +103,7 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
         return seance_mosquitto_lib_init() == MOSQ_ERR_SUCCESS.rawValue ? nil : "libmosquitto did not initialise"
     }()
 
-    public func start(deliver: @escaping @Sendable ([UInt8], Route) -> Void, report: @escaping @Sendable (TransportState) -> Void) throws {
+    package func start(deliver: @escaping @Sendable ([UInt8], Route) -> Void, report: @escaping @Sendable (TransportState) -> Void) throws {
         if let problem = Self.libraryProblem { throw Failure.client(problem + " (install libmosquitto1)") }
         // 23 characters at most, as MQTT 3.1.1 promises every broker takes: ours, and unique.
         let clientID = "seance-" + ownID.prefix(10) + "-" + String(format: "%05x", UInt32.random(in: 0..<0x100000))
@@ -264,7 +264,7 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
 
     // MARK: Sending (from the engine)
 
-    public func broadcast(_ bytes: [UInt8], as kind: BroadcastKind) {
+    package func broadcast(_ bytes: [UInt8], as kind: BroadcastKind) {
         switch kind {
         case .presence:
             // Retained only when what it says changed (a clustered broker stores and replicates
@@ -291,8 +291,8 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
         }
     }
 
-    public func subscribe(topic: String) { changeSubscription(topic, wanted: true) }
-    public func unsubscribe(topic: String) { changeSubscription(topic, wanted: false) }
+    package func subscribe(topic: String) { changeSubscription(topic, wanted: true) }
+    package func unsubscribe(topic: String) { changeSubscription(topic, wanted: false) }
 
     private func changeSubscription(_ topic: String, wanted: Bool) {
         let client = state.withLock { state -> ClientHandle? in
@@ -307,7 +307,7 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
         }
     }
 
-    public func send(_ bytes: [UInt8], to route: Route) {
+    package func send(_ bytes: [UInt8], to route: Route) {
         guard route.transport == name, route.address.count == 32, route.address.allSatisfy(\.isHexDigit) else { return }
         publish(bytes, to: configuration.prefix + "inbox/" + route.address, retain: false, qos: 1)
     }
@@ -335,7 +335,7 @@ public final class MQTTTransport: Transport, @unchecked Sendable {
 
     /// Disconnects (cleanly: the will is not sent; a farewell has withdrawn our presence) and
     /// releases the client and its thread. Safe to call twice.
-    public func stop() {
+    package func stop() {
         guard let handle = state.withLock({ state -> ClientHandle? in
             defer { state.client = nil; state.stopping = true; state.deliver = nil; state.report = nil }
             return state.client

@@ -3,8 +3,8 @@ import Glibc
 import Synchronization
 
 /// A battery reading: level in percent and whether it is charging.
-public struct BatteryReading: Equatable, Sendable {
-    public enum Source: Equatable, Sendable {
+package struct BatteryReading: Equatable, Sendable {
+    package enum Source: Equatable, Sendable {
         /// Read from `/sys/class/power_supply`.
         case battery
         /// No battery found: mains power, treated as 100 %.
@@ -13,32 +13,32 @@ public struct BatteryReading: Equatable, Sendable {
         case override
     }
 
-    public var level: Int
-    public var charging: Bool
-    public var source: Source
+    package var level: Int
+    package var charging: Bool
+    package var source: Source
 
-    public init(level: Int, charging: Bool, source: Source) {
+    package init(level: Int, charging: Bool, source: Source) {
         self.level = level
         self.charging = charging
         self.source = source
     }
 
-    public var plane: Plane { Plane(batteryLevel: level) }
+    package var plane: Plane { Plane(batteryLevel: level) }
 }
 
 /// Where readings come from: the kernel's power-supply class, or a value set by the user.
-public protocol BatterySource: Sendable {
+package protocol BatterySource: Sendable {
     func read() -> BatteryReading
 }
 
 /// Batteries under `/sys/class/power_supply` (a root can be given for tests). Several batteries
 /// are averaged; a supply whose `type` is not `Battery` (mains adapters, USB) is ignored.
-public struct SysfsBattery: BatterySource {
-    public let root: String
+package struct SysfsBattery: BatterySource {
+    package let root: String
 
-    public init(root: String = "/sys/class/power_supply") { self.root = root }
+    package init(root: String = "/sys/class/power_supply") { self.root = root }
 
-    public func read() -> BatteryReading {
+    package func read() -> BatteryReading {
         var levels: [Int] = []
         var charging = false
         for supply in Self.entries(of: root) {
@@ -78,39 +78,39 @@ public struct SysfsBattery: BatterySource {
 
 /// The battery as the shell sees it: the real reading, unless the user set a level. The
 /// engine reads it on its poll while online; the shell sets the level.
-public final class Battery: Sendable {
+package final class Battery: Sendable {
     private let source: BatterySource
     /// Set on the shell's thread, read on the engine's: the one value both share (-1: none).
     private let overrideLevel: Atomic<Int>
 
-    public init(source: BatterySource = SysfsBattery(), override: Int? = nil) {
+    package init(source: BatterySource = SysfsBattery(), override: Int? = nil) {
         self.source = source
         self.overrideLevel = Atomic(override ?? -1)
     }
 
-    public var override: Int? {
+    package var override: Int? {
         let level = overrideLevel.load(ordering: .acquiring)
         return level < 0 ? nil : level
     }
 
-    public var reading: BatteryReading {
+    package var reading: BatteryReading {
         if let override { return BatteryReading(level: override, charging: false, source: .override) }
         return source.read()
     }
 
     /// Sets a pretend level (0–100), or nil to return to the real reading (`Online` is told
     /// by the command that sets it).
-    public func setOverride(_ level: Int?) throws(BatteryError) {
+    package func setOverride(_ level: Int?) throws(BatteryError) {
         if let level, !(0...100).contains(level) { throw .outOfRange(level) }
         overrideLevel.store(level ?? -1, ordering: .releasing)
     }
 }
 
-public enum BatteryError: Error, Equatable, CustomStringConvertible {
+package enum BatteryError: Error, Equatable, CustomStringConvertible {
     case outOfRange(Int)
     case notALevel(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .outOfRange(let level): return "the battery level must be from 0 to 100, not \(level)"
         case .notALevel(let text): return "'\(text)' is not a battery level: give a percentage from 0 to 100, or 'auto'"

@@ -2,11 +2,11 @@ import Foundation
 
 /// The sending side of one conversation: fragments waiting for their acknowledgement, sent in a
 /// window and sent again with a growing delay until the peer confirms them.
-public struct OutgoingQueue: Sendable {
-    public struct Entry: Equatable, Sendable {
-        public var fragment: Fragment
+package struct OutgoingQueue: Sendable {
+    package struct Entry: Equatable, Sendable {
+        package var fragment: Fragment
         /// The local number of the message the fragment belongs to.
-        public var message: Int64
+        package var message: Int64
         var attempts = 0
         var nextAt: Double = 0
         /// When it first went, while its acknowledgement can measure the round trip: it went
@@ -21,52 +21,52 @@ public struct OutgoingQueue: Sendable {
     /// twenty to a packet and are acknowledged once per few packets: with 64 in flight (three
     /// packets) the sender kept stopping for acknowledgements, both sides' engines half idle,
     /// at 13,000–16,000 messages/s; 512 keep the pipe full (22,000–32,000/s, same machine).
-    public static let window = 512
+    package static let window = 512
     /// Of the fragments in flight, only the oldest this many go again when their time comes. A
     /// lost one is among them (acknowledgements are cumulative, and the receiver keeps what came
     /// after it); when the peer is only slow (a loaded broker), a whole window sent again, a
     /// fragment to a packet, would add 512 packets to what holds it up. The others go again
     /// once they are among the oldest.
-    public static let resendLimit = 64
+    package static let resendLimit = 64
     /// First retransmission after this long, until round trips have been measured; then
     /// doubling, up to `maximumBackoff` (`RetransmissionTimer`).
-    public static let initialBackoff = RetransmissionTimer.initialBackoff
-    public static let maximumBackoff = RetransmissionTimer.maximumBackoff
+    package static let initialBackoff = RetransmissionTimer.initialBackoff
+    package static let maximumBackoff = RetransmissionTimer.maximumBackoff
 
     /// When fragments go again: from the round trips measured so far.
     private var timer = RetransmissionTimer()
 
     /// How long a fragment waits before it first goes again (`RetransmissionTimer.delay`).
-    public var retransmissionDelay: Double { timer.delay }
+    package var retransmissionDelay: Double { timer.delay }
 
     /// The peer has acknowledged a fragment whose every copy went in a packet of several: it
     /// reads them (type 18 is not required of a reader), and copies sent again may go together.
-    public private(set) var peerReadsBundles = false
+    package private(set) var peerReadsBundles = false
 
     /// Entries before `head` are acknowledged: dropping them costs nothing until they are many
     /// (a long burst's queue is thousands long, and an acknowledgement comes every few packets).
     private var items: [Entry] = []
     private var head = 0
 
-    public init() {}
+    package init() {}
 
     /// The fragments waiting for their acknowledgement, in sequence order.
-    public var entries: ArraySlice<Entry> { items[head...] }
+    package var entries: ArraySlice<Entry> { items[head...] }
 
-    public var isEmpty: Bool { head == items.count }
+    package var isEmpty: Bool { head == items.count }
 
     /// Fragments sent at least once and not yet acknowledged.
-    public var inFlight: Int { entries.prefix(Self.window).count { $0.attempts > 0 } }
+    package var inFlight: Int { entries.prefix(Self.window).count { $0.attempts > 0 } }
 
     /// When the next fragment in the window is due, if any waits.
-    public var nextDue: Double? {
+    package var nextDue: Double? {
         entries.prefix(Self.window).enumerated().lazy.compactMap { position, entry in
             entry.attempts == 0 || position < Self.resendLimit ? entry.nextAt : nil
         }.min()
     }
 
     /// Adds fragments (in sequence order); fragments already queued are ignored.
-    public mutating func enqueue(_ fragments: [Fragment], message: Int64, now: Double) {
+    package mutating func enqueue(_ fragments: [Fragment], message: Int64, now: Double) {
         let fresh = fragments.map { Entry(fragment: $0, message: message, nextAt: now) }
         // The usual case, a new message after the last: appended, nothing to look up.
         if let first = fragments.first?.sequence, isEmpty || first > items[items.count - 1].fragment.sequence,
@@ -81,28 +81,28 @@ public struct OutgoingQueue: Sendable {
     /// What is due now: fragments going for the first time, fragments going again (they go by
     /// every route the peer has, in case the preferred one stopped working), and how far the
     /// messages sent for the first time reach.
-    public struct Due: Equatable, Sendable {
-        public var fresh: [Fragment] = []
+    package struct Due: Equatable, Sendable {
+        package var fresh: [Fragment] = []
         /// Going again, each alone.
-        public var repeated: [Fragment] = []
+        package var repeated: [Fragment] = []
         /// Going again, several to a packet: to a peer that reads them (`peerReadsBundles`).
-        public var repeatedTogether: [Fragment] = []
+        package var repeatedTogether: [Fragment] = []
         /// The last fragment of the last message that went for the first time now (nil: none
         /// did). Fresh fragments go in order, so every message up to it has gone at least once.
-        public var sentThrough: UInt32?
+        package var sentThrough: UInt32?
 
         /// Every fragment due, in sequence order.
-        public var fragments: [Fragment] { (fresh + repeated + repeatedTogether).sorted { $0.sequence < $1.sequence } }
-        public var isEmpty: Bool { fresh.isEmpty && repeated.isEmpty && repeatedTogether.isEmpty }
+        package var fragments: [Fragment] { (fresh + repeated + repeatedTogether).sorted { $0.sequence < $1.sequence } }
+        package var isEmpty: Bool { fresh.isEmpty && repeated.isEmpty && repeatedTogether.isEmpty }
     }
 
     /// A fragment's copies after this many go alone even to a peer that reads packets of
     /// several: the peer may since be another program, which need not read them.
-    public static let togetherCopies = 3
+    package static let togetherCopies = 3
 
     /// The fragments to (re)send now: those in the window whose time has come (to go again,
     /// among the `resendLimit` oldest). Each gets its next deadline.
-    public mutating func due(now: Double) -> Due {
+    package mutating func due(now: Double) -> Due {
         var due = Due()
         var lastFresh: Int?
         for (position, index) in items.indices[head...].prefix(Self.window).enumerated() where items[index].nextAt <= now {
@@ -133,7 +133,7 @@ public struct OutgoingQueue: Sendable {
     }
 
     /// The fragments with these sequence numbers went in a packet of several (type 18).
-    public mutating func wentBundled(_ sequences: [UInt32]) {
+    package mutating func wentBundled(_ sequences: [UInt32]) {
         guard !peerReadsBundles else { return }
         for sequence in sequences {
             // Entries are in sequence order: the first at or after it is it, if it waits.
@@ -150,7 +150,7 @@ public struct OutgoingQueue: Sendable {
     /// measures the round trip if none of them went again (which copy was answered is unknown,
     /// and a fragment after one that went again waited for it); a round trip counts as at most
     /// `maximumBackoff`.
-    public mutating func acknowledge(upTo sequence: UInt32, now: Double) {
+    package mutating func acknowledge(upTo sequence: UInt32, now: Double) {
         var newest: Entry?
         var measurable = true
         while head < items.count && items[head].fragment.sequence <= sequence {
@@ -167,7 +167,7 @@ public struct OutgoingQueue: Sendable {
     }
 
     /// The peer is back in range: everything is due at once, with the backoff started afresh.
-    public mutating func restart(now: Double) {
+    package mutating func restart(now: Double) {
         for index in items.indices[head...] {
             items[index].nextAt = now
             items[index].attempts = min(items[index].attempts, 1)
@@ -182,10 +182,10 @@ public struct OutgoingQueue: Sendable {
 /// delay sent every fragment again while it was still on its way, and the broker had twice the
 /// work. Shared by a conversation's fragments (`OutgoingQueue`) and a room's copies
 /// (`ReliableCopies`).
-public struct RetransmissionTimer: Sendable {
+package struct RetransmissionTimer: Sendable {
     /// The first delay, until round trips have been measured; then doubling, up to the maximum.
-    public static let initialBackoff = 0.25
-    public static let maximumBackoff = 4.0
+    package static let initialBackoff = 0.25
+    package static let maximumBackoff = 4.0
 
     /// The round trip measured so far (RFC 6298's smoothed time and variation).
     private var smoothedRoundTrip: Double?
@@ -196,13 +196,13 @@ public struct RetransmissionTimer: Sendable {
     /// slow cluster, 3,600 packets for 3,000 messages, at 24 messages/s.
     private var backedOff: Double?
 
-    public init() {}
+    package init() {}
 
     /// How long a copy waits before it first goes again: the measured round trip with room
     /// for its variation, never under `initialBackoff` (a near peer answers in a millisecond,
     /// and losses are repaired as soon as before) nor over `maximumBackoff`; doubled after a
     /// timeout until a round trip is measured.
-    public var delay: Double { backedOff ?? measuredDelay }
+    package var delay: Double { backedOff ?? measuredDelay }
 
     /// The delay from the round trips alone.
     private var measuredDelay: Double {
@@ -212,16 +212,16 @@ public struct RetransmissionTimer: Sendable {
 
     /// The wait after a copy went for the `attempts`th time: `delay` after the first, then the
     /// measured delay doubled for each time it went, up to the maximum.
-    public func delay(afterAttempt attempts: Int) -> Double {
+    package func delay(afterAttempt attempts: Int) -> Double {
         attempts <= 1 ? delay : min(Self.maximumBackoff, measuredDelay * Double(1 << min(attempts - 1, 8)))
     }
 
     /// Copies went again for want of an acknowledgement in time.
-    public mutating func timedOut() { backedOff = min(Self.maximumBackoff, delay * 2) }
+    package mutating func timedOut() { backedOff = min(Self.maximumBackoff, delay * 2) }
 
     /// A copy that went once was acknowledged `roundTrip` seconds later (at most
     /// `maximumBackoff` counts).
-    public mutating func measure(_ roundTrip: Double) {
+    package mutating func measure(_ roundTrip: Double) {
         let roundTrip = min(Self.maximumBackoff, max(0, roundTrip))
         backedOff = nil
         guard let smoothed = smoothedRoundTrip else {
@@ -235,37 +235,37 @@ public struct RetransmissionTimer: Sendable {
 }
 
 /// A message put back together from its fragments, in order.
-public struct AssembledMessage: Equatable, Sendable {
-    public var text: String
-    public var firstSequence: UInt32
-    public var lastSequence: UInt32
+package struct AssembledMessage: Equatable, Sendable {
+    package var text: String
+    package var firstSequence: UInt32
+    package var lastSequence: UInt32
     /// Milliseconds since 1970, as the sender wrote it.
-    public var sentAt: UInt64
+    package var sentAt: UInt64
     /// False when the sender's fragments ran past `IncomingAssembler.maximumFragments` without
     /// an end: the pieces are handed out only to be skipped, never stored.
-    public var isWhole: Bool = true
+    package var isWhole: Bool = true
 }
 
 /// The receiving side of one conversation: fragments may come twice, late or out of order;
 /// whole messages come out once each, in order. The acknowledgement is cumulative and covers
 /// only whole messages, so a crash loses nothing the sender believes delivered.
-public struct IncomingAssembler: Sendable {
+package struct IncomingAssembler: Sendable {
     /// The last fragment of the last whole message handed out.
-    public private(set) var delivered: UInt32
+    package private(set) var delivered: UInt32
     private var buffered: [UInt32: Fragment] = [:]
     /// How far ahead of what has arrived a fragment may be: the sender's window, since an
     /// honest sender never has more in flight. Beyond it fragments are dropped (and resent).
-    public static let bufferLimit = OutgoingQueue.window
+    package static let bufferLimit = OutgoingQueue.window
     /// The most fragments one message may have: a longest message (4,000 characters of up to
     /// four bytes) needs 18.
-    public static let maximumFragments = 20
+    package static let maximumFragments = 20
 
     /// Fragments held, waiting for earlier ones.
-    public var bufferedCount: Int { buffered.count }
+    package var bufferedCount: Int { buffered.count }
 
-    public init(delivered: UInt32) { self.delivered = delivered }
+    package init(delivered: UInt32) { self.delivered = delivered }
 
-    public enum Outcome: Equatable, Sendable {
+    package enum Outcome: Equatable, Sendable {
         /// Already had it: acknowledge again (the first acknowledgement may have been lost).
         case duplicate
         /// Kept, waiting for earlier fragments or the rest of its message.
@@ -276,7 +276,7 @@ public struct IncomingAssembler: Sendable {
         case messages([AssembledMessage])
     }
 
-    public mutating func receive(_ fragment: Fragment) -> Outcome {
+    package mutating func receive(_ fragment: Fragment) -> Outcome {
         if fragment.sequence <= delivered { return .duplicate }
         if fragment.sequence > delivered &+ UInt32(Self.bufferLimit) { return .outOfWindow }
         buffered[fragment.sequence] = fragment

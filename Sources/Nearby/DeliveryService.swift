@@ -4,7 +4,7 @@ import Storage
 import Synchronization
 
 /// What the conversation view hears about.
-public enum DeliveryEvent: Sendable {
+package enum DeliveryEvent: Sendable {
     /// A whole message arrived, in order, and is stored.
     case received(conversation: Int64, message: ChatMessage, from: Peer)
     /// Your messages changed state (sent, delivered, read).
@@ -14,7 +14,7 @@ public enum DeliveryEvent: Sendable {
 }
 
 /// What delivery sends: a packet of one of its four kinds.
-public enum DeliveryPacket: Equatable, Sendable {
+package enum DeliveryPacket: Equatable, Sendable {
     case fragment(MessageFragment)
     case bundle(MessageBundle)
     case acknowledgement(Acknowledgement)
@@ -22,16 +22,16 @@ public enum DeliveryPacket: Equatable, Sendable {
 }
 
 /// What delivery needs of the network: who is in range, and a way to send them a packet.
-public struct DeliveryNetwork: Sendable {
+package struct DeliveryNetwork: Sendable {
     /// The present peer with a signing key (a lookup: the table of peers can be large).
-    public var peer: @Sendable (Data) -> Peer?
+    package var peer: @Sendable (Data) -> Peer?
     /// Sends a packet to a peer: by every route it has when `everyRoute`, back by `reply` when
     /// that is one of its routes, else by the preferred one.
-    public var send: @Sendable (_ packet: DeliveryPacket, _ to: Peer, _ everyRoute: Bool, _ reply: Route?) -> Void
+    package var send: @Sendable (_ packet: DeliveryPacket, _ to: Peer, _ everyRoute: Bool, _ reply: Route?) -> Void
     /// Asks to be ticked at a time (a retransmission is due then).
-    public var wake: @Sendable (Double) -> Void
+    package var wake: @Sendable (Double) -> Void
 
-    public init(peer: @escaping @Sendable (Data) -> Peer?,
+    package init(peer: @escaping @Sendable (Data) -> Peer?,
                 send: @escaping @Sendable (_ packet: DeliveryPacket, _ to: Peer, _ everyRoute: Bool, _ reply: Route?) -> Void,
                 wake: @escaping @Sendable (Double) -> Void = { _ in }) {
         self.peer = peer
@@ -40,7 +40,7 @@ public struct DeliveryNetwork: Sendable {
     }
 
     /// A network of a few peers, listed, each with one route (tests).
-    public init(peers: @escaping @Sendable () -> [Peer], send: @escaping @Sendable (DeliveryPacket, Peer) -> Void) {
+    package init(peers: @escaping @Sendable () -> [Peer], send: @escaping @Sendable (DeliveryPacket, Peer) -> Void) {
         self.init(peer: { key in peers().first { $0.signingKey == key } }, send: { packet, peer, _, _ in send(packet, peer) })
     }
 }
@@ -54,7 +54,7 @@ public struct DeliveryNetwork: Sendable {
 ///
 /// Everything is the engine's: public methods hop there (the shell thread waits; the network
 /// has handed its packets over already), and the state lives in an engine-bound box.
-public final class DeliveryService: Sendable {
+package final class DeliveryService: Sendable {
     struct Link {
         var conversationRecord: Conversation
         var key: SymmetricKey
@@ -157,9 +157,9 @@ public final class DeliveryService: Sendable {
     /// Under a stream of acknowledgements, states are written at most this often.
     static let flushInterval = 0.05
 
-    public static let maximumLength = 4_000
+    package static let maximumLength = 4_000
 
-    public init(store: MessageStore, identity: Identity, myPlane: @escaping @Sendable () -> Plane,
+    package init(store: MessageStore, identity: Identity, myPlane: @escaping @Sendable () -> Plane,
                 rules: Rules? = nil, engine: Engine = Engine(), clock: (@Sendable () -> Double)? = nil,
                 onEvent: @escaping @Sendable (DeliveryEvent) -> Void) {
         self.engine = engine
@@ -176,7 +176,7 @@ public final class DeliveryService: Sendable {
 
     /// Connects to a started nearby service: delivery's kinds are read there, its work joins
     /// the one alarm.
-    public func attach(_ nearby: NearbyService) {
+    package func attach(_ nearby: NearbyService) {
         connect(DeliveryNetwork(peer: { [weak nearby] key in nearby?.engine.sync { nearby?.state.value.table.peer(key) } },
                                 send: { [weak nearby] packet, peer, everyRoute, reply in
                                     switch packet {
@@ -200,27 +200,27 @@ public final class DeliveryService: Sendable {
     }
 
     /// Uses `network` for peers and sending (tests give an in-memory one).
-    public func connect(_ network: DeliveryNetwork) { engine.sync { state.value.network = network } }
+    package func connect(_ network: DeliveryNetwork) { engine.sync { state.value.network = network } }
 
     func transmit(_ packet: DeliveryPacket, to peer: Peer, everyRoute: Bool = false, reply: Route? = nil) {
         network?.send(packet, peer, everyRoute, reply)
     }
 
-    public var droppedCounts: [String: Int] { engine.sync { dropped } }
+    package var droppedCounts: [String: Int] { engine.sync { dropped } }
 
     /// Fragments sent again for want of an acknowledgement in time (each copy counted once,
     /// whatever routes it took): losses, or a peer or broker slower than the measured round trip.
-    public var resentCount: Int { engine.sync { resent } }
+    package var resentCount: Int { engine.sync { resent } }
 
     func drop(_ reason: String) { dropped[reason, default: 0] += 1 }
 
-    public enum SendError: Error, Equatable, CustomStringConvertible {
+    package enum SendError: Error, Equatable, CustomStringConvertible {
         case tooLong(Int)
         case empty
         case nul
         case cannotReach(mine: Plane, theirs: Plane, name: String)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .tooLong(let count): return "the message has \(count) characters; at most \(DeliveryService.maximumLength) can be sent"
             case .empty: return "nothing to send"
@@ -232,7 +232,7 @@ public final class DeliveryService: Sendable {
     }
 
     /// The conversation with a peer, made if new.
-    public func conversation(with peer: Peer) throws -> Conversation {
+    package func conversation(with peer: Peer) throws -> Conversation {
         try engine.sync { try makeConversation(with: peer) }
     }
 
@@ -243,7 +243,7 @@ public final class DeliveryService: Sendable {
 
     /// Waits until every line taken is written and sent, every message received stored, and
     /// every state change written.
-    public func settle() {
+    package func settle() {
         engine.sync {
             storeReceived()
             writeOutgoing()
@@ -252,7 +252,7 @@ public final class DeliveryService: Sendable {
     }
 
     /// A peer came (back) into range: its outbox is loaded and everything is sent at once.
-    public func peerArrived(_ peer: Peer) {
+    package func peerArrived(_ peer: Peer) {
         engine.sync { loadOutbox(of: peer) }
     }
 
@@ -269,7 +269,7 @@ public final class DeliveryService: Sendable {
 
     /// A transport came back (a broker reconnected): what waits for an acknowledgement goes
     /// again at once, rather than when its backoff, up to `maximumBackoff`, would have it.
-    public func transportReturned() {
+    package func transportReturned() {
         engine.sync {
             let now = clock()
             for key in Array(links.keys) { links[key]?.queue.restart(now: now) }
@@ -280,13 +280,13 @@ public final class DeliveryService: Sendable {
 
     /// What waits in the outboxes once every line taken is written: the conversations with
     /// messages their peer has not acknowledged (none if the database cannot say).
-    public func waiting() -> [ConversationSummary] {
+    package func waiting() -> [ConversationSummary] {
         settle()
         return ((try? store.conversations(myKey: myKey)) ?? []).filter { $0.waiting > 0 }
     }
 
     /// Loads every outbox at start, so messages written while away go when their peer appears.
-    public func loadOutboxes() throws {
+    package func loadOutboxes() throws {
         try engine.sync { try loadAllOutboxes() }
     }
 
@@ -304,7 +304,7 @@ public final class DeliveryService: Sendable {
     /// Sends what is due to the peers in range, and writes the state changes gathered since the
     /// last write (callers that drive delivery by hand rely on it; `scheduleFlush` writes them
     /// otherwise).
-    public func tick(now: Double) {
+    package func tick(now: Double) {
         engine.sync {
             writeOutgoing()
             send(now: now)
@@ -314,7 +314,7 @@ public final class DeliveryService: Sendable {
 
     /// When a fragment waiting for a peer in range is next due. A peer out of range has no
     /// deadline: its arrival sends its queue (`peerArrived`).
-    public func nextDeadline() -> Double? {
+    package func nextDeadline() -> Double? {
         engine.sync { dueDeadline() }
     }
 

@@ -6,7 +6,7 @@ import Storage
 /// A feature that lives while the user is online (curses, spectres, rooms, chat's own notices):
 /// told when the engine exists, before the first packet, and when it stops. Features plug in
 /// here, never into each other.
-public protocol Feature: AnyObject {
+package protocol Feature: AnyObject {
     /// On the engine, before any transport starts: the feature registers its packet kinds
     /// (`context.presence.handle`), its rules, its observers and its timers, and keeps its
     /// engine-bound state for this time online.
@@ -19,18 +19,18 @@ public protocol Feature: AnyObject {
 /// What a feature may use while online: the running engine and what it owns. Packet handlers,
 /// timers and the database writes the network causes run on `engine`; notices reach the shell
 /// through `inbox`.
-public struct FeatureContext: Sendable {
-    public let engine: Engine
-    public let presence: NearbyService
-    public let delivery: DeliveryService
-    public let profile: Profile
-    public let identity: Identity
-    public let database: SeanceDatabase
-    public let inbox: AsyncInbox
+package struct FeatureContext: Sendable {
+    package let engine: Engine
+    package let presence: NearbyService
+    package let delivery: DeliveryService
+    package let profile: Profile
+    package let identity: Identity
+    package let database: SeanceDatabase
+    package let inbox: AsyncInbox
     /// Who may be seen and written to, and what features add to that (on the engine).
-    public let rules: Rules
+    package let rules: Rules
     /// Seeded from `--seed`, like every other random choice: each feature takes its own copy.
-    public let random: SeededRandom
+    package let random: SeededRandom
     private let events: EngineBound<[@Sendable (OnlineEvent) -> Void]>
 
     init(engine: Engine, presence: NearbyService, delivery: DeliveryService, profile: Profile, identity: Identity,
@@ -49,13 +49,13 @@ public struct FeatureContext: Sendable {
     }
 
     /// This profile's signing key, as peers know it.
-    public var me: Data { identity.signingPublicKey }
+    package var me: Data { identity.signingPublicKey }
 
     /// This shell's plane now (from any thread).
-    public var plane: Plane { engine.sync { rules.plane } }
+    package var plane: Plane { engine.sync { rules.plane } }
 
     /// `observer` hears every presence, delivery and plane event, on the engine, in order.
-    public func observe(_ observer: @escaping @Sendable (OnlineEvent) -> Void) {
+    package func observe(_ observer: @escaping @Sendable (OnlineEvent) -> Void) {
         engine.sync { events.value.append(observer) }
     }
 
@@ -64,7 +64,7 @@ public struct FeatureContext: Sendable {
 }
 
 /// What happens while online, as features hear of it (on the engine).
-public enum OnlineEvent: Sendable {
+package enum OnlineEvent: Sendable {
     case presence(PresenceEvent)
     /// `peer` arrived with the name of another key, the one trusted for it (`trusted`, its
     /// handle): possibly an impersonation. Told every time it appears.
@@ -76,15 +76,15 @@ public enum OnlineEvent: Sendable {
 
 /// Someone to talk to who is no network peer (a spectre): listed by `nearby`, opened like a
 /// peer, and answering on this machine.
-public struct LocalPeer: Sendable {
-    public let name: String
+package struct LocalPeer: Sendable {
+    package let name: String
     /// What it is, shown after its name: `spectre`.
-    public let kind: String
-    public let glyph: String
+    package let kind: String
+    package let glyph: String
     /// Its answer to a line; nil once it has gone.
-    public let answer: @Sendable (String) -> String?
+    package let answer: @Sendable (String) -> String?
 
-    public init(name: String, kind: String, glyph: String, answer: @escaping @Sendable (String) -> String?) {
+    package init(name: String, kind: String, glyph: String, answer: @escaping @Sendable (String) -> String?) {
         self.name = name
         self.kind = kind
         self.glyph = glyph
@@ -93,7 +93,7 @@ public struct LocalPeer: Sendable {
 }
 
 /// A feature with local ones to talk to.
-public protocol LocalPresence: AnyObject {
+package protocol LocalPresence: AnyObject {
     /// Those present now (asked from the shell's thread).
     func present() -> [LocalPeer]
 }

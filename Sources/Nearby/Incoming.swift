@@ -8,7 +8,7 @@ extension DeliveryService {
     /// A direct packet that came by `route` (an acknowledgement goes back the same way), as the
     /// engine hands it over when attached; from another thread (tests), its messages are stored
     /// before this returns. A packet of none of delivery's kinds is ignored.
-    public func receive(_ packet: Packet, from route: Route) {
+    package func receive(_ packet: Packet, from route: Route) {
         // On the engine the messages it completes are stored with those of the packets queued
         // behind it (as the network's packets are); from another thread, before this returns.
         let alone = !engine.isCurrent

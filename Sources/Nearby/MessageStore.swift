@@ -3,32 +3,32 @@ import GRDB
 import Storage
 
 /// A message as a conversation shows it.
-public struct ChatMessage: Equatable, Sendable {
-    public enum State: String, Sendable {
+package struct ChatMessage: Equatable, Sendable {
+    package enum State: String, Sendable {
         case sending, sent, delivered, read
         /// An incoming message.
         case received
     }
 
     /// The number shown and taken by `tap N`: #1, #2, … in each conversation.
-    public var number: Int64
+    package var number: Int64
     /// The stored row (paging and read marks go by it).
-    public var id: Int64
-    public var outgoing: Bool
-    public var text: String
+    package var id: Int64
+    package var outgoing: Bool
+    package var text: String
     /// When the sender sent it (seconds since 1970).
-    public var sentAt: Double
+    package var sentAt: Double
     /// When it arrived here (incoming), or was acknowledged (outgoing).
-    public var receivedAt: Double?
+    package var receivedAt: Double?
     /// When it was first shown here (incoming), or the peer's read receipt came (outgoing);
     /// nil while unread, and for messages read before read times were kept.
-    public var readAt: Double?
-    public var state: State
+    package var readAt: Double?
+    package var state: State
     /// Who wrote it, shown above a received bubble where several write (a room); nil in a
     /// conversation, whose header names the one other.
-    public var sender: String?
+    package var sender: String?
 
-    public init(id: Int64? = nil, number: Int64, outgoing: Bool, text: String, sentAt: Double, receivedAt: Double? = nil,
+    package init(id: Int64? = nil, number: Int64, outgoing: Bool, text: String, sentAt: Double, receivedAt: Double? = nil,
                 readAt: Double? = nil, state: State, sender: String? = nil) {
         self.sender = sender
         self.id = id ?? number
@@ -43,32 +43,32 @@ public struct ChatMessage: Equatable, Sendable {
 }
 
 /// A conversation with one peer, as stored.
-public struct Conversation: Equatable, Sendable {
-    public var id: Int64
-    public var myKey: Data
-    public var peerKey: Data
-    public var peerName: String
-    public var peerAgreementKey: Data
-    public var sentSequence: UInt32
-    public var acknowledgedSequence: UInt32
-    public var deliveredSequence: UInt32
-    public var lastActivity: Double
+package struct Conversation: Equatable, Sendable {
+    package var id: Int64
+    package var myKey: Data
+    package var peerKey: Data
+    package var peerName: String
+    package var peerAgreementKey: Data
+    package var sentSequence: UInt32
+    package var acknowledgedSequence: UInt32
+    package var deliveredSequence: UInt32
+    package var lastActivity: Double
 
     /// `name#abcd`, as peers are shown.
-    public var handle: String { PeerIdentity.handle(name: peerName, signingKey: peerKey) }
+    package var handle: String { PeerIdentity.handle(name: peerName, signingKey: peerKey) }
 }
 
 /// A message as the engine numbered it and the store writes it, either way.
-public struct MessageRow: Equatable, Sendable {
+package struct MessageRow: Equatable, Sendable {
     /// The number shown in the conversation.
-    public var number: Int64
-    public var text: String
-    public var firstSequence: UInt32
-    public var lastSequence: UInt32
+    package var number: Int64
+    package var text: String
+    package var firstSequence: UInt32
+    package var lastSequence: UInt32
     /// When it was written (sent), by its sender's clock.
-    public var sentAt: Double
+    package var sentAt: Double
 
-    public init(number: Int64, text: String, firstSequence: UInt32, lastSequence: UInt32, sentAt: Double) {
+    package init(number: Int64, text: String, firstSequence: UInt32, lastSequence: UInt32, sentAt: Double) {
         self.number = number
         self.text = text
         self.firstSequence = firstSequence
@@ -80,34 +80,34 @@ public struct MessageRow: Equatable, Sendable {
 /// An outgoing message still waiting for its acknowledgement: its stored row and what it says
 /// (`pending.text` is `pending.row.text`).
 @dynamicMemberLookup
-public struct PendingMessage: Equatable, Sendable {
-    public var id: Int64
-    public var row: MessageRow
+package struct PendingMessage: Equatable, Sendable {
+    package var id: Int64
+    package var row: MessageRow
 
-    public subscript<Value>(dynamicMember field: KeyPath<MessageRow, Value>) -> Value { row[keyPath: field] }
+    package subscript<Value>(dynamicMember field: KeyPath<MessageRow, Value>) -> Value { row[keyPath: field] }
 }
 
 /// A line of `chats`.
-public struct ConversationSummary: Equatable, Sendable {
-    public var conversation: Conversation
-    public var lastText: String?
-    public var lastTime: Double?
-    public var unread: Int
+package struct ConversationSummary: Equatable, Sendable {
+    package var conversation: Conversation
+    package var lastText: String?
+    package var lastTime: Double?
+    package var unread: Int
     /// Our messages the peer has not acknowledged yet: the outbox.
-    public var waiting: Int
+    package var waiting: Int
 }
 
 /// Conversations and messages in the database. Every message is written before it is shown or
 /// acknowledged, so killing the shell loses nothing that was sent or confirmed.
-public struct MessageStore: Sendable {
-    public let database: SeanceDatabase
-    public static let pageSize = 20
+package struct MessageStore: Sendable {
+    package let database: SeanceDatabase
+    package static let pageSize = 20
 
-    public init(database: SeanceDatabase) { self.database = database }
+    package init(database: SeanceDatabase) { self.database = database }
 
     /// The conversation between `myKey` and `peerKey`, created on first use; the peer's name and
     /// agreement key are kept up to date.
-    public func conversation(myKey: Data, peerKey: Data, peerName: String, peerAgreementKey: Data, now: Double) throws -> Conversation {
+    package func conversation(myKey: Data, peerKey: Data, peerName: String, peerAgreementKey: Data, now: Double) throws -> Conversation {
         try database.write { db in
             try db.execute(sql: """
                 INSERT INTO conversation (myKey, peerKey, peerName, peerAgreementKey, lastActivity) VALUES (?, ?, ?, ?, ?)
@@ -118,23 +118,23 @@ public struct MessageStore: Sendable {
     }
 
     /// The conversation between `myKey` and `peerKey`, if there is one (never creates it).
-    public func existingConversation(myKey: Data, peerKey: Data) throws -> Conversation? {
+    package func existingConversation(myKey: Data, peerKey: Data) throws -> Conversation? {
         try database.read { db in try Self.fetch(db, sql: "SELECT * FROM conversation WHERE myKey = ? AND peerKey = ?", [myKey, peerKey]) }
     }
 
     /// Conversations with peers called `name` (any case).
-    public func conversations(myKey: Data, peerName name: String) throws -> [Conversation] {
+    package func conversations(myKey: Data, peerName name: String) throws -> [Conversation] {
         try database.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM conversation WHERE myKey = ? AND peerName = ? COLLATE NOCASE",
                              arguments: [myKey, name]).map(Self.conversation)
         }
     }
 
-    public func conversation(id: Int64) throws -> Conversation? {
+    package func conversation(id: Int64) throws -> Conversation? {
         try database.read { db in try Self.fetch(db, sql: "SELECT * FROM conversation WHERE id = ?", [id]) }
     }
 
-    public func conversations(myKey: Data) throws -> [ConversationSummary] {
+    package func conversations(myKey: Data) throws -> [ConversationSummary] {
         try database.read { db in
             try Row.fetchAll(db, sql: """
                 SELECT conversation.*,
@@ -151,7 +151,7 @@ public struct MessageStore: Sendable {
 
     /// Stores an outgoing message of `fragments` fragments, giving it the next number and
     /// sequence numbers.
-    public func queueOutgoing(_ text: String, fragments: Int, in conversation: Int64, now: Double) throws -> PendingMessage {
+    package func queueOutgoing(_ text: String, fragments: Int, in conversation: Int64, now: Double) throws -> PendingMessage {
         try database.write { db in
             let counters = try Self.counters(db, conversation)
             let row = MessageRow(number: counters.nextNumber, text: text, firstSequence: counters.sentSequence + 1,
@@ -162,7 +162,7 @@ public struct MessageStore: Sendable {
 
     /// Stores outgoing messages the engine has numbered already, in one transaction. Returns
     /// their rows, in order.
-    public func storeOutgoing(_ rows: [(conversation: Int64, row: MessageRow)], now: Double) throws -> [Int64] {
+    package func storeOutgoing(_ rows: [(conversation: Int64, row: MessageRow)], now: Double) throws -> [Int64] {
         guard !rows.isEmpty else { return [] }
         return try database.write { db in try rows.map { try Self.insert(db, $0.row, in: $0.conversation, now: now) } }
     }
@@ -180,7 +180,7 @@ public struct MessageStore: Sendable {
 
     /// The last sequence number given to an outgoing fragment and the next message number of
     /// `conversation`: where the engine goes on numbering.
-    public func counters(_ conversation: Int64) throws -> (sentSequence: UInt32, nextNumber: Int64) {
+    package func counters(_ conversation: Int64) throws -> (sentSequence: UInt32, nextNumber: Int64) {
         try database.read { db in try Self.counters(db, conversation) }
     }
 
@@ -191,7 +191,7 @@ public struct MessageStore: Sendable {
 
     /// Outgoing messages not yet acknowledged (nor read), oldest first: the outbox. Found on the
     /// index of messages unread by the peer, from the acknowledged sequence on.
-    public func outbox(_ conversation: Int64) throws -> [PendingMessage] {
+    package func outbox(_ conversation: Int64) throws -> [PendingMessage] {
         try database.read { db in
             try Row.fetchAll(db, sql: """
                 SELECT id, number, text, firstSequence, lastSequence, sentAt FROM message INDEXED BY message_unread_by_peer
@@ -205,7 +205,7 @@ public struct MessageStore: Sendable {
     }
 
     /// Conversations with something in the outbox.
-    public func conversationsWithOutbox(myKey: Data) throws -> [Conversation] {
+    package func conversationsWithOutbox(myKey: Data) throws -> [Conversation] {
         try database.read { db in
             try Row.fetchAll(db, sql: """
                 SELECT * FROM conversation WHERE myKey = ? AND EXISTS (SELECT 1 \(Self.unacknowledged))
@@ -225,7 +225,7 @@ public struct MessageStore: Sendable {
     /// one already delivered or read stays so (its row is not written). Returns the numbers of
     /// the messages this changed.
     @discardableResult
-    public func markSent(in conversation: Int64, through sequence: UInt32) throws -> [Int64] {
+    package func markSent(in conversation: Int64, through sequence: UInt32) throws -> [Int64] {
         try database.write { db in try Self.markSent(db, in: conversation, through: sequence) }
     }
 
@@ -234,7 +234,7 @@ public struct MessageStore: Sendable {
     /// acknowledged sequence moves, and one `delivery` row says when. Returns the numbers of the
     /// messages this delivered.
     @discardableResult
-    public func acknowledge(_ conversation: Int64, upTo sequence: UInt32, now: Double) throws -> [Int64] {
+    package func acknowledge(_ conversation: Int64, upTo sequence: UInt32, now: Double) throws -> [Int64] {
         try database.write { db in try Self.acknowledge(db, conversation, upTo: sequence, now: now) }
     }
 
@@ -244,7 +244,7 @@ public struct MessageStore: Sendable {
     /// those still sending. A message acknowledged before its sending was written goes straight to
     /// delivered, its row not written at all (under a stream, nearly all of them). Returns the
     /// numbers each changed.
-    public func recordStates(_ conversation: Int64, sentThrough: UInt32?, acknowledgedUpTo acknowledged: UInt32?,
+    package func recordStates(_ conversation: Int64, sentThrough: UInt32?, acknowledgedUpTo acknowledged: UInt32?,
                              now: Double) throws -> (sent: [Int64], delivered: [Int64]) {
         try database.write { db in
             let delivered = try acknowledged.map { try Self.acknowledge(db, conversation, upTo: $0, now: now) } ?? []
@@ -283,7 +283,7 @@ public struct MessageStore: Sendable {
     /// The peer has shown every message up to `sequence` (so it was delivered too, even if the
     /// acknowledgement is still on its way). Returns the numbers of the messages this changed.
     @discardableResult
-    public func markRead(_ conversation: Int64, upTo sequence: UInt32, now: Double) throws -> [Int64] {
+    package func markRead(_ conversation: Int64, upTo sequence: UInt32, now: Double) throws -> [Int64] {
         try database.write { db in
             // Only messages not read yet are walked (their index), however long the conversation.
             try Int64.fetchAll(db.cachedStatement(sql: """
@@ -298,7 +298,7 @@ public struct MessageStore: Sendable {
 
     /// Stores a complete incoming message that arrived in order, and advances the delivered
     /// sequence, in one transaction. Returns its row and its number in the conversation.
-    public func receive(_ text: String, in conversation: Int64, firstSequence: UInt32, lastSequence: UInt32,
+    package func receive(_ text: String, in conversation: Int64, firstSequence: UInt32, lastSequence: UInt32,
                         sentAt: Double, now: Double) throws -> (id: Int64, number: Int64) {
         try database.write { db in
             let number = try Self.nextNumber(db, conversation)
@@ -310,7 +310,7 @@ public struct MessageStore: Sendable {
     /// Stores whole incoming messages the engine has numbered, in order, and advances the
     /// delivered sequence to `deliveredUpTo` (past refused messages too), in one transaction:
     /// a burst costs one commit. Returns their rows, in order.
-    public func storeIncoming(_ rows: [MessageRow], deliveredUpTo sequence: UInt32, in conversation: Int64, now: Double) throws -> [Int64] {
+    package func storeIncoming(_ rows: [MessageRow], deliveredUpTo sequence: UInt32, in conversation: Int64, now: Double) throws -> [Int64] {
         try database.write { db in try Self.store(db, rows, deliveredUpTo: sequence, in: conversation, now: now) }
     }
 
@@ -338,13 +338,13 @@ public struct MessageStore: Sendable {
 
     /// An incoming message that was refused (over the limits): nothing of it is kept but the
     /// fact that its sequence numbers were received, so it is acknowledged and never asked again.
-    public func skip(in conversation: Int64, upTo lastSequence: UInt32, now: Double) throws {
+    package func skip(in conversation: Int64, upTo lastSequence: UInt32, now: Double) throws {
         _ = try storeIncoming([], deliveredUpTo: lastSequence, in: conversation, now: now)
     }
 
     /// Incoming messages up to row `number` have been shown (at `now`, their time of reading).
     /// Returns the highest sequence now read, for the read receipt, or nil when nothing changed.
-    public func markShown(_ conversation: Int64, upTo number: Int64, now: Double) throws -> UInt32? {
+    package func markShown(_ conversation: Int64, upTo number: Int64, now: Double) throws -> UInt32? {
         try database.write { db in
             let sequence = try UInt32.fetchOne(db, sql: """
                 SELECT max(lastSequence) FROM message WHERE conversationId = ? AND outgoing = 0 AND state = 'received' AND id <= ?
@@ -361,7 +361,7 @@ public struct MessageStore: Sendable {
     /// The page of messages before message `before` (row id of one of the conversation's; nil:
     /// the newest page), oldest first. Pages walk the index of numbers, whose order is the rows'
     /// (messages are written in the order of their numbers), from where `before` is.
-    public func page(_ conversation: Int64, before: Int64? = nil, limit: Int = pageSize) throws -> [ChatMessage] {
+    package func page(_ conversation: Int64, before: Int64? = nil, limit: Int = pageSize) throws -> [ChatMessage] {
         try database.read { db in
             try Row.fetchAll(db.cachedStatement(sql: Self.pageQuery), arguments: [conversation, before, limit]).reversed().map(Self.message)
         }
@@ -375,12 +375,12 @@ public struct MessageStore: Sendable {
         """
 
     /// The message just before row `id` in the same conversation (for section headers).
-    public func message(before id: Int64, in conversation: Int64) throws -> ChatMessage? {
+    package func message(before id: Int64, in conversation: Int64) throws -> ChatMessage? {
         try page(conversation, before: id, limit: 1).first
     }
 
     /// Message #`number` of `conversation`.
-    public func message(number: Int64, in conversation: Int64) throws -> ChatMessage? {
+    package func message(number: Int64, in conversation: Int64) throws -> ChatMessage? {
         try database.read { db in
             try Row.fetchOne(db, sql: """
                 SELECT id, number, outgoing, text, sentAt, shownReceivedAt, shownState, readAt FROM message_shown

@@ -2,13 +2,13 @@ import GRDB
 import Storage
 
 /// The engine's tables: conversations and their messages (the outbox among them).
-public enum NearbySchema {
+package enum NearbySchema {
     /// Every migration of this feature, in order.
-    public static let migrations = [conversations, messageNumbers, unreadByPeer, oneConversationIndex, pagesByNumber, deliveredByCounter,
+    package static let migrations = [conversations, messageNumbers, unreadByPeer, oneConversationIndex, pagesByNumber, deliveredByCounter,
                                     readTimes]
 
     /// Conversations and their messages.
-    public static let conversations = Migration("v6-conversations") { db in
+    package static let conversations = Migration("v6-conversations") { db in
         // One conversation per (my key, their key). Sequence numbers count fragments in each
         // direction: `sentSequence` is the last one given out, `deliveredSequence` the last
         // one received in order, `acknowledgedSequence` the last one the peer confirmed.
@@ -48,7 +48,7 @@ public enum NearbySchema {
     }
 
     /// Messages numbered per conversation.
-    public static let messageNumbers = Migration("v8-message-numbers") { db in
+    package static let messageNumbers = Migration("v8-message-numbers") { db in
         // Messages are numbered per conversation (#1, #2, … in each), as people see them;
         // the row id stays the key for paging and read marks.
         try db.execute(sql: "ALTER TABLE message ADD COLUMN number INTEGER NOT NULL DEFAULT 0")
@@ -62,21 +62,21 @@ public enum NearbySchema {
 
     /// Sent messages the peer has not read yet: a read receipt walks only these, not the
     /// whole conversation (it did, and a long conversation made every receipt slower).
-    public static let unreadByPeer = Migration("v13-unread-by-peer") { db in
+    package static let unreadByPeer = Migration("v13-unread-by-peer") { db in
         try db.execute(sql: "CREATE INDEX message_unread_by_peer ON message(conversationId, lastSequence) WHERE outgoing = 1 AND state != 'read'")
     }
 
     /// `message_on_conversationId` (made by `belongsTo`) held (conversationId, row id), as
     /// `message_page` does: every message written wrote the same entry twice. The foreign
     /// key's lookups use another index on conversationId (since v15, `message_number`).
-    public static let oneConversationIndex = Migration("v14-one-conversation-index") { db in
+    package static let oneConversationIndex = Migration("v14-one-conversation-index") { db in
         try db.execute(sql: "DROP INDEX IF EXISTS message_on_conversationId")
     }
 
     /// Pages walk `message_number` (conversationId, number), in the rows' order, so
     /// `message_page` (conversationId, id) went: every message written wrote one index fewer
     /// (one page of the log fewer per message, an eighth of a commit).
-    public static let pagesByNumber = Migration("v15-pages-by-number") { db in
+    package static let pagesByNumber = Migration("v15-pages-by-number") { db in
         try db.execute(sql: "DROP INDEX IF EXISTS message_page")
     }
 
@@ -90,7 +90,7 @@ public enum NearbySchema {
     /// state and time of arrival as they are shown. The outbox is what is neither read nor
     /// acknowledged: the index of messages unread by the peer finds it, so `message_outbox`,
     /// which no longer would, goes (one index fewer per message sent).
-    public static let deliveredByCounter = Migration("v16-delivered-by-counter") { db in
+    package static let deliveredByCounter = Migration("v16-delivered-by-counter") { db in
         try db.execute(sql: """
             CREATE TABLE delivery (
                 conversationId INTEGER NOT NULL REFERENCES conversation(id) ON DELETE CASCADE,
@@ -118,7 +118,7 @@ public enum NearbySchema {
     /// read, in the same row, so it costs no write of its own; messages read before this
     /// migration keep no time (`tap` says read, without one). `message_shown` selects
     /// `message.*`, which SQLite expands when it reads the schema: the view has it too.
-    public static let readTimes = Migration("v17-read-times") { db in
+    package static let readTimes = Migration("v17-read-times") { db in
         try db.execute(sql: "ALTER TABLE message ADD COLUMN readAt DOUBLE")
     }
 }

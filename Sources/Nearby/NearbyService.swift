@@ -2,20 +2,20 @@ import Crypto
 import Foundation
 
 /// Counts of what came and went, for `nearby stats` and the benchmarks.
-public struct NearbyStatistics: Sendable, Equatable {
-    public var sent = 0
-    public var sentBytes = 0
-    public var received = 0
-    public var dropped: [String: Int] = [:]
+package struct NearbyStatistics: Sendable, Equatable {
+    package var sent = 0
+    package var sentBytes = 0
+    package var received = 0
+    package var dropped: [String: Int] = [:]
     /// Answers to a query from peers heard already, left unread: nothing was wrong with them.
-    public var redundant = 0
+    package var redundant = 0
 }
 
 /// Presence over every transport: announces this profile, keeps the table of peers, asks
 /// newcomers' questions and answers others', says goodbye on stop, trades image avatars on
 /// request, and hands every other kind of packet to whoever registered it (`handle`). The
 /// transports' threads only check frames (`ArrivalGate`); everything else is engine state.
-public final class NearbyService: Sendable {
+package final class NearbyService: Sendable {
     struct State {
         var table: PresenceTable
         var schedule: AnnounceSchedule
@@ -54,18 +54,18 @@ public final class NearbyService: Sendable {
 
     /// What delivery adds to the engine's one alarm: its work at each ring, and when it next
     /// has some (a retransmission), if ever.
-    public struct AlarmHooks: Sendable {
-        public var tick: (@Sendable (Double) -> Void)?
-        public var deadline: (@Sendable () -> Double?)?
-        public init(tick: (@Sendable (Double) -> Void)? = nil, deadline: (@Sendable () -> Double?)? = nil) {
+    package struct AlarmHooks: Sendable {
+        package var tick: (@Sendable (Double) -> Void)?
+        package var deadline: (@Sendable () -> Double?)?
+        package init(tick: (@Sendable (Double) -> Void)? = nil, deadline: (@Sendable () -> Double?)? = nil) {
             self.tick = tick
             self.deadline = deadline
         }
     }
 
     /// Every transport this shell is online on, the preferred first (the LAN before a broker).
-    public let transports: [Transport]
-    public let timing: PresenceTiming
+    package let transports: [Transport]
+    package let timing: PresenceTiming
     let signer: Curve25519.Signing.PrivateKey
     /// The signer's public key, raw: every datagram received is compared with it.
     let myKey: Data
@@ -74,7 +74,7 @@ public final class NearbyService: Sendable {
     let ownAvatarHash: Data?
     let onEvent: @Sendable (PresenceEvent) -> Void
     /// Where packets are handled, timers run and events are told: never a socket's thread.
-    public let engine: Engine
+    package let engine: Engine
     let state: EngineBound<State>
     /// What the transports' threads check before a signature.
     let gate = ArrivalGate()
@@ -84,7 +84,7 @@ public final class NearbyService: Sendable {
     /// - Parameters:
     ///   - ownAvatarPixels: the 16x16 RGBA avatar to hand out when asked, if it is an image.
     ///   - onEvent: called on the engine for every arrival, change and departure.
-    public convenience init(transport: Transport, timing: PresenceTiming, signer: Curve25519.Signing.PrivateKey, announcement: Announcement,
+    package convenience init(transport: Transport, timing: PresenceTiming, signer: Curve25519.Signing.PrivateKey, announcement: Announcement,
                             ownAvatarPixels: Data? = nil, engine: Engine = Engine(), random: SeededRandom = SeededRandom(),
                             onEvent: @escaping @Sendable (PresenceEvent) -> Void) {
         self.init(transports: [transport], timing: timing, signer: signer, announcement: announcement,
@@ -93,7 +93,7 @@ public final class NearbyService: Sendable {
 
     /// - Parameters:
     ///   - transports: the preferred first; the same frames go out on each.
-    public init(transports: [Transport], timing: PresenceTiming, signer: Curve25519.Signing.PrivateKey, announcement: Announcement,
+    package init(transports: [Transport], timing: PresenceTiming, signer: Curve25519.Signing.PrivateKey, announcement: Announcement,
                 ownAvatarPixels: Data? = nil, engine: Engine = Engine(), random: SeededRandom = SeededRandom(),
                 onEvent: @escaping @Sendable (PresenceEvent) -> Void) {
         self.engine = engine
@@ -113,11 +113,11 @@ public final class NearbyService: Sendable {
     }
 
     /// This shell's signing key, as peers see it.
-    public var publicKey: Data { myKey }
+    package var publicKey: Data { myKey }
 
     /// Starts every transport and announcing. When one cannot start, those already started
     /// are stopped again and the error is thrown.
-    public func start() throws {
+    package func start() throws {
         let now = engine.now
         // Before any transport can deliver: what in our name predates this is not another seance's.
         gate.cameOnline(at: UInt64(now * 1000))
@@ -147,7 +147,7 @@ public final class NearbyService: Sendable {
     }
 
     /// Says goodbye and stops the transports. Safe to call twice.
-    public func stop() {
+    package func stop() {
         let running = engine.sync { () -> Bool in
             guard state.value.running else { return false }
             state.value.alarm.timer?.cancel()
@@ -162,25 +162,25 @@ public final class NearbyService: Sendable {
     // MARK: Asked from any thread
 
     /// The present peer with this signing key: a lookup, whatever the size of the table.
-    public func peer(_ key: Data) -> Peer? { engine.sync { state.value.table.peer(key) } }
+    package func peer(_ key: Data) -> Peer? { engine.sync { state.value.table.peer(key) } }
 
     /// The peers heard from, newest state.
-    public func peers() -> [Peer] {
+    package func peers() -> [Peer] {
         engine.sync { Array(state.value.table.peers.values) }
             .sorted { ($0.name.lowercased(), $0.fingerprint) < ($1.name.lowercased(), $1.fingerprint) }
     }
 
-    public var statistics: NearbyStatistics {
+    package var statistics: NearbyStatistics {
         var statistics = engine.sync { state.value.statistics }
         gate.add(to: &statistics)
         return statistics
     }
 
     /// The avatar thumbnail of `hash`, once fetched.
-    public func avatarPixels(_ hash: Data) -> Data? { engine.sync { state.value.avatars[hash] } }
+    package func avatarPixels(_ hash: Data) -> Data? { engine.sync { state.value.avatars[hash] } }
 
     /// A new plane is announced at once.
-    public func setPlane(_ plane: UInt8) {
+    package func setPlane(_ plane: UInt8) {
         engine.sync {
             guard state.value.announcement.plane != plane else { return }
             state.value.announcement.plane = plane
@@ -190,11 +190,11 @@ public final class NearbyService: Sendable {
     }
 
     /// The names of the transports a peer is heard on, the preferred first (for `nearby`).
-    public func routeNames(of peer: Peer) -> [String] { engine.sync { directRoutes(of: peer).map(\.transport) } }
+    package func routeNames(of peer: Peer) -> [String] { engine.sync { directRoutes(of: peer).map(\.transport) } }
 
     /// Broadcasts on `topic` wanted, or no longer, on every transport (a broker subscribes to
     /// it only then; the LAN hears everything anyway).
-    public func subscribe(topic: String, _ wanted: Bool) {
+    package func subscribe(topic: String, _ wanted: Bool) {
         transports.forEach { wanted ? $0.subscribe(topic: topic) : $0.unsubscribe(topic: topic) }
     }
 
@@ -203,14 +203,14 @@ public final class NearbyService: Sendable {
     /// A kind of packet: `handler` gets each one that arrives (on the engine), read (extension
     /// fields skipped), with its sender if that is a present peer. One registration is all a
     /// new kind needs here; one that does not read is counted and dropped.
-    public func handle<Kind: PacketKind>(_ kind: Kind.Type, _ handler: @escaping @Sendable (Kind, _ sender: Data, Peer?) -> Void) {
+    package func handle<Kind: PacketKind>(_ kind: Kind.Type, _ handler: @escaping @Sendable (Kind, _ sender: Data, Peer?) -> Void) {
         handlePacket(kind) { [unowned self] value, packet, _ in handler(value, packet.sender, state.value.table.peer(packet.sender)) }
     }
 
     /// As `handle`, with the packet and the route an answer goes back by: the sender's direct
     /// route on the transport it came by (a broker's inbox does not say who wrote to it; the
     /// signature does).
-    public func handlePacket<Kind: PacketKind>(_ kind: Kind.Type, _ handler: @escaping @Sendable (Kind, Packet, _ reply: Route) -> Void) {
+    package func handlePacket<Kind: PacketKind>(_ kind: Kind.Type, _ handler: @escaping @Sendable (Kind, Packet, _ reply: Route) -> Void) {
         engine.sync {
             state.value.handlers[Kind.code] = { [unowned self] packet, route in
                 guard let value = try? packet.read(Kind.self) else { return drop("malformed") }
@@ -222,7 +222,7 @@ public final class NearbyService: Sendable {
     }
 
     /// What the layer above adds to the one alarm (delivery's retransmissions).
-    public func setAlarmHooks(_ hooks: AlarmHooks) { engine.sync { state.value.hooks = hooks } }
+    package func setAlarmHooks(_ hooks: AlarmHooks) { engine.sync { state.value.hooks = hooks } }
 
     /// On the engine: what a verified packet changes. A kind nobody here reads (a later
     /// version's) is counted and dropped; every other packet that passed its checks counts as
@@ -239,7 +239,7 @@ public final class NearbyService: Sendable {
     // MARK: Sending (on the engine)
 
     /// Sends a packet to everyone in range on every transport (`kind` tells a broker where).
-    public func broadcast<Kind: PacketKind>(_ packet: Kind, as kind: BroadcastKind = .other) {
+    package func broadcast<Kind: PacketKind>(_ packet: Kind, as kind: BroadcastKind = .other) {
         engine.sync { send(packet, as: kind) }
     }
 
@@ -248,7 +248,7 @@ public final class NearbyService: Sendable {
     /// a packet sent again, whose first copy may have gone by a route that no longer works.
     /// `reply` is the route a packet being answered came by: used when it is one of the peer's
     /// own direct routes (an answer goes back the way that worked).
-    public func send<Kind: PacketKind>(_ packet: Kind, to peer: Peer, everyRoute: Bool = false, reply: Route? = nil) {
+    package func send<Kind: PacketKind>(_ packet: Kind, to peer: Peer, everyRoute: Bool = false, reply: Route? = nil) {
         engine.sync {
             let routes = directRoutes(of: peer)
             if let reply, routes.contains(reply) { return send(packet, to: [reply]) }
@@ -305,7 +305,7 @@ public final class NearbyService: Sendable {
 
     /// Makes sure the engine works at `deadline` (or sooner). The layer above calls it when it
     /// has queued something to do.
-    public func wake(at deadline: Double) {
+    package func wake(at deadline: Double) {
         engine.sync {
             guard state.value.alarm.running else { return }
             let now = engine.now

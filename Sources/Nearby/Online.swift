@@ -8,18 +8,18 @@ import Storage
 /// delivery, the plane kept from the battery, and brings every feature online on that engine;
 /// going offline undoes all of it. This object lives on the shell's thread; what it starts
 /// lives on the engine.
-public final class Online {
-    public let battery: Battery
-    public let timing: PresenceTiming
+package final class Online {
+    package let battery: Battery
+    package let timing: PresenceTiming
     /// Makes the transports each time the user goes online (the LAN's sockets, a broker's
     /// connection), the preferred first.
     private let makeTransports: (_ signingKey: Data) -> [Transport]
     /// Features that go online and offline with the user, in the order they were added.
-    public private(set) var features: [Feature] = []
+    package private(set) var features: [Feature] = []
     /// Those to talk to who are no network peers (spectres): listed and opened like peers.
-    public private(set) var localPresences: [LocalPresence] = []
+    package private(set) var localPresences: [LocalPresence] = []
     /// While online: what runs, as features see it.
-    public private(set) var context: FeatureContext?
+    package private(set) var context: FeatureContext?
     /// This profile online in this shell only (`ProfileLock`).
     private var lock: ProfileLock?
     /// The log checkpointed off the engine while online (`BackgroundCheckpoints`).
@@ -27,24 +27,24 @@ public final class Online {
     private var batteryPoll: Cancellable?
 
     /// The battery is read again this often; a change of plane is announced at once.
-    public static let batteryPollSeconds = 30.0
+    package static let batteryPollSeconds = 30.0
 
-    public init(battery: Battery, timing: PresenceTiming, makeTransports: @escaping (_ signingKey: Data) -> [Transport]) {
+    package init(battery: Battery, timing: PresenceTiming, makeTransports: @escaping (_ signingKey: Data) -> [Transport]) {
         self.battery = battery
         self.timing = timing
         self.makeTransports = makeTransports
     }
 
-    public func add(_ feature: Feature) { features.append(feature) }
-    public func add(local presence: LocalPresence) { localPresences.append(presence) }
+    package func add(_ feature: Feature) { features.append(feature) }
+    package func add(local presence: LocalPresence) { localPresences.append(presence) }
 
-    public var isOnline: Bool { context != nil }
+    package var isOnline: Bool { context != nil }
 
-    public enum OnlineError: Error, Equatable, CustomStringConvertible {
+    package enum OnlineError: Error, Equatable, CustomStringConvertible {
         case elsewhere(handle: String, process: Int32?)
         case cannotLock(handle: String, reason: String)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .elsewhere(let handle, let process):
                 let holder = process.map { "another seance (process \($0))" } ?? "another seance"
@@ -57,7 +57,7 @@ public final class Online {
     /// Announces `login` on every transport and brings the features online. Nothing half
     /// started stays behind when it throws.
     @discardableResult
-    public func goOnline(as login: LoginSession.Login, database: SeanceDatabase, dataDirectory: DataDirectory,
+    package func goOnline(as login: LoginSession.Login, database: SeanceDatabase, dataDirectory: DataDirectory,
                          inbox: AsyncInbox, scheduler: Scheduler, random: inout SeededRandom) throws -> FeatureContext {
         if let context { return context }
         let (profile, identity) = login
@@ -134,7 +134,7 @@ public final class Online {
     }
 
     /// The battery level was set: a new plane is announced at once.
-    public func batteryChanged() {
+    package func batteryChanged() {
         guard let context else { return }
         let plane = battery.reading.plane
         context.engine.sync {
@@ -156,7 +156,7 @@ public final class Online {
     /// outboxes (lines typed last are written, and sent once, before anything stops). Safe to
     /// call when offline.
     @discardableResult
-    public func goOffline() -> [ConversationSummary] {
+    package func goOffline() -> [ConversationSummary] {
         guard let context else { return [] }
         let waiting = context.delivery.waiting()
         batteryPoll?.cancel()

@@ -16,7 +16,7 @@ extension DeliveryService {
     /// - Parameter more: more lines follow at once (a pipe holds them): the write waits for
     ///   them, up to a window's worth or `holdLimit` seconds, so a burst is written and sent
     ///   in few transactions and packets. A line typed by a person goes at once.
-    public func send(_ text: String, in conversation: Conversation, more: Bool = false) throws -> ChatMessage {
+    package func send(_ text: String, in conversation: Conversation, more: Bool = false) throws -> ChatMessage {
         try engine.sync {
             // The rules and the plane are the engine's.
             let text = try checked(text, for: conversation)

@@ -1,10 +1,10 @@
 /// Where the battery level puts you: the lower it is, the closer to the dead.
-public enum Plane: String, CaseIterable, Sendable {
+package enum Plane: String, CaseIterable, Sendable {
     case human, dying, hollow, undead, ghost
 
     /// The plane of a battery `level` in percent: above 50 Human, 26–50 Dying, 11–25 Hollow,
     /// 6–10 Undead, 5 and below Ghost. Charging back above 50 makes you Human again.
-    public init(batteryLevel level: Int) {
+    package init(batteryLevel level: Int) {
         switch level {
         case 51...: self = .human
         case 26...50: self = .dying
@@ -14,7 +14,7 @@ public enum Plane: String, CaseIterable, Sendable {
         }
     }
 
-    public var name: String { rawValue.prefix(1).uppercased() + rawValue.dropFirst() }
+    package var name: String { rawValue.prefix(1).uppercased() + rawValue.dropFirst() }
 
     /// Whether someone on this plane can see and write to someone on `other`. One-way: a
     /// Hollow reaches a Dying, who cannot reach the Hollow back.
@@ -25,7 +25,7 @@ public enum Plane: String, CaseIterable, Sendable {
     ///     Hollow    ✕     ✓     ✓      ✕      ✕
     ///     Undead    ✕     ✓     ✓      ✓      ✓
     ///     Ghost     ✓     ✓     ✓      ✓      ✓
-    public func canReach(_ other: Plane) -> Bool {
+    package func canReach(_ other: Plane) -> Bool {
         switch self {
         case .human: return other == .human
         case .dying: return other == .dying
@@ -38,9 +38,9 @@ public enum Plane: String, CaseIterable, Sendable {
 
 extension Plane {
     /// The index used on the wire: 0 Human … 4 Ghost.
-    public var wireValue: UInt8 { UInt8(Plane.allCases.firstIndex(of: self)!) }
+    package var wireValue: UInt8 { UInt8(Plane.allCases.firstIndex(of: self)!) }
 
-    public init?(wireValue: UInt8) {
+    package init?(wireValue: UInt8) {
         guard Int(wireValue) < Plane.allCases.count else { return nil }
         self = Plane.allCases[Int(wireValue)]
     }

@@ -5,13 +5,13 @@ import Foundation
 /// Timing of presence, mDNS-like: announce at once and again after `startupGap`, then every
 /// `interval` give or take `jitter` (a fraction), so peers do not fall into step. A peer that
 /// misses three refreshes in a row is gone.
-public struct PresenceTiming: Sendable, Equatable {
-    public var interval: Double
-    public var jitter: Double
-    public var startupGap: Double
-    public var missedBeforeExpiry: Double
+package struct PresenceTiming: Sendable, Equatable {
+    package var interval: Double
+    package var jitter: Double
+    package var startupGap: Double
+    package var missedBeforeExpiry: Double
 
-    public init(interval: Double = 5, jitter: Double = 0.2, startupGap: Double = 1, missedBeforeExpiry: Double = 3) {
+    package init(interval: Double = 5, jitter: Double = 0.2, startupGap: Double = 1, missedBeforeExpiry: Double = 3) {
         self.interval = interval
         self.jitter = jitter
         self.startupGap = startupGap
@@ -20,23 +20,23 @@ public struct PresenceTiming: Sendable, Equatable {
 
     /// How long after its last announcement a peer announcing every `interval` expires: half an
     /// interval more than the allowed misses, so jitter alone never expires anyone.
-    public func lifetime(ofInterval interval: Double) -> Double { interval * (missedBeforeExpiry + 0.5) }
+    package func lifetime(ofInterval interval: Double) -> Double { interval * (missedBeforeExpiry + 0.5) }
 }
 
 /// When to announce next.
-public struct AnnounceSchedule: Sendable {
-    public let timing: PresenceTiming
-    public private(set) var nextAt: Double
+package struct AnnounceSchedule: Sendable {
+    package let timing: PresenceTiming
+    package private(set) var nextAt: Double
     private var sent = 0
 
     /// The first announcement is due at once.
-    public init(timing: PresenceTiming, now: Double) {
+    package init(timing: PresenceTiming, now: Double) {
         self.timing = timing
         nextAt = now
     }
 
     /// True when an announcement is due; the next one is then scheduled.
-    public mutating func isDue(now: Double, using rng: inout some RandomNumberGenerator) -> Bool {
+    package mutating func isDue(now: Double, using rng: inout some RandomNumberGenerator) -> Bool {
         guard now >= nextAt else { return false }
         sent += 1
         if sent < 2 {
@@ -49,29 +49,29 @@ public struct AnnounceSchedule: Sendable {
     }
 
     /// Something changed (the plane): announce at the next check.
-    public mutating func announceSoon(now: Double) { nextAt = min(nextAt, now) }
+    package mutating func announceSoon(now: Double) { nextAt = min(nextAt, now) }
 }
 
 /// One way a peer was heard: by which transport, from where, and when last.
-public struct PeerRoute: Equatable, Sendable {
+package struct PeerRoute: Equatable, Sendable {
     /// The route its announcements came by (the transport turns it into a direct route).
-    public var source: Route
-    public var lastSeen: Double
+    package var source: Route
+    package var lastSeen: Double
     /// The newest announcement heard by this transport: a copy of it again is a duplicate.
     var newest = Freshness(timestamp: 0, sequence: 0)
 
-    public init(source: Route, lastSeen: Double) {
+    package init(source: Route, lastSeen: Double) {
         self.source = source
         self.lastSeen = lastSeen
     }
 
-    public var transport: String { source.transport }
+    package var transport: String { source.transport }
 }
 
 /// Someone nearby, as their last announcement described them: one entry per signing key,
 /// whichever transports it was heard on (the LAN, a broker, both).
-public struct Peer: Equatable, Sendable {
-    public init(signingKey: Data, announcement: Announcement, route: Route, lastSeen: Double) {
+package struct Peer: Equatable, Sendable {
+    package init(signingKey: Data, announcement: Announcement, route: Route, lastSeen: Double) {
         self.signingKey = signingKey
         self.announcement = announcement
         self.routes = [PeerRoute(source: route, lastSeen: lastSeen)]
@@ -79,30 +79,30 @@ public struct Peer: Equatable, Sendable {
         self.newest = Freshness(timestamp: 0, sequence: 0)
     }
 
-    public var signingKey: Data
-    public var announcement: Announcement
+    package var signingKey: Data
+    package var announcement: Announcement
     /// Each transport it was heard on, at most one route each, in the order first heard.
-    public var routes: [PeerRoute]
+    package var routes: [PeerRoute]
     /// The last time it was heard on any transport.
-    public var lastSeen: Double
+    package var lastSeen: Double
     /// The newest packet seen from them: anything not newer is a replay.
     var newest: Freshness
     /// How many announcements it has made here while present (1: not yet confirmed).
     var announcements = 1
 
-    public var name: String { announcement.name }
-    public var fingerprint: String { PeerIdentity.fingerprint(of: signingKey) }
-    public var handle: String { PeerIdentity.handle(name: name, signingKey: signingKey) }
+    package var name: String { announcement.name }
+    package var fingerprint: String { PeerIdentity.fingerprint(of: signingKey) }
+    package var handle: String { PeerIdentity.handle(name: name, signingKey: signingKey) }
 
     /// Whether `wanted` (a name, any case, or `name#fp`) can mean this peer.
-    public func answers(to wanted: String) -> Bool {
+    package func answers(to wanted: String) -> Bool {
         let (name, fingerprint) = PeerIdentity.split(wanted)
         return self.name.caseInsensitiveCompare(name) == .orderedSame && (fingerprint == nil || self.fingerprint == fingerprint)
     }
 
     /// The routes heard within `lifetime` of `now`, ranked by `preference` (transport names, the
     /// preferred first); a route still live is never passed over for a stale one.
-    public func liveRoutes(now: Double, lifetime: Double, preference: [String]) -> [PeerRoute] {
+    package func liveRoutes(now: Double, lifetime: Double, preference: [String]) -> [PeerRoute] {
         let rank = { (route: PeerRoute) in preference.firstIndex(of: route.transport) ?? preference.count }
         let live = routes.filter { now - $0.lastSeen <= lifetime }
         return (live.isEmpty ? routes : live).sorted { rank($0) < rank($1) }
@@ -122,12 +122,12 @@ public struct Peer: Equatable, Sendable {
 }
 
 /// What a packet tells the table of peers.
-public enum PresenceNews: Equatable, Sendable {
+package enum PresenceNews: Equatable, Sendable {
     case announce(Announcement)
     case goodbye
 }
 
-public enum PresenceEvent: Equatable, Sendable {
+package enum PresenceEvent: Equatable, Sendable {
     case arrived(Peer)
     /// The peer's plane, name or avatar changed.
     case changed(from: Peer, to: Peer)
@@ -139,40 +139,40 @@ public enum PresenceEvent: Equatable, Sendable {
     case alsoOnlineElsewhere(transport: String)
 
     /// `evicted`: the table was full and this peer was the least established and stalest.
-    public enum LeaveReason: Sendable { case goodbye, expired, evicted }
+    package enum LeaveReason: Sendable { case goodbye, expired, evicted }
 }
 
 /// Everyone heard from, kept from announcements and goodbyes. Everything in it came from the
 /// network, so it is bounded: at most `capacity` peers (a newcomer evicts the stalest peer heard
 /// only once, else the stalest of all), an advertised interval of at most `maximumInterval`,
 /// and replay memory for departed keys that outlives their departure (`retiredCapacity` keys).
-public struct PresenceTable: Sendable {
-    public let timing: PresenceTiming
-    public let capacity: Int
-    public private(set) var peers: [Data: Peer] = [:]
+package struct PresenceTable: Sendable {
+    package let timing: PresenceTiming
+    package let capacity: Int
+    package private(set) var peers: [Data: Peer] = [:]
     /// The newest packet seen from keys that left, oldest departure first.
     private var retired: [Data: Freshness] = [:]
     private var retiredOrder: [Data] = []
     private var retiredStart = 0
     /// No peer can expire before this time: ticks in between cost nothing.
     /// When the next peer can expire (nothing to scan before).
-    public private(set) var nextExpiry = Double.infinity
+    package private(set) var nextExpiry = Double.infinity
     /// Full scans made by `expire` (tests check that idle ticks make none).
-    public private(set) var expiryScans = 0
+    package private(set) var expiryScans = 0
 
-    public static let defaultCapacity = 256
-    public static let retiredCapacity = 4_096
+    package static let defaultCapacity = 256
+    package static let retiredCapacity = 4_096
     /// Advertised intervals are clamped to what this program itself may be set to.
-    public static let minimumInterval = 0.05
-    public static let maximumInterval = 3_600.0
+    package static let minimumInterval = 0.05
+    package static let maximumInterval = 3_600.0
 
-    public init(timing: PresenceTiming, capacity: Int = defaultCapacity) {
+    package init(timing: PresenceTiming, capacity: Int = defaultCapacity) {
         self.timing = timing
         self.capacity = max(1, capacity)
     }
 
     /// The peer's interval as this table uses it.
-    public static func interval(of announcement: Announcement) -> Double {
+    package static func interval(of announcement: Announcement) -> Double {
         min(maximumInterval, max(minimumInterval, Double(announcement.intervalMilliseconds) / 1000))
     }
 
@@ -182,7 +182,7 @@ public struct PresenceTable: Sendable {
     /// announcement arriving again by another transport adds or refreshes that transport's
     /// route (the same frame is broadcast on every transport). It may not move a route already
     /// known elsewhere, so a replay cannot redirect anyone's messages.
-    public mutating func receive(_ news: PresenceNews, in packet: Packet, from route: Route, now: Double) -> [PresenceEvent] {
+    package mutating func receive(_ news: PresenceNews, in packet: Packet, from route: Route, now: Double) -> [PresenceEvent] {
         let known = peers[packet.sender]
         let freshness = Freshness(timestamp: packet.timestamp, sequence: packet.sequence)
         if var peer = known, freshness == peer.newest, case .announce = news {
@@ -223,21 +223,21 @@ public struct PresenceTable: Sendable {
     }
 
     /// Departed keys whose replay mark is kept.
-    public var retiredCount: Int { retired.count }
+    package var retiredCount: Int { retired.count }
 
     /// The peer in the table with this key.
-    public func peer(_ key: Data) -> Peer? { peers[key] }
+    package func peer(_ key: Data) -> Peer? { peers[key] }
 
     /// Whether `key`'s refreshes reach us by `transport` on time (its last one came within
     /// its interval, give or take its jitter): an answer of its to someone's query then tells
     /// us nothing.
-    public func hears(_ key: Data, on transport: String, now: Double) -> Bool {
+    package func hears(_ key: Data, on transport: String, now: Double) -> Bool {
         guard let peer = peers[key], let route = peer.routes.first(where: { $0.transport == transport }) else { return false }
         return now - route.lastSeen <= Self.interval(of: peer.announcement) * 1.5
     }
 
     /// Removes peers not heard from for too long. Costs nothing until the first peer can expire.
-    public mutating func expire(now: Double) -> [PresenceEvent] {
+    package mutating func expire(now: Double) -> [PresenceEvent] {
         guard now >= nextExpiry else { return [] }
         expiryScans += 1
         var events: [PresenceEvent] = []

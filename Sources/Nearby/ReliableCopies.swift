@@ -5,7 +5,7 @@ import Foundation
 /// and sent again, with the backoff messages have (`RetransmissionTimer`, one per peer), until
 /// that peer acknowledges it; a copy that went `maximumAttempts` times without an answer is
 /// given up and told. A pure value: the caller sends what it says is due.
-public struct ReliableCopies<Copy: Sendable>: Sendable {
+package struct ReliableCopies<Copy: Sendable>: Sendable {
     struct Pending: Sendable {
         var copy: Copy
         var attempts = 1
@@ -18,22 +18,22 @@ public struct ReliableCopies<Copy: Sendable>: Sendable {
     private var pending: [Data: [Data: Pending]] = [:]
     /// Each peer's round trips, as far as they were measured.
     private var timers: [Data: RetransmissionTimer] = [:]
-    public let maximumAttempts: Int
+    package let maximumAttempts: Int
     /// Peers whose round trips are remembered at most (a room holds far fewer).
     static var timerLimit: Int { 1_024 }
 
-    public init(maximumAttempts: Int = 5) { self.maximumAttempts = maximumAttempts }
+    package init(maximumAttempts: Int = 5) { self.maximumAttempts = maximumAttempts }
 
-    public var isEmpty: Bool { pending.isEmpty }
+    package var isEmpty: Bool { pending.isEmpty }
 
     /// Whether a copy of `id` still waits for its acknowledgement.
-    public func isWaiting(_ id: Data) -> Bool { pending[id] != nil }
+    package func isWaiting(_ id: Data) -> Bool { pending[id] != nil }
 
     /// When the next copy is due again, if any waits.
-    public var nextDue: Double? { pending.values.lazy.flatMap(\.values).map(\.nextAt).min() }
+    package var nextDue: Double? { pending.values.lazy.flatMap(\.values).map(\.nextAt).min() }
 
     /// `copies` (by recipient) of `id` went just now for the first time.
-    public mutating func sent(_ id: Data, copies: [Data: Copy], now: Double) {
+    package mutating func sent(_ id: Data, copies: [Data: Copy], now: Double) {
         guard !copies.isEmpty else { return }
         if timers.count > Self.timerLimit { timers = [:] }
         pending[id] = copies.mapValues { copy in Pending(copy: copy, nextAt: now, sentAt: now) }
@@ -41,7 +41,7 @@ public struct ReliableCopies<Copy: Sendable>: Sendable {
     }
 
     /// What an acknowledgement changed.
-    public enum Acknowledged: Equatable, Sendable {
+    package enum Acknowledged: Equatable, Sendable {
         /// Nothing waited for it (a copy acknowledged twice, or never sent).
         case unknown
         /// That copy is done; others still wait.
@@ -51,7 +51,7 @@ public struct ReliableCopies<Copy: Sendable>: Sendable {
     }
 
     /// `peer` has its copy of `id`.
-    public mutating func acknowledge(_ id: Data, from peer: Data, now: Double) -> Acknowledged {
+    package mutating func acknowledge(_ id: Data, from peer: Data, now: Double) -> Acknowledged {
         guard let copy = pending[id]?.removeValue(forKey: peer) else { return .unknown }
         if let sentAt = copy.sentAt { timers[peer, default: RetransmissionTimer()].measure(now - sentAt) }
         guard pending[id]!.isEmpty else { return .copy }
@@ -60,14 +60,14 @@ public struct ReliableCopies<Copy: Sendable>: Sendable {
     }
 
     /// Copies to send again now, and those given up.
-    public struct Due: Sendable {
-        public var again: [(peer: Data, copy: Copy)] = []
-        public var lost: [(id: Data, peer: Data)] = []
+    package struct Due: Sendable {
+        package var again: [(peer: Data, copy: Copy)] = []
+        package var lost: [(id: Data, peer: Data)] = []
     }
 
     /// The copies whose time has come: each goes again (and waits longer next time), or, after
     /// `maximumAttempts`, is given up.
-    public mutating func due(now: Double) -> Due {
+    package mutating func due(now: Double) -> Due {
         var due = Due()
         var timedOut = Set<Data>()
         for (id, copies) in pending {
@@ -92,7 +92,7 @@ public struct ReliableCopies<Copy: Sendable>: Sendable {
 
     /// `fragment` sealed to each of `peers` with the key agreed with it for `purpose`: the
     /// copies, by recipient.
-    public static func seal(_ fragment: Fragment, from identity: Identity, to peers: [Peer],
+    package static func seal(_ fragment: Fragment, from identity: Identity, to peers: [Peer],
                             purpose: MessageCrypto.Purpose) throws -> [Data: Data] {
         var sealed: [Data: Data] = [:]
         for peer in peers {

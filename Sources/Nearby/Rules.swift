@@ -5,15 +5,15 @@ import Foundation
 /// what becomes of a line before it is sent (possession), how a peer is named on screen
 /// (amnesia). Features add their rules when going online; each rule decides for itself whether
 /// it applies just now. Engine state: the shell's thread asks through `engine.sync`.
-public final class Rules: Sendable {
+package final class Rules: Sendable {
     /// Whether `peer` may be seen (nil: someone who is no network peer, a spectre); every rule
     /// must agree.
-    public typealias Sight = @Sendable (Peer?) -> Bool
+    package typealias Sight = @Sendable (Peer?) -> Bool
     /// A line on its way out: changed, or refused with an error the user reads.
-    public typealias Outgoing = @Sendable (String) throws -> String
+    package typealias Outgoing = @Sendable (String) throws -> String
     /// The name to show instead of the handle of the peer with this signing key, or nil to
     /// leave it.
-    public typealias Naming = @Sendable (Data) -> String?
+    package typealias Naming = @Sendable (Data) -> String?
 
     private struct State {
         var plane: Plane
@@ -23,37 +23,37 @@ public final class Rules: Sendable {
     }
 
     private let state: EngineBound<State>
-    public var engine: Engine { state.engine }
+    package var engine: Engine { state.engine }
 
-    public init(plane: Plane = .human, engine: Engine) { state = EngineBound(State(plane: plane), engine: engine) }
+    package init(plane: Plane = .human, engine: Engine) { state = EngineBound(State(plane: plane), engine: engine) }
 
     /// This shell's plane.
-    public var plane: Plane {
+    package var plane: Plane {
         get { state.value.plane }
         set { state.value.plane = newValue }
     }
 
-    public func addSight(_ rule: @escaping Sight) { state.value.sight.append(rule) }
-    public func addOutgoing(_ rule: @escaping Outgoing) { state.value.outgoing.append(rule) }
-    public func addNaming(_ rule: @escaping Naming) { state.value.naming.append(rule) }
+    package func addSight(_ rule: @escaping Sight) { state.value.sight.append(rule) }
+    package func addOutgoing(_ rule: @escaping Outgoing) { state.value.outgoing.append(rule) }
+    package func addNaming(_ rule: @escaping Naming) { state.value.naming.append(rule) }
 
     /// Whether our plane reaches the peer's (what we may send it).
-    public func canWrite(_ peer: Peer) -> Bool { Plane(wireValue: peer.announcement.plane).map(plane.canReach) ?? false }
+    package func canWrite(_ peer: Peer) -> Bool { Plane(wireValue: peer.announcement.plane).map(plane.canReach) ?? false }
 
     /// Whether the peer is in sight: our plane reaches it and every sight rule agrees.
-    public func canSee(_ peer: Peer) -> Bool { canWrite(peer) && allowsSight(of: peer) }
+    package func canSee(_ peer: Peer) -> Bool { canWrite(peer) && allowsSight(of: peer) }
 
     /// True when every sight rule lets `peer` be seen (the planes are checked apart); nil asks
     /// about someone who is no network peer (a spectre).
-    public func allowsSight(of peer: Peer?) -> Bool { state.value.sight.allSatisfy { $0(peer) } }
+    package func allowsSight(of peer: Peer?) -> Bool { state.value.sight.allSatisfy { $0(peer) } }
 
     /// The line as it is to be sent, after every outgoing rule in the order they were added.
-    public func outgoing(_ line: String) throws -> String {
+    package func outgoing(_ line: String) throws -> String {
         try state.value.outgoing.reduce(line) { text, rule in try rule(text) }
     }
 
     /// What to call the peer with this signing key on screen, if a rule renames it.
-    public func shownName(of signingKey: Data) -> String? {
+    package func shownName(of signingKey: Data) -> String? {
         for rule in state.value.naming { if let name = rule(signingKey) { return name } }
         return nil
     }

@@ -61,7 +61,7 @@ extension DeliveryService {
     /// Incoming messages up to row `number` were shown: they are marked read and the peer is
     /// told (a read receipt), with the state writes (`scheduleFlush`): a stream of messages
     /// shown one by one costs a write and a receipt per interval, not one each.
-    public func shown(upTo number: Int64, in conversation: Conversation) {
+    package func shown(upTo number: Int64, in conversation: Conversation) {
         engine.sync {
             guard (try? withLink(conversation, { $0.shownUpTo = max($0.shownUpTo, number) })) != nil else { return }
             scheduleFlush()

@@ -5,20 +5,20 @@ import Storage
 /// Trust on first use (SPEC §4): every key seen nearby with its name; the first key seen for a
 /// name (or the one `trust` chose) is trusted, and any other key using that name is flagged
 /// every time it appears. `Online` records each arrival here.
-public struct TrustStore: Sendable {
-    public let database: SeanceDatabase
+package struct TrustStore: Sendable {
+    package let database: SeanceDatabase
 
-    public init(database: SeanceDatabase) { self.database = database }
+    package init(database: SeanceDatabase) { self.database = database }
 
     /// Keys remembered at most. Beyond it new keys are checked but not recorded: the records
     /// that matter most (the first key seen for a name) are the old ones, and a flood of new
     /// keys must not push them out.
-    public static let limit = 5_000
+    package static let limit = 5_000
 
     /// Records the key under its name (the first key of a name is trusted) and returns the
     /// handle of the trusted key when this one is another: it is flagged every time it appears,
     /// never the trusted one. A key we have a conversation with is never flagged.
-    public func remember(_ peer: Peer) -> String? {
+    package func remember(_ peer: Peer) -> String? {
         try? database.write { db -> String? in
             try db.execute(sql: """
                 INSERT OR IGNORE INTO knownPeer (signingKey, name, firstSeen, trusted)
@@ -34,11 +34,11 @@ public struct TrustStore: Sendable {
         } ?? nil
     }
 
-    public enum TrustError: Error, Equatable, CustomStringConvertible {
+    package enum TrustError: Error, Equatable, CustomStringConvertible {
         case noFingerprint
         case unknownKey(String)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .noFingerprint: return "give the key to trust as name#fingerprint (see nearby)"
             case .unknownKey(let handle): return "no key \(handle) has been seen nearby"
@@ -47,7 +47,7 @@ public struct TrustStore: Sendable {
     }
 
     /// `trust NAME#FP`: that key becomes the trusted one for its name; its handle.
-    public func trust(_ handle: String) throws -> String {
+    package func trust(_ handle: String) throws -> String {
         let (name, fingerprint) = PeerIdentity.split(handle)
         guard let fingerprint else { throw TrustError.noFingerprint }
         return try database.write { db in
@@ -62,11 +62,11 @@ public struct TrustStore: Sendable {
 }
 
 /// The table of trust on first use.
-public enum TrustSchema {
+package enum TrustSchema {
     /// Every migration of this table, in order.
-    public static let migrations = [knownPeers, trustedKeys]
+    package static let migrations = [knownPeers, trustedKeys]
 
-    public static let knownPeers = Migration("v5-known-peers") { db in
+    package static let knownPeers = Migration("v5-known-peers") { db in
         // Every key seen nearby with its name: a known name with a new key is flagged.
         try db.create(table: "knownPeer") { t in
             t.primaryKey("signingKey", .blob)
@@ -75,7 +75,7 @@ public enum TrustSchema {
         }
     }
 
-    public static let trustedKeys = Migration("v9-trusted-keys") { db in
+    package static let trustedKeys = Migration("v9-trusted-keys") { db in
         // Trust on first use: the key first seen for a name (or the one `trust` chose) is the
         // trusted one; any other key with that name is flagged, every time.
         try db.execute(sql: "ALTER TABLE knownPeer ADD COLUMN trusted BOOLEAN NOT NULL DEFAULT 0")

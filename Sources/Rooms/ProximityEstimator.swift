@@ -9,46 +9,46 @@
 /// Before any probe is answered the share alone decides. A new class is taken only once it has
 /// been the estimate `settle` times in a row (once a second), so one unlucky second does not
 /// make a guest flicker between classes. Pure: time comes in as arguments.
-public struct ProximityEstimator: Sendable {
-    public static let window = 10.0
-    public static let immediateShare = 0.9, nearShare = 0.6
-    public static let immediateRoundTrip = 0.010, nearRoundTrip = 0.100
-    public static let settle = 3
+package struct ProximityEstimator: Sendable {
+    package static let window = 10.0
+    package static let immediateShare = 0.9, nearShare = 0.6
+    package static let immediateRoundTrip = 0.010, nearRoundTrip = 0.100
+    package static let settle = 3
     static let roundTrips = 3
 
-    public let joinedAt: Double
+    package let joinedAt: Double
     /// The host's beacon interval, as its beacons say (clamped by the caller).
-    public var interval: Double
+    package var interval: Double
     /// Each beacon heard within the window: its counter (a copy by a second transport counts
     /// once) and when.
     private var heard: [(counter: UInt32, at: Double)] = []
     private var trips: [Double] = []
-    public private(set) var current: Proximity
+    package private(set) var current: Proximity
     private var candidate: Proximity?
     private var candidateCount = 0
-    public private(set) var lastBeacon: Double
+    package private(set) var lastBeacon: Double
 
-    public init(joinedAt: Double, interval: Double) {
+    package init(joinedAt: Double, interval: Double) {
         self.joinedAt = joinedAt
         self.interval = interval
         lastBeacon = joinedAt
         current = .immediate
     }
 
-    public mutating func beacon(counter: UInt32, at now: Double) {
+    package mutating func beacon(counter: UInt32, at now: Double) {
         lastBeacon = max(lastBeacon, now)
         guard !heard.contains(where: { $0.counter == counter }) else { return }
         heard.append((counter, now))
         forget(before: now - Self.window)
     }
 
-    public mutating func roundTrip(_ seconds: Double) {
+    package mutating func roundTrip(_ seconds: Double) {
         trips.append(max(0, seconds))
         if trips.count > Self.roundTrips { trips.removeFirst(trips.count - Self.roundTrips) }
     }
 
     /// The share of the beacons sent in the window (or since joining, if later) that arrived.
-    public func share(now: Double) -> Double {
+    package func share(now: Double) -> Double {
         let span = min(Self.window, max(interval, now - joinedAt))
         let expected = max(1, (span / interval + 1e-9).rounded(.down))
         let received = heard.filter { $0.at > now - Self.window && $0.at <= now }.count
@@ -56,13 +56,13 @@ public struct ProximityEstimator: Sendable {
     }
 
     /// The median of the last round trips, if any probe was answered.
-    public var roundTrip: Double? {
+    package var roundTrip: Double? {
         guard !trips.isEmpty else { return nil }
         return trips.sorted()[trips.count / 2]
     }
 
     /// The class the observations point to just now, before settling.
-    public func estimate(now: Double) -> Proximity {
+    package func estimate(now: Double) -> Proximity {
         let share = share(now: now), trip = roundTrip ?? 0
         if share >= Self.immediateShare && trip <= Self.immediateRoundTrip { return .immediate }
         if share >= Self.nearShare && trip <= Self.nearRoundTrip { return .near }
@@ -70,7 +70,7 @@ public struct ProximityEstimator: Sendable {
     }
 
     /// Called once a second: the new class when it has just settled, else nil.
-    public mutating func evaluate(now: Double) -> Proximity? {
+    package mutating func evaluate(now: Double) -> Proximity? {
         forget(before: now - Self.window)
         let estimate = estimate(now: now)
         guard estimate != current else {
@@ -87,7 +87,7 @@ public struct ProximityEstimator: Sendable {
     }
 
     /// Seconds since the last beacon arrived (or since joining).
-    public func silence(now: Double) -> Double { now - lastBeacon }
+    package func silence(now: Double) -> Double { now - lastBeacon }
 
     private mutating func forget(before time: Double) { heard.removeAll { $0.at <= time } }
 }

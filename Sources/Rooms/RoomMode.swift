@@ -6,26 +6,26 @@ import Terminal
 
 /// Rooms (SPEC §4.3), as a feature: the `room` mode and its commands here, on the shell's
 /// thread; while online, everything a room is lives on the engine (`RoomsOnline`).
-public final class Rooms: Feature {
+package final class Rooms: Feature {
     /// How the terminal draws (known once registered).
     var capabilities = Capabilities.plain
     /// While online: the rooms' part on the engine.
     private(set) var live: RoomsOnline?
     /// The shell is in room mode: lines arrive as bubbles, not one-line notices.
-    public var showing = false {
+    package var showing = false {
         didSet { live?.showing = showing }
     }
 
-    public init() {}
+    package init() {}
 
     /// The name the state row under your line (stored as row `row`) is printed with.
-    public static func stateMark(_ row: Int64) -> String { "room state \(row)" }
+    package static func stateMark(_ row: Int64) -> String { "room state \(row)" }
 
-    public func online(_ context: FeatureContext) throws {
+    package func online(_ context: FeatureContext) throws {
         live = RoomsOnline(context, capabilities: capabilities, showing: showing)
     }
 
-    public func offline() {
+    package func offline() {
         live?.stop()
         live = nil
     }
@@ -36,23 +36,23 @@ public final class Rooms: Feature {
     }
 
     /// The room this shell is in, if any, and who hosts it.
-    public var currentRoom: (room: RoomID, host: Data)? { live?.currentRoom }
-    public var isListening: Bool { live?.isListening ?? false }
+    package var currentRoom: (room: RoomID, host: Data)? { live?.currentRoom }
+    package var isListening: Bool { live?.isListening ?? false }
 
     @discardableResult
-    public func host(_ room: RoomID) throws -> String { try requireOnline().host(room) }
-    public func listen() throws { try requireOnline().listen() }
+    package func host(_ room: RoomID) throws -> String { try requireOnline().host(room) }
+    package func listen() throws { try requireOnline().listen() }
     func listen(wait seconds: Double?, shell: Shell) throws { try requireOnline().listen(wait: seconds, shell: shell) }
     func scan(shell: Shell) throws { try requireOnline().scan(shell: shell) }
-    public func members() throws -> [(name: String, what: String)]? { try requireOnline().members() }
+    package func members() throws -> [(name: String, what: String)]? { try requireOnline().members() }
     func members(shell: Shell) throws { try requireOnline().members(shell: shell) }
     @discardableResult
-    public func leave() throws -> String { try requireOnline().leave() }
+    package func leave() throws -> String { try requireOnline().leave() }
     @discardableResult
-    public func close() throws -> String { try requireOnline().close() }
+    package func close() throws -> String { try requireOnline().close() }
 
     /// Says `text` to every member our plane reaches; stored, and its bubble returned.
-    public func say(_ text: String) throws -> ChatMessage {
+    package func say(_ text: String) throws -> ChatMessage {
         guard let live else { throw UserError("you are offline: room host or room listen brings you online") }
         return try live.say(text)
     }
@@ -64,7 +64,7 @@ public final class Rooms: Feature {
     /// The `room` mode: `room host`, `room listen`, `room scan`; in a room, a plain line goes to
     /// every member and the prompt is `room:MAJOR.MINOR`; `members`, `leave`, `close`, `older`.
     /// `goOnline` brings the user online (chat's way) when a command needs the network.
-    public func register(in shell: Shell, online: Online, goOnline: @escaping (Shell) throws -> Void) {
+    package func register(in shell: Shell, online: Online, goOnline: @escaping (Shell) throws -> Void) {
         capabilities = shell.capabilities
         online.add(self)
         var oldestShown: Int64?

@@ -2,18 +2,18 @@ import Foundation
 import Wire
 
 /// A room's numbers, as a beacon carries them: `MAJOR.MINOR`, each 0–65535.
-public struct RoomID: Hashable, Comparable, Sendable, CustomStringConvertible {
-    public var major: UInt16
-    public var minor: UInt16
+package struct RoomID: Hashable, Comparable, Sendable, CustomStringConvertible {
+    package var major: UInt16
+    package var minor: UInt16
 
-    public init(major: UInt16, minor: UInt16) {
+    package init(major: UInt16, minor: UInt16) {
         self.major = major
         self.minor = minor
     }
 
-    public var description: String { "\(major).\(minor)" }
+    package var description: String { "\(major).\(minor)" }
 
-    public static func < (lhs: RoomID, rhs: RoomID) -> Bool { (lhs.major, lhs.minor) < (rhs.major, rhs.minor) }
+    package static func < (lhs: RoomID, rhs: RoomID) -> Bool { (lhs.major, lhs.minor) < (rhs.major, rhs.minor) }
 
     init?(reading reader: inout ByteReader) {
         guard let major = reader.uint16(), let minor = reader.uint16() else { return nil }
@@ -27,37 +27,37 @@ public struct RoomID: Hashable, Comparable, Sendable, CustomStringConvertible {
 }
 
 /// How near a guest is to the host, as the guest estimates it (`ProximityEstimator`).
-public enum Proximity: UInt8, CaseIterable, Comparable, Sendable {
+package enum Proximity: UInt8, CaseIterable, Comparable, Sendable {
     case immediate = 0, near = 1, far = 2
 
-    public var name: String { String(describing: self) }
+    package var name: String { String(describing: self) }
 
-    public static func < (lhs: Proximity, rhs: Proximity) -> Bool { lhs.rawValue < rhs.rawValue }
+    package static func < (lhs: Proximity, rhs: Proximity) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
 /// The host's beacon, to everyone in range every second: the room's numbers, a counter (guests
 /// count how many of the last ones reached them), the interval, and whether the room is closing.
-public struct Beacon: PacketKind, Equatable {
-    public static let code = KindTable.beacon
-    public var room: RoomID
-    public var counter: UInt32
-    public var intervalMilliseconds: UInt16
-    public var closing: Bool
+package struct Beacon: PacketKind, Equatable {
+    package static let code = KindTable.beacon
+    package var room: RoomID
+    package var counter: UInt32
+    package var intervalMilliseconds: UInt16
+    package var closing: Bool
 
-    public init(room: RoomID, counter: UInt32, intervalMilliseconds: UInt16, closing: Bool = false) {
+    package init(room: RoomID, counter: UInt32, intervalMilliseconds: UInt16, closing: Bool = false) {
         self.room = room
         self.counter = counter
         self.intervalMilliseconds = intervalMilliseconds
         self.closing = closing
     }
 
-    public init(reading reader: inout ByteReader) throws(DecodeError) {
+    package init(reading reader: inout ByteReader) throws(DecodeError) {
         guard let room = RoomID(reading: &reader), let counter = reader.uint32(), let interval = reader.uint16(),
               let flags = reader.byte(), flags <= 1 else { throw .malformedPayload("beacon") }
         self.init(room: room, counter: counter, intervalMilliseconds: interval, closing: flags == 1)
     }
 
-    public func write(to bytes: inout [UInt8]) {
+    package func write(to bytes: inout [UInt8]) {
         room.write(to: &bytes)
         bytes.appendBigEndian(counter)
         bytes.appendBigEndian(intervalMilliseconds)
@@ -68,25 +68,25 @@ public struct Beacon: PacketKind, Equatable {
 /// A guest to the host, every two seconds and whenever its proximity changes: "I am in your
 /// room, this near". The first one joins; the host's roster answers it, echoing `nonce` (the
 /// guest times the round trip).
-public struct RoomProbe: PacketKind, Equatable {
-    public static let code = KindTable.roomProbe
-    public var room: RoomID
-    public var nonce: UInt64
-    public var proximity: Proximity
+package struct RoomProbe: PacketKind, Equatable {
+    package static let code = KindTable.roomProbe
+    package var room: RoomID
+    package var nonce: UInt64
+    package var proximity: Proximity
 
-    public init(room: RoomID, nonce: UInt64, proximity: Proximity) {
+    package init(room: RoomID, nonce: UInt64, proximity: Proximity) {
         self.room = room
         self.nonce = nonce
         self.proximity = proximity
     }
 
-    public init(reading reader: inout ByteReader) throws(DecodeError) {
+    package init(reading reader: inout ByteReader) throws(DecodeError) {
         guard let room = RoomID(reading: &reader), let nonce = reader.uint64(), let code = reader.byte(),
               let proximity = Proximity(rawValue: code) else { throw .malformedPayload("room probe") }
         self.init(room: room, nonce: nonce, proximity: proximity)
     }
 
-    public func write(to bytes: inout [UInt8]) {
+    package func write(to bytes: inout [UInt8]) {
         room.write(to: &bytes)
         bytes.appendBigEndian(nonce)
         bytes.append(proximity.rawValue)
@@ -95,31 +95,31 @@ public struct RoomProbe: PacketKind, Equatable {
 
 /// The host to a guest: who is in the room (the host aside) and how near each is; in answer to
 /// a probe (`echo` is its nonce) or when the membership changed (`echo` 0).
-public struct RoomRoster: PacketKind, Equatable {
-    public static let code = KindTable.roomRoster
-    public struct Member: Equatable, Sendable {
-        public var key: Data
-        public var proximity: Proximity
-        public init(key: Data, proximity: Proximity) {
+package struct RoomRoster: PacketKind, Equatable {
+    package static let code = KindTable.roomRoster
+    package struct Member: Equatable, Sendable {
+        package var key: Data
+        package var proximity: Proximity
+        package init(key: Data, proximity: Proximity) {
             self.key = key
             self.proximity = proximity
         }
     }
 
     /// Guests a room holds: a roster must fit one datagram.
-    public static let capacity = 30
+    package static let capacity = 30
 
-    public var room: RoomID
-    public var echo: UInt64
-    public var members: [Member]
+    package var room: RoomID
+    package var echo: UInt64
+    package var members: [Member]
 
-    public init(room: RoomID, echo: UInt64, members: [Member]) {
+    package init(room: RoomID, echo: UInt64, members: [Member]) {
         self.room = room
         self.echo = echo
         self.members = members
     }
 
-    public init(reading reader: inout ByteReader) throws(DecodeError) {
+    package init(reading reader: inout ByteReader) throws(DecodeError) {
         guard let room = RoomID(reading: &reader), let echo = reader.uint64(), let count = reader.byte(),
               Int(count) <= Self.capacity else { throw .malformedPayload("room roster") }
         var members: [Member] = []
@@ -132,7 +132,7 @@ public struct RoomRoster: PacketKind, Equatable {
         self.init(room: room, echo: echo, members: members)
     }
 
-    public func write(to bytes: inout [UInt8]) {
+    package func write(to bytes: inout [UInt8]) {
         room.write(to: &bytes)
         bytes.appendBigEndian(echo)
         bytes.append(UInt8(min(members.count, Self.capacity)))
@@ -144,25 +144,25 @@ public struct RoomRoster: PacketKind, Equatable {
 }
 
 /// A guest leaving (to the host), or the host closing the room (to each guest).
-public struct RoomMembership: PacketKind, Equatable {
-    public static let code = KindTable.roomMembership
-    public enum Action: UInt8, Sendable { case leave = 1, close = 2 }
-    public var room: RoomID
-    public var action: Action
+package struct RoomMembership: PacketKind, Equatable {
+    package static let code = KindTable.roomMembership
+    package enum Action: UInt8, Sendable { case leave = 1, close = 2 }
+    package var room: RoomID
+    package var action: Action
 
-    public init(room: RoomID, action: Action) {
+    package init(room: RoomID, action: Action) {
         self.room = room
         self.action = action
     }
 
-    public init(reading reader: inout ByteReader) throws(DecodeError) {
+    package init(reading reader: inout ByteReader) throws(DecodeError) {
         guard let room = RoomID(reading: &reader), let code = reader.byte(), let action = Action(rawValue: code) else {
             throw .malformedPayload("room membership")
         }
         self.init(room: room, action: action)
     }
 
-    public func write(to bytes: inout [UInt8]) {
+    package func write(to bytes: inout [UInt8]) {
         room.write(to: &bytes)
         bytes.append(action.rawValue)
     }
@@ -170,15 +170,15 @@ public struct RoomMembership: PacketKind, Equatable {
 
 /// One member's copy of a line said in a room, sealed to that member alone (`MessageCrypto`,
 /// purpose `room`). `host` names the room with its numbers (numbers alone can be reused).
-public struct RoomLine: PacketKind, Equatable {
-    public static let code = KindTable.roomLine
-    public var room: RoomID
-    public var host: Data
-    public var id: Data
-    public var recipient: Data
-    public var sealed: Data
+package struct RoomLine: PacketKind, Equatable {
+    package static let code = KindTable.roomLine
+    package var room: RoomID
+    package var host: Data
+    package var id: Data
+    package var recipient: Data
+    package var sealed: Data
 
-    public init(room: RoomID, host: Data, id: Data, recipient: Data, sealed: Data) {
+    package init(room: RoomID, host: Data, id: Data, recipient: Data, sealed: Data) {
         self.room = room
         self.host = host
         self.id = id
@@ -186,14 +186,14 @@ public struct RoomLine: PacketKind, Equatable {
         self.sealed = sealed
     }
 
-    public init(reading reader: inout ByteReader) throws(DecodeError) {
+    package init(reading reader: inout ByteReader) throws(DecodeError) {
         guard let room = RoomID(reading: &reader), let host = reader.take(32), let id = reader.take(16),
               let recipient = reader.take(32), reader.remaining > MessageCrypto.overhead,
               let sealed = reader.take(reader.remaining) else { throw .malformedPayload("room line") }
         self.init(room: room, host: Data(host), id: Data(id), recipient: Data(recipient), sealed: Data(sealed))
     }
 
-    public func write(to bytes: inout [UInt8]) {
+    package func write(to bytes: inout [UInt8]) {
         room.write(to: &bytes)
         bytes += host
         bytes += id
@@ -203,26 +203,26 @@ public struct RoomLine: PacketKind, Equatable {
 }
 
 /// A member's acknowledgement of its copy of a room line.
-public struct RoomLineAck: PacketKind, Equatable {
-    public static let code = KindTable.roomLineAck
-    public var room: RoomID
-    public var host: Data
-    public var id: Data
+package struct RoomLineAck: PacketKind, Equatable {
+    package static let code = KindTable.roomLineAck
+    package var room: RoomID
+    package var host: Data
+    package var id: Data
 
-    public init(room: RoomID, host: Data, id: Data) {
+    package init(room: RoomID, host: Data, id: Data) {
         self.room = room
         self.host = host
         self.id = id
     }
 
-    public init(reading reader: inout ByteReader) throws(DecodeError) {
+    package init(reading reader: inout ByteReader) throws(DecodeError) {
         guard let room = RoomID(reading: &reader), let host = reader.take(32), let id = reader.take(16) else {
             throw .malformedPayload("room acknowledgement")
         }
         self.init(room: room, host: Data(host), id: Data(id))
     }
 
-    public func write(to bytes: inout [UInt8]) {
+    package func write(to bytes: inout [UInt8]) {
         room.write(to: &bytes)
         bytes += host
         bytes += id

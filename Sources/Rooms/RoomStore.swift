@@ -6,21 +6,21 @@ import Wire
 
 /// A room as stored: its numbers with its host's key (numbers alone can be reused), on this
 /// profile.
-public struct StoredRoom: Equatable, Sendable {
-    public var id: Int64
-    public var room: RoomID
-    public var hostKey: Data
+package struct StoredRoom: Equatable, Sendable {
+    package var id: Int64
+    package var room: RoomID
+    package var hostKey: Data
 }
 
 /// Room lines, paged like conversations: each line once (a copy sent again is recognised by its
 /// sender and id), numbered per room, with how many members got our own.
-public struct RoomStore: Sendable {
-    public let database: SeanceDatabase
+package struct RoomStore: Sendable {
+    package let database: SeanceDatabase
 
-    public init(database: SeanceDatabase) { self.database = database }
+    package init(database: SeanceDatabase) { self.database = database }
 
     /// The room, created on first use.
-    public func room(_ room: RoomID, host: Data, hostName: String, myKey: Data, now: Double) throws -> StoredRoom {
+    package func room(_ room: RoomID, host: Data, hostName: String, myKey: Data, now: Double) throws -> StoredRoom {
         try database.write { db in
             try db.execute(sql: """
                 INSERT INTO room (myKey, hostKey, major, minor, hostName, lastActivity) VALUES (?, ?, ?, ?, ?, ?)
@@ -33,7 +33,7 @@ public struct RoomStore: Sendable {
     }
 
     /// A line received; nil when it was stored already (a copy sent again).
-    public func received(in room: Int64, id: Data, sender: Data, senderName: String, text: String, sentAt: Double,
+    package func received(in room: Int64, id: Data, sender: Data, senderName: String, text: String, sentAt: Double,
                          now: Double) throws -> ChatMessage? {
         try database.write { db in
             try db.execute(sql: """
@@ -46,7 +46,7 @@ public struct RoomStore: Sendable {
     }
 
     /// A line of ours, sent to `copies` members.
-    public func sent(in room: Int64, id: Data, me: Data, myName: String, text: String, copies: Int, now: Double) throws -> ChatMessage {
+    package func sent(in room: Int64, id: Data, me: Data, myName: String, text: String, copies: Int, now: Double) throws -> ChatMessage {
         try database.write { db in
             try db.execute(sql: """
                 INSERT INTO roomMessage (roomId, number, messageId, senderKey, senderName, outgoing, text, sentAt, copies)
@@ -57,7 +57,7 @@ public struct RoomStore: Sendable {
     }
 
     /// One more member acknowledged our line `id`: its number, and whether every copy is now in.
-    public func acknowledged(in room: Int64, id: Data, me: Data, now: Double) throws -> (row: Int64, number: Int64, all: Bool)? {
+    package func acknowledged(in room: Int64, id: Data, me: Data, now: Double) throws -> (row: Int64, number: Int64, all: Bool)? {
         try database.write { db in
             try db.execute(sql: """
                 UPDATE roomMessage SET acknowledged = acknowledged + 1, receivedAt = coalesce(receivedAt, ?)
@@ -71,7 +71,7 @@ public struct RoomStore: Sendable {
     }
 
     /// The newest lines before row `before` (nil: the newest of all), oldest first.
-    public func page(_ room: Int64, before: Int64? = nil, limit: Int = MessageStore.pageSize) throws -> [ChatMessage] {
+    package func page(_ room: Int64, before: Int64? = nil, limit: Int = MessageStore.pageSize) throws -> [ChatMessage] {
         try database.read { db in
             try Row.fetchAll(db, sql: "\(Self.columns) WHERE roomId = ? AND id < ? ORDER BY id DESC LIMIT ?",
                              arguments: [room, before ?? Int64.max, limit]).reversed().map(Self.message)
@@ -94,11 +94,11 @@ public struct RoomStore: Sendable {
     }
 }
 
-public enum RoomsSchema {
+package enum RoomsSchema {
     /// Every migration of this feature, in order.
-    public static let migrations = [rooms]
+    package static let migrations = [rooms]
 
-    public static let rooms = Migration("v12-rooms") { db in
+    package static let rooms = Migration("v12-rooms") { db in
         try db.create(table: "room") { t in
             t.autoIncrementedPrimaryKey("id")
             t.column("myKey", .blob).notNull()

@@ -5,46 +5,46 @@ import Dispatch
 /// return at once, and the shell thread asks it synchronously. State confined to it lives in
 /// `EngineBound` boxes, whose accessors check that they run here: no lock is needed, so none
 /// is ever held across database I/O or a callback.
-public final class Engine: Sendable {
-    public let queue: DispatchQueue
+package final class Engine: Sendable {
+    package let queue: DispatchQueue
     /// The clock and timers of everything on this engine.
-    public let scheduler: Scheduler
+    package let scheduler: Scheduler
     private let marker = DispatchSpecificKey<UInt8>()
 
-    public init(label: String = "seance.engine", scheduler: Scheduler = SystemScheduler()) {
+    package init(label: String = "seance.engine", scheduler: Scheduler = SystemScheduler()) {
         queue = DispatchQueue(label: label)
         self.scheduler = scheduler
         queue.setSpecific(key: marker, value: 1)
     }
 
-    public var now: Double { scheduler.now }
+    package var now: Double { scheduler.now }
 
     /// True on the engine's queue.
-    public var isCurrent: Bool { DispatchQueue.getSpecific(key: marker) != nil }
+    package var isCurrent: Bool { DispatchQueue.getSpecific(key: marker) != nil }
 
     /// Stops the program when called off the engine's queue (checked in debug builds, which the
     /// tests run, as swift-nio's `assertInEventLoop`; a release build pays nothing per access).
-    public func assertCurrent(file: StaticString = #fileID, line: UInt = #line) {
+    package func assertCurrent(file: StaticString = #fileID, line: UInt = #line) {
         assert(isCurrent, "engine state touched off the engine's queue", file: file, line: line)
     }
 
     /// Runs `body` on the engine and waits for it (at once when already there).
-    public func sync<T>(_ body: () throws -> T) rethrows -> T {
+    package func sync<T>(_ body: () throws -> T) rethrows -> T {
         isCurrent ? try body() : try queue.sync(execute: body)
     }
 
     /// Runs `body` on the engine soon, after what it was handed already; the caller does not
     /// wait. Goes through the scheduler, so a test's `ManualScheduler` knows of it.
-    public func async(_ body: @escaping @Sendable () -> Void) { scheduler.soon(on: queue, body) }
+    package func async(_ body: @escaping @Sendable () -> Void) { scheduler.soon(on: queue, body) }
 
     /// Runs `body` on the engine after `seconds`, by the engine's scheduler.
     @discardableResult
-    public func after(_ seconds: Double, _ body: @escaping @Sendable () -> Void) -> Cancellable {
+    package func after(_ seconds: Double, _ body: @escaping @Sendable () -> Void) -> Cancellable {
         scheduler.after(seconds, on: queue, body)
     }
 
     /// Runs `body` on the engine now and every `seconds`, by the engine's scheduler.
-    public func every(_ seconds: Double, _ body: @escaping @Sendable () -> Void) -> Cancellable {
+    package func every(_ seconds: Double, _ body: @escaping @Sendable () -> Void) -> Cancellable {
         scheduler.every(seconds, on: queue, body)
     }
 }
@@ -52,18 +52,18 @@ public final class Engine: Sendable {
 /// State that belongs to an engine: read and changed only on its queue, which every accessor
 /// checks (`Engine.assertCurrent`), as swift-nio's `NIOLoopBound` checks its event loop. The
 /// shell thread reaches it through `engine.sync`.
-public final class EngineBound<Value>: @unchecked Sendable {
+package final class EngineBound<Value>: @unchecked Sendable {
     // Safe to send: `value` is touched only on `engine`'s serial queue, and every access below
     // checks that it is (the box itself is immutable apart from it).
     private var storage: Value
-    public let engine: Engine
+    package let engine: Engine
 
-    public init(_ value: Value, engine: Engine) {
+    package init(_ value: Value, engine: Engine) {
         storage = value
         self.engine = engine
     }
 
-    public var value: Value {
+    package var value: Value {
         get {
             engine.assertCurrent()
             return storage
@@ -80,7 +80,7 @@ public final class EngineBound<Value>: @unchecked Sendable {
 
     /// Runs `body` on the value in place (no copy of a large one).
     @discardableResult
-    public func update<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+    package func update<T>(_ body: (inout Value) throws -> T) rethrows -> T {
         engine.assertCurrent()
         return try body(&storage)
     }

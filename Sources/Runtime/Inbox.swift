@@ -4,7 +4,7 @@ import Synchronization
 /// Lines produced off the main thread (an incoming message, a peer arriving), waiting for the
 /// terminal's owner to print them. Posting also writes a byte to a pipe, which wakes the line
 /// reader out of its wait for a key.
-public final class AsyncInbox: Sendable {
+package final class AsyncInbox: Sendable {
     private struct State {
         var notices: [Notice] = []
         /// A wake-up byte is in the pipe and not yet read: another would wake nobody more.
@@ -13,9 +13,9 @@ public final class AsyncInbox: Sendable {
 
     private let state = Mutex(State())
     /// Read end first; the line reader polls the read end together with stdin.
-    public let wakeFDs: (read: Int32, write: Int32)
+    package let wakeFDs: (read: Int32, write: Int32)
 
-    public init() {
+    package init() {
         var fds: [Int32] = [-1, -1]
         if pipe(&fds) == 0 {
             for fd in fds {
@@ -33,10 +33,10 @@ public final class AsyncInbox: Sendable {
 
     /// Queues a line for printing above the prompt. Safe from any thread. Under a stream of
     /// lines (a burst of messages) only the first writes to the pipe until the reader wakes.
-    public func post(_ line: String) { post(.line(line)) }
+    package func post(_ line: String) { post(.line(line)) }
 
     /// Queues a notice (a line, or lines printed earlier to write over). Safe from any thread.
-    public func post(_ notice: Notice) {
+    package func post(_ notice: Notice) {
         let wakeNeeded = state.withLock { state in
             state.notices.append(notice)
             defer { state.woken = true }
@@ -46,7 +46,7 @@ public final class AsyncInbox: Sendable {
     }
 
     /// Wakes the reader without a line (a signal handler uses the same pipe directly).
-    public func wake() {
+    package func wake() {
         state.withLock { $0.woken = true }
         writeWakeByte()
     }
@@ -57,13 +57,13 @@ public final class AsyncInbox: Sendable {
     }
 
     /// Empties the wake-up pipe but keeps the queued lines, for a waiter that cannot print now.
-    public func clearWake() {
+    package func clearWake() {
         emptyPipe()
         state.withLock { $0.woken = false }
     }
 
     /// Takes every queued notice, oldest first.
-    public func drain() -> [Notice] {
+    package func drain() -> [Notice] {
         // The pipe first, then the lines and the flag together: a line posted after the lines
         // were taken writes a new byte (one posted while the pipe empties writes a byte that
         // wakes the reader once for nothing) — never a line left without a wake-up.
@@ -79,7 +79,7 @@ public final class AsyncInbox: Sendable {
 
     /// Takes every queued notice as the lines printed where nothing on screen can be written
     /// over (a pipe).
-    public func drainLines(columns: Int = 80) -> [String] {
+    package func drainLines(columns: Int = 80) -> [String] {
         drain().flatMap { notice -> [String] in
             switch notice {
             case .line(let line): return [line]
@@ -96,7 +96,7 @@ public final class AsyncInbox: Sendable {
 }
 
 /// What the shell's thread is given to print from elsewhere.
-public enum Notice: Sendable {
+package enum Notice: Sendable {
     case line(String)
     /// Lines laid out for the terminal's width when they are printed (a bubble: the window
     /// may have been resized since the notice was made).
@@ -108,13 +108,13 @@ public enum Notice: Sendable {
 }
 
 /// A line to write over the one printed with `mark`, rendered for the terminal's width then.
-public struct Overwrite: Sendable {
-    public let mark: String
+package struct Overwrite: Sendable {
+    package let mark: String
     /// The caller's own number for it (which message).
-    public let id: Int64
-    public let render: @Sendable (_ columns: Int) -> String
+    package let id: Int64
+    package let render: @Sendable (_ columns: Int) -> String
 
-    public init(mark: String, id: Int64, render: @escaping @Sendable (_ columns: Int) -> String) {
+    package init(mark: String, id: Int64, render: @escaping @Sendable (_ columns: Int) -> String) {
         self.mark = mark
         self.id = id
         self.render = render

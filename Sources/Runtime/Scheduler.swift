@@ -2,13 +2,13 @@ import Dispatch
 import Synchronization
 
 /// Something scheduled that can be called off.
-public protocol Cancellable: Sendable {
+package protocol Cancellable: Sendable {
     func cancel()
 }
 
 /// The one source of time and timers: the real one in the program, a manual one in tests
 /// (where time moves only when the test says, and every timer fires in order).
-public protocol Scheduler: Sendable {
+package protocol Scheduler: Sendable {
     /// Seconds since 1970.
     var now: Double { get }
     /// Runs `body` on `queue` once, `seconds` from now.
@@ -21,12 +21,12 @@ public protocol Scheduler: Sendable {
 }
 
 /// Wall-clock time and Dispatch timers.
-public final class SystemScheduler: Scheduler {
-    public init() {}
+package final class SystemScheduler: Scheduler {
+    package init() {}
 
-    public var now: Double { SystemTime.wall() }
+    package var now: Double { SystemTime.wall() }
 
-    public func soon(on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) { queue.async(execute: body) }
+    package func soon(on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) { queue.async(execute: body) }
 
     private final class Timer: Cancellable, @unchecked Sendable {
         let source: DispatchSourceTimer
@@ -35,7 +35,7 @@ public final class SystemScheduler: Scheduler {
     }
 
     @discardableResult
-    public func after(_ seconds: Double, on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) -> Cancellable {
+    package func after(_ seconds: Double, on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) -> Cancellable {
         let source = DispatchSource.makeTimerSource(queue: queue)
         source.schedule(deadline: .now() + seconds, leeway: .milliseconds(1))
         source.setEventHandler { body(); source.cancel() }
@@ -43,7 +43,7 @@ public final class SystemScheduler: Scheduler {
         return Timer(source)
     }
 
-    public func every(_ seconds: Double, on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) -> Cancellable {
+    package func every(_ seconds: Double, on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) -> Cancellable {
         let source = DispatchSource.makeTimerSource(queue: queue)
         source.schedule(deadline: .now(), repeating: seconds, leeway: .milliseconds(max(1, Int(seconds * 100))))
         source.setEventHandler(handler: body)
@@ -57,7 +57,7 @@ public final class SystemScheduler: Scheduler {
 /// `soon` (an engine's `async`: a packet arriving, a write queued) is a timer due at once, so
 /// `runUntilIdle` runs everything that follows from what the test did, however many hops it
 /// takes. For deterministic tests of presence, expiry, retransmission and every feature.
-public final class ManualScheduler: Scheduler {
+package final class ManualScheduler: Scheduler {
     private struct Task {
         var id: Int
         var due: Double
@@ -74,12 +74,12 @@ public final class ManualScheduler: Scheduler {
 
     private let state: Mutex<State>
 
-    public init(now: Double = 1_800_000_000) { state = Mutex(State(now: now)) }
+    package init(now: Double = 1_800_000_000) { state = Mutex(State(now: now)) }
 
-    public var now: Double { state.withLock { $0.now } }
+    package var now: Double { state.withLock { $0.now } }
 
     /// Timers not fired or cancelled yet (a test checks that nothing is left to wake up for).
-    public var waiting: Int { state.withLock { $0.tasks.count } }
+    package var waiting: Int { state.withLock { $0.tasks.count } }
 
     private final class Handle: Cancellable {
         let id: Int
@@ -101,25 +101,25 @@ public final class ManualScheduler: Scheduler {
     }
 
     @discardableResult
-    public func after(_ seconds: Double, on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) -> Cancellable {
+    package func after(_ seconds: Double, on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) -> Cancellable {
         add(seconds, interval: nil, queue: queue, body: body)
     }
 
-    public func every(_ seconds: Double, on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) -> Cancellable {
+    package func every(_ seconds: Double, on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) -> Cancellable {
         add(0, interval: seconds, queue: queue, body: body)
     }
 
-    public func soon(on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) {
+    package func soon(on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) {
         _ = add(0, interval: nil, queue: queue, body: body)
     }
 
     /// Runs everything due now, and everything that causes at once, until nothing is left to do
     /// before the clock moves.
-    public func runUntilIdle() { advance(by: 0) }
+    package func runUntilIdle() { advance(by: 0) }
 
     /// Moves time forward by `seconds`, firing what falls due on the way (what a task hands on
     /// runs at the task's time, before anything later), then runs until idle.
-    public func advance(by seconds: Double) {
+    package func advance(by seconds: Double) {
         let end = now + seconds
         while true {
             let next = state.withLock { state -> Task? in

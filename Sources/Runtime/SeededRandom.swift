@@ -1,16 +1,16 @@
 /// A small, fast, reproducible generator (SplitMix64): the same `--seed` gives the same game.
-public struct SeededRandom: RandomNumberGenerator, Sendable {
+package struct SeededRandom: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
-    public init(seed: UInt64) { state = seed }
+    package init(seed: UInt64) { state = seed }
 
     /// Seeded from the system's generator, for runs without `--seed`.
-    public init() {
+    package init() {
         var system = SystemRandomNumberGenerator()
         state = system.next()
     }
 
-    public mutating func next() -> UInt64 {
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

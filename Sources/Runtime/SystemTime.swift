@@ -2,15 +2,15 @@ import Glibc
 
 /// The machine's clocks, read here and nowhere else: everything else asks a `Scheduler` (which
 /// a test replaces), or, for a wait at the terminal, `monotonic`.
-public enum SystemTime {
+package enum SystemTime {
     /// Seconds since 1970.
-    public static func wall() -> Double { read(CLOCK_REALTIME) }
+    package static func wall() -> Double { read(CLOCK_REALTIME) }
 
     /// Seconds since an arbitrary moment, never set back: for measuring a wait.
-    public static func monotonic() -> Double { read(CLOCK_MONOTONIC) }
+    package static func monotonic() -> Double { read(CLOCK_MONOTONIC) }
 
     /// Blocks the calling thread (a login's growing delay: nothing else may run meanwhile).
-    public static func sleep(_ seconds: Double) {
+    package static func sleep(_ seconds: Double) {
         guard seconds > 0 else { return }
         var request = timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9))
         var left = timespec()

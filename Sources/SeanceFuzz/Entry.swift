@@ -9,7 +9,7 @@ private let target: FuzzTarget = {
 }()
 
 @_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
+package func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     target.run(size == 0 ? [] : Array(UnsafeBufferPointer(start: data, count: size)))
     return 0
 }

@@ -1,16 +1,16 @@
 /// A suggestion for Tab: the text to insert and a one-line description.
-public struct Candidate: Equatable, Sendable {
-    public var text: String
-    public var description: String
+package struct Candidate: Equatable, Sendable {
+    package var text: String
+    package var description: String
 
-    public init(_ text: String, _ description: String = "") {
+    package init(_ text: String, _ description: String = "") {
         self.text = text
         self.description = description
     }
 }
 
 /// What an argument holds, which decides how Tab completes it.
-public enum ArgumentKind {
+package enum ArgumentKind {
     case text
     case integer
     /// One of a fixed set of words, each with a description.
@@ -24,22 +24,22 @@ public enum ArgumentKind {
 }
 
 /// One argument of a command: positional, or an option written `--name VALUE`.
-public struct ArgumentSpec {
-    public var name: String
-    public var kind: ArgumentKind
-    public var isOptional: Bool
+package struct ArgumentSpec {
+    package var name: String
+    package var kind: ArgumentKind
+    package var isOptional: Bool
     /// Takes every remaining word (joined with spaces).
-    public var isRest: Bool
+    package var isRest: Bool
     /// Non-nil for an option: its flag, such as `--image`.
-    public var flag: String?
-    public var help: String
+    package var flag: String?
+    package var help: String
 
-    public static func positional(_ name: String, _ kind: ArgumentKind = .text, optional: Bool = false,
+    package static func positional(_ name: String, _ kind: ArgumentKind = .text, optional: Bool = false,
                                   rest: Bool = false, help: String = "") -> ArgumentSpec {
         ArgumentSpec(name: name, kind: kind, isOptional: optional, isRest: rest, flag: nil, help: help)
     }
 
-    public static func option(_ flag: String, _ name: String, _ kind: ArgumentKind = .text,
+    package static func option(_ flag: String, _ name: String, _ kind: ArgumentKind = .text,
                               optional: Bool = true, help: String = "") -> ArgumentSpec {
         ArgumentSpec(name: name, kind: kind, isOptional: optional, isRest: false, flag: flag, help: help)
     }
@@ -51,8 +51,8 @@ public struct ArgumentSpec {
 }
 
 /// The arguments of one invocation, checked against the command's specs.
-public struct Arguments {
-    public let words: [String]
+package struct Arguments {
+    package let words: [String]
     private var values: [String: String]
 
     init(words: [String], values: [String: String]) {
@@ -61,10 +61,10 @@ public struct Arguments {
     }
 
     /// The value of the argument or option named `name`, if given.
-    public subscript(_ name: String) -> String? { values[name] }
+    package subscript(_ name: String) -> String? { values[name] }
 
     /// The value of `name` as an integer; an error names the argument when it is not one.
-    public func integer(_ name: String) throws(ShellError) -> Int? {
+    package func integer(_ name: String) throws(ShellError) -> Int? {
         guard let text = values[name] else { return nil }
         guard let value = Int(text) else { throw .badArgument("\(name) must be a whole number, not '\(text)'") }
         return value
@@ -72,7 +72,7 @@ public struct Arguments {
 
     /// `--wait SECONDS` (the option's value named `seconds`): 0 to 3600, for scripts that wait on
     /// the network.
-    public func waitSeconds() throws(ShellError) -> Double? {
+    package func waitSeconds() throws(ShellError) -> Double? {
         guard let text = values["seconds"] else { return nil }
         guard let seconds = Double(text), (0...3_600).contains(seconds) else {
             throw .badArgument("--wait takes seconds from 0 to 3600, not '\(text)'")
@@ -117,7 +117,7 @@ public struct Arguments {
 }
 
 /// Where a command can be run.
-public enum CommandScope: Hashable, Sendable {
+package enum CommandScope: Hashable, Sendable {
     /// Everywhere.
     case global
     /// In one mode (or from anywhere with the mode's name as a prefix).
@@ -125,17 +125,17 @@ public enum CommandScope: Hashable, Sendable {
 }
 
 /// A command of the shell: everything `help`, completion and dispatch need to know.
-public struct Command {
-    public var name: String
-    public var aliases: [String]
-    public var scope: CommandScope
-    public var arguments: [ArgumentSpec]
-    public var summary: String
+package struct Command {
+    package var name: String
+    package var aliases: [String]
+    package var scope: CommandScope
+    package var arguments: [ArgumentSpec]
+    package var summary: String
     /// Longer help shown by `help NAME`, after the usage line.
-    public var details: String
-    public var run: (Invocation) throws -> Void
+    package var details: String
+    package var run: (Invocation) throws -> Void
 
-    public init(_ name: String, aliases: [String] = [], scope: CommandScope, arguments: [ArgumentSpec] = [],
+    package init(_ name: String, aliases: [String] = [], scope: CommandScope, arguments: [ArgumentSpec] = [],
                 summary: String, details: String = "", run: @escaping (Invocation) throws -> Void) {
         self.name = name
         self.aliases = aliases
@@ -146,19 +146,19 @@ public struct Command {
         self.run = run
     }
 
-    public var usage: String {
+    package var usage: String {
         (["usage: " + name] + arguments.map(\.usage)).joined(separator: " ")
     }
 }
 
 /// One run of a command: its checked arguments and the shell it runs in.
-public struct Invocation {
-    public let shell: Shell
-    public let arguments: Arguments
+package struct Invocation {
+    package let shell: Shell
+    package let arguments: Arguments
     /// The name the user typed (possibly an alias).
-    public let name: String
+    package let name: String
     /// The mode the command runs in: the current one, or the one named as a prefix.
-    public let mode: String?
+    package let mode: String?
 
-    public var console: Console { shell.console }
+    package var console: Console { shell.console }
 }

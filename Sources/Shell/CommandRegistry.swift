@@ -1,14 +1,14 @@
 import Terminal
 
 /// Every command and mode of the shell, looked up by name and alias.
-public struct CommandRegistry {
-    public private(set) var commands: [Command] = []
-    public private(set) var modes: [Mode] = []
+package struct CommandRegistry {
+    package private(set) var commands: [Command] = []
+    package private(set) var modes: [Mode] = []
     private var indexByScope: [CommandScope: [String: Int]] = [:]
 
-    public init() {}
+    package init() {}
 
-    public mutating func add(_ command: Command) {
+    package mutating func add(_ command: Command) {
         var names = indexByScope[command.scope] ?? [:]
         for name in [command.name] + command.aliases {
             precondition(names[name] == nil, "command '\(name)' registered twice")
@@ -18,43 +18,43 @@ public struct CommandRegistry {
         commands.append(command)
     }
 
-    public mutating func add(_ mode: Mode) {
+    package mutating func add(_ mode: Mode) {
         precondition(self.mode(named: mode.name) == nil, "mode '\(mode.name)' registered twice")
         modes.append(mode)
     }
 
-    public func mode(named name: String) -> Mode? { modes.first { $0.name == name } }
+    package func mode(named name: String) -> Mode? { modes.first { $0.name == name } }
 
     /// The command `name` as seen from `mode` (nil: the top level): the mode's own first, then global.
-    public func command(named name: String, inMode mode: String?) -> Command? {
+    package func command(named name: String, inMode mode: String?) -> Command? {
         if let mode, let i = indexByScope[.mode(mode)]?[name] { return commands[i] }
         if let i = indexByScope[.global]?[name] { return commands[i] }
         return nil
     }
 
     /// The commands that apply in `mode`: its own, then the global ones.
-    public func commands(inMode mode: String?) -> [Command] {
+    package func commands(inMode mode: String?) -> [Command] {
         let own = mode.map { m in commands.filter { $0.scope == .mode(m) } } ?? []
         return own + commands.filter { $0.scope == .global }
     }
 
     /// The modes whose command `name` is, for a hint when it is typed elsewhere.
-    public func modesOwning(_ name: String) -> [String] {
+    package func modesOwning(_ name: String) -> [String] {
         modes.compactMap { mode in indexByScope[.mode(mode.name)]?[name] != nil ? mode.name : nil }
     }
 
     /// Every word that can start a command in `mode`: command names, aliases and mode names.
-    public func words(inMode mode: String?) -> [String] {
+    package func words(inMode mode: String?) -> [String] {
         commands(inMode: mode).flatMap { [$0.name] + $0.aliases } + modes.map(\.name)
     }
 
     /// The nearest known word to a mistyped `name`.
-    public func suggestion(for name: String, inMode mode: String?) -> String? {
+    package func suggestion(for name: String, inMode mode: String?) -> String? {
         EditDistance.nearest(to: name, in: words(inMode: mode))
     }
 
     /// `help` for a mode: its commands, the commands that work everywhere, and the modes.
-    public func helpText(inMode mode: String?, styler: Styler, columns: Int = 80) -> String {
+    package func helpText(inMode mode: String?, styler: Styler, columns: Int = 80) -> String {
         func rows(_ list: [(String, String)]) -> [String] {
             let width = min(28, (list.map { $0.0.displayWidth }.max() ?? 0) + 2)
             return list.flatMap { DisplayWidth.described($0.0, $0.1, labelWidth: width, totalWidth: columns) }
@@ -85,7 +85,7 @@ public struct CommandRegistry {
     }
 
     /// `help NAME`: usage, summary, arguments and details of one command, or a mode's overview.
-    public func helpText(for name: String, inMode mode: String?, styler: Styler, columns: Int = 80) throws(ShellError) -> String {
+    package func helpText(for name: String, inMode mode: String?, styler: Styler, columns: Int = 80) throws(ShellError) -> String {
         if let target = self.mode(named: name) {
             return "\(target.name): \(target.summary)\n\n" + helpText(inMode: target.name, styler: styler, columns: columns)
         }

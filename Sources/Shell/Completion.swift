@@ -2,18 +2,18 @@ import Glibc
 import Terminal
 
 /// What Tab can do with the text before the cursor.
-public struct Completion: Equatable {
+package struct Completion: Equatable {
     /// How many Unicode scalars before the cursor the inserted text replaces.
-    public var replacedScalarCount: Int
+    package var replacedScalarCount: Int
     /// Matching candidates, in display order.
-    public var candidates: [Candidate]
+    package var candidates: [Candidate]
     /// True when the inserted text must be quoted for the tokenizer (false for form fields).
-    public var quotes: Bool
+    package var quotes: Bool
 
     /// The text to put in place of the replaced part when the candidates agree on it: the single
     /// candidate followed by a space (a directory by nothing), or the candidates' common prefix.
     /// Nil when there is nothing more to insert.
-    public func insertion(current: String) -> String? {
+    package func insertion(current: String) -> String? {
         guard let first = candidates.first else { return nil }
         if candidates.count == 1 {
             let text = first.text
@@ -36,7 +36,7 @@ public struct Completion: Equatable {
     }
 
     /// Candidates laid out one a line with their descriptions in a column.
-    public func listing(columns: Int) -> String {
+    package func listing(columns: Int) -> String {
         let width = min(32, (candidates.map { $0.text.displayWidth }.max() ?? 0) + 2)
         return candidates.flatMap { candidate in
             guard !candidate.description.isEmpty else { return ["  " + candidate.text] }
@@ -48,7 +48,7 @@ public struct Completion: Equatable {
 
 extension Shell {
     /// Completions for the command being typed, in the current mode.
-    public func completion(for textBeforeCursor: String) -> Completion {
+    package func completion(for textBeforeCursor: String) -> Completion {
         var text = textBeforeCursor
         if let currentMode, let messages = registry.mode(named: currentMode)?.messages, messages.isActive() {
             // In a conversation a line is a message; only `/command` lines complete.
@@ -116,8 +116,8 @@ extension Shell {
 }
 
 /// File names for arguments that are paths: `~/` is expanded for listing but kept as typed.
-public enum PathCompletion {
-    public static func candidates(for typed: String, home: String? = nil) -> [Candidate] {
+package enum PathCompletion {
+    package static func candidates(for typed: String, home: String? = nil) -> [Candidate] {
         let slash = typed.lastIndex(of: "/")
         let directoryPart = slash.map { String(typed[...$0]) } ?? ""
         let base = slash.map { String(typed[typed.index(after: $0)...]) } ?? typed

@@ -6,14 +6,14 @@ import Terminal
 /// The one writer of the terminal. Command output is buffered and written to stdout in large
 /// chunks (batch throughput depends on it); errors flush stdout first so the two streams keep
 /// their order when they go to the same place.
-public final class Console {
-    public let capabilities: Capabilities
-    public let styler: Styler
-    public let inbox = AsyncInbox()
+package final class Console {
+    package let capabilities: Capabilities
+    package let styler: Styler
+    package let inbox = AsyncInbox()
     /// Terminal width in columns; the interactive reader updates it on SIGWINCH.
-    public var columns: Int
+    package var columns: Int
     /// Terminal height in rows, kept like `columns`: views that could be long fit it.
-    public var rows: Int
+    package var rows: Int
 
     private var buffer: [UInt8] = []
     private let outputFD: Int32
@@ -29,7 +29,7 @@ public final class Console {
     /// Captured output, for tests that drive the shell without a process.
     private var capture: [String]?
 
-    public init(capabilities: Capabilities, columns: Int = 80, rows: Int = 24, outputFD: Int32 = 1, errorFD: Int32 = 2) {
+    package init(capabilities: Capabilities, columns: Int = 80, rows: Int = 24, outputFD: Int32 = 1, errorFD: Int32 = 2) {
         self.rows = rows
         self.capabilities = capabilities
         self.styler = Styler(capabilities)
@@ -40,32 +40,32 @@ public final class Console {
     }
 
     /// A console that records what it would print, for tests.
-    public static func capturing(_ capabilities: Capabilities = .plain, columns: Int = 80, rows: Int = 24) -> Console {
+    package static func capturing(_ capabilities: Capabilities = .plain, columns: Int = 80, rows: Int = 24) -> Console {
         let console = Console(capabilities: capabilities, columns: columns, rows: rows, outputFD: -1, errorFD: -1)
         console.capture = []
         return console
     }
 
     /// Everything captured so far (stdout and stderr, in order), and forgets it.
-    public func takeCaptured() -> String {
+    package func takeCaptured() -> String {
         defer { capture = [] }
         return (capture ?? []).joined()
     }
 
     /// Writes `text` and a newline to stdout.
-    public func print(_ text: String = "") {
+    package func print(_ text: String = "") {
         write(text + "\n")
     }
 
     /// Writes `text` and a newline, and remembers where, so that `Notice.update` can write over
     /// it later (a message's delivery state).
-    public func print(_ text: String, mark: @autoclosure () -> String) {
+    package func print(_ text: String, mark: @autoclosure () -> String) {
         if screen != nil { screen!.mark(mark(), keepingWithin: rows) }
         print(text)
     }
 
     /// True when marked lines can be written over: the output is a terminal being followed.
-    public var overwrites: Bool { screen != nil }
+    package var overwrites: Bool { screen != nil }
 
     /// Starts following the screen, for `print(_:mark:)` and `Notice.update`.
     func followScreen() { screen = ScreenRows() }
@@ -78,7 +78,7 @@ public final class Console {
     func lineAccepted(width: Int) { screen?.finishLine(width: width, columns: columns) }
 
     /// Writes `text` to stdout as is.
-    public func write(_ text: String) {
+    package func write(_ text: String) {
         screen?.advance(over: text, columns: columns)
         writeUnfollowed(text)
     }
@@ -92,7 +92,7 @@ public final class Console {
     }
 
     /// Writes one error line to stderr, after whatever stdout holds.
-    public func error(_ text: String) {
+    package func error(_ text: String) {
         screen?.advance(over: text + "\n", columns: columns)
         if capture != nil { capture!.append(text + "\n"); return }
         flush()
@@ -111,7 +111,7 @@ public final class Console {
         return true
     }
 
-    public func flush() {
+    package func flush() {
         guard !buffer.isEmpty else { return }
         Console.writeAll(outputFD, buffer)
         buffer.removeAll(keepingCapacity: true)
@@ -119,7 +119,7 @@ public final class Console {
 
     /// Prints lines that arrived asynchronously: above the prompt when one is being edited,
     /// otherwise in sequence with other output.
-    public func printPending() {
+    package func printPending() {
         let notices = inbox.drain()
         guard !notices.isEmpty else { return }
         var lines: [String] = []

@@ -8,8 +8,8 @@ import Terminal
 ///
 /// libedit calls back into Swift through C function pointers; each callback finds this object
 /// through `EL_CLIENTDATA`. Everything runs on the thread that calls `readLine`.
-public final class EditLineReader: LineReader {
-    private let editLine: OpaquePointer
+package final class EditLineReader: LineReader {
+    let editLine: OpaquePointer
     /// What Up and Ctrl-R walk: everything run this session, messages included.
     private let history: OpaquePointer
     /// What the history file holds: commands only (messages are not kept on disk).
@@ -17,27 +17,27 @@ public final class EditLineReader: LineReader {
     private let historyPath: String?
     private let console: Console
     /// Completes the text before the cursor; set by whoever owns the shell.
-    public var complete: (String) -> Completion = { _ in Completion(replacedScalarCount: 0, candidates: [], quotes: true) }
+    package var complete: (String) -> Completion = { _ in Completion(replacedScalarCount: 0, candidates: [], quotes: true) }
     /// The prompt's label as it is now; set by whoever owns the shell. Something that happens
     /// while a line is typed (joining a room heard meanwhile) changes it, and the prompt drawn
     /// again below a notice shows it.
-    public var promptLabel: (() -> String)?
+    package var promptLabel: (() -> String)?
     /// The label of the prompt shown (nil while a form asks a question instead).
     private var shownLabel: String?
 
     private var prompt: UnsafeMutablePointer<CChar>?
-    private var keyCommands: [SpecialKey: String] = [:]
+    var keyCommands: [SpecialKey: String] = [:]
     /// While a form field is asked: its completions, which see the whole field as one word.
     private var fieldCompletions: ((String) -> [Candidate])?
     private var utf8Pending: [UInt8] = []
     private var interrupted = false
-    private var lineFromKey: String?
+    var lineFromKey: String?
     /// True inside el_gets: only then is there a prompt to print above.
     private var isEditing = false
 
-    public var isInteractive: Bool { true }
+    package var isInteractive: Bool { true }
     /// A person types one line at a time: every line is worth acting on at once.
-    public var hasPendingInput: Bool { false }
+    package var hasPendingInput: Bool { false }
 
     /// - Parameter historyPath: where history is loaded from and saved to; nil keeps none.
     /// `path` when history can be kept there: a regular file, or none yet (then created
@@ -53,7 +53,7 @@ public final class EditLineReader: LineReader {
         return (info.st_mode & S_IFMT) == S_IFREG ? path : nil
     }
 
-    public init?(console: Console, historyPath: String?, historySize: Int32 = 1000) {
+    package init?(console: Console, historyPath: String?, historySize: Int32 = 1000) {
         configureUTF8Locale()
         // Streams of libedit's own: Swift 6 forbids touching the C globals stdin/stdout/stderr.
         guard let input = fdopen(0, "r"), let output = fdopen(1, "w"), let errors = fdopen(2, "w"),
@@ -118,7 +118,7 @@ public final class EditLineReader: LineReader {
 
     // MARK: Reading lines
 
-    public func readLine(prompt label: String) -> LineInput {
+    package func readLine(prompt label: String) -> LineInput {
         shownLabel = label
         defer { shownLabel = nil }
         return read(prompt: styledPrompt(label))
@@ -156,7 +156,7 @@ public final class EditLineReader: LineReader {
         return .line(line)
     }
 
-    public func remember(_ line: String, persistent: Bool) {
+    package func remember(_ line: String, persistent: Bool) {
         if let fromKey = lineFromKey, fromKey == line {
             lineFromKey = nil
             return  // Keys pressed in a mode are not history.
@@ -170,7 +170,7 @@ public final class EditLineReader: LineReader {
         if let historyPath { seance_history_save(savedHistory, historyPath) }
     }
 
-    public func ask(_ question: String, secret: Bool, completions: ((String) -> [Candidate])?) -> String? {
+    package func ask(_ question: String, secret: Bool, completions: ((String) -> [Candidate])?) -> String? {
         if secret { return readSecret(question) }
         fieldCompletions = completions
         defer { fieldCompletions = nil }
@@ -360,7 +360,7 @@ public final class EditLineReader: LineReader {
         }
     }
 
-    private func lineIsEmpty() -> Bool {
+    func lineIsEmpty() -> Bool {
         guard let info = el_line(editLine)?.pointee else { return true }
         return info.buffer == info.lastchar
     }
@@ -393,72 +393,6 @@ public final class EditLineReader: LineReader {
         console.flush()
         return UInt8(CC_REDISPLAY)
     }
-
-    // MARK: Keys that run commands
-
-    public func setKeyCommands(_ commands: [SpecialKey: String]) {
-        keyCommands = commands
-        for key in SpecialKey.allCases {
-            let function = commands[key] == nil ? key.editingFunction : key.functionName
-            for sequence in key.sequences { seance_el_bind(editLine, sequence, function) }
-        }
-    }
-
-    fileprivate func keyPressed(_ key: SpecialKey) -> UInt8 {
-        guard let command = keyCommands[key] else { return UInt8(CC_ERROR) }
-        guard lineIsEmpty() else {
-            // Half-typed text: left and right still move the cursor; up and down do nothing.
-            switch key {
-            case .left: return el_cursor(editLine, -1) >= 0 ? UInt8(CC_CURSOR) : UInt8(CC_ERROR)
-            case .right: return el_cursor(editLine, 1) >= 0 ? UInt8(CC_CURSOR) : UInt8(CC_ERROR)
-            case .up, .down: return UInt8(CC_REFRESH_BEEP)
-            }
-        }
-        // Typed for the user, Enter included, so the screen shows what ran.
-        lineFromKey = command
-        el_push(editLine, command + "\n")
-        return UInt8(CC_NORM)
-    }
-}
-
-extension SpecialKey {
-    var functionName: String { "seance-key-\(self)" }
-
-    /// The escape sequences terminals send, in normal and application cursor mode.
-    var sequences: [String] {
-        let letter: String
-        switch self {
-        case .up: letter = "A"
-        case .down: letter = "B"
-        case .right: letter = "C"
-        case .left: letter = "D"
-        }
-        return ["\u{1B}[" + letter, "\u{1B}O" + letter]
-    }
-
-    /// What the key does when no mode claims it.
-    var editingFunction: String {
-        switch self {
-        case .up: return "ed-prev-history"
-        case .down: return "ed-next-history"
-        case .right: return "ed-next-char"
-        case .left: return "ed-prev-char"
-        }
-    }
-
-    var callback: seance_command_fn {
-        switch self {
-        case .up: return { el, _ in keyCallback(el, .up) }
-        case .down: return { el, _ in keyCallback(el, .down) }
-        case .left: return { el, _ in keyCallback(el, .left) }
-        case .right: return { el, _ in keyCallback(el, .right) }
-        }
-    }
-}
-
-private func keyCallback(_ el: OpaquePointer?, _ key: SpecialKey) -> UInt8 {
-    guard let el, let data = seance_el_get_clientdata(el) else { return UInt8(CC_ERROR) }
-    return Unmanaged<EditLineReader>.fromOpaque(data).takeUnretainedValue().keyPressed(key)
 }
 
 extension String {

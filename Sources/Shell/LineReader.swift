@@ -1,7 +1,7 @@
 import Glibc
 
 /// What reading a line produced.
-public enum LineInput: Equatable {
+package enum LineInput: Equatable {
     case line(String)
     /// Ctrl-C: the line was abandoned.
     case interrupted
@@ -10,7 +10,7 @@ public enum LineInput: Equatable {
 }
 
 /// Where command lines come from: libedit at a terminal, or plain lines from a pipe or script.
-public protocol LineReader: AnyObject {
+package protocol LineReader: AnyObject {
     /// True when a person is typing: prompts, history and forms apply.
     var isInteractive: Bool { get }
     func readLine(prompt: String) -> LineInput
@@ -27,7 +27,7 @@ public protocol LineReader: AnyObject {
 
 /// Plain lines from a file descriptor or from given text: pipes, scripts and `-c`.
 /// Never prompts, never records history, and never asks anything.
-public final class BatchLineReader: LineReader {
+package final class BatchLineReader: LineReader {
     private enum Source {
         case fd(Int32)
         case text
@@ -42,14 +42,14 @@ public final class BatchLineReader: LineReader {
 
     /// Reads lines from `fd` as they arrive. While it waits, a byte on `wake` runs `onWake`
     /// (which prints lines that arrived asynchronously, so a pipe sees them at once).
-    public init(fd: Int32, wake: Int32 = -1, onWake: @escaping () -> Void = {}) {
+    package init(fd: Int32, wake: Int32 = -1, onWake: @escaping () -> Void = {}) {
         source = .fd(fd)
         wakeFD = wake
         self.onWake = onWake
     }
 
     /// Reads the lines of `text` (a script, or the commands of `-c`).
-    public init(text: String) {
+    package init(text: String) {
         source = .text
         buffer = Array(text.utf8)
         atEnd = true
@@ -57,16 +57,16 @@ public final class BatchLineReader: LineReader {
         onWake = {}
     }
 
-    public var isInteractive: Bool { false }
+    package var isInteractive: Bool { false }
 
-    public var hasPendingInput: Bool {
+    package var hasPendingInput: Bool {
         if buffer[start...].contains(UInt8(ascii: "\n")) { return true }
         guard case .fd(let fd) = source, !atEnd else { return start < buffer.count }
         var readable = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         return poll(&readable, 1, 0) > 0
     }
 
-    public func readLine(prompt: String) -> LineInput {
+    package func readLine(prompt: String) -> LineInput {
         while true {
             if let newline = buffer[start...].firstIndex(of: UInt8(ascii: "\n")) {
                 var end = newline
@@ -108,7 +108,7 @@ public final class BatchLineReader: LineReader {
         buffer.append(contentsOf: chunk[0..<n])
     }
 
-    public func remember(_ line: String, persistent: Bool) {}
-    public func setKeyCommands(_ commands: [SpecialKey: String]) {}
-    public func ask(_ question: String, secret: Bool, completions: ((String) -> [Candidate])?) -> String? { nil }
+    package func remember(_ line: String, persistent: Bool) {}
+    package func setKeyCommands(_ commands: [SpecialKey: String]) {}
+    package func ask(_ question: String, secret: Bool, completions: ((String) -> [Candidate])?) -> String? { nil }
 }

@@ -1,26 +1,26 @@
 /// A key that can trigger a command at once, without Enter.
-public enum SpecialKey: CaseIterable, Hashable, Sendable {
+package enum SpecialKey: CaseIterable, Hashable, Sendable {
     case up, down, left, right
 }
 
 /// A mode of the shell: its prompt and how it reacts to entering, leaving and bare Enter.
-public struct Mode {
-    public var name: String
-    public var summary: String
-    public var isAvailable: Bool
+package struct Mode {
+    package var name: String
+    package var summary: String
+    package var isAvailable: Bool
     /// The prompt label, such as `zombies` or `visions/rescuers`.
-    public var prompt: () -> String
-    public var enter: (Shell) throws -> Void
-    public var leave: (Shell) -> Void
+    package var prompt: () -> String
+    package var enter: (Shell) throws -> Void
+    package var leave: (Shell) -> Void
     /// What an empty line does (for example, dismiss a message); nothing when nil.
-    public var emptyLine: ((Shell) throws -> Void)?
+    package var emptyLine: ((Shell) throws -> Void)?
     /// Keys that run a command immediately while the mode is active.
-    public var keyCommands: [SpecialKey: String]
+    package var keyCommands: [SpecialKey: String]
     /// Free text (an open conversation): while it is active every line is a message; commands
     /// start with `/`, and `//` sends a line that starts with `/`.
-    public var messages: MessageInput?
+    package var messages: MessageInput?
 
-    public init(name: String, summary: String, isAvailable: Bool = true, prompt: (() -> String)? = nil,
+    package init(name: String, summary: String, isAvailable: Bool = true, prompt: (() -> String)? = nil,
                 enter: @escaping (Shell) throws -> Void = { _ in }, leave: @escaping (Shell) -> Void = { _ in },
                 emptyLine: ((Shell) throws -> Void)? = nil, keyCommands: [SpecialKey: String] = [:],
                 messages: MessageInput? = nil) {
@@ -36,19 +36,19 @@ public struct Mode {
     }
 
     /// A mode that is announced but not built yet: entering it says so, and nothing else happens.
-    public static func unavailable(_ name: String, summary: String) -> Mode {
+    package static func unavailable(_ name: String, summary: String) -> Mode {
         Mode(name: name, summary: summary, isAvailable: false)
     }
 }
 
 /// How a mode takes lines that are messages rather than commands.
-public struct MessageInput {
+package struct MessageInput {
     /// True while lines are messages (a conversation is open).
-    public var isActive: () -> Bool
+    package var isActive: () -> Bool
     /// Sends one message (the line as typed, or without the first `/` of a `//` line).
-    public var send: (Shell, String) throws -> Void
+    package var send: (Shell, String) throws -> Void
 
-    public init(isActive: @escaping () -> Bool, send: @escaping (Shell, String) throws -> Void) {
+    package init(isActive: @escaping () -> Bool, send: @escaping (Shell, String) throws -> Void) {
         self.isActive = isActive
         self.send = send
     }

@@ -4,17 +4,17 @@ import Storage
 
 /// What every command may use besides the terminal: the data directory, the database (opened
 /// on first use, so commands that need none start fast) and the seeded random source.
-public final class Session {
-    public let dataDirectory: DataDirectory
+package final class Session {
+    package let dataDirectory: DataDirectory
     /// What the database is brought up to when first opened.
-    public let schema: Schema
-    public var random: SeededRandom
+    package let schema: Schema
+    package var random: SeededRandom
     /// The one clock and timers of this run (App builds it; tests give a manual one): the
     /// engine, when online, runs on it too.
-    public let scheduler: Scheduler
+    package let scheduler: Scheduler
     private var database: SeanceDatabase?
 
-    public init(dataDirectory: DataDirectory, schema: Schema, random: SeededRandom, scheduler: Scheduler = SystemScheduler()) {
+    package init(dataDirectory: DataDirectory, schema: Schema, random: SeededRandom, scheduler: Scheduler = SystemScheduler()) {
         self.dataDirectory = dataDirectory
         self.schema = schema
         self.random = random
@@ -22,10 +22,10 @@ public final class Session {
     }
 
     /// Seconds since 1970, by the scheduler.
-    public func clock() -> Double { scheduler.now }
+    package func clock() -> Double { scheduler.now }
 
     /// The database, opened and migrated on first use.
-    public func openDatabase() throws(StorageError) -> SeanceDatabase {
+    package func openDatabase() throws(StorageError) -> SeanceDatabase {
         if let database { return database }
         try dataDirectory.create()
         let opened = try SeanceDatabase(path: dataDirectory.databasePath, schema: schema)

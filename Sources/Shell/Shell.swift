@@ -4,57 +4,57 @@ import Terminal
 
 /// The REPL engine: reads lines, splits them into commands, dispatches them through the
 /// registry in the current mode, and reports errors the way batch users expect.
-public final class Shell {
+package final class Shell {
     /// Where reminders wait for their time (they only post a line to the inbox).
     static let reminders = DispatchQueue(label: "seance.reminders")
-    public let console: Console
-    public let session: Session
-    public private(set) var registry: CommandRegistry
+    package let console: Console
+    package let session: Session
+    package private(set) var registry: CommandRegistry
     /// The mode the user is in; nil at the top level.
-    public private(set) var currentMode: String?
+    package private(set) var currentMode: String?
     /// The reader of the running loop: forms use it to ask for fields.
-    public private(set) var reader: LineReader?
+    package private(set) var reader: LineReader?
     /// True when the next line is there already (see `LineReader.hasPendingInput`).
-    public var hasPendingInput: Bool { reader?.hasPendingInput ?? false }
-    public var isInteractive: Bool { reader?.isInteractive ?? false }
+    package var hasPendingInput: Bool { reader?.hasPendingInput ?? false }
+    package var isInteractive: Bool { reader?.isInteractive ?? false }
 
     private var quitRequested = false
     /// Marks after the mode in the prompt (`●` while online); each returns "" when it has none.
-    public var promptMarks: [() -> String] = []
+    package var promptMarks: [() -> String] = []
     /// Run when the session ends, after the mode is left (going offline, and the like).
-    public var onExit: [() -> Void] = []
+    package var onExit: [() -> Void] = []
 
-    public init(console: Console, session: Session) {
+    package init(console: Console, session: Session) {
         self.console = console
         self.session = session
         self.registry = CommandRegistry()
         registerBuiltins()
     }
 
-    public var styler: Styler { console.styler }
-    public var capabilities: Capabilities { console.capabilities }
+    package var styler: Styler { console.styler }
+    package var capabilities: Capabilities { console.capabilities }
 
-    public func register(_ command: Command) { registry.add(command) }
+    package func register(_ command: Command) { registry.add(command) }
 
     /// Registers a command of `mode` whose handler needs only the shell and its arguments.
-    public func register(mode: String, _ name: String, aliases: [String] = [], arguments: [ArgumentSpec] = [],
+    package func register(mode: String, _ name: String, aliases: [String] = [], arguments: [ArgumentSpec] = [],
                          summary: String, details: String = "", run: @escaping (Shell, Arguments) throws -> Void) {
         register(Command(name, aliases: aliases, scope: .mode(mode), arguments: arguments, summary: summary,
                          details: details) { invocation in
             try run(invocation.shell, invocation.arguments)
         })
     }
-    public func register(_ mode: Mode) { registry.add(mode) }
+    package func register(_ mode: Mode) { registry.add(mode) }
 
     // MARK: Running
 
     /// Options of a run that change how lines are handled.
-    public struct RunOptions: Sendable {
+    package struct RunOptions: Sendable {
         /// Stop at the first failing command.
-        public var bail = false
+        package var bail = false
         /// Print each line before running it.
-        public var echo = false
-        public init(bail: Bool = false, echo: Bool = false) {
+        package var echo = false
+        package init(bail: Bool = false, echo: Bool = false) {
             self.bail = bail
             self.echo = echo
         }
@@ -62,7 +62,7 @@ public final class Shell {
 
     /// Runs lines from `reader` until it ends or `quit`. Returns true when every command succeeded.
     @discardableResult
-    public func run(_ reader: LineReader, options: RunOptions = RunOptions()) -> Bool {
+    package func run(_ reader: LineReader, options: RunOptions = RunOptions()) -> Bool {
         self.reader = reader
         defer {
             leaveMode()  // A mode may have goodbyes to say.
@@ -102,26 +102,26 @@ public final class Shell {
     }
 
     /// The prompt without its `> `: the mode and its page, or `seance`.
-    public var promptLabel: String {
+    package var promptLabel: String {
         let marks = promptMarks.map { $0() }.joined()
         guard let currentMode, let mode = registry.mode(named: currentMode) else { return "seance" + marks }
         return mode.prompt() + marks
     }
 
     /// What running one line did.
-    public struct LineResult {
+    package struct LineResult {
         /// Every command that failed, in order (without `bail`, one failure skips nothing).
-        public var failures: [Error] = []
+        package var failures: [Error] = []
         /// The line was a message (sent in a conversation), not commands.
-        public var wasMessage = false
+        package var wasMessage = false
     }
 
     /// Runs one line; returns the error of the first failing command, if any.
-    public func execute(_ line: String) -> Error? { run(line: line).failures.first }
+    package func execute(_ line: String) -> Error? { run(line: line).failures.first }
 
     /// Runs one line: a message when the mode takes free text, else its commands, each in turn.
     /// `;` and new lines only separate commands: a failure stops the rest only with `bail`.
-    public func run(line: String, options: RunOptions = RunOptions()) -> LineResult {
+    package func run(line: String, options: RunOptions = RunOptions()) -> LineResult {
         var result = LineResult()
         if line.allSatisfy(\.isWhitespace) {
             guard let currentMode, let emptyLine = registry.mode(named: currentMode)?.emptyLine else { return result }
@@ -161,7 +161,7 @@ public final class Shell {
     }
 
     /// Prints an error: `line N: message` in batch, `error: message` at a terminal.
-    public func report(_ error: Error, lineNumber: Int) {
+    package func report(_ error: Error, lineNumber: Int) {
         let message = String(describing: error)
         if isInteractive, error as? ShellError == .interrupted {
             return console.print(styler.dim("cancelled"))
@@ -196,7 +196,7 @@ public final class Shell {
     }
 
     /// Leaves the current mode (if another) and enters `mode`, showing its view.
-    public func enter(_ mode: Mode) throws {
+    package func enter(_ mode: Mode) throws {
         let previous = currentMode
         if let currentMode, currentMode != mode.name { leaveMode() }
         currentMode = mode.name
@@ -213,7 +213,7 @@ public final class Shell {
     }
 
     /// Back to the top level.
-    public func leaveMode() {
+    package func leaveMode() {
         guard let currentMode, let mode = registry.mode(named: currentMode) else { return }
         mode.leave(self)
         self.currentMode = nil
@@ -222,7 +222,7 @@ public final class Shell {
 
     /// Asks one field of a form at the terminal. In batch there is nobody to ask: the field is
     /// missing, which is an error, never a wait.
-    public func ask(_ question: String, field: String, secret: Bool = false,
+    package func ask(_ question: String, field: String, secret: Bool = false,
                     completions: ((String) -> [Candidate])? = nil) throws -> String {
         guard let reader, reader.isInteractive else { throw ShellError.missingField(field) }
         guard let answer = reader.ask(question, secret: secret, completions: completions) else {
@@ -234,14 +234,14 @@ public final class Shell {
     /// Waits `seconds`, printing asynchronous lines as they come (unless `showNotices` is
     /// false: an animation is drawing). Ctrl-C ends the wait with `ShellError.interrupted`, and
     /// keys typed meanwhile are dropped rather than run afterwards.
-    public func pause(_ seconds: Double, showNotices: Bool = true) throws {
+    package func pause(_ seconds: Double, showNotices: Bool = true) throws {
         _ = try wait(upTo: seconds, showNotices: showNotices) { false }
     }
 
     /// Waits until `condition` holds or `seconds` have passed, printing what arrives meanwhile;
     /// true when it held. The condition is checked whenever the shell is woken (the engine wakes
     /// it for every change it makes known: a notice, a peer arriving), never on a timer.
-    public func wait(upTo seconds: Double, showNotices: Bool = true, until condition: () -> Bool) throws -> Bool {
+    package func wait(upTo seconds: Double, showNotices: Bool = true, until condition: () -> Bool) throws -> Bool {
         let deadline = SystemTime.monotonic() + seconds
         while true {
             if Signals.interrupt.exchange(false, ordering: .relaxed) {

@@ -1,5 +1,5 @@
 /// What can go wrong while reading and dispatching a command.
-public enum ShellError: Error, Equatable, CustomStringConvertible {
+package enum ShellError: Error, Equatable, CustomStringConvertible {
     case syntax(String)
     case unknownCommand(String, suggestion: String?)
     /// A command of another mode typed where it does not apply.
@@ -10,7 +10,7 @@ public enum ShellError: Error, Equatable, CustomStringConvertible {
     case missingField(String)
     case interrupted
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .syntax(let message):
             return message
@@ -32,7 +32,7 @@ public enum ShellError: Error, Equatable, CustomStringConvertible {
 }
 
 /// Errors whose message is meant for the user as it stands.
-public struct UserError: Error, CustomStringConvertible, Equatable {
-    public let description: String
-    public init(_ message: String) { description = message }
+package struct UserError: Error, CustomStringConvertible, Equatable {
+    package let description: String
+    package init(_ message: String) { description = message }
 }

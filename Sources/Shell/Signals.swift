@@ -38,7 +38,7 @@ enum Signals {
 
 /// Makes `setlocale(LC_CTYPE, "")` take effect, falling back to C.UTF-8 when the environment
 /// names no UTF-8 locale: libedit needs one to read and draw anything but ASCII.
-public func configureUTF8Locale() {
+package func configureUTF8Locale() {
     let name = setlocale(LC_CTYPE, "").map { String(cString: $0) } ?? ""
     let lowered = name.lowercased()
     if !(lowered.contains("utf-8") || lowered.contains("utf8")) {
@@ -47,6 +47,6 @@ public func configureUTF8Locale() {
 }
 
 /// Batch runs end quietly when the reader of their output goes away (`seance … | head -1`).
-public func restoreDefaultSIGPIPE() {
+package func restoreDefaultSIGPIPE() {
     signal(SIGPIPE, SIG_DFL)
 }

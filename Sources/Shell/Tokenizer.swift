@@ -4,14 +4,14 @@
 /// - Double quotes keep spaces and `;`; inside them a backslash escapes `"` and `\`.
 /// - Outside quotes a backslash escapes the next character.
 /// - `;` outside quotes ends a command; `#` at the start of a word starts a comment.
-public enum Tokenizer {
-    public enum Failure: Error, Equatable, CustomStringConvertible {
+package enum Tokenizer {
+    package enum Failure: Error, Equatable, CustomStringConvertible {
         case unterminatedQuote(Character)
         case danglingBackslash
         /// SQLite and C strings end at a NUL: a line holding one would be stored cut short.
         case nulCharacter
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .nulCharacter: return "the line contains a NUL character, which seance does not accept"
             case .unterminatedQuote(let quote): return "unterminated \(quote) quote"
@@ -21,7 +21,7 @@ public enum Tokenizer {
     }
 
     /// The commands of one line, each as its words. Empty commands are left out.
-    public static func commands(in line: String) throws(Failure) -> [[String]] {
+    package static func commands(in line: String) throws(Failure) -> [[String]] {
         if line.utf8.contains(0) { throw .nulCharacter }
         let scan = scan(line)
         if let failure = scan.failure { throw failure }
@@ -30,7 +30,7 @@ public enum Tokenizer {
 
     /// The words of the last command before the cursor, for completion: unterminated quotes are
     /// allowed, and the last word is the one being typed (empty when the text ends in a space).
-    public static func partialCommand(_ textBeforeCursor: String) -> PartialCommand {
+    package static func partialCommand(_ textBeforeCursor: String) -> PartialCommand {
         let scan = scan(textBeforeCursor)
         var words = scan.commands.last ?? []
         let current: String
@@ -46,19 +46,19 @@ public enum Tokenizer {
                               openQuote: scan.openQuote)
     }
 
-    public struct PartialCommand: Equatable, Sendable {
+    package struct PartialCommand: Equatable, Sendable {
         /// The complete words before the one being typed.
-        public var words: [String]
+        package var words: [String]
         /// The word being typed, unquoted.
-        public var current: String
+        package var current: String
         /// How many Unicode scalars of the raw text the word being typed spans (with its quotes).
-        public var currentRawScalarCount: Int
+        package var currentRawScalarCount: Int
         /// The quote left open in the word being typed, if any.
-        public var openQuote: Character?
+        package var openQuote: Character?
     }
 
     /// Quotes `word` so the tokenizer reads it back unchanged (scalar by scalar, as it reads).
-    public static func quote(_ word: String) -> String {
+    package static func quote(_ word: String) -> String {
         if word.isEmpty { return "''" }
         let special: Set<Unicode.Scalar> = [" ", "\t", "\n", "\r", "\"", "'", "\\", ";", "#"]
         guard word.unicodeScalars.contains(where: { special.contains($0) }) else { return word }

@@ -7,27 +7,27 @@ import Terminal
 /// When spectres come and go. Arrivals are a Poisson process: the gaps between them are
 /// exponential with a mean of 10 minutes (5 with the gift, so twice as many); each spectre
 /// lingers 2 to 5 minutes. Pure: the same generator gives the same times.
-public enum SpectreSchedule {
-    public static func meanGap(gift: Bool) -> Double { gift ? 300 : 600 }
-    public static let lingering = 120.0...300.0
+package enum SpectreSchedule {
+    package static func meanGap(gift: Bool) -> Double { gift ? 300 : 600 }
+    package static let lingering = 120.0...300.0
 
     /// Seconds until the next spectre.
-    public static func gap(gift: Bool, using random: inout some RandomNumberGenerator) -> Double {
+    package static func gap(gift: Bool, using random: inout some RandomNumberGenerator) -> Double {
         let uniform = Double.random(in: Double.ulpOfOne..<1, using: &random)
         return -meanGap(gift: gift) * log(uniform)
     }
 
-    public static func linger(using random: inout some RandomNumberGenerator) -> Double {
+    package static func linger(using random: inout some RandomNumberGenerator) -> Double {
         Double.random(in: lingering, using: &random)
     }
 }
 
 /// What a spectre understands, and says.
-public enum SpectreMind {
-    public enum Topic: Equatable, Sendable { case ghosts, afterlife, spell, other }
+package enum SpectreMind {
+    package enum Topic: Equatable, Sendable { case ghosts, afterlife, spell, other }
 
     /// What a question in plain words is about.
-    public static func topic(of question: String) -> Topic {
+    package static func topic(of question: String) -> Topic {
         // Whole words only ("hello" is no "hell"): the question as " word word … ".
         let text = " " + question.lowercased().split(whereSeparator: { !$0.isLetter }).joined(separator: " ") + " "
         func any(_ words: [String]) -> Bool { words.contains { text.contains(" " + $0 + " ") } }
@@ -39,7 +39,7 @@ public enum SpectreMind {
     }
 
     /// The answer to `question`, given the real number of Ghost peers in range.
-    public static func answer(_ question: String, ghosts: Int, using random: inout some RandomNumberGenerator) -> (text: String, spell: String?) {
+    package static func answer(_ question: String, ghosts: Int, using random: inout some RandomNumberGenerator) -> (text: String, spell: String?) {
         switch topic(of: question) {
         case .ghosts:
             switch ghosts {
@@ -59,45 +59,45 @@ public enum SpectreMind {
 }
 
 /// A spectre present now.
-public struct Spectre: Equatable, Sendable {
-    public var id: Int
-    public var name: String
-    public var arrivedAt: Double
-    public var fadesAt: Double
+package struct Spectre: Equatable, Sendable {
+    package var id: Int
+    package var name: String
+    package var arrivedAt: Double
+    package var fadesAt: Double
 }
 
 /// Spectres (SPEC §4.2): local spirits, not network peers, that drift into a Human's nearby list
 /// now and then while it is online, linger, and fade. Opened like a peer, they answer plain
 /// questions; a spell one teaches is kept for `spell`. While online their comings and goings
 /// live on the engine (`SpectresOnline`).
-public final class Spectres: Feature, LocalPresence {
+package final class Spectres: Feature, LocalPresence {
     let curses: Curses
     /// How notices look (known once registered).
     var styler = Styler(.plain)
     /// While online: the spectres' part on the engine.
     private(set) var live: SpectresOnline?
 
-    public init(curses: Curses) { self.curses = curses }
+    package init(curses: Curses) { self.curses = curses }
 
-    public func register(in shell: Shell, online: Online) {
+    package func register(in shell: Shell, online: Online) {
         styler = shell.styler
         online.add(self)
         online.add(local: self)
     }
 
-    public func online(_ context: FeatureContext) throws {
+    package func online(_ context: FeatureContext) throws {
         live = SpectresOnline(context, styler: styler)
     }
 
-    public func offline() {
+    package func offline() {
         live?.stop()
         live = nil
     }
 
     /// How many have come since going online.
-    public var arrivals: Int { live?.arrivals ?? 0 }
+    package var arrivals: Int { live?.arrivals ?? 0 }
 
-    public func present() -> [LocalPeer] { live?.present() ?? [] }
+    package func present() -> [LocalPeer] { live?.present() ?? [] }
 }
 
 /// The spectres' part while online, on the engine: who is present, the next arrival and each

@@ -30,9 +30,9 @@ import Synchronization
 /// the log's file may grow to that many pages (40 MB at 10,000) until `stop`. The commits are
 /// seen through SQLite's log hook, which replaces SQLite's own threshold (`PRAGMA
 /// wal_autocheckpoint` reads 0 meanwhile): the hook applies `writerThreshold` as SQLite did.
-public final class BackgroundCheckpoints: Sendable {
+package final class BackgroundCheckpoints: Sendable {
     /// SQLite's default threshold, which the writer gets back on `stop`.
-    public static let sqliteThreshold = 1_000
+    package static let sqliteThreshold = 1_000
 
     private let database: SeanceDatabase
     private let watch: CheckpointWatch
@@ -40,7 +40,7 @@ public final class BackgroundCheckpoints: Sendable {
     /// - Parameters:
     ///   - quiet: how long the writer pauses after a commit before the log is checkpointed.
     ///   - overdue: the longest a commit waits for a checkpoint while the writer never pauses.
-    public init(_ database: SeanceDatabase, scheduler: Scheduler = SystemScheduler(), quiet: Double = 0.1,
+    package init(_ database: SeanceDatabase, scheduler: Scheduler = SystemScheduler(), quiet: Double = 0.1,
                 overdue: Double = 1, writerThreshold: Int = 10_000) throws(StorageError) {
         self.database = database
         do {
@@ -56,11 +56,11 @@ public final class BackgroundCheckpoints: Sendable {
     }
 
     /// How many checkpoints have been started here (tests count them).
-    public var count: Int { watch.state.withLock { $0.checkpoints } }
+    package var count: Int { watch.state.withLock { $0.checkpoints } }
 
     /// Gives the writer SQLite's own threshold back and truncates the log, once a checkpoint
     /// under way has ended.
-    public func stop() {
+    package func stop() {
         guard watch.stop() else { return }
         // SQLite's own hook in place of ours, with its default threshold.
         database.writer.writeWithoutTransaction { db in _ = sqlite3_wal_autocheckpoint(db.sqliteConnection, Int32(Self.sqliteThreshold)) }

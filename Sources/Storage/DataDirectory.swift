@@ -1,30 +1,30 @@
 import Glibc
 
 /// The directory that holds the database and the history file.
-public struct DataDirectory: Sendable, Equatable {
-    public let path: String
+package struct DataDirectory: Sendable, Equatable {
+    package let path: String
 
-    public init(path: String) { self.path = path }
+    package init(path: String) { self.path = path }
 
     /// `$XDG_DATA_HOME/seance`, else `~/.local/share/seance`.
-    public static func defaultPath(environment: [String: String]) -> String {
+    package static func defaultPath(environment: [String: String]) -> String {
         if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") { return xdg + "/seance" }
         let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "."
         return home + "/.local/share/seance"
     }
 
-    public var databasePath: String { path + "/seance.sqlite" }
-    public var historyPath: String { path + "/history" }
+    package var databasePath: String { path + "/seance.sqlite" }
+    package var historyPath: String { path + "/history" }
 
     /// Fails when the path exists and is not a directory (a missing one is fine: it is made
     /// when first needed).
-    public func checkExisting() throws(StorageError) {
+    package func checkExisting() throws(StorageError) {
         var info = stat()
         if stat(path, &info) == 0, (info.st_mode & S_IFMT) != S_IFDIR { throw .notADirectory(path: path) }
     }
 
     /// Creates the directory (and missing parents) private to the user, mode 0700.
-    public func create() throws(StorageError) {
+    package func create() throws(StorageError) {
         var partial = path.hasPrefix("/") ? "" : "."
         let components = path.split(separator: "/")
         for (index, component) in components.enumerated() {

@@ -6,13 +6,13 @@ import Glibc
 /// out the same numbers and sequences, fail to store each other's, and have peers drop what
 /// they took for copies. The lock (`flock`) ends with the process however it ends, `kill -9`
 /// included; the file stays, empty of meaning once unlocked.
-public final class ProfileLock {
-    public enum Failure: Error, Equatable, CustomStringConvertible {
+package final class ProfileLock {
+    package enum Failure: Error, Equatable, CustomStringConvertible {
         /// Another process holds it (its id when it could be read).
         case held(byProcess: Int32?)
         case unavailable(path: String, reason: String)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .held(let pid?): "the profile is online in another seance (process \(pid))"
             case .held(nil): "the profile is online in another seance"
@@ -24,7 +24,7 @@ public final class ProfileLock {
     private var fd: Int32
 
     /// Takes the lock of the profile whose key is `id` (hex), without waiting.
-    public init(in directory: DataDirectory, id: String) throws(Failure) {
+    package init(in directory: DataDirectory, id: String) throws(Failure) {
         let path = directory.path + "/online-\(id).lock"
         fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw .unavailable(path: path, reason: String(cString: strerror(errno))) }
@@ -45,7 +45,7 @@ public final class ProfileLock {
     }
 
     /// Lets it go (a second call does nothing).
-    public func release() {
+    package func release() {
         guard fd >= 0 else { return }
         _ = ftruncate(fd, 0)
         close(fd)

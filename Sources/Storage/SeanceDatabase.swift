@@ -3,17 +3,17 @@ import Glibc
 
 /// The one SQLite database of a data directory: WAL mode, versioned migrations, and checks that
 /// refuse (never overwrite) a file that is not ours or was written by a newer seance.
-public final class SeanceDatabase: Sendable {
+package final class SeanceDatabase: Sendable {
     /// `PRAGMA application_id` of seance databases ("SEAN").
     static let applicationID: Int32 = 0x5345_414E
 
-    public let path: String
-    public let writer: DatabasePool
-    public let schema: Schema
+    package let path: String
+    package let writer: DatabasePool
+    package let schema: Schema
 
     /// Opens (creating if needed) the database at `path` and brings it up to `schema`.
     /// - Parameter busyTimeout: how long to wait for another process's lock, in seconds.
-    public init(path: String, schema: Schema, busyTimeout: Double = 5) throws(StorageError) {
+    package init(path: String, schema: Schema, busyTimeout: Double = 5) throws(StorageError) {
         self.path = path
         self.schema = schema
         try Self.checkExistingFile(at: path)
@@ -62,7 +62,7 @@ public final class SeanceDatabase: Sendable {
     /// The transaction is GRDB's (`BEGIN IMMEDIATE`: another writer waits before, not in the
     /// middle), with its statements prepared once per connection: GRDB prepares them anew for
     /// every transaction, and a message on its way to a peer is written twice.
-    public func write<T>(_ body: (Database) throws -> T) throws -> T {
+    package func write<T>(_ body: (Database) throws -> T) throws -> T {
         do {
             return try writer.writeWithoutTransaction { db in
                 try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
@@ -82,7 +82,7 @@ public final class SeanceDatabase: Sendable {
     }
 
     /// Runs `body` with a read-only connection; errors as for `write`.
-    public func read<T>(_ body: (Database) throws -> T) throws -> T {
+    package func read<T>(_ body: (Database) throws -> T) throws -> T {
         do { return try writer.read(body) } catch let error as DatabaseError { throw Self.describe(error, path: path) }
     }
 

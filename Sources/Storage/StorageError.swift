@@ -1,5 +1,5 @@
 /// What can go wrong with the data directory or the database, in words that name the file.
-public enum StorageError: Error, Equatable, CustomStringConvertible {
+package enum StorageError: Error, Equatable, CustomStringConvertible {
     case cannotCreateDirectory(path: String, reason: String)
     case notADirectory(path: String)
     case unreadable(path: String, reason: String)
@@ -12,7 +12,7 @@ public enum StorageError: Error, Equatable, CustomStringConvertible {
     case constraint(path: String, message: String)
     case sqlite(path: String, message: String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .cannotCreateDirectory(let path, let reason):
             return "cannot create the data directory \(path): \(reason)"

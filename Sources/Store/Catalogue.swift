@@ -3,45 +3,45 @@ import Foundation
 import GRDB
 
 /// What the store sells (seed 000): prices in cents, what each does.
-public enum Item: String, CaseIterable, Sendable {
+package enum Item: String, CaseIterable, Sendable {
     case candle, medallion
 
-    public var name: String { self == .candle ? "Holy candle" : "Saint's medallion" }
-    public var plural: String { self == .candle ? "Holy candles" : "Saint's medallions" }
-    public var priceCents: Int { self == .candle ? 99 : 299 }
-    public var summary: String {
+    package var name: String { self == .candle ? "Holy candle" : "Saint's medallion" }
+    package var plural: String { self == .candle ? "Holy candles" : "Saint's medallions" }
+    package var priceCents: Int { self == .candle ? 99 : 299 }
+    package var summary: String {
         self == .candle ? "lifts the curse on you that ends last" : "curses bounce off for an hour, then it breaks"
     }
 
     /// The item's glyph (an emoji, or one ASCII letter).
-    public func glyph(ascii: Bool) -> String {
+    package func glyph(ascii: Bool) -> String {
         switch self {
         case .candle: return ascii ? "i" : "🕯️"
         case .medallion: return ascii ? "o" : "🏅"
         }
     }
 
-    public func label(_ count: Int) -> String { "\(count) " + (count == 1 ? name : plural) }
+    package func label(_ count: Int) -> String { "\(count) " + (count == 1 ? name : plural) }
 }
 
 /// A purchase before it is made: the quantity is checked and the total computed here.
-public struct Order: Equatable, Sendable {
-    public static let quantities = 1...99
+package struct Order: Equatable, Sendable {
+    package static let quantities = 1...99
 
-    public let item: Item
-    public let quantity: Int
+    package let item: Item
+    package let quantity: Int
 
-    public init(_ item: Item, quantity: Int) throws(StoreError) {
+    package init(_ item: Item, quantity: Int) throws(StoreError) {
         guard Self.quantities.contains(quantity) else { throw .badQuantity(quantity) }
         self.item = item
         self.quantity = quantity
     }
 
-    public var totalCents: Int { item.priceCents * quantity }
+    package var totalCents: Int { item.priceCents * quantity }
 }
 
 /// Cents as dollars: `$2.99`.
-public func dollars(_ cents: Int) -> String {
+package func dollars(_ cents: Int) -> String {
     // By hand: the first `String(format:)` of a run sets up Foundation's formatting, a good
     // part of start-up (the store's commands name their prices when they are registered).
     let sign = cents < 0 ? "-" : ""
@@ -51,16 +51,16 @@ public func dollars(_ cents: Int) -> String {
 
 /// A purchase as recorded: signed by the buyer's profile key over `canonicalText`, so a change
 /// to any stored field shows when the receipt is verified.
-public struct Receipt: Equatable, Sendable {
-    public var id: String
-    public var profileKey: Data
-    public var item: String
-    public var quantity: Int
-    public var unitCents: Int
-    public var totalCents: Int
+package struct Receipt: Equatable, Sendable {
+    package var id: String
+    package var profileKey: Data
+    package var item: String
+    package var quantity: Int
+    package var unitCents: Int
+    package var totalCents: Int
     /// Milliseconds since 1970 (an integer, so the signed text is exact).
-    public var timeMilliseconds: Int64
-    public var signature: Data
+    package var timeMilliseconds: Int64
+    package var signature: Data
 
     /// The bytes the signature covers, one `field: value` a line, in this order (README):
     ///
@@ -72,14 +72,14 @@ public struct Receipt: Equatable, Sendable {
     ///     unit-cents: 99
     ///     total-cents: 297
     ///     time-ms: 1795401000000
-    public var canonicalText: String {
+    package var canonicalText: String {
         ["seance receipt v1", "id: \(id)", "profile: \(profileKey.map { String(format: "%02x", $0) }.joined())",
          "item: \(item)", "quantity: \(quantity)", "unit-cents: \(unitCents)", "total-cents: \(totalCents)",
          "time-ms: \(timeMilliseconds)"].joined(separator: "\n") + "\n"
     }
 
     /// A new receipt for `order`, signed with `signer`.
-    public static func signed(_ order: Order, id: String, signer: Curve25519.Signing.PrivateKey, time: Double) throws -> Receipt {
+    package static func signed(_ order: Order, id: String, signer: Curve25519.Signing.PrivateKey, time: Double) throws -> Receipt {
         var receipt = Receipt(id: id, profileKey: signer.publicKey.rawRepresentation, item: order.item.rawValue,
                               quantity: order.quantity, unitCents: order.item.priceCents, totalCents: order.totalCents,
                               timeMilliseconds: Int64((time * 1000).rounded()), signature: Data())
@@ -89,7 +89,7 @@ public struct Receipt: Equatable, Sendable {
 
     /// Why this receipt is not what its owner signed, or nil when it is. `ownerKey` is the key
     /// of the profile it is filed under (a receipt re-signed with another key is not theirs).
-    public func problem(ownerKey: Data) -> String? {
+    package func problem(ownerKey: Data) -> String? {
         guard profileKey == ownerKey else { return "it names another profile's key" }
         guard let key = try? Curve25519.Signing.PublicKey(rawRepresentation: ownerKey),
               key.isValidSignature(signature, for: Data(canonicalText.utf8)) else {
@@ -102,7 +102,7 @@ public struct Receipt: Equatable, Sendable {
     }
 
     /// A random (version 4) UUID, from `rng` so that `--seed` makes it reproducible.
-    public static func newID(using rng: inout some RandomNumberGenerator) -> String {
+    package static func newID(using rng: inout some RandomNumberGenerator) -> String {
         var bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &rng) }
         bytes[6] = bytes[6] & 0x0F | 0x40
         bytes[8] = bytes[8] & 0x3F | 0x80
@@ -113,19 +113,19 @@ public struct Receipt: Equatable, Sendable {
 }
 
 /// A worn Saint's medallion: curses bounce off for an hour from `wornAt`; then it breaks.
-public struct Medallion: Equatable, Sendable {
-    public static let lifetime = 3_600.0
+package struct Medallion: Equatable, Sendable {
+    package static let lifetime = 3_600.0
 
-    public var wornAt: Double
-    public var breaksAt: Double { wornAt + Self.lifetime }
+    package var wornAt: Double
+    package var breaksAt: Double { wornAt + Self.lifetime }
 
-    public init(wornAt: Double) { self.wornAt = wornAt }
+    package init(wornAt: Double) { self.wornAt = wornAt }
 
-    public func protects(at now: Double) -> Bool { now >= wornAt && now < breaksAt }
-    public func secondsLeft(at now: Double) -> Double { max(0, breaksAt - now) }
+    package func protects(at now: Double) -> Bool { now >= wornAt && now < breaksAt }
+    package func secondsLeft(at now: Double) -> Double { max(0, breaksAt - now) }
 }
 
-public enum StoreError: Error, Equatable, CustomStringConvertible {
+package enum StoreError: Error, Equatable, CustomStringConvertible {
     case badQuantity(Int)
     case unknownItem(String)
     case noneLeft(Item)
@@ -133,7 +133,7 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
     case noSuchReceipt(String)
     case ambiguousReceipt(String, count: Int)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .badQuantity(let n): return "you can buy 1 to 99 at a time, not \(n)"
         case .unknownItem(let name): return "the store sells candle and medallion, not '\(name)'"
@@ -147,7 +147,7 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
 
 /// What a Holy candle works on. The curses feature plugs in here; until it does, there is
 /// never a curse to lift, and a candle is never used up for nothing.
-public protocol CurseBook: AnyObject {
+package protocol CurseBook: AnyObject {
     /// Lifts the active curse on `profile` that ends last, inside the store's transaction;
     /// returns what was lifted, or nil when no curse is active.
     func liftLatest(on profile: Int64, in db: Database, now: Double) throws -> LiftedCurse?
@@ -156,11 +156,11 @@ public protocol CurseBook: AnyObject {
 }
 
 /// A curse a candle lifted: its row, and how to name it.
-public struct LiftedCurse: Equatable, Sendable {
-    public let id: Int64
-    public let description: String
+package struct LiftedCurse: Equatable, Sendable {
+    package let id: Int64
+    package let description: String
 
-    public init(id: Int64, description: String) {
+    package init(id: Int64, description: String) {
         self.id = id
         self.description = description
     }

@@ -5,13 +5,13 @@ import Storage
 /// Purchases, inventory and the worn medallion of each profile, in the database. Every change
 /// is one transaction: a purchase writes its receipt and the inventory together, so a process
 /// killed at any moment leaves both or neither.
-public struct Ledger: Sendable {
-    public let database: SeanceDatabase
+package struct Ledger: Sendable {
+    package let database: SeanceDatabase
 
-    public init(database: SeanceDatabase) { self.database = database }
+    package init(database: SeanceDatabase) { self.database = database }
 
     /// Records a signed purchase: the receipt and the items, together.
-    public func record(_ receipt: Receipt, profile: Int64) throws {
+    package func record(_ receipt: Receipt, profile: Int64) throws {
         try database.write { db in
             try db.execute(sql: """
                 INSERT INTO receipt (id, profileId, profileKey, item, quantity, unitCents, totalCents, timeMs, signature)
@@ -26,7 +26,7 @@ public struct Ledger: Sendable {
     }
 
     /// How many of each item the profile holds.
-    public func inventory(profile: Int64) throws -> [Item: Int] {
+    package func inventory(profile: Int64) throws -> [Item: Int] {
         try database.read { db in
             var counts: [Item: Int] = [:]
             for row in try Row.fetchAll(db, sql: "SELECT item, count FROM inventory WHERE profileId = ?", arguments: [profile]) {
@@ -37,7 +37,7 @@ public struct Ledger: Sendable {
     }
 
     /// The profile's receipts, newest first, each with the key of the profile it is filed under.
-    public func receipts(profile: Int64) throws -> [Receipt] {
+    package func receipts(profile: Int64) throws -> [Receipt] {
         try database.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM receipt WHERE profileId = ? ORDER BY timeMs DESC, rowid DESC",
                              arguments: [profile]).map(Self.receipt)
@@ -45,7 +45,7 @@ public struct Ledger: Sendable {
     }
 
     /// The receipt whose id is `id` or starts with it (at least 4 characters).
-    public func receipt(_ id: String, profile: Int64) throws -> Receipt {
+    package func receipt(_ id: String, profile: Int64) throws -> Receipt {
         let wanted = id.lowercased()
         let matches = try database.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM receipt WHERE profileId = ? AND (id = ? OR (length(?) >= 4 AND substr(id, 1, length(?)) = ?))",
@@ -60,7 +60,7 @@ public struct Ledger: Sendable {
 
     /// Uses one Holy candle on the curse that ends last, then (once that is committed) tells
     /// the curses. Nothing is used up when there is no curse: returns nil then.
-    public func useCandle(profile: Int64, curses: CurseBook?, now: Double) throws -> String? {
+    package func useCandle(profile: Int64, curses: CurseBook?, now: Double) throws -> String? {
         let lifted = try database.write { db -> LiftedCurse? in
             let held = try Int.fetchOne(db, sql: "SELECT count FROM inventory WHERE profileId = ? AND item = 'candle'",
                                         arguments: [profile]) ?? 0
@@ -76,7 +76,7 @@ public struct Ledger: Sendable {
 
     /// Puts on a Saint's medallion: one fewer in the inventory, and an hour of protection from
     /// `now`. Refused while another is worn.
-    public func wearMedallion(profile: Int64, now: Double) throws -> Medallion {
+    package func wearMedallion(profile: Int64, now: Double) throws -> Medallion {
         try database.write { db in
             if let worn = try Self.medallion(db, profile: profile), worn.protects(at: now) {
                 throw StoreError.medallionWorn(minutesLeft: Int((worn.secondsLeft(at: now) / 60).rounded(.up)))
@@ -94,7 +94,7 @@ public struct Ledger: Sendable {
     }
 
     /// The medallion the profile wears, if one protects it at `now` (curses ask this).
-    public func protectingMedallion(profile: Int64, now: Double) throws -> Medallion? {
+    package func protectingMedallion(profile: Int64, now: Double) throws -> Medallion? {
         try database.read { db in try Self.medallion(db, profile: profile).flatMap { $0.protects(at: now) ? $0 : nil } }
     }
 

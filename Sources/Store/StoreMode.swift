@@ -7,16 +7,16 @@ import Terminal
 
 /// Store mode (seed 000): Holy candles and Saint's medallions for the logged-in profile, with
 /// signed receipts. Nothing is charged: prices are recorded, and `receipts` adds them up.
-public final class StoreMode {
+package final class StoreMode {
     private let session: LoginSession
     /// The curses a candle can lift; set by the curses feature (none until then).
-    public var curses: CurseBook?
+    package var curses: CurseBook?
     /// Waits out the password delay; tests replace it.
     var sleep: (Double) -> Void = LoginSession.sleep
 
-    public init(session: LoginSession) { self.session = session }
+    package init(session: LoginSession) { self.session = session }
 
-    public func register(in shell: Shell) {
+    package func register(in shell: Shell) {
         shell.register(Mode(name: "store", summary: "Holy candles and Saint's medallions against ghost curses",
                             enter: { shell in try self.showCatalogue(shell) }))
         let items = ArgumentKind.choice(Item.allCases.map { Candidate($0.rawValue, "\($0.name), \(dollars($0.priceCents))") })

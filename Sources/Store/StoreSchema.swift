@@ -2,12 +2,12 @@ import GRDB
 import Storage
 
 /// The store's tables: signed receipts, the inventory, the medallion worn.
-public enum StoreSchema {
+package enum StoreSchema {
     /// Every migration of this feature, in order.
-    public static let migrations = [receiptsAndInventory]
+    package static let migrations = [receiptsAndInventory]
 
     /// Receipts, inventory and the medallion worn.
-    public static let receiptsAndInventory = Migration("v10-store") { db in
+    package static let receiptsAndInventory = Migration("v10-store") { db in
         // Receipts are signed by the buyer's profile key; the inventory changes in the same
         // transaction as the receipt is written (all or nothing).
         try db.create(table: "receipt") { t in

@@ -2,13 +2,13 @@ import Foundation
 import Terminal
 
 /// The store's text: the catalogue, the inventory, receipts as a table.
-public struct StoreView: Sendable {
-    public let styler: Styler
-    public let ascii: Bool
+package struct StoreView: Sendable {
+    package let styler: Styler
+    package let ascii: Bool
     /// The window's width: a receipts table too wide for it leaves its times out.
-    public let columns: Int
+    package let columns: Int
 
-    public init(styler: Styler, ascii: Bool, columns: Int = 80) {
+    package init(styler: Styler, ascii: Bool, columns: Int = 80) {
         self.styler = styler
         self.ascii = ascii
         self.columns = columns
@@ -17,7 +17,7 @@ public struct StoreView: Sendable {
     /// Name, price and what it does in aligned columns, what it does wrapped under itself to fit
     /// the window; the glyph last, where a terminal that draws it a column narrower or wider
     /// moves nothing after it.
-    public func catalogue() -> [String] {
+    package func catalogue() -> [String] {
         let nameWidth = (Item.allCases.map { $0.name.count }.max() ?? 0) + 2
         let priceWidth = Item.allCases.map { dollars($0.priceCents).count }.max() ?? 0
         let indent = 2 + nameWidth + priceWidth + 3
@@ -34,7 +34,7 @@ public struct StoreView: Sendable {
         } + DisplayWidth.wrap("buy candle|medallion [N] — you are asked your password to confirm", width: max(16, columns))
     }
 
-    public func inventory(_ counts: [Item: Int], worn: Medallion?, now: Double) -> [String] {
+    package func inventory(_ counts: [Item: Int], worn: Medallion?, now: Double) -> [String] {
         var lines = Item.allCases.map { item in
             "  " + DisplayWidth.pad(item.plural, to: 20) + String(counts[item] ?? 0)
         }
@@ -47,7 +47,7 @@ public struct StoreView: Sendable {
 
     /// The receipts (newest first) and the total spent; with `rows`, only the newest that fit a
     /// window that high, and a line saying how many older ones `receipts all` adds.
-    public func receipts(_ receipts: [Receipt], rows windowRows: Int? = nil) -> [String] {
+    package func receipts(_ receipts: [Receipt], rows windowRows: Int? = nil) -> [String] {
         guard !receipts.isEmpty else { return ["no purchases yet: buy candle or buy medallion"] }
         // 62 columns with the time of each; 44 without, which `receipt ID` still shows.
         let withTime = columns >= 62
@@ -67,7 +67,7 @@ public struct StoreView: Sendable {
             + ["total spent: " + styler.bold(dollars(receipts.reduce(0) { $0 + $1.totalCents }))]
     }
 
-    public func receipt(_ receipt: Receipt, owner: String, problem: String?) -> [String] {
+    package func receipt(_ receipt: Receipt, owner: String, problem: String?) -> [String] {
         let item = Item(rawValue: receipt.item)
         return ["receipt " + receipt.id,
                 "  item        " + (item?.name ?? SafeText.visible(receipt.item)),

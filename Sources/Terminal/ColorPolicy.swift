@@ -1,12 +1,12 @@
 /// When to emit colour: the user's `--color` choice.
-public enum ColorMode: String, CaseIterable, Sendable {
+package enum ColorMode: String, CaseIterable, Sendable {
     case auto, always, never
 
     /// Decides whether output gets colour.
     ///
     /// `auto` colours only a terminal that can show it: the stream is a tty, `TERM` is set and
     /// is not `dumb`, and `NO_COLOR` (no-color.org) is unset or empty.
-    public func enablesColor(isTTY: Bool, environment: [String: String]) -> Bool {
+    package func enablesColor(isTTY: Bool, environment: [String: String]) -> Bool {
         switch self {
         case .always: return true
         case .never: return false
@@ -19,13 +19,13 @@ public enum ColorMode: String, CaseIterable, Sendable {
 }
 
 /// How many colours the terminal can show, when colour is on at all.
-public enum ColorDepth: Int, Comparable, Sendable {
+package enum ColorDepth: Int, Comparable, Sendable {
     case none = 0, ansi256 = 1, trueColor = 2
 
-    public static func < (lhs: ColorDepth, rhs: ColorDepth) -> Bool { lhs.rawValue < rhs.rawValue }
+    package static func < (lhs: ColorDepth, rhs: ColorDepth) -> Bool { lhs.rawValue < rhs.rawValue }
 
     /// Truecolor when `COLORTERM` says so (the de-facto convention), else 256 colours.
-    public static func detect(colorEnabled: Bool, environment: [String: String]) -> ColorDepth {
+    package static func detect(colorEnabled: Bool, environment: [String: String]) -> ColorDepth {
         guard colorEnabled else { return .none }
         let colorTerm = environment["COLORTERM"]?.lowercased() ?? ""
         return colorTerm == "truecolor" || colorTerm == "24bit" ? .trueColor : .ansi256
@@ -33,21 +33,21 @@ public enum ColorDepth: Int, Comparable, Sendable {
 }
 
 /// What the output may use: decided once at start-up, then passed to every view.
-public struct Capabilities: Sendable, Equatable {
-    public var color: ColorDepth
+package struct Capabilities: Sendable, Equatable {
+    package var color: ColorDepth
     /// `--ascii`: no emoji, no box drawing.
-    public var ascii: Bool
+    package var ascii: Bool
     /// Interactive output may animate and redraw; batch output never does.
-    public var interactive: Bool
+    package var interactive: Bool
 
-    public init(color: ColorDepth, ascii: Bool, interactive: Bool) {
+    package init(color: ColorDepth, ascii: Bool, interactive: Bool) {
         self.color = color
         self.ascii = ascii
         self.interactive = interactive
     }
 
-    public var colorEnabled: Bool { color != .none }
+    package var colorEnabled: Bool { color != .none }
 
     /// Plain text: what tests and pipes see.
-    public static let plain = Capabilities(color: .none, ascii: false, interactive: false)
+    package static let plain = Capabilities(color: .none, ascii: false, interactive: false)
 }

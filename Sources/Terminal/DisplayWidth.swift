@@ -4,7 +4,7 @@
 /// such as 🚶‍♂️ or a flag as one two-column glyph, and honours variation selectors: U+FE0F
 /// asks for emoji presentation (two columns), U+FE0E for text presentation (one column).
 extension Character {
-    public var displayWidth: Int {
+    package var displayWidth: Int {
         let scalars = unicodeScalars
         guard let first = scalars.first else { return 0 }
         if scalars.count == 1 { return DisplayWidth.scalarWidth(first) }
@@ -22,7 +22,7 @@ extension Character {
 extension StringProtocol {
     /// The number of terminal columns this text occupies. ANSI escapes are not skipped:
     /// measure text before styling it.
-    public var displayWidth: Int {
+    package var displayWidth: Int {
         // Printable ASCII, most text, is one column a byte: no grapheme breaking needed.
         if utf8.allSatisfy({ (0x20..<0x7F).contains($0) }) { return utf8.count }
         var width = 0
@@ -35,7 +35,7 @@ extension String {
     /// `piece` `count` times, its bytes copied in one buffer: `String(repeating:count:)`
     /// appends string to string, and the frame and indent of a chat bubble cost more that way
     /// than the rest of it.
-    public init(repeated piece: String, count: Int) {
+    package init(repeated piece: String, count: Int) {
         let unit = Array(piece.utf8), total = unit.count * Swift.max(0, count)
         self.init(unsafeUninitializedCapacity: total) { buffer in
             if total == 0 {
@@ -52,14 +52,14 @@ extension String {
     }
 }
 
-public enum DisplayWidth {
+package enum DisplayWidth {
     static func isRegionalIndicator(_ scalar: Unicode.Scalar) -> Bool {
         (0x1F1E6...0x1F1FF).contains(scalar.value)
     }
 
     /// Width of one scalar standing alone: 0 for controls and combining marks, 2 for East Asian
     /// wide characters and default-emoji-presentation symbols, otherwise 1.
-    public static func scalarWidth(_ scalar: Unicode.Scalar) -> Int {
+    package static func scalarWidth(_ scalar: Unicode.Scalar) -> Int {
         let value = scalar.value
         if value < 0x20 || (0x7F..<0xA0).contains(value) { return 0 }
         if value < 0x300 { return 1 }  // Fast path: Latin and most punctuation.
@@ -86,7 +86,7 @@ public enum DisplayWidth {
     }
 
     /// Words into lines of at most `width` columns; a word longer than a line is broken.
-    public static func wrap(_ text: String, width: Int) -> [String] {
+    package static func wrap(_ text: String, width: Int) -> [String] {
         // One printable ASCII line that fits, with single spaces only between words (what the
         // walk below would rebuild anyway): itself. Most chat lines are.
         if text.utf8.count <= width, isSingleSpacedASCII(text.utf8) { return [text] }
@@ -134,7 +134,7 @@ public enum DisplayWidth {
 
     /// A label and its description in two columns, the description wrapped at word boundaries
     /// to `totalWidth` and continued under itself (help, Tab listings).
-    public static func described(_ label: String, _ text: String, labelWidth: Int, totalWidth: Int, indent: Int = 2) -> [String] {
+    package static func described(_ label: String, _ text: String, labelWidth: Int, totalWidth: Int, indent: Int = 2) -> [String] {
         let lead = String(repeating: " ", count: indent)
         let first = lead + pad(label, to: labelWidth)
         let column = first.strippingANSI.displayWidth
@@ -147,13 +147,13 @@ public enum DisplayWidth {
     }
 
     /// Pads `text` with spaces on the right to `width` columns (never truncates).
-    public static func pad(_ text: String, to width: Int) -> String {
+    package static func pad(_ text: String, to width: Int) -> String {
         let missing = width - text.strippingANSI.displayWidth
         return missing > 0 ? text + String(repeated: " ", count: missing) : text
     }
 
     /// Cuts `text` to at most `width` columns, ending with `…` when something was cut.
-    public static func truncate(_ text: String, to width: Int) -> String {
+    package static func truncate(_ text: String, to width: Int) -> String {
         guard text.displayWidth > width else { return text }
         guard width > 0 else { return "" }
         var result = ""

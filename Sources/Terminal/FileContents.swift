@@ -1,22 +1,22 @@
 import Glibc
 
 /// Whole small files read at once: images, password files, the config file.
-public enum FileContents {
-    public struct Failure: Error, Equatable, CustomStringConvertible {
-        public let path: String
-        public let reason: String
+package enum FileContents {
+    package struct Failure: Error, Equatable, CustomStringConvertible {
+        package let path: String
+        package let reason: String
         /// The file does not exist (as opposed to existing but being unreadable).
-        public let isMissing: Bool
+        package let isMissing: Bool
 
-        public var description: String { "cannot read \(path): \(reason)" }
+        package var description: String { "cannot read \(path): \(reason)" }
     }
 
     /// The largest file read whole (a 50-megapixel BMP is 150 MB).
-    public static let defaultLimit = 256 << 20
+    package static let defaultLimit = 256 << 20
 
     /// Reads the whole file. It is opened without blocking and checked before any byte is read,
     /// so a FIFO, a device or a directory is refused at once instead of hanging or flooding.
-    public static func read(_ path: String, limit: Int = defaultLimit) throws(Failure) -> [UInt8] {
+    package static func read(_ path: String, limit: Int = defaultLimit) throws(Failure) -> [UInt8] {
         func failure(_ reason: String? = nil) -> Failure {
             let code = errno
             return Failure(path: path, reason: reason ?? String(cString: strerror(code)), isMissing: reason == nil && code == ENOENT)
@@ -47,12 +47,12 @@ public enum FileContents {
     }
 
     /// The file as UTF-8 text (invalid sequences replaced). Text files here are small.
-    public static func text(_ path: String, limit: Int = 1 << 20) throws(Failure) -> String {
+    package static func text(_ path: String, limit: Int = 1 << 20) throws(Failure) -> String {
         String(decoding: try read(path, limit: limit), as: UTF8.self)
     }
 
     /// What a file of `mode` is, in words, when it is not a regular file.
-    public static func irregularKind(_ mode: mode_t) -> String? {
+    package static func irregularKind(_ mode: mode_t) -> String? {
         switch mode & S_IFMT {
         case S_IFREG: return nil
         case S_IFDIR: return "a directory"

@@ -2,43 +2,43 @@ import CStbImage
 import Glibc
 
 /// An image decoded to 8-bit RGBA, row by row from the top.
-public struct RGBAImage: Equatable, Sendable {
-    public let width: Int
-    public let height: Int
-    public let pixels: [UInt8]
+package struct RGBAImage: Equatable, Sendable {
+    package let width: Int
+    package let height: Int
+    package let pixels: [UInt8]
 
-    public init(width: Int, height: Int, pixels: [UInt8]) {
+    package init(width: Int, height: Int, pixels: [UInt8]) {
         precondition(pixels.count == width * height * 4)
         self.width = width
         self.height = height
         self.pixels = pixels
     }
 
-    public struct Pixel: Equatable, Sendable {
-        public var r, g, b, a: UInt8
-        public init(_ r: UInt8, _ g: UInt8, _ b: UInt8, _ a: UInt8 = 255) {
+    package struct Pixel: Equatable, Sendable {
+        package var r, g, b, a: UInt8
+        package init(_ r: UInt8, _ g: UInt8, _ b: UInt8, _ a: UInt8 = 255) {
             self.r = r; self.g = g; self.b = b; self.a = a
         }
     }
 
-    public subscript(x: Int, y: Int) -> Pixel {
+    package subscript(x: Int, y: Int) -> Pixel {
         let i = (y * width + x) * 4
         return Pixel(pixels[i], pixels[i + 1], pixels[i + 2], pixels[i + 3])
     }
 }
 
-public enum ImageError: Error, Equatable, CustomStringConvertible {
+package enum ImageError: Error, Equatable, CustomStringConvertible {
     case unreadable(path: String, reason: String)
     case notAnImage(reason: String)
     case tooLarge(width: Int, height: Int)
     case empty(width: Int, height: Int)
 
     /// The largest image accepted, in pixels: 50 megapixels.
-    public static let maximumPixels = 50_000_000
+    package static let maximumPixels = 50_000_000
     /// And on each side: a 1x16,000,000 strip is small in area but not to draw.
-    public static let maximumSide = 16_384
+    package static let maximumSide = 16_384
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .unreadable(let path, let reason): return "cannot read \(path): \(reason)"
         case .notAnImage(let reason): return "not a PNG, JPEG, GIF or BMP image (\(reason))"
@@ -53,10 +53,10 @@ public enum ImageError: Error, Equatable, CustomStringConvertible {
 }
 
 /// PNG, JPEG, GIF (first frame) and BMP through stb_image.
-public enum ImageDecoder {
+package enum ImageDecoder {
     /// Decodes `bytes`, refusing anything that is not a whole image of an accepted format or is
     /// over 50 megapixels (checked from the header, before any pixel is decoded).
-    public static func decode(_ bytes: [UInt8]) throws(ImageError) -> RGBAImage {
+    package static func decode(_ bytes: [UInt8]) throws(ImageError) -> RGBAImage {
         guard !bytes.isEmpty else { throw .notAnImage(reason: "the file is empty") }
         guard bytes.count < Int(Int32.max) else { throw .notAnImage(reason: "the file is too large") }
         try check(bytes)
@@ -85,7 +85,7 @@ public enum ImageDecoder {
 
     /// The limits, checked on the header alone: the format is one of the four, and the size is
     /// neither empty nor over the limits.
-    public static func check(_ bytes: [UInt8]) throws(ImageError) {
+    package static func check(_ bytes: [UInt8]) throws(ImageError) {
         guard let header = ImageHeader.parse(bytes) else {
             throw .notAnImage(reason: ImageHeader.format(of: bytes) == nil ? "unknown format" : "truncated or damaged")
         }
@@ -112,7 +112,7 @@ public enum ImageDecoder {
     }
 
     /// Reads an image file's bytes.
-    public static func readFile(_ path: String) throws(ImageError) -> [UInt8] {
+    package static func readFile(_ path: String) throws(ImageError) -> [UInt8] {
         do { return try FileContents.read(path) } catch { throw .unreadable(path: error.path, reason: error.reason) }
     }
 }

@@ -1,15 +1,15 @@
 /// An image's format and size read from its first bytes, before any decoder sees it: limits are
 /// checked on this, so a file that claims to be enormous is refused with its real dimensions
 /// (not "unknown format"), and stb_image only ever decodes what passed.
-public struct ImageHeader: Equatable, Sendable {
-    public enum Format: String, Sendable { case png = "PNG", jpeg = "JPEG", gif = "GIF", bmp = "BMP" }
+package struct ImageHeader: Equatable, Sendable {
+    package enum Format: String, Sendable { case png = "PNG", jpeg = "JPEG", gif = "GIF", bmp = "BMP" }
 
-    public var format: Format
-    public var width: Int
-    public var height: Int
+    package var format: Format
+    package var width: Int
+    package var height: Int
 
     /// The format `bytes` start like, from the signature alone.
-    public static func format(of bytes: [UInt8]) -> Format? {
+    package static func format(of bytes: [UInt8]) -> Format? {
         if bytes.starts(with: [0x89, 0x50, 0x4E, 0x47]) { return .png }
         if bytes.starts(with: Array("GIF8".utf8)) { return .gif }
         if bytes.starts(with: Array("BM".utf8)) { return .bmp }
@@ -19,7 +19,7 @@ public struct ImageHeader: Equatable, Sendable {
 
     /// The header of `bytes`, or nil when they do not start like one of the four formats (or are
     /// cut off before the size).
-    public static func parse(_ bytes: [UInt8]) -> ImageHeader? {
+    package static func parse(_ bytes: [UInt8]) -> ImageHeader? {
         if bytes.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) {
             // The first chunk must be IHDR: width and height, big-endian.
             guard bytes.count >= 24, Array(bytes[12..<16]) == Array("IHDR".utf8) else { return nil }

@@ -1,26 +1,26 @@
 /// Draws an image in the terminal: Unicode upper half blocks, each cell two pixels tall, the
 /// top pixel as foreground and the bottom as background, in 24-bit or 256 colours; or an
 /// ASCII luminance ramp when there is no colour or `--ascii` is on.
-public struct ImageRenderer: Sendable {
-    public let depth: ColorDepth
-    public let ascii: Bool
+package struct ImageRenderer: Sendable {
+    package let depth: ColorDepth
+    package let ascii: Bool
 
-    public init(depth: ColorDepth, ascii: Bool) {
+    package init(depth: ColorDepth, ascii: Bool) {
         self.depth = depth
         self.ascii = ascii
     }
 
-    public init(_ capabilities: Capabilities) {
+    package init(_ capabilities: Capabilities) {
         self.init(depth: capabilities.color, ascii: capabilities.ascii)
     }
 
     static let ramp = Array(" .:-=+*#%@")
 
     /// One character cell of a rendered image: its SGR parameters (empty for none) and glyph.
-    public struct Cell: Equatable, Sendable {
-        public var codes: String
-        public var glyph: Character
-        public init(codes: String, glyph: Character) {
+    package struct Cell: Equatable, Sendable {
+        package var codes: String
+        package var glyph: Character
+        package init(codes: String, glyph: Character) {
             self.codes = codes
             self.glyph = glyph
         }
@@ -29,12 +29,12 @@ public struct ImageRenderer: Sendable {
     /// The image `columns` wide (never wider than the image itself would need), keeping its
     /// aspect ratio: a cell is about twice as tall as wide, hence two pixels a cell.
     /// With `rows`, the image is also made narrow enough to be at most that many rows tall.
-    public func render(_ image: RGBAImage, columns: Int, rows: Int? = nil) -> [String] {
+    package func render(_ image: RGBAImage, columns: Int, rows: Int? = nil) -> [String] {
         cells(image, columns: columns, rows: rows).map(Self.line)
     }
 
     /// The cells of `render`, for callers that draw over the image (a stamp, a frame).
-    public func cells(_ image: RGBAImage, columns: Int, rows: Int? = nil) -> [[Cell]] {
+    package func cells(_ image: RGBAImage, columns: Int, rows: Int? = nil) -> [[Cell]] {
         var width = max(1, min(columns, image.width))
         if let rows {
             // Two pixel rows a text row: the width that keeps the height within `rows`.
@@ -59,7 +59,7 @@ public struct ImageRenderer: Sendable {
     }
 
     /// A row of cells as text, repeating an escape sequence only when the colours change.
-    public static func line(_ cells: [Cell]) -> String {
+    package static func line(_ cells: [Cell]) -> String {
         var line = ""
         var last = ""
         for cell in cells {
@@ -116,7 +116,7 @@ public struct ImageRenderer: Sendable {
 extension RGBAImage {
     /// Scales with an area average when shrinking (no aliasing) and nearest neighbour when
     /// growing (keeps pixel art crisp). Transparent pixels are laid over black.
-    public func scaled(width: Int, height: Int) -> RGBAImage {
+    package func scaled(width: Int, height: Int) -> RGBAImage {
         let image = self
         var out = [UInt8](repeating: 0, count: width * height * 4)
         let sx = Double(image.width) / Double(width), sy = Double(image.height) / Double(height)

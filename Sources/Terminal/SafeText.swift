@@ -7,10 +7,10 @@
 /// - C1 controls (U+0080–U+009F, which some terminals take as CSI, OSC…) become `\x9b`.
 /// - Bidirectional controls (which reorder what follows, even on later lines) and the line and
 ///   paragraph separators become `<U+202E>` and the like: visible, inert.
-public enum SafeText {
+package enum SafeText {
     /// `text` made inert for a terminal. `keepNewlines` keeps `\n` (as a line break) for views
     /// that wrap text into paragraphs; everywhere else it shows as `^J`.
-    public static func visible(_ text: String, keepNewlines: Bool = false) -> String {
+    package static func visible(_ text: String, keepNewlines: Bool = false) -> String {
         // Fast path: most text has nothing to change.
         if !text.unicodeScalars.contains(where: { needsEscape($0, keepNewlines: keepNewlines) }) { return text }
         var result = String.UnicodeScalarView()
@@ -25,7 +25,7 @@ public enum SafeText {
     }
 
     /// True when `text` would be changed by `visible` (it holds a control, a bidi control, ...).
-    public static func containsUnsafe(_ text: String) -> Bool {
+    package static func containsUnsafe(_ text: String) -> Bool {
         text.unicodeScalars.contains { needsEscape($0, keepNewlines: false) }
     }
 
@@ -37,7 +37,7 @@ public enum SafeText {
     }
 
     /// The embedding, override and isolate controls, and the implicit direction marks.
-    public static func isBidiControl(_ value: UInt32) -> Bool {
+    package static func isBidiControl(_ value: UInt32) -> Bool {
         (0x202A...0x202E).contains(value) || (0x2066...0x2069).contains(value)
             || value == 0x200E || value == 0x200F || value == 0x061C
     }

@@ -4,9 +4,9 @@ import Glibc
 import Darwin
 #endif
 
-public enum TerminalSize {
+package enum TerminalSize {
     /// Columns of the terminal on `fd`, or `COLUMNS`, or 80.
-    public static func columns(fd: Int32 = 1, environment: [String: String] = [:]) -> Int {
+    package static func columns(fd: Int32 = 1, environment: [String: String] = [:]) -> Int {
         var size = winsize()
         if ioctl(fd, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
         if let text = environment["COLUMNS"], let value = Int(text), value > 0 { return value }
@@ -14,12 +14,12 @@ public enum TerminalSize {
     }
 
     /// Rows of the terminal on `fd`, or `LINES`, or 24.
-    public static func rows(fd: Int32 = 1, environment: [String: String] = [:]) -> Int {
+    package static func rows(fd: Int32 = 1, environment: [String: String] = [:]) -> Int {
         var size = winsize()
         if ioctl(fd, UInt(TIOCGWINSZ), &size) == 0, size.ws_row > 0 { return Int(size.ws_row) }
         if let text = environment["LINES"], let value = Int(text), value > 0 { return value }
         return 24
     }
 
-    public static func isTTY(_ fd: Int32) -> Bool { isatty(fd) == 1 }
+    package static func isTTY(_ fd: Int32) -> Bool { isatty(fd) == 1 }
 }

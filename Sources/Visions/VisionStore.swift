@@ -3,32 +3,32 @@ import GRDB
 import Storage
 import Terminal
 
-public struct Rescuer: Equatable, Sendable {
-    public var id: Int64
-    public var name: String
-    public var description: String
-    public var portrait: [UInt8]?
-    public var rescues: Int
+package struct Rescuer: Equatable, Sendable {
+    package var id: Int64
+    package var name: String
+    package var description: String
+    package var portrait: [UInt8]?
+    package var rescues: Int
 }
 
 /// A vision as the list shows it: no image bytes, just the thumbnail.
-public struct VisionSummary: Equatable, Sendable {
-    public var id: Int64
-    public var rescuerName: String
-    public var rescued: Bool
-    public var thumbnail: RGBAImage
+package struct VisionSummary: Equatable, Sendable {
+    package var id: Int64
+    package var rescuerName: String
+    package var rescued: Bool
+    package var thumbnail: RGBAImage
 }
 
-public struct Vision: Equatable, Sendable {
-    public var id: Int64
-    public var rescuerName: String
-    public var image: [UInt8]
-    public var rescued: Bool
-    public var createdAt: Double
-    public var rescuedAt: Double?
+package struct Vision: Equatable, Sendable {
+    package var id: Int64
+    package var rescuerName: String
+    package var image: [UInt8]
+    package var rescued: Bool
+    package var createdAt: Double
+    package var rescuedAt: Double?
 }
 
-public enum VisionsError: Error, Equatable, CustomStringConvertible {
+package enum VisionsError: Error, Equatable, CustomStringConvertible {
     case emptyName
     case nameTooLong
     case noSuchVision(Int64)
@@ -36,7 +36,7 @@ public enum VisionsError: Error, Equatable, CustomStringConvertible {
     case rescuerHasVisions(String, Int)
     case nothingOpen
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .emptyName: return "the rescuer's name cannot be empty"
         case .nameTooLong: return "the rescuer's name is too long (at most 40 characters)"
@@ -49,33 +49,33 @@ public enum VisionsError: Error, Equatable, CustomStringConvertible {
 }
 
 /// What `save NAME` did.
-public enum SaveOutcome: Equatable, Sendable {
+package enum SaveOutcome: Equatable, Sendable {
     case rescued(by: String)
     case wrongRescuer(expected: String)
     case alreadyRescued(by: String)
 }
 
 /// Visions and rescuers in the database. Every change that touches both is one transaction.
-public struct VisionStore: Sendable {
-    public let database: SeanceDatabase
+package struct VisionStore: Sendable {
+    package let database: SeanceDatabase
     /// Thumbnails are this many pixels wide: four rows of eight cells in a list.
-    public static let thumbnailWidth = 8
+    package static let thumbnailWidth = 8
 
-    public init(database: SeanceDatabase) { self.database = database }
+    package init(database: SeanceDatabase) { self.database = database }
 
     /// A name as stored: trimmed, not empty, not absurdly long, no control characters.
-    public static func normalise(_ name: String) throws(VisionsError) -> String {
+    package static func normalise(_ name: String) throws(VisionsError) -> String {
         let trimmed = name.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !trimmed.isEmpty else { throw .emptyName }
         guard trimmed.count <= 40 else { throw .nameTooLong }
         return String(trimmed.unicodeScalars.filter { $0.properties.generalCategory != .control }.map(Character.init))
     }
 
-    public func rescuers() throws -> [Rescuer] {
+    package func rescuers() throws -> [Rescuer] {
         try database.read { db in try Row.fetchAll(db, sql: "SELECT * FROM rescuer ORDER BY name COLLATE NOCASE").map(Self.rescuer) }
     }
 
-    public func rescuer(named name: String) throws -> Rescuer? {
+    package func rescuer(named name: String) throws -> Rescuer? {
         try database.read { db in
             try Row.fetchOne(db, sql: "SELECT * FROM rescuer WHERE name = ? COLLATE NOCASE", arguments: [name]).map(Self.rescuer)
         }
@@ -89,7 +89,7 @@ public struct VisionStore: Sendable {
     /// Stores a vision assigned to `rescuerName`, creating the rescuer if new. The image must
     /// already be decoded (it is refused before anything is written if it cannot be).
     @discardableResult
-    public func addVision(rescuerName: String, imageBytes: [UInt8], image: RGBAImage, now: Double) throws -> Int64 {
+    package func addVision(rescuerName: String, imageBytes: [UInt8], image: RGBAImage, now: Double) throws -> Int64 {
         let name = try Self.normalise(rescuerName)
         let thumbnailHeight = max(2, min(16, Int((Double(image.height) * Double(Self.thumbnailWidth) / Double(image.width)).rounded())))
         let thumbnail = image.scaled(width: Self.thumbnailWidth, height: thumbnailHeight)
@@ -111,7 +111,7 @@ public struct VisionStore: Sendable {
     }
 
     /// Every vision's number, rescuer and state, for Tab.
-    public func visionNumbers() throws -> [(id: Int64, rescuer: String, rescued: Bool)] {
+    package func visionNumbers() throws -> [(id: Int64, rescuer: String, rescued: Bool)] {
         try database.read { db in
             try Row.fetchAll(db, sql: """
                 SELECT vision.id, rescuer.name, vision.rescued FROM vision JOIN rescuer ON rescuer.id = vision.rescuerId ORDER BY vision.id
@@ -120,16 +120,16 @@ public struct VisionStore: Sendable {
     }
 
     /// Every vision's thumbnail height in pixels, oldest first (what a list page holds depends on them).
-    public func thumbnailHeights() throws -> [Int] {
+    package func thumbnailHeights() throws -> [Int] {
         try database.read { db in try Int.fetchAll(db, sql: "SELECT thumbnailHeight FROM vision ORDER BY id") }
     }
 
-    public func visionCount() throws -> Int {
+    package func visionCount() throws -> Int {
         try database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM vision") ?? 0 }
     }
 
     /// One page of the list, oldest first, reading thumbnails only.
-    public func visions(offset: Int, limit: Int) throws -> [VisionSummary] {
+    package func visions(offset: Int, limit: Int) throws -> [VisionSummary] {
         try database.read { db in
             try Row.fetchAll(db, sql: """
                 SELECT vision.id, rescuer.name, vision.rescued, vision.thumbnail, vision.thumbnailWidth, vision.thumbnailHeight
@@ -142,7 +142,7 @@ public struct VisionStore: Sendable {
         }
     }
 
-    public func vision(_ id: Int64) throws -> Vision {
+    package func vision(_ id: Int64) throws -> Vision {
         let found = try database.read { db in
             try Row.fetchOne(db, sql: """
                 SELECT vision.*, rescuer.name AS rescuerName FROM vision JOIN rescuer ON rescuer.id = vision.rescuerId
@@ -158,7 +158,7 @@ public struct VisionStore: Sendable {
 
     /// Marks vision `id` rescued if `name` (trimmed, any case) is its rescuer, and counts the
     /// rescue, in one transaction.
-    public func save(_ id: Int64, name: String, now: Double) throws -> SaveOutcome {
+    package func save(_ id: Int64, name: String, now: Double) throws -> SaveOutcome {
         let given = name.trimmingCharacters(in: .whitespacesAndNewlines)
         return try database.write { db in
             guard let row = try Row.fetchOne(db, sql: """
@@ -175,7 +175,7 @@ public struct VisionStore: Sendable {
     }
 
     /// Deletes vision `id`; a rescued one takes its rescue off the rescuer's count.
-    public func delete(_ id: Int64) throws {
+    package func delete(_ id: Int64) throws {
         try database.write { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT rescued, rescuerId FROM vision WHERE id = ?", arguments: [id]) else {
                 throw VisionsError.noSuchVision(id)

@@ -4,7 +4,7 @@ import Storage
 import Terminal
 
 /// The visions mode: two pages (the visions and the rescuers), like a page view controller.
-public final class VisionsMode {
+package final class VisionsMode {
     enum Page: Int {
         case visions = 1, rescuers = 2
     }
@@ -16,9 +16,9 @@ public final class VisionsMode {
     /// Visions a list page holds in a script (at a terminal, as many as the window does).
     static let pageSize = 10
 
-    public init() {}
+    package init() {}
 
-    public func register(in shell: Shell) {
+    package func register(in shell: Shell) {
         shell.register(Mode(
             name: "visions", summary: "Will's visions and his rescuers",
             prompt: { self.page == .visions ? "visions" : "visions/rescuers" },

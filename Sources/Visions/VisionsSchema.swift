@@ -2,12 +2,12 @@ import GRDB
 import Storage
 
 /// The visions log's tables, with the rescuers a new database starts with.
-public enum VisionsSchema {
+package enum VisionsSchema {
     /// Every migration of this feature, in order.
-    public static let migrations = [visionsAndRescuers]
+    package static let migrations = [visionsAndRescuers]
 
     /// Rescuers, and visions each tied to one; the seed rescuers with their portraits.
-    public static let visionsAndRescuers = Migration("v3-visions") { db in
+    package static let visionsAndRescuers = Migration("v3-visions") { db in
         try db.create(table: "rescuer") { t in
             t.autoIncrementedPrimaryKey("id")
             t.column("name", .text).notNull().unique().collate(.nocase)

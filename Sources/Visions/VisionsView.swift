@@ -1,13 +1,13 @@
 import Terminal
 
 /// Turns visions and rescuers into text. One view serves every vision, one every rescuer.
-public struct VisionsView: Sendable {
-    public let capabilities: Capabilities
-    public let columns: Int
+package struct VisionsView: Sendable {
+    package let capabilities: Capabilities
+    package let columns: Int
     /// The window's height: a large image is drawn no taller.
-    public let rows: Int
+    package let rows: Int
 
-    public init(capabilities: Capabilities, columns: Int, rows: Int = 24) {
+    package init(capabilities: Capabilities, columns: Int, rows: Int = 24) {
         self.capabilities = capabilities
         self.columns = columns
         self.rows = rows
@@ -31,11 +31,11 @@ public struct VisionsView: Sendable {
 
     /// Rows of a list entry whose thumbnail is `height` pixels high: two pixels a row, and the
     /// two lines of text beside it.
-    public static func entryRows(thumbnailHeight height: Int) -> Int { max(2, (max(1, height) + 1) / 2) }
+    package static func entryRows(thumbnailHeight height: Int) -> Int { max(2, (max(1, height) + 1) / 2) }
 
     /// The list cut into pages that each fit a window `rows` high with the heading, the "more"
     /// line and the prompt; one entry at least, however tall.
-    public static func pages(entryRows: [Int], rows: Int) -> [Range<Int>] {
+    package static func pages(entryRows: [Int], rows: Int) -> [Range<Int>] {
         let budget = max(1, rows - 3)
         var pages: [Range<Int>] = []
         var start = 0, used = 0
@@ -51,7 +51,7 @@ public struct VisionsView: Sendable {
         return pages
     }
 
-    public func visionList(_ visions: [VisionSummary], total: Int, page: Int, pageCount: Int) -> String {
+    package func visionList(_ visions: [VisionSummary], total: Int, page: Int, pageCount: Int) -> String {
         var lines = [styler.bold("Visions") + " — \(total) in all" + (pageCount > 1 ? ", page \(page) of \(pageCount)" : "")]
         if visions.isEmpty {
             lines.append(total == 0 ? "No visions yet. Add one: add NAME --image PATH" : "No visions on this page.")
@@ -64,7 +64,7 @@ public struct VisionsView: Sendable {
         return lines.joined(separator: "\n")
     }
 
-    public func rescuerList(_ rescuers: [Rescuer]) -> String {
+    package func rescuerList(_ rescuers: [Rescuer]) -> String {
         var lines = [styler.bold("Rescuers") + " — \(rescuers.count) in all"]
         var entries: [String] = []
         for rescuer in rescuers {
@@ -93,7 +93,7 @@ public struct VisionsView: Sendable {
     /// How wide a large image is drawn: most of the terminal, at most 64 columns.
     var largeWidth: Int { max(8, min(64, columns - 2)) }
 
-    public func vision(_ vision: Vision, stamped: Bool = false) -> String {
+    package func vision(_ vision: Vision, stamped: Bool = false) -> String {
         var lines: [String]
         do {
             let image = try ImageDecoder.decode(vision.image)
@@ -122,7 +122,7 @@ public struct VisionsView: Sendable {
         for (i, letter) in word.enumerated() { cells[row][start + i] = ImageRenderer.Cell(codes: codes, glyph: letter) }
     }
 
-    public func rescuer(_ rescuer: Rescuer) -> String {
+    package func rescuer(_ rescuer: Rescuer) -> String {
         var lines: [String] = []
         if let bytes = rescuer.portrait, let image = try? ImageDecoder.decode(bytes) {
             lines += renderer.render(image, columns: min(32, largeWidth), rows: max(4, rows - 6))

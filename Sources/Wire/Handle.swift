@@ -2,15 +2,15 @@ import Crypto
 import Foundation
 
 /// How a signing key is shown after a name, in one place: `alice#3fa2`.
-public enum PeerIdentity {
+package enum PeerIdentity {
     /// The same four hex digits profiles show: the first two bytes of SHA-256 of the key.
-    public static func fingerprint(of signingKey: Data) -> String {
+    package static func fingerprint(of signingKey: Data) -> String {
         hex(SHA256.hash(data: signingKey).prefix(2))
     }
 
     /// A longer fingerprint for where a short one could collide: 32 hex digits (128 bits) of
     /// SHA-256 of the key. Names a peer's broker topics.
-    public static func longFingerprint(of signingKey: Data) -> String {
+    package static func longFingerprint(of signingKey: Data) -> String {
         hex(SHA256.hash(data: signingKey).prefix(16))
     }
 
@@ -24,11 +24,11 @@ public enum PeerIdentity {
     }
 
     /// `name#fp`: the name as given, and the key's fingerprint.
-    public static func handle(name: String, signingKey: Data) -> String { name + "#" + fingerprint(of: signingKey) }
+    package static func handle(name: String, signingKey: Data) -> String { name + "#" + fingerprint(of: signingKey) }
 
     /// A handle as typed, split at its last `#`: the name, and the fingerprint (lower-cased)
     /// when one was given.
-    public static func split(_ handle: String) -> (name: String, fingerprint: String?) {
+    package static func split(_ handle: String) -> (name: String, fingerprint: String?) {
         guard let hash = handle.lastIndex(of: "#") else { return (handle, nil) }
         return (String(handle[..<hash]), String(handle[handle.index(after: hash)...]).lowercased())
     }

@@ -2,15 +2,15 @@ import Crypto
 import Foundation
 
 /// One fragment of a direct message, before sealing.
-public struct Fragment: Equatable, Sendable {
-    public var sequence: UInt32
+package struct Fragment: Equatable, Sendable {
+    package var sequence: UInt32
     /// The last fragment of its message.
-    public var isLast: Bool
+    package var isLast: Bool
     /// When the sender wrote the message, milliseconds since 1970.
-    public var sentAt: UInt64
-    public var text: Data
+    package var sentAt: UInt64
+    package var text: Data
 
-    public init(sequence: UInt32, isLast: Bool, sentAt: UInt64, text: Data) {
+    package init(sequence: UInt32, isLast: Bool, sentAt: UInt64, text: Data) {
         self.sequence = sequence
         self.isLast = isLast
         self.sentAt = sentAt
@@ -22,22 +22,22 @@ public struct Fragment: Equatable, Sendable {
 /// HKDF-SHA256 (salt: both signing keys in ascending order, info "seance message v1") to a
 /// 32-byte key, ChaCha20-Poly1305 with a random nonce. The associated data is the sender's then
 /// the recipient's signing key, so a fragment cannot be replayed into another conversation.
-public enum MessageCrypto {
+package enum MessageCrypto {
     /// Nonce (12) and tag (16) around the plaintext.
-    public static let overhead = 28
+    package static let overhead = 28
     /// Plaintext header: sequence (4), flags (1), sentAt (8).
     static let headerSize = 13
     /// Text bytes per fragment: what fits a datagram with all headers, with room to spare.
-    public static let fragmentText = 900
+    package static let fragmentText = 900
 
     /// What a key is for, in its derivation: a room line's key differs from the conversation's,
     /// so a sealed copy cannot be replayed from one into the other.
-    public enum Purpose: String, Sendable {
+    package enum Purpose: String, Sendable {
         case conversation = "seance message v1"
         case room = "seance room v1"
     }
 
-    public static func key(mine: Curve25519.KeyAgreement.PrivateKey, theirs: Data, mySigningKey: Data,
+    package static func key(mine: Curve25519.KeyAgreement.PrivateKey, theirs: Data, mySigningKey: Data,
                            theirSigningKey: Data, purpose: Purpose = .conversation) throws -> SymmetricKey {
         let shared = try mine.sharedSecretFromKeyAgreement(with: .init(rawRepresentation: theirs))
         let salt = [mySigningKey, theirSigningKey].sorted { $0.lexicographicallyPrecedes($1) }.reduce(Data(), +)
@@ -45,7 +45,7 @@ public enum MessageCrypto {
                                               outputByteCount: 32)
     }
 
-    public static func seal(_ fragment: Fragment, key: SymmetricKey, sender: Data, recipient: Data) throws -> Data {
+    package static func seal(_ fragment: Fragment, key: SymmetricKey, sender: Data, recipient: Data) throws -> Data {
         var plain: [UInt8] = []
         plain.appendBigEndian(fragment.sequence)
         plain.append(fragment.isLast ? 1 : 0)
@@ -54,9 +54,9 @@ public enum MessageCrypto {
         return try ChaChaPoly.seal(plain, using: key, authenticating: sender + recipient).combined
     }
 
-    public enum OpenError: Error, Equatable { case cannotDecrypt, malformed }
+    package enum OpenError: Error, Equatable { case cannotDecrypt, malformed }
 
-    public static func open(_ sealed: Data, key: SymmetricKey, sender: Data, recipient: Data) throws(OpenError) -> Fragment {
+    package static func open(_ sealed: Data, key: SymmetricKey, sender: Data, recipient: Data) throws(OpenError) -> Fragment {
         let plain: Data
         do {
             plain = try ChaChaPoly.open(ChaChaPoly.SealedBox(combined: sealed), using: key, authenticating: sender + recipient)
@@ -72,7 +72,7 @@ public enum MessageCrypto {
 
     /// A message's fragments, numbered from `firstSequence`, the last one marked (deterministic:
     /// an outbox entry reloaded after a restart gets the same fragments).
-    public static func fragments(of text: String, firstSequence: UInt32, sentAt: UInt64) -> [Fragment] {
+    package static func fragments(of text: String, firstSequence: UInt32, sentAt: UInt64) -> [Fragment] {
         let pieces = split(text)
         return pieces.enumerated().map { index, piece in
             Fragment(sequence: firstSequence + UInt32(index), isLast: index == pieces.count - 1, sentAt: sentAt, text: piece)
@@ -81,7 +81,7 @@ public enum MessageCrypto {
 
     /// Splits a message's UTF-8 into fragments of at most `fragmentText` bytes, on character
     /// boundaries.
-    public static func split(_ text: String, limit: Int = fragmentText) -> [Data] {
+    package static func split(_ text: String, limit: Int = fragmentText) -> [Data] {
         // Most lines fit one fragment: no walk over their characters.
         if text.utf8.count <= limit { return [Data(text.utf8)] }
         var pieces: [Data] = []

@@ -1,16 +1,16 @@
 /// What a username and an emoji avatar may be. One set of rules for both sides: a profile made
 /// here is checked with them, and so is every name and avatar a peer announces (a peer's that
 /// breaks them is dropped, not shown).
-public enum NameRules {
-    public static let maximumCharacters = 32
+package enum NameRules {
+    package static let maximumCharacters = 32
     /// The wire gives a name one length byte; 32 characters of four bytes fit well within it.
-    public static let maximumBytes = 128
-    public static let maximumEmojiBytes = 32
+    package static let maximumBytes = 128
+    package static let maximumEmojiBytes = 32
 
-    public enum Violation: Error, Equatable, Sendable, CustomStringConvertible {
+    package enum Violation: Error, Equatable, Sendable, CustomStringConvertible {
         case empty, tooLong, surroundingSpace, control, invisible, hash
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .empty: return "it is empty"
             case .tooLong: return "it has more than \(NameRules.maximumCharacters) characters"
@@ -23,7 +23,7 @@ public enum NameRules {
     }
 
     /// Why `name`, exactly as given, is not a valid username; nil when it is.
-    public static func violation(_ name: String) -> Violation? {
+    package static func violation(_ name: String) -> Violation? {
         guard !name.isEmpty else { return .empty }
         guard name.count <= maximumCharacters, name.utf8.count <= maximumBytes else { return .tooLong }
         if name.first!.isWhitespace || name.last!.isWhitespace { return .surroundingSpace }
@@ -36,7 +36,7 @@ public enum NameRules {
     }
 
     /// True when `text` is exactly one emoji (what an emoji avatar must be).
-    public static func isEmoji(_ text: String) -> Bool {
+    package static func isEmoji(_ text: String) -> Bool {
         guard text.count == 1, text.utf8.count <= maximumEmojiBytes, let character = text.first,
               isPrintable(character),
               !character.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return false }

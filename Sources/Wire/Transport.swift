@@ -3,27 +3,27 @@ import Synchronization
 
 /// Where a packet came from, or goes: which transport, and an address only that transport
 /// understands. Nothing above a transport looks inside the address.
-public struct Route: Hashable, Sendable, CustomStringConvertible {
-    public let transport: String
-    public let address: String
+package struct Route: Hashable, Sendable, CustomStringConvertible {
+    package let transport: String
+    package let address: String
 
-    public init(transport: String, address: String) {
+    package init(transport: String, address: String) {
         self.transport = transport
         self.address = address
     }
 
-    public var description: String { transport + ":" + address }
+    package var description: String { transport + ":" + address }
 }
 
 /// Whether a transport can carry anything just now.
-public enum TransportState: Equatable, Sendable {
+package enum TransportState: Equatable, Sendable {
     case up
     /// Why not: said to the user once, when it happens.
     case down(String)
 }
 
 /// What a broadcast frame is to a transport; the LAN treats them all alike.
-public enum BroadcastKind: Sendable {
+package enum BroadcastKind: Sendable {
     /// Who we are now: the latest one stands for us until replaced (a broker retains it).
     case presence
     /// We are leaving: what stood for us is withdrawn.
@@ -38,7 +38,7 @@ public enum BroadcastKind: Sendable {
 
 /// Moves signed frames, and nothing else: the LAN's sockets, a broker, or memory in tests.
 /// Its thread hands each datagram to `deliver` and returns; all meaning is decided elsewhere.
-public protocol Transport: AnyObject, Sendable, CustomStringConvertible {
+package protocol Transport: AnyObject, Sendable, CustomStringConvertible {
     /// A short name for routes and `nearby`: `lan`, `broker`, `memory`.
     var name: String { get }
     /// Opens whatever it needs, without waiting on the network; `deliver` is called (on the
@@ -68,14 +68,14 @@ public protocol Transport: AnyObject, Sendable, CustomStringConvertible {
 
 /// A network in memory for tests: every transport made on it hears the others' broadcasts,
 /// and gets what is sent to its address. Delivery is synchronous, on the sender's thread.
-public final class MemoryNetwork: Sendable {
+package final class MemoryNetwork: Sendable {
     private let members = Mutex<[String: @Sendable ([UInt8], Route) -> Void]>([:])
     /// Datagrams that did not arrive (for tests that lose some): called for each; true drops it.
     private let loss = Mutex<(@Sendable ([UInt8]) -> Bool)?>(nil)
 
-    public init() {}
+    package init() {}
 
-    public func setLoss(_ drop: (@Sendable ([UInt8]) -> Bool)?) { loss.withLock { $0 = drop } }
+    package func setLoss(_ drop: (@Sendable ([UInt8]) -> Bool)?) { loss.withLock { $0 = drop } }
 
     func join(_ address: String, deliver: @escaping @Sendable ([UInt8], Route) -> Void) {
         members.withLock { $0[address] = deliver }
@@ -94,33 +94,33 @@ public final class MemoryNetwork: Sendable {
 }
 
 /// One member of a `MemoryNetwork`.
-public final class MemoryTransport: Transport {
-    public let name: String
-    public let address: String
+package final class MemoryTransport: Transport {
+    package let name: String
+    package let address: String
     private let network: MemoryNetwork
 
     /// `name` lets a test give one shell two transports (a "lan" and a "broker") on two networks.
-    public init(network: MemoryNetwork, address: String, name: String = "memory") {
+    package init(network: MemoryNetwork, address: String, name: String = "memory") {
         self.network = network
         self.address = address
         self.name = name
     }
 
-    public func start(deliver: @escaping @Sendable ([UInt8], Route) -> Void, report: @escaping @Sendable (TransportState) -> Void) throws {
+    package func start(deliver: @escaping @Sendable ([UInt8], Route) -> Void, report: @escaping @Sendable (TransportState) -> Void) throws {
         network.join(address, deliver: deliver)
     }
-    public func broadcast(_ bytes: [UInt8], as kind: BroadcastKind) { network.carry(bytes, from: address, by: name, to: nil) }
-    public func send(_ bytes: [UInt8], to route: Route) { network.carry(bytes, from: address, by: name, to: route.address) }
-    public var directPort: UInt16 { 0 }
-    public var description: String { "\(name) \(address)" }
-    public func directRoute(from source: Route, port: UInt16, signingKey: Data) -> Route { source }
-    public func stop() { network.leave(address) }
+    package func broadcast(_ bytes: [UInt8], as kind: BroadcastKind) { network.carry(bytes, from: address, by: name, to: nil) }
+    package func send(_ bytes: [UInt8], to route: Route) { network.carry(bytes, from: address, by: name, to: route.address) }
+    package var directPort: UInt16 { 0 }
+    package var description: String { "\(name) \(address)" }
+    package func directRoute(from source: Route, port: UInt16, signingKey: Data) -> Route { source }
+    package func stop() { network.leave(address) }
 }
 
 extension Transport {
-    public func subscribe(topic: String) {}
-    public func unsubscribe(topic: String) {}
+    package func subscribe(topic: String) {}
+    package func unsubscribe(topic: String) {}
 
     /// Starts with nobody told of its state (tests).
-    public func start(deliver: @escaping @Sendable ([UInt8], Route) -> Void) throws { try start(deliver: deliver, report: { _ in }) }
+    package func start(deliver: @escaping @Sendable ([UInt8], Route) -> Void) throws { try start(deliver: deliver, report: { _ in }) }
 }

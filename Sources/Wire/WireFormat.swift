@@ -20,19 +20,19 @@ import Foundation
 ///     52      2     payload length N (big-endian)
 ///     54      N     payload
 ///     54+N    64    Ed25519 signature of bytes 0 ..< 54+N
-public enum Wire {
-    public static let magic: [UInt8] = Array("SEAN".utf8)
-    public static let version: UInt8 = 2
+package enum Wire {
+    package static let magic: [UInt8] = Array("SEAN".utf8)
+    package static let version: UInt8 = 2
     /// Versions this reader accepts (1 had no extension fields; it reads the same).
-    public static let readableVersions: ClosedRange<UInt8> = 1...2
-    public static let headerSize = 54
-    public static let signatureSize = 64
+    package static let readableVersions: ClosedRange<UInt8> = 1...2
+    package static let headerSize = 54
+    package static let signatureSize = 64
     /// No datagram is larger: it fits the smallest IPv6 MTU with room to spare.
-    public static let maximumDatagram = 1200
+    package static let maximumDatagram = 1200
 }
 
 /// Why a datagram was dropped. Every case is counted; none is fatal.
-public enum DecodeError: Error, Equatable, Hashable, Sendable, CustomStringConvertible {
+package enum DecodeError: Error, Equatable, Hashable, Sendable, CustomStringConvertible {
     case truncated
     case oversized
     case badMagic
@@ -41,7 +41,7 @@ public enum DecodeError: Error, Equatable, Hashable, Sendable, CustomStringConve
     case badSignature
     case malformedPayload(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .truncated: return "truncated"
         case .oversized: return "oversized"
@@ -54,7 +54,7 @@ public enum DecodeError: Error, Equatable, Hashable, Sendable, CustomStringConve
     }
 
     /// A short name for counters.
-    public var counterName: String {
+    package var counterName: String {
         switch self {
         case .truncated: return "truncated"
         case .oversized: return "oversized"
@@ -69,27 +69,27 @@ public enum DecodeError: Error, Equatable, Hashable, Sendable, CustomStringConve
 
 /// Bits of a frame's header (offset 6, signed like the rest). A reader ignores bits it does not
 /// know, and no bit makes a reader accept anything: at most it lets one drop a frame unread.
-public struct FrameFlags: OptionSet, Sendable {
-    public let rawValue: UInt16
-    public init(rawValue: UInt16) { self.rawValue = rawValue }
+package struct FrameFlags: OptionSet, Sendable {
+    package let rawValue: UInt16
+    package init(rawValue: UInt16) { self.rawValue = rawValue }
 
     /// An announcement sent in answer to a query: it is for the newcomer who asked, and a peer
     /// that hears the sender already may drop it without checking its signature.
-    public static let answer = FrameFlags(rawValue: 1)
+    package static let answer = FrameFlags(rawValue: 1)
 }
 
 /// What a datagram's header says, read before anything is checked: enough to drop a datagram
 /// without the cost of its signature (our own, looped back; an answer meant for others),
 /// never to act on one.
-public struct UncheckedHeader: Sendable {
-    public let type: UInt8
-    public let flags: FrameFlags
-    public let sender: ArraySlice<UInt8>
-    public let timestamp: UInt64
-    public let sequence: UInt32
-    public let payloadLength: Int
+package struct UncheckedHeader: Sendable {
+    package let type: UInt8
+    package let flags: FrameFlags
+    package let sender: ArraySlice<UInt8>
+    package let timestamp: UInt64
+    package let sequence: UInt32
+    package let payloadLength: Int
 
-    public init?(_ bytes: [UInt8]) {
+    package init?(_ bytes: [UInt8]) {
         guard bytes.count >= Wire.headerSize, bytes[0..<4].elementsEqual(Wire.magic) else { return nil }
         type = bytes[5]
         flags = FrameFlags(rawValue: UInt16(bytes[6]) << 8 | UInt16(bytes[7]))
@@ -103,15 +103,15 @@ public struct UncheckedHeader: Sendable {
 
 /// A verified packet: who signed it, when, and its kind's payload, not yet read (the engine
 /// hands it to the kind's reader: `read`).
-public struct Packet: Equatable, Sendable {
-    public var kind: UInt8
-    public var flags: FrameFlags
-    public var sender: Data
-    public var timestamp: UInt64
-    public var sequence: UInt32
-    public var body: [UInt8]
+package struct Packet: Equatable, Sendable {
+    package var kind: UInt8
+    package var flags: FrameFlags
+    package var sender: Data
+    package var timestamp: UInt64
+    package var sequence: UInt32
+    package var body: [UInt8]
 
-    public init(kind: UInt8, sender: Data, timestamp: UInt64, sequence: UInt32, flags: FrameFlags = [], body: [UInt8]) {
+    package init(kind: UInt8, sender: Data, timestamp: UInt64, sequence: UInt32, flags: FrameFlags = [], body: [UInt8]) {
         self.kind = kind
         self.flags = flags
         self.sender = sender
@@ -121,13 +121,13 @@ public struct Packet: Equatable, Sendable {
     }
 
     /// A packet of `value`'s kind, as if verified (tests, and a kind's own round trip).
-    public init<Kind: PacketKind>(_ value: Kind, sender: Data, timestamp: UInt64, sequence: UInt32) throws {
+    package init<Kind: PacketKind>(_ value: Kind, sender: Data, timestamp: UInt64, sequence: UInt32) throws {
         self.init(kind: Kind.code, sender: sender, timestamp: timestamp, sequence: sequence, body: try value.encoded())
     }
 
     /// The payload read as `Kind`; extension fields after what it knows are skipped (their
     /// framing is checked).
-    public func read<Kind: PacketKind>(_ kind: Kind.Type) throws(DecodeError) -> Kind {
+    package func read<Kind: PacketKind>(_ kind: Kind.Type) throws(DecodeError) -> Kind {
         guard self.kind == Kind.code else { throw .unknownType(self.kind) }
         return try Kind.read(body)
     }
@@ -135,7 +135,7 @@ public struct Packet: Equatable, Sendable {
 
 extension Packet {
     /// The signed datagram of a payload of kind `kind`.
-    public static func encode(kind: UInt8, body: [UInt8], signer: Curve25519.Signing.PrivateKey, timestamp: UInt64,
+    package static func encode(kind: UInt8, body: [UInt8], signer: Curve25519.Signing.PrivateKey, timestamp: UInt64,
                               sequence: UInt32, flags: FrameFlags = []) throws -> [UInt8] {
         guard body.count <= Int(UInt16.max) else { throw DecodeError.oversized }
         var bytes = Wire.magic + [Wire.version, kind, UInt8(flags.rawValue >> 8), UInt8(flags.rawValue & 0xFF)]
@@ -150,13 +150,13 @@ extension Packet {
     }
 
     /// The signed datagram of `value`.
-    public static func encode<Kind: PacketKind>(_ value: Kind, signer: Curve25519.Signing.PrivateKey, timestamp: UInt64,
+    package static func encode<Kind: PacketKind>(_ value: Kind, signer: Curve25519.Signing.PrivateKey, timestamp: UInt64,
                                                 sequence: UInt32, flags: FrameFlags = []) throws -> [UInt8] {
         try encode(kind: Kind.code, body: try value.encoded(), signer: signer, timestamp: timestamp, sequence: sequence, flags: flags)
     }
 
     /// Checks a datagram: framing first, then the signature. The payload is the kind's to read.
-    public static func decode(_ bytes: [UInt8]) throws(DecodeError) -> Packet {
+    package static func decode(_ bytes: [UInt8]) throws(DecodeError) -> Packet {
         guard bytes.count <= Wire.maximumDatagram else { throw .oversized }
         guard bytes.count >= 6 else { throw .truncated }
         guard Array(bytes[0..<4]) == Wire.magic else { throw .badMagic }
@@ -177,29 +177,29 @@ extension Packet {
 }
 
 /// Reads big-endian fields from a slice, returning nil past its end.
-public struct ByteReader {
+package struct ByteReader {
     private var bytes: ArraySlice<UInt8>
 
-    public init(_ bytes: ArraySlice<UInt8>) { self.bytes = bytes }
+    package init(_ bytes: ArraySlice<UInt8>) { self.bytes = bytes }
 
-    public var isAtEnd: Bool { bytes.isEmpty }
-    public var remaining: Int { bytes.count }
+    package var isAtEnd: Bool { bytes.isEmpty }
+    package var remaining: Int { bytes.count }
 
-    public mutating func take(_ count: Int) -> ArraySlice<UInt8>? {
+    package mutating func take(_ count: Int) -> ArraySlice<UInt8>? {
         guard bytes.count >= count else { return nil }
         defer { bytes = bytes.dropFirst(count) }
         return bytes.prefix(count)
     }
 
-    public mutating func byte() -> UInt8? { take(1)?.first }
-    public mutating func uint16() -> UInt16? { take(2).map { $0.reduce(0) { $0 << 8 | UInt16($1) } } }
-    public mutating func uint32() -> UInt32? { take(4).map { $0.reduce(0) { $0 << 8 | UInt32($1) } } }
-    public mutating func uint64() -> UInt64? { take(8).map { $0.reduce(0) { $0 << 8 | UInt64($1) } } }
+    package mutating func byte() -> UInt8? { take(1)?.first }
+    package mutating func uint16() -> UInt16? { take(2).map { $0.reduce(0) { $0 << 8 | UInt16($1) } } }
+    package mutating func uint32() -> UInt32? { take(4).map { $0.reduce(0) { $0 << 8 | UInt32($1) } } }
+    package mutating func uint64() -> UInt64? { take(8).map { $0.reduce(0) { $0 << 8 | UInt64($1) } } }
 
     /// Skips what follows a kind's known fields: extension fields, each a tag (1 byte), a
     /// length (2 bytes) and a value, none of which this reader knows. Only their framing is
     /// checked.
-    public mutating func skipExtensions() throws(DecodeError) {
+    package mutating func skipExtensions() throws(DecodeError) {
         while !isAtEnd {
             guard byte() != nil, let length = uint16(), take(Int(length)) != nil else { throw .malformedPayload("extension fields") }
         }
@@ -207,7 +207,7 @@ public struct ByteReader {
 }
 
 extension Array where Element == UInt8 {
-    public mutating func appendBigEndian<T: FixedWidthInteger>(_ value: T) {
+    package mutating func appendBigEndian<T: FixedWidthInteger>(_ value: T) {
         for shift in stride(from: T.bitWidth - 8, through: 0, by: -8) { append(UInt8(truncatingIfNeeded: value >> shift)) }
     }
 }

@@ -1,5 +1,5 @@
 /// How a round ended.
-public enum Outcome: Equatable, Sendable {
+package enum Outcome: Equatable, Sendable {
     /// The player reached the SOS.
     case won
     /// A zombie found the player, who has lives left.
@@ -11,18 +11,18 @@ public enum Outcome: Equatable, Sendable {
 /// The whole game: the room of the current round, lives, the score and the variant.
 /// Rounds follow the seed: a win or a lost game starts a new game with full lives; a catch
 /// with lives left re-draws the room and keeps the lives.
-public struct Game: Equatable, Sendable {
-    public static let startingLives = 3
+package struct Game: Equatable, Sendable {
+    package static let startingLives = 3
 
-    public private(set) var variant: Variant
-    public private(set) var room: Room
-    public private(set) var lives: Int
-    public private(set) var wins: Int
-    public private(set) var losses: Int
+    package private(set) var variant: Variant
+    package private(set) var room: Room
+    package private(set) var lives: Int
+    package private(set) var wins: Int
+    package private(set) var losses: Int
     /// The end of the round, while its message covers the room.
-    public private(set) var outcome: Outcome?
+    package private(set) var outcome: Outcome?
 
-    public init(variant: Variant, wins: Int = 0, losses: Int = 0, room: Room) {
+    package init(variant: Variant, wins: Int = 0, losses: Int = 0, room: Room) {
         self.variant = variant
         self.room = room
         self.lives = Game.startingLives
@@ -30,7 +30,7 @@ public struct Game: Equatable, Sendable {
         self.losses = losses
     }
 
-    public init(variant: Variant, wins: Int = 0, losses: Int = 0, using rng: inout some RandomNumberGenerator) {
+    package init(variant: Variant, wins: Int = 0, losses: Int = 0, using rng: inout some RandomNumberGenerator) {
         self.init(variant: variant, wins: wins, losses: losses, room: Room.random(variant, using: &rng))
     }
 
@@ -40,14 +40,14 @@ public struct Game: Equatable, Sendable {
         self.room = room
     }
 
-    public enum MoveResult: Equatable, Sendable {
+    package enum MoveResult: Equatable, Sendable {
         case moved
         case refused(Room.Obstacle)
         case roundOver(Outcome)
     }
 
     /// Moves the player one square. A refused move changes nothing.
-    public mutating func move(_ direction: Direction) -> MoveResult {
+    package mutating func move(_ direction: Direction) -> MoveResult {
         precondition(outcome == nil, "dismiss the end-of-round message first")
         let (next, outcome) = room.step(direction)
         if case .refused(let obstacle) = outcome { return .refused(obstacle) }
@@ -75,7 +75,7 @@ public struct Game: Equatable, Sendable {
 
     /// Dismisses the end-of-round message and starts what follows: a new game after a win or a
     /// loss, a new room with the same lives after a catch.
-    public mutating func dismiss(using rng: inout some RandomNumberGenerator) {
+    package mutating func dismiss(using rng: inout some RandomNumberGenerator) {
         guard let outcome else { return }
         self.outcome = nil
         if outcome != .caught { lives = Game.startingLives }
@@ -83,7 +83,7 @@ public struct Game: Equatable, Sendable {
     }
 
     /// A new game: full lives, a new room; the score stays.
-    public mutating func newGame(_ variant: Variant? = nil, using rng: inout some RandomNumberGenerator) {
+    package mutating func newGame(_ variant: Variant? = nil, using rng: inout some RandomNumberGenerator) {
         if let variant { self.variant = variant }
         outcome = nil
         lives = Game.startingLives

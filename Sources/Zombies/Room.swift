@@ -1,28 +1,28 @@
 /// A square of the room, row 0 at the top, column 0 at the left.
-public struct Position: Hashable, Sendable, CustomStringConvertible {
-    public var row: Int
-    public var column: Int
+package struct Position: Hashable, Sendable, CustomStringConvertible {
+    package var row: Int
+    package var column: Int
 
-    public init(_ row: Int, _ column: Int) {
+    package init(_ row: Int, _ column: Int) {
         self.row = row
         self.column = column
     }
 
-    public func moved(_ direction: Direction) -> Position {
+    package func moved(_ direction: Direction) -> Position {
         Position(row + direction.delta.row, column + direction.delta.column)
     }
 
     /// The four squares up, down, left and right (some may be outside the room).
-    public var neighbours: [Position] { Direction.allCases.map { moved($0) } }
+    package var neighbours: [Position] { Direction.allCases.map { moved($0) } }
 
-    public func isNeighbour(of other: Position) -> Bool {
+    package func isNeighbour(of other: Position) -> Bool {
         abs(row - other.row) + abs(column - other.column) == 1
     }
 
-    public var description: String { "(\(row),\(column))" }
+    package var description: String { "(\(row),\(column))" }
 }
 
-public enum Direction: String, CaseIterable, Sendable {
+package enum Direction: String, CaseIterable, Sendable {
     case up, down, left, right
 
     var delta: (row: Int, column: Int) {
@@ -35,7 +35,7 @@ public enum Direction: String, CaseIterable, Sendable {
     }
 }
 
-public enum Variant: String, CaseIterable, Sendable {
+package enum Variant: String, CaseIterable, Sendable {
     /// Two zombies.
     case classic
     /// One zombie and a block the player cannot walk through.
@@ -45,7 +45,7 @@ public enum Variant: String, CaseIterable, Sendable {
 
     var zombieCount: Int { self == .classic ? 2 : 1 }
 
-    public var summary: String {
+    package var summary: String {
         switch self {
         case .classic: return "two zombies hidden in the dark"
         case .blocker: return "one zombie and a block in the way"
@@ -55,21 +55,21 @@ public enum Variant: String, CaseIterable, Sendable {
 }
 
 /// One layout of the dark room: where everything is, and what the player has seen.
-public struct Room: Hashable, Sendable {
-    public static let size = 5
+package struct Room: Hashable, Sendable {
+    package static let size = 5
     /// The SOS signpost shines in the top-left corner.
-    public static let sos = Position(0, 0)
+    package static let sos = Position(0, 0)
     /// The player starts in the opposite corner.
-    public static let start = Position(size - 1, size - 1)
+    package static let start = Position(size - 1, size - 1)
 
-    public var player: Position
-    public var zombies: [Position]
-    public var block: Position?
-    public var flashlight: Position?
+    package var player: Position
+    package var zombies: [Position]
+    package var block: Position?
+    package var flashlight: Position?
     /// True once the flashlight has been seen: everything is visible and the zombie hunts.
-    public var isLit: Bool
+    package var isLit: Bool
 
-    public init(player: Position = Room.start, zombies: [Position], block: Position? = nil,
+    package init(player: Position = Room.start, zombies: [Position], block: Position? = nil,
                 flashlight: Position? = nil, isLit: Bool = false) {
         self.player = player
         self.zombies = zombies
@@ -78,25 +78,25 @@ public struct Room: Hashable, Sendable {
         self.isLit = isLit
     }
 
-    public static func contains(_ position: Position) -> Bool {
+    package static func contains(_ position: Position) -> Bool {
         (0..<size).contains(position.row) && (0..<size).contains(position.column)
     }
 
     /// Whether the player can see `position`: his own square and the four next to it, the SOS
     /// (it shines), or anything once the room is lit.
-    public func isVisible(_ position: Position) -> Bool {
+    package func isVisible(_ position: Position) -> Bool {
         isLit || position == player || position == Room.sos || position.isNeighbour(of: player)
     }
 
     /// Why a move is refused, or nil when it is allowed.
-    public func obstacle(_ direction: Direction) -> Obstacle? {
+    package func obstacle(_ direction: Direction) -> Obstacle? {
         let target = player.moved(direction)
         if !Room.contains(target) { return .wall }
         if target == block { return .block }
         return nil
     }
 
-    public enum Obstacle: String, Sendable {
+    package enum Obstacle: String, Sendable {
         case wall = "a wall"
         case block = "a block"
     }
@@ -114,7 +114,7 @@ public struct Room: Hashable, Sendable {
         .filter { !reserved.contains($0) }
 
     /// A random layout for `variant`, drawn again until the round can be won.
-    public static func random(_ variant: Variant, using rng: inout some RandomNumberGenerator) -> Room {
+    package static func random(_ variant: Variant, using rng: inout some RandomNumberGenerator) -> Room {
         while true {
             var squares = placeable
             squares.shuffle(using: &rng)
@@ -132,7 +132,7 @@ public struct Room: Hashable, Sendable {
     /// variants this is a path that never passes next to a zombie; with the flashlight it also
     /// follows the chase once the room is lit, so a room where the zombie, woken at once,
     /// shadows the player to the end is drawn again.
-    public var isSolvable: Bool {
+    package var isSolvable: Bool {
         guard !zombies.contains(where: { $0 == player || $0.isNeighbour(of: player) }) else { return false }
         var seen: Set<Room> = [self]
         var frontier = [self]
@@ -150,7 +150,7 @@ public struct Room: Hashable, Sendable {
     }
 
     /// What one move does.
-    public enum StepOutcome: Equatable, Sendable {
+    package enum StepOutcome: Equatable, Sendable {
         case refused(Obstacle)
         case moved
         /// A zombie is next to the player: found (this beats reaching the SOS in the same move).
@@ -160,7 +160,7 @@ public struct Room: Hashable, Sendable {
 
     /// The room after the player moves one square, and what happened: the rules of a move, in
     /// one place for play and for the solvability search.
-    public func step(_ direction: Direction) -> (room: Room, outcome: StepOutcome) {
+    package func step(_ direction: Direction) -> (room: Room, outcome: StepOutcome) {
         if let obstacle = obstacle(direction) { return (self, .refused(obstacle)) }
         var next = self
         next.player = player.moved(direction)
@@ -176,7 +176,7 @@ public struct Room: Hashable, Sendable {
     /// One step of a hunting zombie toward the player: along the axis where the distance is
     /// larger (vertical on a tie); when that square is the block or the SOS, along the other
     /// axis if that also closes in; otherwise it waits.
-    public func chaseStep(from zombie: Position) -> Position {
+    package func chaseStep(from zombie: Position) -> Position {
         let dRow = player.row - zombie.row, dColumn = player.column - zombie.column
         let vertical = dRow == 0 ? nil : Position(zombie.row + dRow.signum(), zombie.column)
         let horizontal = dColumn == 0 ? nil : Position(zombie.row, zombie.column + dColumn.signum())

@@ -3,13 +3,13 @@ import Storage
 import Terminal
 
 /// The zombies mode: the game, kept for the session, with its score and variant in the database.
-public final class ZombiesMode {
+package final class ZombiesMode {
     private var game: Game?
 
-    public init() {}
+    package init() {}
 
     /// Registers the mode and its commands.
-    public func register(in shell: Shell) {
+    package func register(in shell: Shell) {
         shell.register(Mode(
             name: "zombies", summary: "the dark-room game: find the SOS, avoid the zombies",
             enter: { shell in try self.show(shell) },

@@ -2,11 +2,11 @@ import GRDB
 import Storage
 
 /// The zombies game's tables.
-public enum ZombiesSchema {
+package enum ZombiesSchema {
     /// Every migration of this feature, in order.
-    public static let migrations = [score]
+    package static let migrations = [score]
 
-    public static let score = Migration("v2-zombies") { db in
+    package static let score = Migration("v2-zombies") { db in
         // One row: wins and losses survive restarts; a round in progress does not need to.
         try db.create(table: "zombiesScore") { t in
             t.primaryKey("id", .integer).check { $0 == 1 }
@@ -18,14 +18,14 @@ public enum ZombiesSchema {
 }
 
 extension SeanceDatabase {
-    public func zombiesScore() throws -> (wins: Int, losses: Int) {
+    package func zombiesScore() throws -> (wins: Int, losses: Int) {
         try read { db in
             let row = try Row.fetchOne(db, sql: "SELECT wins, losses FROM zombiesScore WHERE id = 1")
             return (row?["wins"] ?? 0, row?["losses"] ?? 0)
         }
     }
 
-    public func setZombiesScore(wins: Int, losses: Int) throws {
+    package func setZombiesScore(wins: Int, losses: Int) throws {
         try write { db in
             try db.execute(sql: "INSERT INTO zombiesScore (id, wins, losses) VALUES (1, ?, ?) "
                            + "ON CONFLICT(id) DO UPDATE SET wins = excluded.wins, losses = excluded.losses",

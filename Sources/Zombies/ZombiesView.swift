@@ -2,11 +2,11 @@ import Terminal
 
 /// Draws the game as text: the room, lives and score, the control row, and the end-of-round
 /// message. Every cell of a rendering has the same display width, so the grid lines up.
-public struct ZombiesView: Sendable {
-    public let ascii: Bool
-    public let styler: Styler
+package struct ZombiesView: Sendable {
+    package let ascii: Bool
+    package let styler: Styler
 
-    public init(ascii: Bool, styler: Styler) {
+    package init(ascii: Bool, styler: Styler) {
         self.ascii = ascii
         self.styler = styler
     }
@@ -38,7 +38,7 @@ public struct ZombiesView: Sendable {
 
     /// The room, then lives and score, then the arrows (refused ones greyed out, or `-`). When
     /// the round is over the whole room is shown: the player sees what caught him.
-    public func render(_ game: Game) -> String {
+    package func render(_ game: Game) -> String {
         var lines = (0..<Room.size).map { row in
             (0..<Room.size).map { cell(Position(row, $0), in: game.room, revealed: game.outcome != nil) }.joined(separator: glyphs.separator)
         }
@@ -60,7 +60,7 @@ public struct ZombiesView: Sendable {
     }
 
     /// The end-of-round message on one line.
-    public func message(_ outcome: Outcome) -> String {
+    package func message(_ outcome: Outcome) -> String {
         switch outcome {
         case .won: return ascii ? "You won!" : "You won! 🥳"
         case .caught: return ascii ? "Try again!" : "Try again! 🤞"
@@ -69,7 +69,7 @@ public struct ZombiesView: Sendable {
     }
 
     /// The message drawn large in a frame as wide as the room, for a terminal.
-    public func coveringMessage(_ outcome: Outcome) -> String {
+    package func coveringMessage(_ outcome: Outcome) -> String {
         let text = styler.bold(message(outcome))
         let hint = "Enter or an arrow: next round"
         let width = max(22, hint.count + 4)
@@ -85,7 +85,7 @@ public struct ZombiesView: Sendable {
     }
 
     /// `stats`: the score, lives and variant.
-    public func stats(_ game: Game) -> String {
+    package func stats(_ game: Game) -> String {
         "wins: \(game.wins)  losses: \(game.losses)  lives: \(game.lives)  variant: \(game.variant.rawValue)"
     }
 }

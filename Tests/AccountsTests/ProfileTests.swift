@@ -7,7 +7,7 @@ import Testing
 
 func temporaryStore() throws -> (ProfileStore, String) {
     let dir = temporaryDirectory("profiles")
-    return (ProfileStore(database: try testDatabase(dir + "/seance.sqlite"), rounds: 1 << 10), dir)
+    return (ProfileStore(database: try testDatabase(dir + "/seance.sqlite", schema: Schema([.settings] + AccountsSchema.migrations)), rounds: 1 << 10), dir)
 }
 
 @Suite struct VaultTests {

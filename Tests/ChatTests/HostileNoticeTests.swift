@@ -2,7 +2,7 @@ import ChatViews
 import Foundation
 import Nearby
 import Terminal
-import TestSupport
+import TestWorld
 import Testing
 @testable import Chat
 

@@ -1,6 +1,6 @@
 import Nearby
 import Glibc
-import TestSupport
+import TestWorld
 import Testing
 @testable import Chat
 

@@ -6,7 +6,7 @@ import Shell
 import Store
 import Synchronization
 import Terminal
-import TestSupport
+import TestWorld
 import Testing
 import Wire
 @testable import Curses

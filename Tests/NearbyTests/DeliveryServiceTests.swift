@@ -6,7 +6,7 @@ import GRDB
 import Nearby
 import Storage
 import Synchronization
-import TestSupport
+import TestWorld
 import Testing
 @testable import Nearby
 

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Synchronization
+import TestWorld
 import Testing
 @testable import Nearby
 
@@ -39,11 +40,12 @@ import Testing
         }
     }
 
-    /// Nodes online on one memory network and one manual clock; time moves for all of them, each
-    /// engine finishing what every step handed it. Everyone goes offline with the crowd.
+    /// Presence alone (no profile, no features) on the world's clock and network. Everyone goes
+    /// offline with the crowd.
     final class Crowd {
-        let scheduler = ManualScheduler()
-        let network = MemoryNetwork()
+        let world = World()
+        var scheduler: ManualScheduler { world.scheduler }
+        var network: MemoryNetwork { world.network }
         private(set) var nodes: [Node] = []
 
         /// A node online from now on.
@@ -54,8 +56,7 @@ import Testing
             return node
         }
 
-        /// Moves the clock; every engine finishes what that caused (`ManualScheduler`).
-        func advance(by seconds: Double) { scheduler.advance(by: seconds) }
+        func advance(by seconds: Double) { world.step(seconds) }
 
         deinit { nodes.forEach { $0.service.stop() } }
     }

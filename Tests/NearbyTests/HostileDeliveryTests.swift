@@ -4,7 +4,7 @@ import Foundation
 import Glibc
 import Nearby
 import Storage
-import TestSupport
+import TestWorld
 import Testing
 @testable import Nearby
 

@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import GRDB
 import Storage
-import TestSupport
+import TestWorld
 import Testing
 @testable import Nearby
 

@@ -1,6 +1,6 @@
 import Foundation
 import Storage
-import TestSupport
+import TestWorld
 import Testing
 @testable import Nearby
 

@@ -3,7 +3,7 @@ import GRDB
 import Nearby
 import Synchronization
 import Testing
-import TestSupport
+import TestWorld
 import Wire
 @testable import Rooms
 

@@ -2,7 +2,7 @@ import Chat
 import Curses
 import Foundation
 import Nearby
-import TestSupport
+import TestWorld
 import Testing
 @testable import Spectres
 

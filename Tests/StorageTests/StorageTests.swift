@@ -5,6 +5,9 @@ import TestSupport
 import Testing
 @testable import Storage
 
+/// The storage layer's own table: a database of it is all these tests need.
+let settingsOnly = Schema([.settings])
+
 /// A fresh directory under /tmp for one test, removed afterwards.
 final class TemporaryDirectory {
     let path: String
@@ -61,21 +64,21 @@ final class TemporaryDirectory {
         let tmp = TemporaryDirectory()
         let path = tmp.path + "/seance.sqlite"
         do {
-            let db = try testDatabase(path)
+            let db = try testDatabase(path, schema: settingsOnly)
             try db.setSetting("variant", "blocker")
             let mode = try db.read { try String.fetchOne($0, sql: "PRAGMA journal_mode") }
             #expect(mode == "wal")
         }
-        let again = try testDatabase(path)
+        let again = try testDatabase(path, schema: settingsOnly)
         #expect(try again.setting("variant") == "blocker")
-        let applied = try again.read { try Schema.seance.migrator.appliedIdentifiers($0) }
-        #expect(Set(applied) == Set(Schema.seance.names))
+        let applied = try again.read { try settingsOnly.migrator.appliedIdentifiers($0) }
+        #expect(Set(applied) == Set(settingsOnly.names))
     }
 
     @Test func refusesANewerSchemaAndLeavesItAlone() throws {
         let tmp = TemporaryDirectory()
         let path = tmp.path + "/seance.sqlite"
-        _ = try testDatabase(path)
+        _ = try testDatabase(path, schema: settingsOnly)
         let queue = try DatabaseQueue(path: path)
         try queue.write { db in
             try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v99-future')")
@@ -83,7 +86,7 @@ final class TemporaryDirectory {
         }
         try queue.close()
         #expect(throws: StorageError.newerSchema(path: path, unknownMigrations: ["v99-future"])) {
-            try testDatabase(path)
+            try testDatabase(path, schema: settingsOnly)
         }
         let check = try DatabaseQueue(path: path)
         #expect(try check.read { try $0.tableExists("future") })
@@ -94,7 +97,7 @@ final class TemporaryDirectory {
         let junk = Array("this is my diary, not a database\n".utf8) + [UInt8](repeating: 7, count: 100)
         tmp.write("seance.sqlite", junk)
         let path = tmp.path + "/seance.sqlite"
-        #expect(throws: StorageError.notADatabase(path: path)) { try testDatabase(path) }
+        #expect(throws: StorageError.notADatabase(path: path)) { try testDatabase(path, schema: settingsOnly) }
         #expect(tmp.read("seance.sqlite") == junk)
         #expect(StorageError.notADatabase(path: path).description.contains(path))
     }
@@ -105,7 +108,7 @@ final class TemporaryDirectory {
         let other = try DatabaseQueue(path: path)
         try other.write { try $0.execute(sql: "CREATE TABLE accounts (id); INSERT INTO accounts VALUES (1)") }
         try other.close()
-        #expect(throws: StorageError.foreignDatabase(path: path)) { try testDatabase(path) }
+        #expect(throws: StorageError.foreignDatabase(path: path)) { try testDatabase(path, schema: settingsOnly) }
         let check = try DatabaseQueue(path: path)
         #expect(try check.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM accounts") } == 1)
         #expect(try check.read { try $0.tableExists("setting") } == false)
@@ -114,29 +117,29 @@ final class TemporaryDirectory {
     @Test func reportsALockedDatabase() throws {
         let tmp = TemporaryDirectory()
         let path = tmp.path + "/seance.sqlite"
-        _ = try testDatabase(path)
+        _ = try testDatabase(path, schema: settingsOnly)
         // Another connection holds an exclusive lock, as a crashed or busy process would.
         var configuration = Configuration()
         configuration.prepareDatabase { try $0.execute(sql: "PRAGMA locking_mode = EXCLUSIVE") }
         let holder = try DatabaseQueue(path: path, configuration: configuration)
         try holder.write { try $0.execute(sql: "INSERT INTO setting VALUES ('k', 'v')") }
-        #expect(throws: StorageError.locked(path: path)) { try testDatabase(path, busyTimeout: 0.05) }
+        #expect(throws: StorageError.locked(path: path)) { try testDatabase(path, schema: settingsOnly, busyTimeout: 0.05) }
         try holder.close()
-        _ = try testDatabase(path)
+        _ = try testDatabase(path, schema: settingsOnly)
     }
 
     @Test func refusesSomethingThatIsNotAFile() throws {
         let tmp = TemporaryDirectory()
         let path = tmp.path + "/seance.sqlite"
         mkdir(path, 0o700)
-        #expect(throws: StorageError.unreadable(path: path, reason: "not a regular file")) { try testDatabase(path) }
+        #expect(throws: StorageError.unreadable(path: path, reason: "not a regular file")) { try testDatabase(path, schema: settingsOnly) }
     }
 
     @Test func truncatedHeaderIsNotADatabase() throws {
         let tmp = TemporaryDirectory()
         tmp.write("seance.sqlite", Array("SQLite fo".utf8))
         let path = tmp.path + "/seance.sqlite"
-        #expect(throws: StorageError.notADatabase(path: path)) { try testDatabase(path) }
+        #expect(throws: StorageError.notADatabase(path: path)) { try testDatabase(path, schema: settingsOnly) }
     }
 }
 
@@ -147,7 +150,7 @@ final class TemporaryDirectory {
 
     @Test func aWriteThatFailsKeepsNothingAndTheNextOneIsKept() throws {
         let tmp = TemporaryDirectory()
-        let db = try testDatabase(tmp.path + "/seance.sqlite")
+        let db = try testDatabase(tmp.path + "/seance.sqlite", schema: settingsOnly)
         // The caller's own error passes through unchanged.
         #expect(throws: Refused()) {
             try db.write { db in
@@ -206,7 +209,7 @@ final class TemporaryDirectory {
         let checkpoints: BackgroundCheckpoints
 
         init(quiet: Double, overdue: Double) throws {
-            db = try testDatabase(tmp.path + "/seance.sqlite")
+            db = try testDatabase(tmp.path + "/seance.sqlite", schema: settingsOnly)
             checkpoints = try BackgroundCheckpoints(db, scheduler: scheduler, quiet: quiet, overdue: overdue)
         }
 
@@ -226,7 +229,7 @@ final class TemporaryDirectory {
     @Test func theLogIsCheckpointedBeside() throws {
         let tmp = TemporaryDirectory()
         let path = tmp.path + "/seance.sqlite"
-        let db = try testDatabase(path)
+        let db = try testDatabase(path, schema: settingsOnly)
         // Whatever is in the log now goes into the file first, so growth below is the rows'.
         _ = try db.writer.writeWithoutTransaction { try $0.checkpoint(.truncate) }
         let checkpoints = try BackgroundCheckpoints(db, quiet: 0.02)
@@ -286,7 +289,7 @@ final class TemporaryDirectory {
     @Test func aSteadyStreamOfCommitsDoesNotGrowTheLog() throws {
         let tmp = TemporaryDirectory()
         let path = tmp.path + "/seance.sqlite"
-        let db = try testDatabase(path)
+        let db = try testDatabase(path, schema: settingsOnly)
         let checkpoints = try BackgroundCheckpoints(db, scheduler: ManualScheduler(), writerThreshold: 1_000)
         defer { checkpoints.stop() }
         // Each commit adds a few frames: 4,000 of them, about 8,000 frames (32 MB) if never
@@ -307,7 +310,7 @@ final class TemporaryDirectory {
     @Test func theWriterHasSQLitesThresholdBackOnceStopped() throws {
         let tmp = TemporaryDirectory()
         let path = tmp.path + "/seance.sqlite"
-        let db = try testDatabase(path)
+        let db = try testDatabase(path, schema: settingsOnly)
         let threshold = { try db.writer.writeWithoutTransaction { try Int.fetchOne($0, sql: "PRAGMA wal_autocheckpoint") } }
         #expect(try threshold() == BackgroundCheckpoints.sqliteThreshold)
         // Soon after each commit, so one is likely under way when they stop.

@@ -1,3 +1,4 @@
+import Runtime
 import Crypto
 import Foundation
 import Glibc
@@ -67,13 +68,13 @@ import Testing
 
     init() throws {
         directory = temporaryDirectory("store")
-        database = try testDatabase(directory + "/seance.sqlite")
+        database = try testDatabase(directory + "/seance.sqlite", schema: Schema([.settings] + AccountsSchema.migrations + StoreSchema.migrations))
         (profile, identity) = try ProfileStore(database: database, rounds: 1 << 10)
             .create(name: "ann", password: "password1", avatar: nil, gift: false, now: 0)
     }
 
     func buy(_ item: Item, _ quantity: Int, at time: Double, id: String? = nil) throws -> Receipt {
-        var rng = SystemRandomNumberGenerator()
+        var rng = SeededRandom(seed: UInt64(time * 1_000) &+ UInt64(quantity))
         let receipt = try Receipt.signed(try Order(item, quantity: quantity), id: id ?? Receipt.newID(using: &rng),
                                          signer: identity.signing, time: time)
         try Ledger(database: database).record(receipt, profile: profile.id)

@@ -1,4 +1,5 @@
 import Foundation
+import Runtime
 import Testing
 @testable import Terminal
 
@@ -32,12 +33,16 @@ import Testing
     /// Whatever comes in, nothing below U+0020 (but a kept newline), no DEL, no C1 comes out,
     /// and widths are those of the shown text.
     @Test func nothingUnsafeSurvivesAnyInput() {
-        var generator = SystemRandomNumberGenerator()
+        let seed = UInt64.random(in: 0...UInt64.max)
+        var generator = SeededRandom(seed: seed)
         for _ in 0..<500 {
             let scalars = (0..<40).compactMap { _ in Unicode.Scalar(UInt32.random(in: 0...0x3000, using: &generator)) }
             let shown = SafeText.visible(String(String.UnicodeScalarView(scalars)))
-            #expect(!shown.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || SafeText.isBidiControl($0.value) })
-            #expect(shown.displayWidth >= 0)
+            #expect(!shown.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || SafeText.isBidiControl($0.value) },
+                    "seed \(seed)")
+            // What is shown lays out by its widths: cut to 12 columns it fits them, padded it fills them.
+            #expect(DisplayWidth.truncate(shown, to: 12).displayWidth <= 12, "seed \(seed)")
+            #expect(DisplayWidth.pad(shown, to: shown.displayWidth + 3).displayWidth == shown.displayWidth + 3, "seed \(seed)")
         }
         #expect(SafeText.visible("\u{1B}x").displayWidth == 3)
     }

@@ -1,30 +1,29 @@
-import App
 import Foundation
 import Glibc
 @_exported import Storage
 
 /// A fresh private directory under /tmp, named `seance-LABEL-XXXXXX`; the caller removes it
 /// (`removeDirectory`) when done.
-public func temporaryDirectory(_ label: String) -> String {
+package func temporaryDirectory(_ label: String) -> String {
     var template = Array("/tmp/seance-\(label)-XXXXXX".utf8CString)
     return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
 }
 
 /// Removes a directory made by `temporaryDirectory`, with everything in it.
-public func removeDirectory(_ path: String) {
+package func removeDirectory(_ path: String) {
     precondition(path.hasPrefix("/tmp/seance-"), "only test directories are removed")
     try? FileManager.default.removeItem(atPath: path)
 }
 
-/// A database with every feature's tables, as the program opens it.
-public func testDatabase(_ path: String, busyTimeout: Double = 5) throws(StorageError) -> SeanceDatabase {
-    try SeanceDatabase(path: path, schema: .seance, busyTimeout: busyTimeout)
+/// A database with the tables of `schema` (a feature's own, or every one: `TestWorld`).
+package func testDatabase(_ path: String, schema: Schema, busyTimeout: Double = 5) throws(StorageError) -> SeanceDatabase {
+    try SeanceDatabase(path: path, schema: schema, busyTimeout: busyTimeout)
 }
 
 /// A socket of `type` (`SOCK_DGRAM`, `SOCK_STREAM`) bound to 127.0.0.1 on a port the system
 /// chose, listening when it is a stream: a peer or a broker a test plays. Nil, with errno, when
 /// it cannot be had.
-public func loopbackSocket(_ type: __socket_type) -> (fd: Int32, port: UInt16)? {
+package func loopbackSocket(_ type: __socket_type) -> (fd: Int32, port: UInt16)? {
     let fd = socket(AF_INET, Int32(type.rawValue), 0)
     guard fd >= 0 else { return nil }
     var address = sockaddr_in()

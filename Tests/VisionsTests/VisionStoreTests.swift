@@ -1,3 +1,4 @@
+import Zombies
 import GRDB
 import Glibc
 import Storage
@@ -15,7 +16,7 @@ let portraitPath: String = {
 
 func temporaryDatabase() throws -> (SeanceDatabase, String) {
     let dir = temporaryDirectory("visions")
-    return (try testDatabase(dir + "/seance.sqlite"), dir)
+    return (try testDatabase(dir + "/seance.sqlite", schema: Schema([.settings] + VisionsSchema.migrations)), dir)
 }
 
 @Suite struct VisionStoreTests {
@@ -97,7 +98,7 @@ func temporaryDatabase() throws -> (SeanceDatabase, String) {
         let (db, dir) = try temporaryDatabase()
         defer { removeDirectory(dir) }
         let id = try VisionStore(database: db).addVision(rescuerName: "Joyce", imageBytes: bytes, image: image, now: 1)
-        let reopened = try testDatabase(db.path)
+        let reopened = try testDatabase(db.path, schema: Schema([.settings] + VisionsSchema.migrations))
         #expect(try VisionStore(database: reopened).vision(id).image == bytes)
     }
 
@@ -131,7 +132,7 @@ func temporaryDatabase() throws -> (SeanceDatabase, String) {
                 """)
         }
         try old.close()
-        let db = try testDatabase(path)
+        let db = try testDatabase(path, schema: Schema([.settings] + ZombiesSchema.migrations + VisionsSchema.migrations))
         #expect(try db.setting("zombies.variant") == "blocker")
         #expect(try db.zombiesScore() == (5, 2))
         #expect(try VisionStore(database: db).rescuers().count == 10)

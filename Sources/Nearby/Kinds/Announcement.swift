@@ -3,19 +3,19 @@ import Wire
 
 /// Who we are now (kind 1), to everyone in range: name, X25519 key, plane, avatar, the port of
 /// direct packets and the refresh interval, by which receivers expire us.
-public struct Announcement: PacketKind, Equatable {
-    public static let code = KindTable.announce
-    public var name: String
-    public var agreementKey: Data
+package struct Announcement: PacketKind, Equatable {
+    package static let code = KindTable.announce
+    package var name: String
+    package var agreementKey: Data
     /// Plane index: 0 Human, 1 Dying, 2 Hollow, 3 Undead, 4 Ghost.
-    public var plane: UInt8
-    public var avatar: AvatarReference
+    package var plane: UInt8
+    package var avatar: AvatarReference
     /// The port the sender receives direct messages on.
-    public var unicastPort: UInt16
+    package var unicastPort: UInt16
     /// How often the sender refreshes, in milliseconds: receivers expire it after three misses.
-    public var intervalMilliseconds: UInt32
+    package var intervalMilliseconds: UInt32
 
-    public init(name: String, agreementKey: Data, plane: UInt8, avatar: AvatarReference, unicastPort: UInt16,
+    package init(name: String, agreementKey: Data, plane: UInt8, avatar: AvatarReference, unicastPort: UInt16,
                 intervalMilliseconds: UInt32) {
         self.name = name
         self.agreementKey = agreementKey
@@ -25,7 +25,7 @@ public struct Announcement: PacketKind, Equatable {
         self.intervalMilliseconds = intervalMilliseconds
     }
 
-    public init(reading reader: inout ByteReader) throws(DecodeError) {
+    package init(reading reader: inout ByteReader) throws(DecodeError) {
         guard let agreementKey = reader.take(32), let plane = reader.byte(), let nameLength = reader.byte(),
               let nameBytes = reader.take(Int(nameLength)) else { throw .malformedPayload("too short") }
         guard plane <= 4 else { throw .malformedPayload("plane \(plane)") }
@@ -53,7 +53,7 @@ public struct Announcement: PacketKind, Equatable {
                   intervalMilliseconds: interval)
     }
 
-    public func write(to bytes: inout [UInt8]) throws {
+    package func write(to bytes: inout [UInt8]) throws {
         let name = Array(name.utf8)
         guard agreementKey.count == 32, (1...128).contains(name.count), plane <= 4 else {
             throw DecodeError.malformedPayload("announcement fields out of range")
@@ -77,7 +77,7 @@ public struct Announcement: PacketKind, Equatable {
     }
 }
 
-public enum AvatarReference: Equatable, Sendable {
+package enum AvatarReference: Equatable, Sendable {
     case none
     case emoji(String)
     /// SHA-256 of the 16x16 RGBA thumbnail; fetched with an avatar request.

@@ -4,17 +4,17 @@ import Wire
 /// Several sealed fragments for `recipient`, in sequence order (kind 18): what a burst sends,
 /// so that one signature (the costly part of a packet) covers many messages. The boxes run to
 /// the end of the payload, each behind its length: this kind has no extension fields.
-public struct MessageBundle: PacketKind, Equatable {
-    public static let code = KindTable.messages
-    public var recipient: Data
-    public var sealed: [Data]
+package struct MessageBundle: PacketKind, Equatable {
+    package static let code = KindTable.messages
+    package var recipient: Data
+    package var sealed: [Data]
 
-    public init(recipient: Data, sealed: [Data]) {
+    package init(recipient: Data, sealed: [Data]) {
         self.recipient = recipient
         self.sealed = sealed
     }
 
-    public init(reading reader: inout ByteReader) throws(DecodeError) {
+    package init(reading reader: inout ByteReader) throws(DecodeError) {
         guard let recipient = reader.take(32) else { throw .malformedPayload("too short") }
         var boxes: [Data] = []
         while !reader.isAtEnd {
@@ -27,7 +27,7 @@ public struct MessageBundle: PacketKind, Equatable {
         self.init(recipient: Data(recipient), sealed: boxes)
     }
 
-    public func write(to bytes: inout [UInt8]) throws {
+    package func write(to bytes: inout [UInt8]) throws {
         guard recipient.count == 32, !sealed.isEmpty,
               sealed.allSatisfy({ $0.count >= MessageCrypto.overhead && $0.count <= Int(UInt16.max) }) else {
             throw DecodeError.malformedPayload("messages fields")

@@ -2,10 +2,10 @@ import Wire
 
 /// "Who is there?" (kind 8): a newcomer asks, and every peer that hears it announces itself
 /// soon (mDNS-style), instead of at its next refresh.
-public struct Query: PacketKind, Equatable {
-    public static let code = KindTable.query
+package struct Query: PacketKind, Equatable {
+    package static let code = KindTable.query
 
-    public init() {}
-    public init(reading reader: inout ByteReader) throws(DecodeError) {}
-    public func write(to bytes: inout [UInt8]) {}
+    package init() {}
+    package init(reading reader: inout ByteReader) throws(DecodeError) {}
+    package func write(to bytes: inout [UInt8]) {}
 }
