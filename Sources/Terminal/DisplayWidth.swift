@@ -149,7 +149,11 @@ package enum DisplayWidth {
     /// Pads `text` with spaces on the right to `width` columns (never truncates).
     package static func pad(_ text: String, to width: Int) -> String {
         let missing = width - text.strippingANSI.displayWidth
-        return missing > 0 ? text + String(repeated: " ", count: missing) : text
+        guard missing > 0 else { return text }
+        // A last character that takes in the one after it (a prepended concatenation mark,
+        // U+0600…) swallows the first space: one more goes after it.
+        let swallows = text.last.map { (String($0) + " ").count == 1 } ?? false
+        return text + String(repeated: " ", count: missing + (swallows ? 1 : 0))
     }
 
     /// Cuts `text` to at most `width` columns, ending with `…` when something was cut.

@@ -34,13 +34,13 @@ struct BrokerIntegrationTests {
         let (net, broker, a, b) = try mosquittoWorld(lan: false)
         let spy = try TestNetwork.Run.launch("/usr/sbin/ip", ["netns", "exec", net.namespace(1), "mosquitto_sub", "-h", broker.address,
                                                              "-p", "\(broker.port)", "-t", "#", "-F", "%t %p"],
-                                             environment: ["PATH": "/usr/bin:/bin"], outputPath: net.scratch.path + "/spy")
+                                             environment: ["PATH": "/usr/bin:/bin"], outputPath: net.scratch.path + "/spy", lines: [])
         defer { spy.kill() }
         let toBen = (1...1_000).map { "zanzibar to ben \($0)" }, toAnn = (1...300).map { "quixotic to ann \($0)" }
         let runA = try net.start(host: 2, data: a, name: "ann", arguments: ["--broker", broker.url, "--bail"],
-                                 lines: ["chat", "open ben --wait 30"] + toBen + ["/nearby", "/sleep 60"])
+                                 lines: ["chat", "open ben --wait 30"] + toBen + ["/nearby"])
         let runB = try net.start(host: 3, data: b, name: "ben", arguments: ["--broker", broker.url, "--bail"],
-                                 lines: ["chat", "open ann --wait 30"] + toAnn + ["/nearby", "/sleep 60"])
+                                 lines: ["chat", "open ann --wait 30"] + toAnn + ["/nearby"])
         defer { runA.kill(); runB.kill() }
         let done = try eventually(timeout: 90) { try allDelivered(a, count: 1_000) && allDelivered(b, count: 300) }
         #expect(done, "ann: \(states(a)); ben: \(states(b))")
@@ -62,13 +62,16 @@ struct BrokerIntegrationTests {
     @Test func theBrokerKilledAndRestartedMidStreamLosesNothing() throws {
         let (net, broker, a, b) = try mosquittoWorld(lan: false)
         let messages = (1...400).map { "line \($0)" }
-        let runB = try net.start(host: 3, data: b, name: "ben", arguments: ["--broker", broker.url], lines: ["chat", "sleep 90"])
+        let runB = try net.start(host: 3, data: b, name: "ben", arguments: ["--broker", broker.url], lines: ["chat"])
         let runA = try net.start(host: 2, data: a, name: "ann", arguments: ["--broker", broker.url],
-                                 lines: ["chat", "open ben --wait 30"] + messages.flatMap { [$0, "/sleep 0.01"] } + ["/sleep 90"])
+                                 lines: ["chat", "open ben --wait 30"] + messages[..<200])
         defer { runA.kill(); runB.kill() }
         #expect(try eventually(timeout: 30) { (Int(try query(b, "SELECT count(*) FROM message").first ?? "0") ?? 0) >= 40 })
+        // The broker dies with the first half on its way; the second half is written while it
+        // is gone (nothing is carried, all waits) and goes when it is back.
         broker.kill()
-        usleep(1_500_000)
+        runA.waitFor("! broker: lost the broker")
+        runA.send(Array(messages[200...]))
         try broker.start()
         #expect(try broker.waitUntilReady())
         let all = try eventually(timeout: 90) { try allDelivered(a, count: 400) }
@@ -85,20 +88,26 @@ struct BrokerIntegrationTests {
     @Test func aPeerOnBothTheLANAndTheBrokerIsOnePeer() throws {
         let (net, broker, a, b) = try mosquittoWorld(lan: true)
         let messages = (1...200).map { "both ways \($0)" }
-        let runB = try net.start(host: 3, data: b, name: "ben", arguments: ["--broker", broker.url], lines: ["chat", "sleep 60"])
-        let runA = try net.start(host: 2, data: a, name: "ann", arguments: ["--broker", broker.url],
-                                 lines: ["chat", "open ben --wait 30"] + Array(repeating: ["/sleep 1", "/nearby"], count: 10).flatMap { $0 }
-                                    + messages + ["/sleep 60"])
+        let runB = try net.start(host: 3, data: b, name: "ben", arguments: ["--broker", broker.url], lines: ["chat"])
+        let runA = try net.start(host: 2, data: a, name: "ann", arguments: ["--broker", broker.url], lines: ["chat", "open ben --wait 30"])
         defer { runA.kill(); runB.kill() }
+        // ben is listed once each time ann asks; the broker (which may connect a moment after the
+        // LAN) reaches him too by a later listing. Each listing is asked once the one before is out.
+        func listings() -> [Substring] { runA.output.split(separator: "\n").filter { $0.contains("ben#") && $0.contains(" seen ") } }
+        for listing in 1...100 where listings().last?.hasSuffix("via lan+broker") != true {
+            runA.send("/echo listing \(listing)", "/nearby")
+            runA.waitFor { $0.contains("listing \(listing)\n") && $0.split(separator: "\n").last?.contains(" seen ") == true }
+        }
+        runA.send(messages)
         #expect(try eventually(timeout: 60) { try allDelivered(a, count: 200) })
         #expect(try received(b) == messages)
         #expect(try query(b, "SELECT count(*) FROM conversation") == ["1"])
         runA.kill(); runB.kill()
         let outA = runA.wait(), outB = runB.wait()
-        // Ten listings (eleven when `chat`'s own came after ben was heard), ben in each once; by
-        // the last, the broker (which may connect a moment after the LAN) reaches him too.
+        // ben in each listing once (`chat`'s own may list him too); by the last, both ways.
         let listed = outA.split(separator: "\n").filter { $0.contains("ben#") && $0.contains(" seen ") }
-        #expect((10...11).contains(listed.count) && listed.last?.hasSuffix("via lan+broker") == true, "\(outA.prefix(2000))")
+        let asked = outA.split(separator: "\n").filter { $0.hasPrefix("listing ") }.count
+        #expect((asked...(asked + 1)).contains(listed.count) && listed.last?.hasSuffix("via lan+broker") == true, "\(outA.prefix(2000))")
         let arrivals = outB.split(separator: "\n").filter { $0.contains("ann#") && $0.contains("is nearby") }
         #expect(arrivals.count == 1, "ben heard ann arrive once: \(outB.prefix(600))")
     }
@@ -110,7 +119,7 @@ struct BrokerIntegrationTests {
         let broker = try BrokerProcess.mosquitto(on: net, host: 1)
         #expect(try broker.waitUntilReady())
         let a = try net.makeProfile("ann", host: 2)
-        let runA = try net.start(host: 2, data: a, name: "ann", arguments: ["--broker", broker.url, "--no-lan"], lines: ["chat", "sleep 60"])
+        let runA = try net.start(host: 2, data: a, name: "ann", arguments: ["--broker", broker.url, "--no-lan"], lines: ["chat"])
         defer { runA.kill() }
         func retained() throws -> String {
             try broker.client("mosquitto_sub", from: net.namespace(1), "-t 'seance/presence/+' --retained-only -W 1 -F '%t %l'")
@@ -130,12 +139,12 @@ struct BrokerIntegrationTests {
         let copy = a + "-copy"
         try FileManager.default.copyItem(atPath: a, toPath: copy)
         let runs = try [(2, a), (3, copy)].map { host, data in
-            try net.start(host: host, data: data, name: "ann", arguments: ["--broker", broker.url, "--no-lan"],
-                          lines: ["chat", "sleep 2.5"])
+            try net.start(host: host, data: data, name: "ann", arguments: ["--broker", broker.url, "--no-lan"], lines: ["chat"])
         }
         defer { runs.forEach { $0.kill() } }
+        for run in runs { run.waitFor("this profile is online in another seance too (heard by broker)") }
         for run in runs {
-            let out = run.wait()
+            let out = run.finish()
             let told = out.split(separator: "\n").filter { $0.contains("this profile is online in another seance too (heard by broker)") }
             #expect(told.count == 1, "\(out)")
         }
@@ -157,9 +166,9 @@ struct BrokerIntegrationTests {
         // Refreshes once a second (the LAN tests' 0.2 s leaves 0.7 s before a peer expires:
         // less than a loaded three-node cluster can promise).
         let runA = try net.start(host: 4, data: a, name: "ann", arguments: ["--broker", nodes[0].url, "--no-lan", "--announce-interval", "1"],
-                                 lines: ["chat", "open ben --wait 40"] + toBen + ["/sleep 240"])
+                                 lines: ["chat", "open ben --wait 40"] + toBen)
         let runB = try net.start(host: 5, data: b, name: "ben", arguments: ["--broker", nodes[2].url, "--no-lan", "--announce-interval", "1"],
-                                 lines: ["chat", "open ann --wait 40"] + toAnn + ["/sleep 240"])
+                                 lines: ["chat", "open ann --wait 40"] + toAnn)
         defer { runA.kill(); runB.kill() }
         // Generous (and the shells stay as long): alone this takes seconds, but beside the whole
         // suite on two cores the cluster's own round trips reach a quarter of a second.
@@ -176,9 +185,9 @@ struct BrokerIntegrationTests {
         let net = try TestNetwork(hosts: 3)
         let a = try net.makeProfile("ann", host: 2), b = try net.makeProfile("ben", host: 3)
         let url = "mqtt://198.18.0.1:1883"
-        let runB = try net.start(host: 3, data: b, name: "ben", arguments: ["--broker", url], lines: ["chat", "sleep 60"])
+        let runB = try net.start(host: 3, data: b, name: "ben", arguments: ["--broker", url], lines: ["chat"])
         let runA = try net.start(host: 2, data: a, name: "ann", arguments: ["--broker", url],
-                                 lines: ["chat", "open ben --wait 30", "over the lan", "/sleep 60"])
+                                 lines: ["chat", "open ben --wait 30", "over the lan"])
         defer { runA.kill(); runB.kill() }
         #expect(try eventually(timeout: 30) { try allDelivered(a, count: 1) }, "\(runA.output)")
         #expect(runA.output.contains("! broker: cannot reach the broker \(url)"), "\(runA.output)")
@@ -202,7 +211,7 @@ struct BrokerIntegrationTests {
                                        command: ["/usr/sbin/mosquitto", "-c", config], logPath: net.scratch.path + "/secure.log")
         let a = try net.makeProfile("ann", host: 2)
         let runA = try net.start(host: 2, data: a, name: "ann", arguments: ["--broker", "mqtt://ann:wrong-password@198.18.0.1:1883", "--no-lan"],
-                                 lines: ["chat", "sleep 30"])
+                                 lines: ["chat"])
         defer { runA.kill() }
         let told = eventually(timeout: 20) { runA.output.contains("refused the connection") }
         #expect(told, "\(runA.output) — broker: \(broker.log)")
@@ -217,7 +226,7 @@ struct BrokerIntegrationTests {
         #expect(try broker.waitUntilReady())
         let a = try net.makeProfile("ann", host: 2)
         let runA = try net.start(host: 2, data: a, name: "ann", arguments: ["--broker", "mqtts://198.18.0.1:1883", "--no-lan"],
-                                 lines: ["chat", "sleep 30"])
+                                 lines: ["chat"])
         defer { runA.kill() }
         let told = eventually(timeout: 20) { runA.output.contains("! broker: cannot use TLS with the broker mqtts://198.18.0.1:1883") }
         #expect(told, "\(runA.output)")

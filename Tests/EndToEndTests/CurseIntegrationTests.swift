@@ -123,7 +123,8 @@ struct CurseIntegrationTests {
 
         // The medallion: the next curse bounces.
         try will.send("store\nwear medallion\nchat")
-        try ghost.send("sleep 0.5\ncurse will silence 5")
+        #expect(try will.read(until: "curses bounce off until it breaks", timeout: 10))
+        try ghost.send("curse will silence 5")
         #expect(try ghost.read(until: "your curse bounced off will#", timeout: 10))
         #expect(try will.read(until: "bounced off your Saint's medallion", timeout: 10))
         #expect(try query(willData, "SELECT kind FROM curse WHERE endedAt IS NULL") == [])

@@ -11,10 +11,10 @@ struct DeliveryIntegrationTests {
         let net = try TestNetwork(hosts: 2)
         try net.dropFrames(percent: 10)
         let a = try net.makeProfile("ann", host: 1), b = try net.makeProfile("ben", host: 2)
-        let runB = try net.start(host: 2, data: b, name: "ben", lines: ["chat", "sleep 60"])
+        let runB = try net.start(host: 2, data: b, name: "ben", lines: ["chat"])
         let messages = (1...1_000).map { "message \($0)" }
         let runA = try net.start(host: 1, data: a, name: "ann", arguments: ["--bail"],
-                                 lines: ["chat", "open ben --wait 30"] + messages + ["/sleep 60"])
+                                 lines: ["chat", "open ben --wait 30"] + messages)
         defer { runA.kill(); runB.kill() }
         let arrived = try eventually(timeout: 60) {
             try query(a, "SELECT count(*) FROM message_shown WHERE outgoing = 1 AND shownState IN ('delivered', 'read')") == ["1000"]
@@ -28,10 +28,10 @@ struct DeliveryIntegrationTests {
     @Test func aReceiverKilledMidStreamGetsTheRestFromTheOutbox() throws {
         let net = try TestNetwork(hosts: 2)
         let a = try net.makeProfile("ann", host: 1), b = try net.makeProfile("ben", host: 2)
-        var runB = try net.start(host: 2, data: b, name: "ben", lines: ["chat", "sleep 60"])
+        var runB = try net.start(host: 2, data: b, name: "ben", lines: ["chat"])
         let messages = (1...400).map { "line \($0) " + String(repeating: "·", count: $0 % 50 + 1) }
         let runA = try net.start(host: 1, data: a, name: "ann",
-                                 lines: ["chat", "open ben --wait 30"] + messages + ["/sleep 60"])
+                                 lines: ["chat", "open ben --wait 30"] + messages)
         defer { runA.kill() }
         let someArrived = try eventually(timeout: 30) {
             (Int(try query(b, "SELECT count(*) FROM message WHERE outgoing = 0").first ?? "0") ?? 0) >= 50
@@ -39,8 +39,7 @@ struct DeliveryIntegrationTests {
         #expect(someArrived)
         runB.kill()  // Mid-stream, no goodbye.
         _ = runB.wait()
-        usleep(500_000)
-        runB = try net.start(host: 2, data: b, name: "ben", lines: ["chat", "sleep 60"])
+        runB = try net.start(host: 2, data: b, name: "ben", lines: ["chat"])
         defer { runB.kill() }
         let all = try eventually(timeout: 40) {
             try query(b, "SELECT count(*) FROM message WHERE outgoing = 0") == ["400"]
@@ -61,18 +60,35 @@ struct PlaneTableIntegrationTests {
         let planes = [("hum", 80, "✓✕✕✕✕"), ("dyi", 40, "✕✓✕✕✕"), ("hol", 20, "✕✓✓✕✕"), ("und", 8, "✕✓✓✓✓"), ("gho", 3, "✓✓✓✓✓")]
         let net = try TestNetwork(hosts: planes.count)
         let data = try planes.enumerated().map { try net.makeProfile($0.element.0, host: $0.offset + 1) }
-        var runs: [TestNetwork.Run] = []
-        for (index, (name, battery, _)) in planes.enumerated() {
-            var lines = ["chat", "sleep 2"]
+        let runs = try planes.enumerated().map { index, plane in
+            try net.start(host: index + 1, data: data[index], name: plane.0, arguments: ["--battery", "\(plane.1)"], lines: ["chat"])
+        }
+        defer { runs.forEach { $0.kill() } }
+        // Each writer first sees everyone its plane lets it see; then writes to all four.
+        for (index, (name, _, row)) in planes.enumerated() {
+            for (other, (otherName, _, _)) in planes.enumerated() where otherName != name && Array(row)[other] == "✓" {
+                runs[index].waitFor { $0.contains("+ ") && $0.contains(otherName + "#") }
+            }
+        }
+        for (index, (name, _, _)) in planes.enumerated() {
+            var lines: [String] = []
             for (other, _, _) in planes where other != name {
                 // In a conversation commands take a slash; /open switches conversations.
-                lines += [lines.count == 2 ? "open \(other)" : "/open \(other)", "from \(name) to \(other)"]
+                lines += [lines.isEmpty ? "open \(other)" : "/open \(other)", "from \(name) to \(other)"]
             }
-            lines += ["/sleep 4"]
-            runs.append(try net.start(host: index + 1, data: data[index], name: name, arguments: ["--battery", "\(battery)"],
-                                      lines: lines))
+            runs[index].send(lines)
         }
-        let outputs = runs.map { $0.wait() }
+        // Every allowed line arrives (then none of the others can: they were refused where written;
+        // a refused /open leaves the conversation open, so other lines reach it too).
+        for (reader, (readerName, _, _)) in planes.enumerated() {
+            let expected = planes.enumerated().filter { $0.element.0 != readerName && Array($0.element.2)[reader] == "✓" }
+                .map { "from \($0.element.0) to \(readerName)" }
+            #expect(eventually(timeout: 30) {
+                let got = (try? query(data[reader], "SELECT text FROM message WHERE outgoing = 0")) ?? []
+                return expected.allSatisfy(got.contains)
+            }, "\(readerName) did not get \(expected): \(runs.map { $0.output.suffix(1_500) })")
+        }
+        let outputs = runs.map { $0.finish() }
         for (reader, (readerName, _, _)) in planes.enumerated() {
             let got = try sh("sqlite3 '\(data[reader])/seance.sqlite' \"SELECT text FROM message WHERE outgoing = 0\"")
             for (writerName, _, row) in planes where writerName != readerName {

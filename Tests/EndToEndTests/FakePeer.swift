@@ -67,11 +67,11 @@ final class FakePeer {
     }
 
     /// Packets that reached this peer's own port within `timeout` seconds.
-    func receive(timeout: Double) -> [Packet] {
+    func receive(timeout: Double, until enough: ([Packet]) -> Bool = { _ in false }) -> [Packet] {
         var packets: [Packet] = []
         let deadline = Date().addingTimeInterval(timeout)
         var buffer = [UInt8](repeating: 0, count: 2048)
-        while Date() < deadline {
+        while Date() < deadline, !enough(packets) {
             var poller = pollfd(fd: socketFD, events: Int16(POLLIN), revents: 0)
             guard poll(&poller, 1, Int32(max(1, deadline.timeIntervalSinceNow * 1000))) > 0 else { continue }
             let count = recv(socketFD, &buffer, buffer.count, 0)

@@ -119,7 +119,9 @@ import Testing
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        usleep(150_000)  // It is waiting for its slot (0.5 s after the second failure).
+        // The attempt is booked before its delay (0.5 s after the second failure) is waited out:
+        // it is killed as soon as the booking shows, while it waits.
+        #expect(eventually(timeout: 10) { (try? sh("sqlite3 '\(scratch.dataDir)/seance.sqlite' 'SELECT failedLogins FROM profile'")) == "3\n" })
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         let counted = try sh("sqlite3 '\(scratch.dataDir)/seance.sqlite' 'SELECT failedLogins FROM profile'")

@@ -19,14 +19,13 @@ final class LoopbackShells {
         return data
     }
 
-    /// Starts seance logged in as `name` (data in `data`) with `lines` as its script.
+    /// Starts seance logged in as `name` (data in `data`) with `lines` typed first.
     func start(_ name: String, data: String, lines: [String], arguments: [String] = []) throws -> TestNetwork.Run {
-        let script = scratch.write("script-\(name)-\(UUID().uuidString.prefix(4))",
-                                   (["login \(name) --password-file \(password)"] + lines).joined(separator: "\n") + "\n")
-        return try TestNetwork.Run.launch(seanceBinary, ["--data-dir", data, "--interface", "lo", "--port", "\(port)",
-                                                         "--announce-interval", "0.2"] + arguments + [script],
-                                          environment: ["HOME": scratch.path, "PATH": "/usr/bin:/bin"],
-                                          outputPath: scratch.path + "/out-\(name)-\(UUID().uuidString.prefix(4))")
+        try TestNetwork.Run.launch(seanceBinary, ["--data-dir", data, "--interface", "lo", "--port", "\(port)",
+                                                  "--announce-interval", "0.2"] + arguments,
+                                   environment: ["HOME": scratch.path, "PATH": "/usr/bin:/bin"],
+                                   outputPath: scratch.path + "/out-\(name)-\(UUID().uuidString.prefix(4))",
+                                   lines: ["login \(name) --password-file \(password)"] + lines)
     }
 
 }
@@ -50,7 +49,7 @@ struct HostilePeerIntegrationTests {
         try driver.send("login bob --password-file \(shells.password)\nchat")
         #expect(try driver.read(until: "nobody you can see is nearby", timeout: 20))
         // alice types escapes into an ordinary seance, in a conversation.
-        let runA = try shells.start("alice", data: alice, lines: ["chat", "open bob --wait 20", "typed" + Self.escapes, "/sleep 2"])
+        let runA = try shells.start("alice", data: alice, lines: ["chat", "open bob --wait 20", "typed" + Self.escapes])
         defer { runA.kill() }
         let (bobKey, bobAnnouncement) = try #require(listener.announcement(of: "bob", timeout: 5))
         // eve: a valid name, a message full of escapes; mallory: a name with escapes (dropped).
@@ -69,7 +68,7 @@ struct HostilePeerIntegrationTests {
         #expect(try driver.read(until: "typed", timeout: 30))
         try driver.send("nearby\nnearby stats\nchats\nopen eve\n/open alice\n/back\nback\necho END")
         #expect(try driver.read(until: "END", timeout: 20))
-        _ = runA.wait()
+        runA.finish()
         let output = driver.output
         let bytes = Array(output.utf8)
         #expect(!bytes.contains(0x1B) && !bytes.contains(0x07), "\(output.debugDescription)")
@@ -86,29 +85,38 @@ struct HostilePeerIntegrationTests {
     @Test func aReplayedAnnouncementAfterGoodbyeIsIgnored() throws {
         let shells = LoopbackShells()
         let bob = try shells.makeProfile("bob")
-        let runB = try shells.start("bob", data: bob, lines: ["chat", "echo ready", "sleep 1.5", "echo one", "nearby", "sleep 1.5", "echo two",
-                                                            "nearby", "sleep 1.5", "echo three", "nearby"])
+        let runB = try shells.start("bob", data: bob, lines: ["chat", "echo ready"])
         defer { runB.kill() }
-        // Each step waits for bob's listing before it (a loaded machine delays bob, not the
-        // steps), and has bob's 1.5 s before the next.
+        // Each step waits for what bob shows of the one before.
         func listed(after marker: String) -> String? {
             runB.output.components(separatedBy: "\n" + marker + "\n").dropFirst().first.flatMap { $0.contains("\n") ? $0 : nil }
         }
-        #expect(eventually(timeout: 30) { runB.output.contains("ready\n") }, "\(runB.output)")
-        let eve = FakePeer(port: shells.port)
+        func arrivals(of name: String) -> Int { runB.output.components(separatedBy: "\n").filter { $0.hasPrefix("+ ") && $0.contains(name + "#") }.count }
+        runB.waitFor("ready\n")
+        let eve = FakePeer(port: shells.port), marker = FakePeer(port: shells.port)
         let captured = try eve.packet(eve.announcement(name: "eve", intervalMilliseconds: 60_000))
         eve.multicast(captured)
-        #expect(eventually(timeout: 30) { listed(after: "one") != nil }, "\(runB.output)")
+        runB.waitFor { _ in arrivals(of: "eve") == 1 }
+        runB.send("echo one", "nearby")
+        runB.waitFor { _ in listed(after: "one") != nil }
         eve.multicast(try eve.packet(Goodbye()))
-        usleep(200_000)
+        runB.waitFor { $0.contains("- eve#") }
         for _ in 0..<5 { eve.multicast(captured) }
-        #expect(eventually(timeout: 30) { listed(after: "two") != nil }, "\(runB.output)")
+        // Bob reads the group in order: once another peer's arrival shows, the replays were read.
+        marker.multicast(try marker.packet(marker.announcement(name: "marker", intervalMilliseconds: 60_000)))
+        runB.waitFor { _ in arrivals(of: "marker") == 1 }
+        runB.send("echo two", "nearby")
+        runB.waitFor { _ in listed(after: "two") != nil }
         eve.multicast(try eve.packet(eve.announcement(name: "eve", intervalMilliseconds: 60_000)))
-        let output = runB.wait()
+        runB.waitFor { _ in arrivals(of: "eve") == 2 }
+        runB.send("echo three", "nearby")
+        let output = runB.finish()
         let sections = output.components(separatedBy: "\n").split { ["one", "two", "three"].contains($0) }.map { $0.joined(separator: "\n") }
         try #require(sections.count == 4, "\(output)")
         #expect(sections[1].contains("eve#"), "\(output)")
-        #expect(sections[2].contains("nobody you can see is nearby"), "\(output)")
+        // The listing after the replays names the marker, not eve (her return is told after it).
+        let listing = sections[2].split(separator: "\n").filter { $0.contains(" seen ") }
+        #expect(!listing.contains { $0.contains("eve#") } && listing.contains { $0.contains("marker#") }, "\(output)")
         #expect(sections[3].contains("eve#"), "\(output)")
     }
 
@@ -118,19 +126,25 @@ struct HostilePeerIntegrationTests {
         let shells = LoopbackShells()
         let bob = try shells.makeProfile("bob", avatar: packageRoot + "/assets/portraits/eleven.png")
         let listener = GroupListener(port: shells.port)
-        let runB = try shells.start("bob", data: bob, lines: ["chat", "sleep 5"])
+        let runB = try shells.start("bob", data: bob, lines: ["chat"])
         defer { runB.kill() }
-        let (bobKey, bobAnnouncement) = try #require(listener.announcement(of: "bob", timeout: 5))
+        let (_, bobAnnouncement) = try #require(listener.announcement(of: "bob", timeout: 5))
         guard case .image(let hash) = bobAnnouncement.avatar else { Issue.record("bob has no image avatar"); return }
-        _ = bobKey
         let stranger = FakePeer(port: shells.port)
         for _ in 0..<5 { stranger.send(try stranger.packet(AvatarRequest(hash: hash)), port: bobAnnouncement.unicastPort) }
-        #expect(stranger.receive(timeout: 1).isEmpty)
         stranger.multicast(try stranger.packet(stranger.announcement(name: "stranger")))
-        usleep(200_000)
+        runB.waitFor("stranger#")
         for _ in 0..<5 { stranger.send(try stranger.packet(AvatarRequest(hash: hash)), port: bobAnnouncement.unicastPort) }
-        let answers = stranger.receive(timeout: 1).filter { $0.kind == AvatarImage.code }
+        let answers = stranger.receive(timeout: 20) { $0.contains { $0.kind == AvatarImage.code } }.filter { $0.kind == AvatarImage.code }
         #expect(answers.count == 1)
+        // The other nine were refused, and counted: five before the stranger announced itself,
+        // four within ten seconds of the answer (asked again until bob has read them all).
+        func statistics() -> [Substring] { runB.output.split(separator: "\n").filter { $0.hasPrefix("sent ") } }
+        for asked in 1...50 where !(statistics().last?.contains("avatar request 9") ?? false) {
+            runB.send("nearby stats")
+            runB.waitFor { _ in statistics().count == asked }
+        }
+        #expect(statistics().last?.contains("avatar request 9") == true, "\(runB.output)")
     }
 
     /// 10,000 made-up keys announcing an interval of 2^32-1 ms: the table stays bounded, a
@@ -145,27 +159,26 @@ struct HostilePeerIntegrationTests {
         let keys = (0..<10_000).map { _ in Curve25519.Signing.PrivateKey() }
         // bob writes to decoy, who never acknowledges: the message waits, retransmitted.
         let decoy = FakePeer(port: shells.port)
-        let runB = try shells.start("bob", data: bob, lines: ["chat", "sleep 1", "open decoy", "are you there?", "/back",
-                                                            "sleep 60"])
+        let runB = try shells.start("bob", data: bob, lines: ["chat"])
         defer { runB.kill() }
         _ = try #require(listener.announcement(of: "bob", timeout: 5))
-        for _ in 0..<5 {
-            decoy.multicast(try decoy.packet(decoy.announcement(name: "decoy", intervalMilliseconds: 60_000)))
-            usleep(200_000)
-        }
-        for (index, key) in keys.enumerated() {
+        decoy.multicast(try decoy.packet(decoy.announcement(name: "decoy", intervalMilliseconds: 60_000)))
+        runB.waitFor("decoy#")
+        runB.send("open decoy", "are you there?", "/back")
+        runB.waitFor("#1 sending")
+        for key in keys {
             let flooder = FakePeer(port: shells.port, signing: key)
             flooder.multicast(try flooder.packet(flooder.announcement(name: "f\(UInt32.random(in: 0...UInt32.max, using: &generator))",
                                                                       intervalMilliseconds: UInt32.max)))
-            if index % 200 == 0 { usleep(10_000) }
         }
         // However long bob takes to check what reached it, a line from a peer gets through (how
         // fast is `make bench`'s to say, not a test's).
-        let runA = try shells.start("alice", data: alice, lines: ["chat", "open bob --wait 60", "through the crowd", "/sleep 60"])
+        let runA = try shells.start("alice", data: alice, lines: ["chat", "open bob --wait 60", "through the crowd"])
         defer { runA.kill() }
         #expect(eventually(timeout: 60) {
             (try? query(bob, "SELECT count(*) FROM message WHERE outgoing = 0 AND text = 'through the crowd'")) == ["1"]
         }, "\(runB.output.suffix(2_000))")
+        runA.finish()
         runB.kill()
         let output = runB.wait()
         #expect(Int(try query(bob, "SELECT count(*) FROM knownPeer").first ?? "") ?? .max <= 5_000)
@@ -198,7 +211,7 @@ struct PipeDrivenChatTests {
         let shells = LoopbackShells()
         let (driver, ben) = try annOnline(shells)
         defer { driver.close() }
-        let runB = try shells.start("ben", data: ben, lines: ["chat", "open ann --wait 30", "hello ann", "/sleep 4"])
+        let runB = try shells.start("ben", data: ben, lines: ["chat", "open ann --wait 30", "hello ann"])
         defer { runB.kill() }
         #expect(try driver.read(until: "ben#", timeout: 10))       // The arrival, unasked.
         #expect(try driver.read(until: "hello ann", timeout: 10))  // The message notice.
@@ -224,11 +237,12 @@ struct PipeDrivenChatTests {
         let shells = LoopbackShells()
         let (driver, ben) = try annOnline(shells)
         defer { driver.close() }
-        let runB = try shells.start("ben", data: ben, lines: ["chat", "sleep 1"])
+        let runB = try shells.start("ben", data: ben, lines: ["chat"])
         defer { runB.kill() }
         #expect(try driver.read(until: "ben#", timeout: 10))
         try driver.send("open ben")
         #expect(try driver.read(until: "every line you type is sent", timeout: 10))
+        runB.finish()
         #expect(try driver.read(until: "ben#", timeout: 10) && driver.read(until: " left", timeout: 10))
         try driver.send("are you there?\nstill there?\n/chats")
         #expect(try driver.read(until: "2 waiting", timeout: 10))
@@ -251,7 +265,7 @@ struct OnlineEverywhereTests {
         defer { annShell.close() }
         try annShell.send("login ann --password-file \(shells.password)\nchat\nzombies")
         #expect(try annShell.read(until: "W: 0  L: 0", timeout: 20))
-        let runB = try shells.start("ben", data: ben, lines: ["chat", "open ann --wait 30", "hello while you play", "/sleep 30"])
+        let runB = try shells.start("ben", data: ben, lines: ["chat", "open ann --wait 30", "hello while you play"])
         defer { runB.kill() }
         // The message comes as a notice while ann is in zombies mode.
         #expect(try annShell.read(until: "hello while you play", timeout: 30),
@@ -261,9 +275,7 @@ struct OnlineEverywhereTests {
         #expect(try annShell.read(until: "END", timeout: 20))
         #expect(annShell.output.contains("offline\n"))
         // ann's goodbye reaches ben: he is told she left.
-        let left = Date().addingTimeInterval(20)
-        while Date() < left, !(runB.output).contains("- ann#") { usleep(100_000) }
-        #expect((runB.output).contains("- ann#"))
+        runB.waitFor("- ann#", timeout: 20)
     }
 }
 

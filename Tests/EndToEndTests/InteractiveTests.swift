@@ -48,20 +48,17 @@ import Testing
 
     /// Ends a process the test started, at once. (SIGTERM would not do: processes started from
     /// the test runner inherit its mask, which blocks it, and ben would linger until his script ends.)
-    private func end(_ process: Process) {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+    private func end(_ run: TestNetwork.Run) {
+        run.kill()
+        _ = run.wait()
     }
 
-    /// ben running `script` with `arguments`, out of sight of the test's output; the caller ends it.
-    private func ben(_ script: String, _ arguments: [String]) throws -> Process {
-        let ben = Process()
-        ben.executableURL = URL(fileURLWithPath: seanceBinary)
-        ben.arguments = ["--data-dir", scratch.path + "/ben"] + arguments + [scratch.write("ben.seance", script)]
-        ben.standardOutput = FileHandle.nullDevice
-        ben.standardError = FileHandle.nullDevice
-        try ben.run()
-        return ben
+    /// ben with `arguments`, `lines` typed first (more as the test says), out of sight of the
+    /// test's output; the caller ends him.
+    private func ben(_ lines: [String], _ arguments: [String]) throws -> TestNetwork.Run {
+        try TestNetwork.Run.launch(seanceBinary, ["--data-dir", scratch.path + "/ben"] + arguments,
+                                   environment: ["HOME": scratch.path, "PATH": "/usr/bin:/bin"],
+                                   outputPath: scratch.path + "/ben-output", lines: lines)
     }
 
     @Test func tabCompletesAUniqueCommand() throws {
@@ -174,6 +171,7 @@ import Testing
         // Outside the mode the arrows edit and recall history again.
         try term.type("back")
         try term.press("Enter")
+        try term.waitFor { $0.hasSuffix("seance>") }
         try term.press("Up")
         try term.waitFor { $0.hasSuffix("seance> back") }
     }
@@ -285,14 +283,17 @@ import Testing
         let screen = try term.waitFor { $0.contains("cancelled") && $0.hasSuffix("seance>") }
         #expect(!screen.contains("wrong password"))
         #expect(try sh("sqlite3 '\(scratch.dataDir)/seance.sqlite' 'SELECT failedLogins FROM profile'") == "0\n")
-        try term.type("sleep 30")
+        // The reminder shows once the sleep runs (it is printed while a command waits).
+        try term.type("remind 0 asleep; sleep 30")
         try term.press("Enter")
-        usleep(300_000)
+        try term.waitFor { $0.contains("reminder: asleep") }
         try term.type("echo typed meanwhile")
         try term.press("C-c")
         try term.waitFor(timeout: 5) { $0.hasSuffix("seance>") && $0.components(separatedBy: "cancelled").count == 3 }
-        usleep(300_000)
-        #expect(!(try term.screen()).contains("\ntyped meanwhile"))  // Keys typed meanwhile are dropped, not run.
+        try term.type("echo after")
+        try term.press("Enter")
+        let screen2 = try term.waitFor { $0.contains("\nafter\n") }
+        #expect(!screen2.contains("\ntyped meanwhile"))  // Keys typed meanwhile are dropped, not run.
     }
 
     /// What is typed after a password, while it is being checked, is the next command: the
@@ -317,7 +318,7 @@ import Testing
         try term.type("chat")
         try term.press("Enter")
         try term.waitFor { $0.contains("announcing ann#") }
-        let ben = try ben("login ben --password-file \(password)\nchat\nopen ann --wait 30\nhello from ben\n/sleep 1.5\nsecond line\n/sleep 2\n",
+        let ben = try ben(["login ben --password-file \(password)", "chat", "open ann --wait 30", "hello from ben"],
                           ["--announce-interval", "0.2", "--interface", "lo"])
         defer { end(ben) }
         try term.waitFor { $0.contains("+ 👤 ben#") }
@@ -326,6 +327,8 @@ import Testing
         try term.waitFor { $0.hasSuffix("chat:ben●>") || $0.contains("hello from ben") }
         try term.waitFor { $0.contains("│ hello from ben │") }
         try term.type("half-typed reply")
+        try term.waitFor { $0.hasSuffix("chat:ben●> half-typed reply") }
+        ben.send("second line")
         // The bubble is printed above, then the prompt and the half-typed line are redrawn.
         let screen = try term.waitFor { $0.contains("│ second line │") && $0.hasSuffix("chat:ben●> half-typed reply") }
         let lines = screen.split(separator: "\n")
@@ -359,7 +362,7 @@ import Testing
         try term.press("Enter")
         try term.waitFor { $0.contains("announcing ann#") }
         // ben is online at once, and reads what ann wrote only after a while.
-        let ben = try ben("login ben --password-file \(password)\nchat\n/sleep 5\nopen ann --wait 30\n/sleep 30\n", network)
+        let ben = try ben(["login ben --password-file \(password)", "chat"], network)
         defer { end(ben) }
         try term.waitFor { $0.contains("+ 👤 ben#") }
         try term.type("open ben")
@@ -370,7 +373,9 @@ import Testing
         var screen = try term.waitFor { stateRow($0).under == "#1 delivered" }
         #expect(!stateRow(screen).repeated, "\(screen)")
         try term.type("half typed")
+        try term.waitFor { $0.hasSuffix("chat:ben●> half typed") }
         // ben opens the conversation: his receipt arrives while ann is typing.
+        ben.send("open ann --wait 30")
         screen = try term.waitFor { stateRow($0).under == "#1 read" }
         #expect(!stateRow(screen).repeated, "\(screen)")
         #expect(screen.hasSuffix("chat:ben●> half typed"), "\(screen)")
@@ -390,7 +395,7 @@ import Testing
         try term.press("Enter")
         try term.waitFor { $0.hasSuffix("room●>") }
         try term.type("hello all")
-        let ben = try ben("login ben --password-file \(password)\nroom host 3 4\n/sleep 30\n", network)
+        let ben = try ben(["login ben --password-file \(password)", "room host 3 4"], network)
         defer { end(ben) }
         try term.waitFor { $0.contains("you joined room 3.4") && $0.hasSuffix("room:3.4●> hello all") }
         try term.press("Enter")

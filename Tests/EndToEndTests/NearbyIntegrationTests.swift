@@ -7,21 +7,30 @@ struct NearbyIntegrationTests {
     @Test func threeHostsFollowThePlaneTableChangesAndGoodbyes() throws {
         let net = try TestNetwork(hosts: 3)
         let a = try net.makeProfile("ann", host: 1), b = try net.makeProfile("ben", host: 2), c = try net.makeProfile("cal", host: 3)
-        // ann stays Dying; ben starts Dying, turns Hollow at 1 s and leaves at 3 s; cal starts Human,
-        // turns Undead at 2 s.
-        let runA = try net.start(host: 1, data: a, name: "ann", arguments: ["--battery", "40"],
-                                 lines: ["chat", "sleep 2.5", "nearby", "sleep 3", "nearby"])
-        let runB = try net.start(host: 2, data: b, name: "ben", arguments: ["--battery", "30"],
-                                 lines: ["chat", "sleep 1", "battery 20", "sleep 2"])
-        let runC = try net.start(host: 3, data: c, name: "cal", arguments: ["--battery", "80"],
-                                 lines: ["chat", "sleep 2", "battery 8", "sleep 2.5", "nearby"])
-        let (outA, outB, outC) = (runA.wait(), runB.wait(), runC.wait())
+        // ann stays Dying; ben starts Dying, turns Hollow, then leaves; cal starts Human, turns Undead.
+        let runA = try net.start(host: 1, data: a, name: "ann", arguments: ["--battery", "40"], lines: ["chat"])
+        let runB = try net.start(host: 2, data: b, name: "ben", arguments: ["--battery", "30"], lines: ["chat"])
+        let runC = try net.start(host: 3, data: c, name: "cal", arguments: ["--battery", "80"], lines: ["chat"])
+        defer { [runA, runB, runC].forEach { $0.kill() } }
+        runA.waitFor { $0.contains("ben#") && $0.contains("(Dying) is nearby") }
+        runB.waitFor { $0.contains("ann#") && $0.contains("(Dying) is nearby") }
+        runB.send("battery 20")
+        runA.waitFor("passed beyond your sight")
+        runC.send("battery 8")
+        runC.waitFor { $0.contains("ben#") && $0.contains("(Hollow) is nearby") && $0.contains("ann#") }
+        runB.finish()
+        runC.waitFor { $0.contains("- ben#") && $0.contains(" left") }
+        runA.send("nearby")
+        runC.send("nearby")
+        // cal first: ann's goodbye would be the last thing cal hears.
+        let outC = runC.finish()
+        let (outA, outB) = (runA.finish(), runB.output)
 
         // ann (Dying) sees ben while he is Dying, loses sight when he turns Hollow, never sees cal.
         #expect(outA.contains("ben#") && outA.contains("(Dying) is nearby"), "\(outA)")
         #expect(outA.contains("passed beyond your sight"), "\(outA)")
         #expect(!outA.contains("cal#"), "\(outA)")
-        #expect(outA.hasSuffix("nobody you can see is nearby\nnobody you can see is nearby\n"), "\(outA)")
+        #expect(outA.hasSuffix("nobody you can see is nearby\n"), "\(outA)")
         // ben sees ann the whole time (Dying, then Hollow: both reach Dying), never cal.
         #expect(outB.contains("ann#") && !outB.contains("cal#"), "\(outB)")
         // cal, Human, sees nobody; Undead, he sees both, then ben's goodbye.
@@ -38,12 +47,17 @@ struct NearbyIntegrationTests {
     @Test func aPeerThatVanishesExpires() throws {
         let net = try TestNetwork(hosts: 2)
         let a = try net.makeProfile("ann", host: 1), b = try net.makeProfile("ben", host: 2)
-        let runB = try net.start(host: 2, data: b, name: "ben", lines: ["chat", "sleep 30"])
-        let runA = try net.start(host: 1, data: a, name: "ann", lines: ["chat", "sleep 2", "nearby", "sleep 2", "nearby"])
-        usleep(2_500_000)
+        let runB = try net.start(host: 2, data: b, name: "ben", lines: ["chat"])
+        let runA = try net.start(host: 1, data: a, name: "ann", lines: ["chat"])
+        defer { runA.kill(); runB.kill() }
+        runA.waitFor { $0.contains("+ ") && $0.contains("ben#") }
+        runA.send("nearby")
+        runA.waitFor { $0.contains("ben#") && $0.contains("seen 0s ago") }
         runB.kill()  // No goodbye: ann must notice the silence.
         _ = runB.wait()
-        let out = runA.wait()
+        runA.waitFor { $0.contains("- ben#") && $0.contains(" is out of range") }
+        runA.send("nearby")
+        let out = runA.finish()
         let lines = out.split(separator: "\n").map(String.init)
         let gone = try #require(lines.lastIndex { $0.hasPrefix("- ben#") && $0.hasSuffix(" is out of range") }, "\(out)")
         // The last listing names nobody: a spectre (a local spirit, not a peer) may come by,
@@ -58,13 +72,16 @@ struct NearbyIntegrationTests {
         try net.dropFrames(percent: 10)
         let names = ["ann", "ben", "cal"]
         let data = try names.enumerated().map { try net.makeProfile($0.element, host: $0.offset + 1) }
-        let runs = try names.enumerated().map { index, name in
-            // Everyone stays a while after listing, so each listing happens while all are present.
-            try net.start(host: index + 1, data: data[index], name: name,
-                          lines: ["chat", "sleep 3", "nearby", "nearby stats", "sleep 2"])
-        }
+        let runs = try names.enumerated().map { index, name in try net.start(host: index + 1, data: data[index], name: name, lines: ["chat"]) }
+        defer { runs.forEach { $0.kill() } }
+        // Each lists the others once it has heard them, while all are present.
         for (index, run) in runs.enumerated() {
-            let out = run.wait()
+            for other in names where other != names[index] { run.waitFor { $0.contains("+ ") && $0.contains(other + "#") } }
+        }
+        for run in runs { run.send("nearby", "nearby stats") }
+        for run in runs { run.waitFor("sent ") }
+        for (index, run) in runs.enumerated() {
+            let out = run.finish()
             let lines = out.split(separator: "\n").map(String.init)
             let stats = try #require(lines.lastIndex { $0.hasPrefix("sent ") }, "\(out)")
             let listed = lines[(stats - 2)..<stats]  // The two nearby rows just before the stats line.
@@ -76,16 +93,19 @@ struct NearbyIntegrationTests {
     }
 
     /// ann's data copied to a second machine (the lock file sees one machine only): both
-    /// seances are told, once, that the profile is online elsewhere too.
+    /// seances are told that the profile is online elsewhere too, once (that it stays once
+    /// through any number of refreshes is the engine's test, on the manual clock).
     @Test func theSameProfileOnTwoMachinesIsToldOnEachSide() throws {
         let net = try TestNetwork(hosts: 2)
         let first = try net.makeProfile("ann", host: 1)
         let copy = first + "-copy"
         try FileManager.default.copyItem(atPath: first, toPath: copy)
-        let runs = [try net.start(host: 1, data: first, name: "ann", lines: ["chat", "sleep 2"]),
-                    try net.start(host: 2, data: copy, name: "ann", lines: ["chat", "sleep 2"])]
+        let runs = [try net.start(host: 1, data: first, name: "ann", lines: ["chat"]),
+                    try net.start(host: 2, data: copy, name: "ann", lines: ["chat"])]
+        defer { runs.forEach { $0.kill() } }
+        for run in runs { run.waitFor("this profile is online in another seance too (heard by lan)") }
         for run in runs {
-            let out = run.wait()
+            let out = run.finish()
             let told = out.split(separator: "\n").filter { $0.contains("this profile is online in another seance too (heard by lan)") }
             #expect(told.count == 1, "\(out)")
         }
@@ -96,12 +116,15 @@ struct NearbyIntegrationTests {
         let first = try net.makeProfile("ann", host: 1)
         let second = try net.makeProfile("ann", host: 2, tag: "-impostor")
         let watcher = try net.makeProfile("cal", host: 3)
-        let runW = try net.start(host: 3, data: watcher, name: "cal", lines: ["chat", "sleep 3"])
-        let run1 = try net.start(host: 1, data: first, name: "ann", lines: ["chat", "sleep 1"])
-        _ = run1.wait()
-        let run2 = try net.start(host: 2, data: second, name: "ann", lines: ["chat", "sleep 1"])
-        _ = run2.wait()
-        let out = runW.wait()
+        let runW = try net.start(host: 3, data: watcher, name: "cal", lines: ["chat"])
+        defer { runW.kill() }
+        let run1 = try net.start(host: 1, data: first, name: "ann", lines: ["chat"])
+        runW.waitFor { $0.contains("+ ") && $0.contains("ann#") }
+        run1.finish()
+        let run2 = try net.start(host: 2, data: second, name: "ann", lines: ["chat"])
+        runW.waitFor("possibly an impersonation")
+        run2.finish()
+        let out = runW.finish()
         #expect(out.contains("uses the name of ann#") && out.contains("possibly an impersonation"), "\(out)")
     }
 
@@ -113,41 +136,44 @@ struct NearbyIntegrationTests {
                                      + "--avatar \(packageRoot)/assets/portraits/max.png"], scratch: net.scratch)
         #expect(created.status == 0, "\(created.stderr)")
         let viewer = try net.makeProfile("ben", host: 2)
-        let runA = try net.start(host: 1, data: pictured, name: "ann", lines: ["chat", "sleep 4"])
-        let runB = try net.start(host: 2, data: viewer, name: "ben", arguments: ["--color", "always"],
-                                 lines: ["chat", "sleep 2.5", "nearby"])
-        let out = runB.wait()
-        _ = runA.wait()
-        let row = try #require(out.split(separator: "\n").last { $0.contains("ann#") && $0.contains("seen") }, "\(out)")
+        let runA = try net.start(host: 1, data: pictured, name: "ann", lines: ["chat"])
+        let runB = try net.start(host: 2, data: viewer, name: "ben", arguments: ["--color", "always"], lines: ["chat"])
+        defer { runA.kill(); runB.kill() }
+        runB.waitFor { $0.contains("is nearby") && $0.contains("ann#") }
+        // The picture comes a round trip after the arrival: the list is asked again until the row
+        // has it (each time after the last listing is out).
+        func row() -> Substring? { runB.output.split(separator: "\n").last { $0.contains("ann#") && $0.contains("seen") } }
+        for listing in 1...50 where !(row()?.contains("▀") ?? false) {
+            runB.send("echo listing \(listing)", "nearby")
+            runB.waitFor { $0.contains("listing \(listing)\n") && $0.split(separator: "\n").last?.contains("seen") == true }
+        }
+        let line = try #require(row(), "\(runB.output)")
         // The picture arrived: the row starts with coloured half blocks, not the placeholder glyph.
-        #expect(row.hasPrefix("\u{1B}[0;38;") && row.contains("▀"), "\(row)")
+        #expect(line.hasPrefix("\u{1B}[0;38;") && line.contains("▀"), "\(line)")
     }
 }
 
-/// mDNS-style discovery: a newcomer asks who is there and hears everyone at once, not at their
-/// next refresh (every 5 s here).
+/// mDNS-style discovery: a newcomer asks who is there and hears everyone, on a real network.
+/// (That the answers come within a fraction of a second, not at the next refresh, is the
+/// engine's test on the manual clock; how fast on this machine, `make bench`'s.)
 @Suite(.enabled(if: inPrivateNetwork, "runs only inside scripts/in-netns (make test)"))
 struct NewcomerDiscoveryTests {
-    @Test func aNewcomerListsEveryPeerWithinAQuarterSecondTwentyTimesInARow() throws {
+    @Test func aNewcomerListsEveryPeerEachTime() throws {
         let net = try TestNetwork(hosts: 10)
         var runs: [TestNetwork.Run] = []
         for host in 1...9 {
             let data = try net.makeProfile("p\(host)", host: host)
-            runs.append(try net.start(host: host, data: data, name: "p\(host)", arguments: ["--announce-interval", "5"],
-                                      lines: ["chat", "sleep 120"]))
+            runs.append(try net.start(host: host, data: data, name: "p\(host)", arguments: ["--announce-interval", "5"], lines: ["chat"]))
         }
         defer { runs.forEach { $0.kill() } }
+        for run in runs { run.waitFor("announcing ") }
         let newcomer = try net.makeProfile("new", host: 10)
-        usleep(1_500_000)  // The nine are up (their first two announcements are over).
-        for attempt in 1...20 {
-            // `chat`, then a quarter of a second, then the list: all nine must be in it.
-            let run = try net.start(host: 10, data: newcomer, name: "new", arguments: ["--announce-interval", "5"],
-                                    lines: ["chat", "sleep 0.25", "echo LIST", "nearby"])
-            let output = run.wait()
-            let listed = output.components(separatedBy: "LIST\n").last ?? ""
-            let seen = (1...9).filter { listed.contains("p\($0)#") }
-            #expect(seen.count == 9, "attempt \(attempt): saw \(seen)\n\(output)")
-            if seen.count != 9 { break }
+        for attempt in 1...5 {
+            let run = try net.start(host: 10, data: newcomer, name: "new", arguments: ["--announce-interval", "5"], lines: ["chat"])
+            let all = run.waitFor { output in (1...9).allSatisfy { output.contains("p\($0)#") } }
+            let output = run.finish()
+            #expect(all, "attempt \(attempt):\n\(output)")
+            if !all { break }
         }
     }
 }

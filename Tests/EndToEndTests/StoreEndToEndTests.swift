@@ -99,6 +99,8 @@ import Testing
         var killedMidway = 0
         for round in 0..<30 {
             let process = try launch()
+            // The fault injected: a kill at a moment spread across the purchase (not a wait for
+            // something to happen; what is checked is the database afterwards).
             usleep(useconds_t(span * 1_000_000 * Double(round) / 30))
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()

@@ -74,25 +74,63 @@ final class TestNetwork {
         return Int(listing[range].split(separator: " ")[1]) ?? 0
     }
 
-    /// A seance batch run on `host`; its output is read when it has ended.
+    /// A seance batch run on `host`, driven through its standard input: lines go in when the
+    /// test says (`send`), after what it waited for came out (`waitFor`); the input stays open,
+    /// so the shell stays, until `finish` (or `kill`). Nothing waits for wall-clock time.
     final class Run {
         let process = Process()
         let outputPath: String
+        private let input = Pipe()
         init(outputPath: String) { self.outputPath = outputPath }
 
-        func wait() -> String {
-            process.waitUntilExit()
-            return (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        /// Types `lines` into the shell.
+        func send(_ lines: [String]) {
+            try? input.fileHandleForWriting.write(contentsOf: Data(lines.map { $0 + "\n" }.joined().utf8))
         }
 
-        func kill() { Glibc.kill(process.processIdentifier, SIGKILL) }
+        func send(_ lines: String...) { send(lines) }
+
+        /// Ends the input (the shell finishes what it was given, then exits) and waits for the
+        /// end; its whole output.
+        @discardableResult
+        func finish() -> String {
+            try? input.fileHandleForWriting.close()
+            return wait()
+        }
+
+        /// Waits for the process to end; its whole output.
+        func wait() -> String {
+            process.waitUntilExit()
+            return output
+        }
+
+        func kill() {
+            Glibc.kill(process.processIdentifier, SIGKILL)
+            try? input.fileHandleForWriting.close()
+        }
 
         /// What it has written so far (it may still be running).
         var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
 
-        /// Starts `executable` with no input, its stdout and stderr both to `outputPath`.
+        /// Waits until the output holds what `condition` looks for; records an issue (with the
+        /// output) and returns false if `timeout` seconds pass first.
+        @discardableResult
+        func waitFor(timeout: Double = 30, sourceLocation: SourceLocation = #_sourceLocation, _ condition: (String) -> Bool) -> Bool {
+            if eventually(timeout: timeout, { condition(output) }) { return true }
+            Issue.record("the output never matched; it is:\n\(output.suffix(3_000))", sourceLocation: sourceLocation)
+            return false
+        }
+
+        /// Waits until the output contains `text`.
+        @discardableResult
+        func waitFor(_ text: String, timeout: Double = 30, sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
+            waitFor(timeout: timeout, sourceLocation: sourceLocation) { $0.contains(text) }
+        }
+
+        /// Starts `executable` with `lines` as its first input, its stdout and stderr both to
+        /// `outputPath`.
         static func launch(_ executable: String, _ arguments: [String], environment: [String: String],
-                           outputPath: String) throws -> Run {
+                           outputPath: String, lines: [String]) throws -> Run {
             let run = Run(outputPath: outputPath)
             _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
             run.process.executableURL = URL(fileURLWithPath: executable)
@@ -101,8 +139,9 @@ final class TestNetwork {
             let output = FileHandle(forWritingAtPath: outputPath)
             run.process.standardOutput = output
             run.process.standardError = output
-            run.process.standardInput = FileHandle.nullDevice
+            run.process.standardInput = run.input
             try run.process.run()
+            run.send(lines)
             return run
         }
     }
@@ -116,14 +155,13 @@ final class TestNetwork {
         return data
     }
 
-    /// Starts seance on `host` with `lines` as its script, logged in as `name`.
+    /// Starts seance on `host`, logged in as `name`, with `lines` typed first.
     func start(host: Int, data: String, name: String, arguments: [String] = [], lines: [String]) throws -> Run {
-        let script = scratch.write("script-\(host)-\(UUID().uuidString.prefix(4))",
-                                   (["login \(name) --password-file \(scratch.path)/password"] + lines).joined(separator: "\n") + "\n")
-        return try Run.launch("/usr/sbin/ip", ["netns", "exec", namespace(host), seanceBinary, "--data-dir", data,
-                                               "--announce-interval", "0.2", "--interface", "e0"] + arguments + [script],
-                              environment: ["HOME": scratch.path, "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"],
-                              outputPath: scratch.path + "/out-\(host)-\(UUID().uuidString.prefix(4))")
+        try Run.launch("/usr/sbin/ip", ["netns", "exec", namespace(host), seanceBinary, "--data-dir", data,
+                                        "--announce-interval", "0.2", "--interface", "e0"] + arguments,
+                       environment: ["HOME": scratch.path, "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"],
+                       outputPath: scratch.path + "/out-\(host)-\(UUID().uuidString.prefix(4))",
+                       lines: ["login \(name) --password-file \(scratch.path)/password"] + lines)
     }
 
     func shellScript(_ script: String) throws -> (status: Int32, output: String) {

@@ -39,6 +39,9 @@ import Terminal
         #expect(DisplayWidth.truncate("abcdef", to: 4) == "abc…")
         #expect(DisplayWidth.truncate("🧟🧟🧟", to: 4) == "🧟…")
         #expect(DisplayWidth.truncate("abc", to: 3) == "abc")
+        // A prepended concatenation mark takes in the space after it: padding still fills the width.
+        let sign = "ab\u{0600}"
+        #expect(DisplayWidth.pad(sign, to: sign.displayWidth + 3).displayWidth == sign.displayWidth + 3)
     }
 
     @Test func stripsEscapes() {
