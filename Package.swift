@@ -45,7 +45,7 @@ let package = Package(
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
         // A broker as a transport: MQTT 3.1.1 through libmosquitto, bytes only.
-        .target(name: "MQTT", dependencies: ["Wire", "CMosquitto"]),
+        .target(name: "MQTT", dependencies: ["Runtime", "Wire", "CMosquitto"]),
         // The engine and what plugs into it: being online (`Online`), the feature contract, the
         // peer directory across transports, presence, planes, trust, delivery and the message store.
         .target(name: "Nearby", dependencies: [

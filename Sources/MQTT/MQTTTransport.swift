@@ -2,6 +2,7 @@ import CMosquitto
 import Dispatch
 import Foundation
 import Synchronization
+import Runtime
 import Wire
 
 /// A broker as a transport, through libmosquitto (MQTT 3.1.1). Topics, under a prefix:
@@ -14,7 +15,7 @@ import Wire
 /// there, never on the caller's thread), reconnects after a loss with a capped backoff, and
 /// starts over after what libmosquitto gives up on (a TLS or protocol failure). Its callbacks
 /// only hand frames on (the threading contract).
-package final class MQTTTransport: Transport, @unchecked Sendable {
+package final class MQTTTransport: Transport, Sendable {
     package struct Configuration: Sendable, Equatable {
         package var address: BrokerAddress
         /// The CA certificates to check an `mqtts` broker with (PEM); nil: the system's.
@@ -75,7 +76,7 @@ package final class MQTTTransport: Transport, @unchecked Sendable {
     let ownID: String
     private let state = Mutex(State())
     /// Wakes the loop thread from its backoff when stopping; signalled by the thread as it ends.
-    private let wake = DispatchSemaphore(value: 0)
+    private let wake = InterruptibleWait()
     private let ended = DispatchSemaphore(value: 0)
 
     package init(configuration: Configuration, signingKey: Data) {
@@ -145,7 +146,7 @@ package final class MQTTTransport: Transport, @unchecked Sendable {
             guard state.withLock({ !$0.stopping }) else { break }
             changed(up: false, why: Self.failure(failure, broker: address.description))
             // Interrupted by `stop`.
-            if wake.wait(timeout: .now() + .seconds(Int(delay))) == .success { break }
+            if wake.wait(Double(delay)) { break }
             delay = min(delay * 2, Self.reconnectDelayMaximum)
         }
     }
@@ -341,7 +342,7 @@ package final class MQTTTransport: Transport, @unchecked Sendable {
             return state.client
         }) else { return }
         seance_mosquitto_disconnect(handle.pointer)
-        wake.signal()
+        wake.wake()
         // The loop returns once what was queued (the farewell) and the disconnect have gone, or
         // at once when not connected; the thread then ends.
         ended.wait()
@@ -349,6 +350,8 @@ package final class MQTTTransport: Transport, @unchecked Sendable {
     }
 
     /// The client, to hand to the loop thread (libmosquitto's calls are thread-safe).
+    // Safe to send: libmosquitto's calls on a client are thread-safe (threaded mode is set),
+    // and the pointer is destroyed only in `stop`, after the loop thread has ended.
     private struct ClientHandle: @unchecked Sendable { let pointer: OpaquePointer }
 
     static func describe(_ code: Int32) -> String {

@@ -52,7 +52,7 @@ package struct DeliveryNetwork: Sendable {
 /// (`Incoming.swift`); acknowledgements, first transmissions and what was shown are written
 /// together (`StateFlush.swift`).
 ///
-/// Everything is the engine's: public methods hop there (the shell thread waits; the network
+/// Everything is the engine's: the methods others call hop there (the shell thread waits; the network
 /// has handed its packets over already), and the state lives in an engine-bound box.
 package final class DeliveryService: Sendable {
     struct Link {

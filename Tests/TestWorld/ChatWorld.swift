@@ -14,7 +14,7 @@ package enum WorldError: Error { case notInRange }
 /// `step`, which fires what falls due on every engine and runs until nothing is left to do
 /// (`ManualScheduler`), however many hops a packet causes. The one harness of the tests that
 /// run engines.
-open class World: @unchecked Sendable {
+open class World {
     package let scheduler = ManualScheduler()
     /// The networks, by the name their transports carry (`memory`, or `lan` and `broker`).
     package let networks: [String: MemoryNetwork]
@@ -32,7 +32,7 @@ open class World: @unchecked Sendable {
 
 /// Shells on the world's networks, each online as the program goes online (`Online`, with
 /// curses, spectres and rooms): for their tests, deterministic, without sockets or sleeping.
-package final class ChatWorld: World, @unchecked Sendable {
+package final class ChatWorld: World {
     package final class Node {
         package let name: String
         package let profile: Profile
