@@ -12,6 +12,8 @@ package struct NetworkConfiguration: Sendable, Equatable {
     package var brokerCA: String?
     package var brokerPrefix = MQTTTransport.Configuration.defaultPrefix
     package var timing = PresenceTiming()
+    /// How long a script's end waits for what it sent to be acknowledged.
+    package var linger = 2.0
 
     package init() {}
 
@@ -119,6 +121,15 @@ package enum Settings {
             }
             if !prefix.hasSuffix("/") { prefix += "/" }
             config.brokerPrefix = prefix
+        },
+        Setting(key: "linger", valueName: "seconds",
+                help: "At the end of a script's input, wait up to this long for what it sent to be acknowledged, "
+                    + "then say what waits (default \(defaults.linger.formatted)).", repeatable: false) { config, values in
+            guard let seconds = Double(values.last!), seconds.isFinite else {
+                throw SettingsError(description: "linger must be a number of seconds, not '\(values.last!)'")
+            }
+            guard (0...600).contains(seconds) else { throw SettingsError(description: "linger must be from 0 to 600 seconds, not \(seconds)") }
+            config.linger = seconds
         },
         Setting(key: "no-lan", valueName: "yes|no",
                 help: "Chat through the broker only, not on the local network.", repeatable: false) { config, values in

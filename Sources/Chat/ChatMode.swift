@@ -20,6 +20,10 @@ package final class ChatMode {
     var oldestShown: Int64?
     /// Sent messages slide into place at a terminal, unless `--no-anim`.
     let animate: Bool
+    /// How long a script's end waits for what it sent to be acknowledged (`--linger`).
+    let linger: Double
+    /// A script has been told once that a line looking like a command was sent as a message.
+    var toldOfSlash = false
     /// What chat prints while online; made when going online.
     var notices: ChatNotices?
     /// How the terminal draws, known once the mode is registered; the console, whose line
@@ -27,10 +31,11 @@ package final class ChatMode {
     private var capabilities = Capabilities.plain
     private var console: Console?
 
-    package init(profiles: Profiles, online: Online, animate: Bool = true) {
+    package init(profiles: Profiles, online: Online, animate: Bool = true, linger: Double = 2) {
         self.profiles = profiles
         self.online = online
         self.animate = animate
+        self.linger = linger
     }
 
     /// While online: the engine and what runs on it.
@@ -68,6 +73,9 @@ package final class ChatMode {
             guard self.online.isOnline else { return invocation.shell.console.print("you are not online") }
             self.takeOffline(invocation.shell)
         })
+        shell.onEndOfInput.append { [unowned self, unowned shell] in
+            if !shell.isInteractive { self.awaitAcknowledgements(shell) }
+        }
         shell.onExit.append { [unowned self, unowned shell] in self.goOffline(telling: shell.console) }
         let ascii = shell.capabilities.ascii
         shell.promptMarks.append { [unowned self] in self.online.isOnline ? (ascii ? "*" : "●") : "" }
@@ -120,6 +128,13 @@ package final class ChatMode {
         if shell.currentMode == "chat" { shell.leaveMode() }
         goOffline(telling: shell.console)
         shell.console.print("offline")
+    }
+
+    /// At the end of a script: what it sent to peers in reach is given up to `linger` seconds to
+    /// be acknowledged (the states print as they come), so that what is then said to wait does.
+    func awaitAcknowledgements(_ shell: Shell) {
+        guard let delivery, linger > 0 else { return }
+        _ = try? shell.wait(upTo: linger) { !delivery.awaitsAcknowledgement }
     }
 
     /// Goes offline and tells `console` (when given) what waits in the outbox. Safe to call

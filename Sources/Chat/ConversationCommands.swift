@@ -126,11 +126,22 @@ extension ChatMode {
         guard let conversation = openConversation, let delivery else { throw UserError("open a conversation first: open NAME") }
         guard !text.isEmpty else { return }
         let message = try delivery.send(text, in: conversation, more: shell.hasPendingInput)
+        tellOfSlash(text, shell)
         let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
         let bubble = view.bubble(message)
         if animate && shell.capabilities.interactive { slide(bubble, shell) }
         for row in bubble.dropLast() { shell.console.print(row) }
         shell.console.print(bubble.last!, mark: Self.stateMark(conversation.id, message.number))
+    }
+
+    /// A script's line in a conversation that names a command (`sleep 3`) is a message like any
+    /// other; the script is told once, on stderr, that commands take a slash there.
+    private func tellOfSlash(_ text: String, _ shell: Shell) {
+        guard !shell.isInteractive, !toldOfSlash, let word = text.split(separator: " ").first,
+              shell.registry.command(named: String(word), inMode: shell.currentMode) != nil else { return }
+        toldOfSlash = true
+        shell.console.error("note: '\(SafeText.visible(String(text.prefix(40))))' was sent as a message: in a conversation, "
+                            + "commands start with / (/\(SafeText.visible(String(word))) …)")
     }
 
     /// Message numbers as a notice names them: `#3`, or `#3–#7` for a run; nil for none.

@@ -278,6 +278,15 @@ package final class DeliveryService: Sendable {
         }
     }
 
+    /// Whether a message written waits for the acknowledgement of a peer in reach (one out of
+    /// reach waits in the outbox, however long one waits here).
+    package var awaitsAcknowledgement: Bool {
+        engine.sync {
+            writeOutgoing()
+            return links.contains { key, link in !link.queue.isEmpty && reachablePeer(key) != nil }
+        }
+    }
+
     /// What waits in the outboxes once every line taken is written: the conversations with
     /// messages their peer has not acknowledged (none if the database cannot say).
     package func waiting() -> [ConversationSummary] {

@@ -23,6 +23,9 @@ package final class Shell {
     package var promptMarks: [() -> String] = []
     /// Run when the session ends, after the mode is left (going offline, and the like).
     package var onExit: [() -> Void] = []
+    /// Run first when the input ends, in the mode the last line left (a script's end waits here
+    /// for what it sent), before any mode is left and `onExit` runs.
+    package var onEndOfInput: [() -> Void] = []
 
     package init(console: Console, session: Session) {
         self.console = console
@@ -65,6 +68,7 @@ package final class Shell {
     package func run(_ reader: LineReader, options: RunOptions = RunOptions()) -> Bool {
         self.reader = reader
         defer {
+            onEndOfInput.forEach { $0() }
             leaveMode()  // A mode may have goodbyes to say.
             onExit.forEach { $0() }
             self.reader = nil

@@ -66,6 +66,9 @@ struct Seance: ParsableCommand {
     @Option(name: .customLong("broker-prefix"), help: help("broker-prefix"))
     var brokerPrefix: String?
 
+    @Option(help: help("linger"))
+    var linger: String?
+
     @Flag(name: .customLong("no-lan"), help: ArgumentHelp(Settings.named("no-lan")!.help))
     var noLAN = false
 
@@ -119,6 +122,7 @@ struct Seance: ParsableCommand {
         settings["broker"] = broker.map { [$0] }
         settings["broker-ca"] = brokerCA.map { [$0] }
         settings["broker-prefix"] = brokerPrefix.map { [$0] }
+        settings["linger"] = linger.map { [$0] }
         settings["no-lan"] = noLAN ? ["yes"] : nil
         options.settings = settings
         return options

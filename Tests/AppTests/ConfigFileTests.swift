@@ -23,7 +23,7 @@ import Testing
         #expect(throws: SettingsError(description: "seance.conf:2: port must be a number, not 'many'")) {
             try ConfigFile.parse("group = 239.1.1.1\nport = many\n", path: "seance.conf")
         }
-        #expect(throws: SettingsError(description: "seance.conf:1: unknown setting 'colour' (group, port, interface, announce-interval, broker, broker-ca, broker-prefix, no-lan)")) {
+        #expect(throws: SettingsError(description: "seance.conf:1: unknown setting 'colour' (group, port, interface, announce-interval, broker, broker-ca, broker-prefix, linger, no-lan)")) {
             try ConfigFile.parse("colour = red", path: "seance.conf")
         }
         #expect(throws: SettingsError(description: "seance.conf:1: expected 'key = value'")) {
@@ -42,7 +42,8 @@ import Testing
 
     /// The same check whichever source a value comes from.
     @Test func valuesAreChecked() {
-        for (key, value) in [("group", "198.18.0.1"), ("group", "239.1.1"), ("port", "0"), ("port", "x"), ("announce-interval", "0.001")] {
+        for (key, value) in [("group", "198.18.0.1"), ("group", "239.1.1"), ("port", "0"), ("port", "x"), ("announce-interval", "0.001"),
+                             ("linger", "-1"), ("linger", "soon"), ("linger", "nan")] {
             #expect(throws: SettingsError.self) { try Settings.resolve(flags: SettingValues([(key, value)]), file: SettingValues()) }
             #expect(throws: SettingsError.self) { try ConfigFile.parse("\(key) = \(value)", path: "seance.conf") }
         }
@@ -50,7 +51,9 @@ import Testing
 
     /// Every setting's help says what it is; a default, where there is one, is the real one.
     @Test func helpComesFromTheDeclaration() throws {
-        #expect(Settings.all.map(\.key) == ["group", "port", "interface", "announce-interval", "broker", "broker-ca", "broker-prefix", "no-lan"])
+        #expect(Settings.all.map(\.key) == ["group", "port", "interface", "announce-interval", "broker", "broker-ca", "broker-prefix", "linger",
+                                             "no-lan"])
+        #expect(try #require(Settings.named("linger")).help.contains("default 2)"))
         #expect(try #require(Settings.named("port")).help.contains("47777"))
         #expect(try #require(Settings.named("announce-interval")).help.contains("default 5)"))
     }

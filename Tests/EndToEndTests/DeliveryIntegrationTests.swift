@@ -52,6 +52,42 @@ struct DeliveryIntegrationTests {
     }
 }
 
+/// A script's end: what it sent is given time to be acknowledged, and what is then said to wait
+/// in the outbox does.
+@Suite(.enabled(if: inPrivateNetwork, "runs only inside scripts/in-netns (make test)"))
+struct ScriptEndTests {
+    @Test func aScriptThatEndsReportsWhatWasDeliveredNotWaiting() throws {
+        let net = try TestNetwork(hosts: 2)
+        let a = try net.makeProfile("ann", host: 1), b = try net.makeProfile("ben", host: 2)
+        let runB = try net.start(host: 2, data: b, name: "ben", lines: ["chat"])
+        defer { runB.kill() }
+        let runA = try net.start(host: 1, data: a, name: "ann",
+                                 lines: ["chat", "open ben --wait 30", "hello from a script", "sleep 3", "one more"])
+        let out = runA.finish()
+        #expect(out.contains("#1–#3 delivered") || out.contains("#3 delivered"), "\(out)")
+        #expect(!out.contains("wait in the outbox") && !out.contains("waits in the outbox"), "\(out)")
+        #expect(try query(b, "SELECT text FROM message WHERE outgoing = 0 ORDER BY id") == ["hello from a script", "sleep 3", "one more"])
+        // The line that named a command went as a message, and the script was told, once.
+        #expect(out.components(separatedBy: "note: 'sleep 3' was sent as a message").count == 2, "\(out)")
+        #expect(out.contains("commands start with / (/sleep …)"), "\(out)")
+    }
+
+    /// Nobody in reach to acknowledge: no waiting, and the outbox is said as it is.
+    @Test func aScriptWhosePeerIsGoneSaysWhatWaits() throws {
+        let net = try TestNetwork(hosts: 2)
+        let a = try net.makeProfile("ann", host: 1), b = try net.makeProfile("ben", host: 2)
+        let runB = try net.start(host: 2, data: b, name: "ben", lines: ["chat"])
+        let runA = try net.start(host: 1, data: a, name: "ann", lines: ["chat", "open ben --wait 30"])
+        defer { runA.kill() }
+        runA.waitFor("every line you type is sent")
+        runB.finish()  // ben says goodbye.
+        runA.waitFor { $0.contains("- ben#") && $0.contains(" left") }
+        runA.send("are you there?")
+        let out = runA.finish()
+        #expect(out.contains("1 message to ben#") && out.contains("waits in the outbox"), "\(out)")
+    }
+}
+
 @Suite(.enabled(if: inPrivateNetwork, "runs only inside scripts/in-netns (make test)"))
 struct PlaneTableIntegrationTests {
     /// Five hosts, one on each plane, each trying to write to every other: a message arrives
