@@ -207,7 +207,8 @@ extension ChatMode {
         let entries = summaries.map { summary in
             // What is new there, what has not reached them: "2 unread, 1 waiting".
             let counts = [summary.unread > 0 ? "\(summary.unread) unread" : nil, summary.waiting > 0 ? "\(summary.waiting) waiting" : nil]
-            return ConversationView.ListEntry(handle: summary.conversation.shownHandle,
+            // Under amnesia the peers of conversations are strangers too.
+            return ConversationView.ListEntry(handle: renamed(summary.conversation) ?? summary.conversation.shownHandle,
                                               when: summary.lastTime.map { view.sectionTitle($0, now: shell.session.clock()) } ?? "",
                                               counts: counts.compactMap { $0 }.joined(separator: ", "), unread: summary.unread > 0,
                                               last: summary.lastText)

@@ -103,7 +103,9 @@ package final class Curses: Feature, CurseBook {
         let active = try CurseStore(database: shell.session.openDatabase()).active(on: login.identity.signingPublicKey, now: now)
         guard !active.isEmpty else { return shell.console.print("no curse is on you") }
         for curse in active {
-            shell.console.print("\(DisplayWidth.pad(curse.kind.rawValue, to: 11)) from \(DisplayWidth.pad(SafeText.visible(curse.casterHandle), to: 22)) "
+            // Under amnesia the caster too is a stranger.
+            let caster = live.map { live in live.context.engine.sync { live.caster(of: curse) } } ?? SafeText.visible(curse.casterHandle)
+            shell.console.print("\(DisplayWidth.pad(curse.kind.rawValue, to: 11)) from \(DisplayWidth.pad(caster, to: 22)) "
                                 + "\(DisplayWidth.pad(Self.left(curse.endsAt - now), to: 10)) left   (\(curse.kind.effect))")
         }
     }

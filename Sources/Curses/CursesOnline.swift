@@ -67,7 +67,7 @@ final class CursesOnline: Sendable {
     func outgoing(_ line: String) throws -> String {
         let now = context.engine.now
         if let silence = state.value.active.first(where: { $0.kind == .silence && $0.endsAt > now }) {
-            throw UserError("you are silenced by \(SafeText.visible(silence.casterHandle)) (\(Curses.left(silence.endsAt - now)) left)")
+            throw UserError("you are silenced by \(caster(of: silence)) (\(Curses.left(silence.endsAt - now)) left)")
         }
         var text = line
         if isActive(.possession) { text = state.update { Gibberish.possess(text, using: &$0.random) } }
@@ -84,7 +84,6 @@ final class CursesOnline: Sendable {
         // and a Ghost; this shell must be Human.
         guard let peer else { return }
         let now = context.engine.now
-        let caster = SafeText.visible(peer.handle)
         let outcome: CurseAnswer.Outcome
         let store = CurseStore(database: context.database)
         if Plane(wireValue: peer.announcement.plane) != .ghost {
@@ -95,7 +94,7 @@ final class CursesOnline: Sendable {
             outcome = .repelled
         } else if (try? Ledger(database: context.database).protectingMedallion(profile: context.profile.id, now: now)) ?? nil != nil {
             outcome = .bounced
-            post("\(caster) tried to curse you with \(cast.kind.rawValue): it bounced off your Saint's medallion")
+            post("\(name(of: peer)) tried to curse you with \(cast.kind.rawValue): it bounced off your Saint's medallion")
         } else {
             guard let curse = try? store.add(on: context.me, casterKey: peer.signingKey, casterName: peer.name,
                                              kind: cast.kind, castID: cast.id, startedAt: now, endsAt: now + Double(cast.minutes) * 60) else {
@@ -104,7 +103,7 @@ final class CursesOnline: Sendable {
             state.value.active.append(curse)
             scheduleEnd(curse)
             outcome = .tookHold
-            post("\(caster) cursed you with \(cast.kind.rawValue) for \(cast.minutes) min: \(cast.kind.effect)")
+            post("\(name(of: peer)) cursed you with \(cast.kind.rawValue) for \(cast.minutes) min: \(cast.kind.effect)")
         }
         context.presence.send(CurseAnswer(caster: peer.signingKey, id: cast.id, outcome: outcome), to: peer)
     }
@@ -140,7 +139,7 @@ final class CursesOnline: Sendable {
             guard let index = state.value.active.firstIndex(where: { $0.id == curse.id }) else { return }
             state.value.active.remove(at: index)
             try? CurseStore(database: context.database).end(curse.id, how: "expired", at: context.engine.now)
-            post("the curse of \(curse.kind.rawValue) from \(SafeText.visible(curse.casterHandle)) has ended")
+            post("the curse of \(curse.kind.rawValue) from \(caster(of: curse)) has ended")
         }
         state.value.timers[curse.id] = timer
     }
@@ -203,7 +202,15 @@ final class CursesOnline: Sendable {
     // MARK: Text
 
     func describe(_ curse: ActiveCurse) -> String {
-        "\(curse.kind.rawValue) from \(SafeText.visible(curse.casterHandle))"
+        "\(curse.kind.rawValue) from \(caster(of: curse))"
+    }
+
+    /// A peer as this shell names it now: under amnesia, a stranger (on the engine).
+    func name(of peer: Peer) -> String { context.rules.shownName(of: peer.signingKey) ?? peer.shownHandle }
+
+    /// The caster of a curse as this shell names it now (on the engine).
+    func caster(of curse: ActiveCurse) -> String {
+        context.rules.shownName(of: curse.casterKey) ?? SafeText.visible(curse.casterHandle)
     }
 
     private func post(_ text: String) {

@@ -322,8 +322,9 @@ final class RoomsOnline: Sendable {
     // MARK: Text
 
     func name(of key: Data, _ context: FeatureContext) -> String {
-        if let renamed = context.engine.sync({ context.rules.shownName(of: key) }) { return renamed }
+        // Ourselves first: amnesia makes strangers of the others only.
         if key == context.identity.signingPublicKey { return SafeText.visible(context.profile.handle) }
+        if let renamed = context.engine.sync({ context.rules.shownName(of: key) }) { return renamed }
         if let peer = context.presence.peer(key) { return peer.shownHandle }
         return "#" + PeerIdentity.fingerprint(of: key)
     }

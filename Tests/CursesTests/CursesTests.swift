@@ -96,6 +96,20 @@ import Wire
         #expect(try ghost.rules.outgoing("boo") == "boo")
     }
 
+    /// Under amnesia every peer is a stranger in the notices too: the caster of a later curse,
+    /// its bounce and its end are not named.
+    @Test func amnesiaNamesNoCasterInLaterNotices() throws {
+        let world = try ChatWorld([("ghost", .ghost), ("will", .human)])
+        let (ghost, will) = (world.nodes[0], world.nodes[1])
+        try cast(world, from: ghost, on: will, .amnesia, minutes: 10)
+        try cast(world, from: ghost, on: will, .mirror, minutes: 1)
+        world.step(61)
+        let notices = will.notices()
+        #expect(notices.contains { $0.contains("a stranger cursed you with mirror") }, "\(notices)")
+        #expect(notices.contains { $0.contains("the curse of mirror from a stranger has ended") }, "\(notices)")
+        #expect(!notices.dropFirst().contains { $0.contains("ghost#") }, "\(notices)")
+    }
+
     @Test func curseEndsOnTimeAndSaysSo() throws {
         let world = try ChatWorld([("ghost", .ghost), ("will", .human)])
         let (ghost, will) = (world.nodes[0], world.nodes[1])
