@@ -10,21 +10,11 @@ import Terminal
 extension ChatMode {
     func registerConversationCommands(in shell: Shell) {
         let peers = ArgumentKind.dynamic {
-            var names = Set<String>()
-            var candidates: [Candidate] = []
-            for local in self.localPeers() where names.insert(local.name).inserted {
-                candidates.append(Candidate(Tokenizer.quote(local.name), local.kind))
-            }
-            for peer in self.service?.peers() ?? [] where names.insert(peer.shownHandle).inserted {
-                candidates.append(Candidate(peer.shownHandle, Plane(wireValue: peer.announcement.plane)?.name ?? ""))
-            }
+            var past: [Conversation] = []
             if let me = self.profiles.current?.identity.signingPublicKey, let database = try? shell.session.openDatabase() {
-                for summary in (try? MessageStore(database: database).conversations(myKey: me)) ?? [] {
-                    let handle = summary.conversation.shownHandle
-                    if names.insert(handle).inserted { candidates.append(Candidate(handle, "past conversation")) }
-                }
+                past = ((try? MessageStore(database: database).conversations(myKey: me)) ?? []).map(\.conversation)
             }
-            return candidates
+            return Self.peerCandidates(locals: self.localPeers(), present: self.service?.peers() ?? [], past: past)
         }
         shell.register(mode: "chat", "open", arguments: [.positional("peer", peers, help: "a name, or name#fingerprint"),
                                                          .option("--wait", "seconds", help: "wait up to this long for them to come into sight (scripts)")],
@@ -132,6 +122,22 @@ extension ChatMode {
         if animate && shell.capabilities.interactive { slide(bubble, shell) }
         for row in bubble.dropLast() { shell.console.print(row) }
         shell.console.print(bubble.last!, mark: Self.stateMark(conversation.id, message.number))
+    }
+
+    /// What `open` completes: the local ones, the peers present, the past conversations, each
+    /// once. Names as they are: the completion quotes what it inserts (`'the Girl in the Well'`),
+    /// so a name with spaces completes from its first word, quoted or not.
+    static func peerCandidates(locals: [LocalPeer], present: [Peer], past: [Conversation]) -> [Candidate] {
+        var names = Set<String>()
+        var candidates: [Candidate] = []
+        for local in locals where names.insert(local.name).inserted { candidates.append(Candidate(local.name, local.kind)) }
+        for peer in present where names.insert(peer.shownHandle).inserted {
+            candidates.append(Candidate(peer.shownHandle, Plane(wireValue: peer.announcement.plane)?.name ?? ""))
+        }
+        for conversation in past where names.insert(conversation.shownHandle).inserted {
+            candidates.append(Candidate(conversation.shownHandle, "past conversation"))
+        }
+        return candidates
     }
 
     /// A script's line in a conversation that names a command (`sleep 3`) is a message like any
