@@ -177,14 +177,17 @@ package final class ChatMode {
             shell.console.print("\(DisplayWidth.pad(glyph, to: 2)) \(DisplayWidth.pad(SafeText.visible(local.name), to: nameWidth)) "
                                 + "\(DisplayWidth.pad(local.kind, to: 7)) open \(Tokenizer.quote(local.name)) to ask it something")
         }
+        let trust = TrustStore(database: context.database)
         for (peer, renamed) in zip(visible, names) {
             let plane = Plane(wireValue: peer.announcement.plane)?.name ?? "?"
             let age = max(0, Int(now - peer.lastSeen))
             let avatar = renamed == nil ? avatarCell(peer, service: context.presence, capabilities: shell.capabilities) : ""
             // How it is reached, the preferred way first: lan, broker, or lan+broker.
             let via = context.presence.routeNames(of: peer).joined(separator: "+")
+            // A key using a name trusted for another key stays marked, every listing.
+            let note = renamed == nil ? Self.trustNote(trust.trustedKey(forName: peer.name), peer.signingKey) : ""
             shell.console.print("\(DisplayWidth.pad(avatar, to: 2)) \(DisplayWidth.pad(renamed ?? peer.shownHandle, to: nameWidth)) "
-                                + "\(DisplayWidth.pad(plane, to: 7)) seen \(age)s ago via \(via)")
+                                + "\(DisplayWidth.pad(plane, to: 7)) seen \(age)s ago via \(via)" + (note.isEmpty ? "" : shell.styler.apply(.yellow, note)))
         }
     }
 

@@ -79,13 +79,26 @@ extension ChatMode {
             fingerprint == nil || PeerIdentity.fingerprint(of: $0.peerKey) == fingerprint
         }
         // Everyone the name could mean, in sight or talked to before: more than one key is a
-        // question to ask, never a silent pick.
-        var handles = visible.map(\.shownHandle)
+        // question to ask (at a terminal; a script is told to say which), never a silent pick.
+        let trust = TrustStore(database: store.database)
+        var choices = visible.map { ($0.handle, $0.shownHandle + Self.trustNote(trust.trustedKey(forName: $0.name), $0.signingKey)) }
         for conversation in past where !visible.contains(where: { $0.signingKey == conversation.peerKey }) {
-            handles.append(conversation.shownHandle + " (not in sight)")
+            choices.append((conversation.handle, conversation.shownHandle + " (not in sight)"))
         }
-        guard handles.count <= 1 else {
-            throw UserError("several peers are called \(SafeText.visible(name)): " + handles.joined(separator: ", ") + "; give name#fingerprint")
+        guard choices.count <= 1 else {
+            guard shell.isInteractive else {
+                throw UserError("several peers are called \(SafeText.visible(name)): " + choices.map(\.1).joined(separator: ", ")
+                                + "; give name#fingerprint")
+            }
+            shell.console.print("several peers are called \(SafeText.visible(name)):")
+            for (index, choice) in choices.enumerated() { shell.console.print("  \(index + 1)  \(choice.1)") }
+            let answer = try shell.ask("which one? (1–\(choices.count), or name#fingerprint) ", field: "peer").trimmingCharacters(in: .whitespaces)
+            if let number = Int(answer), choices.indices.contains(number - 1) { return try open(choices[number - 1].0, shell) }
+            guard choices.contains(where: { PeerIdentity.split($0.0).fingerprint == PeerIdentity.split(answer).fingerprint }),
+                  PeerIdentity.split(answer).fingerprint != nil else {
+                throw UserError("'\(SafeText.visible(answer))' is none of them: give a number from 1 to \(choices.count)")
+            }
+            return try open(answer, shell)
         }
         let conversation: Conversation
         if let peer = visible.first {
@@ -122,6 +135,12 @@ extension ChatMode {
         if animate && shell.capabilities.interactive { slide(bubble, shell) }
         for row in bubble.dropLast() { shell.console.print(row) }
         shell.console.print(bubble.last!, mark: Self.stateMark(conversation.id, message.number))
+    }
+
+    /// Said after a handle whose name is trusted for another key: possibly an impersonation.
+    static func trustNote(_ trusted: Data?, _ key: Data) -> String {
+        guard let trusted, trusted != key else { return "" }
+        return " (not the one you trust: " + SafeText.visible(PeerIdentity.handle(name: "", signingKey: trusted)) + ")"
     }
 
     /// What `open` completes: the local ones, the peers present, the past conversations, each

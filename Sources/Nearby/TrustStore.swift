@@ -34,6 +34,13 @@ package struct TrustStore: Sendable {
         } ?? nil
     }
 
+    /// The key trusted for `name`, if any key was seen with it.
+    package func trustedKey(forName name: String) -> Data? {
+        (try? database.read { db in
+            try Data.fetchOne(db, sql: "SELECT signingKey FROM knownPeer WHERE name = ? AND trusted ORDER BY firstSeen LIMIT 1", arguments: [name])
+        }) ?? nil
+    }
+
     package enum TrustError: Error, Equatable, CustomStringConvertible {
         case noFingerprint
         case unknownKey(String)

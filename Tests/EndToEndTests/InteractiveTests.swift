@@ -386,6 +386,32 @@ import Testing
         #expect(screen.contains("chat:ben●> half typed and more\n"), "\(screen)")
     }
 
+    /// Two keys with one name: `open` asks which, at a terminal, and opens the one chosen.
+    @Test(.enabled(if: inPrivateNetwork, "opens sockets: only inside scripts/in-netns"))
+    func openAsksWhichWhenANameMeansSeveralKeys() throws {
+        let (term, password, network) = try annLoggedInAtATerminal()
+        let bens = try (1...2).map { index in
+            let data = scratch.path + "/ben\(index)"
+            _ = try runSeance(["--data-dir", data, "-c", "profile new ben --password-file \(password)"], scratch: scratch)
+            return try TestNetwork.Run.launch(seanceBinary, ["--data-dir", data] + network,
+                                              environment: ["HOME": scratch.path, "PATH": "/usr/bin:/bin"],
+                                              outputPath: scratch.path + "/ben\(index)-output",
+                                              lines: ["login ben --password-file \(password)", "chat"])
+        }
+        defer { bens.forEach(end) }
+        try term.type("chat")
+        try term.press("Enter")
+        try term.waitFor { $0.components(separatedBy: "ben#").count >= 3 }
+        try term.type("open ben")
+        try term.press("Enter")
+        let asked = try term.waitFor { $0.contains("several peers are called ben:") && $0.hasSuffix("which one? (1–2, or name#fingerprint)") }
+        let second = try #require(asked.split(separator: "\n").first { $0.hasPrefix("  2  ben#") })
+        try term.type("2")
+        try term.press("Enter")
+        let fingerprint = String(second.dropFirst("  2  ben#".count).prefix(4))
+        try term.waitFor { $0.hasSuffix("chat:ben●>") && $0.contains("ben#\(fingerprint) — no messages yet") }
+    }
+
     /// Joining a room heard while a line is being typed changes the prompt at once (the line
     /// kept), and the state under a line said in the room changes where it is.
     @Test(.enabled(if: inPrivateNetwork, "opens sockets: only inside scripts/in-netns"))

@@ -120,12 +120,18 @@ struct NearbyIntegrationTests {
         defer { runW.kill() }
         let run1 = try net.start(host: 1, data: first, name: "ann", lines: ["chat"])
         runW.waitFor { $0.contains("+ ") && $0.contains("ann#") }
-        run1.finish()
         let run2 = try net.start(host: 2, data: second, name: "ann", lines: ["chat"])
         runW.waitFor("possibly an impersonation")
+        // Listed, the impostor stays marked; asked for by name alone, a script is told to choose.
+        runW.send("nearby", "open ann", "echo END")
+        runW.waitFor("END")
         run2.finish()
+        run1.finish()
         let out = runW.finish()
         #expect(out.contains("uses the name of ann#") && out.contains("possibly an impersonation"), "\(out)")
+        let listed = out.split(separator: "\n").filter { $0.contains("ann#") && $0.contains(" seen ") }
+        #expect(listed.count == 2 && listed.filter { $0.contains("(not the one you trust: #") }.count == 1, "\(out)")
+        #expect(out.contains("several peers are called ann: ") && out.contains("give name#fingerprint"), "\(out)")
     }
 
     @Test func imageAvatarsAreFetchedFromThePeer() throws {

@@ -24,6 +24,7 @@ import Testing
             #expect(trust.remember(impostor) == realHandle)
             #expect(trust.remember(real) == nil)  // Never the trusted one.
         }
+        #expect(trust.trustedKey(forName: "bob") == real.signingKey && trust.trustedKey(forName: "nobody") == nil)
         #expect(try trust.trust(impostor.handle) == impostor.handle)
         #expect(trust.remember(impostor) == nil)
         #expect(trust.remember(real) == impostor.handle)
