@@ -21,7 +21,7 @@ let package = Package(
         .target(name: "CMosquitto", linkerSettings: [.linkedLibrary("dl")]),
         // stb_image from Debian's libstb-dev, compiled once in this target.
         .target(name: "CStbImage"),
-        .target(name: "Terminal", dependencies: ["CStbImage"]),
+        .target(name: "Terminal", dependencies: ["CStbImage", "Runtime"]),
         .target(name: "Storage", dependencies: ["Runtime", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),
         .target(name: "Shell", dependencies: ["CEditLine", "Terminal", "Storage", "Runtime"]),
         .target(name: "Zombies", dependencies: ["Shell", "Terminal", "Storage", .product(name: "GRDB", package: "GRDB.swift")]),

@@ -122,6 +122,7 @@ package enum App {
         let session = Session(dataDirectory: dataDirectory, schema: .seance,
                               random: options.seed.map { SeededRandom(seed: $0) } ?? SeededRandom(), scheduler: SystemScheduler())
         let shell = Shell(console: console, session: session)
+        shell.standardInputIsCommands = options.commands == nil && options.scriptPath == nil
         let network: NetworkConfiguration
         do {
             // A data directory that is a file is the problem to name, not the config inside it.

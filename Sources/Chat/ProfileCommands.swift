@@ -40,7 +40,7 @@ package final class Profiles {
             "profile", scope: .global,
             arguments: [.positional("action", .choice(actions), help: "new, list, show, avatar or delete"),
                         .positional("name", names, optional: true, help: "a username (or, for avatar, the emoji or image)"),
-                        .option("--password-file", "file", .path, help: "a file whose first line is the password (for scripts)"),
+                        .option("--password-file", "file", .path, help: "a file whose first line is the password (for scripts; - is standard input, a pipe is read once)"),
                         .option("--avatar", "avatar", .path, help: "an emoji, or an image file")],
             summary: "create, list, show, change or delete profiles",
             details: "In a script: profile new NAME --password-file FILE [--avatar EMOJI|PATH]") { invocation in
@@ -77,7 +77,7 @@ package final class Profiles {
         if try store.profile(named: name) != nil { throw ProfileError.nameTaken(name) }
         let password: String
         if let passwordFile {
-            password = try Self.readPassword(passwordFile)
+            password = try Self.readPassword(passwordFile, shell)
         } else {
             password = try Self.askNewPassword(shell)
         }
@@ -179,13 +179,15 @@ package final class Profiles {
     /// Asks for (or reads) the password and unlocks the keys; after wrong passwords every
     /// attempt waits longer before it is answered (see `ProfileStore.unlock`).
     private func unlock(_ profile: Profile, passwordFile: String?, store: ProfileStore, _ shell: Shell) throws -> Identity {
-        let password = try passwordFile.map(Self.readPassword)
+        let password = try passwordFile.map { try Self.readPassword($0, shell) }
             ?? shell.ask("Password for \(profile.name):", field: "--password-file FILE", secret: true)
         return try store.unlock(profile, password: password, now: shell.session.clock(), wait: sleep)
     }
 
     /// The first line of a password file.
-    static func readPassword(_ path: String) throws -> String { try PasswordFile.read(path) }
+    static func readPassword(_ path: String, _ shell: Shell) throws -> String {
+        try PasswordFile.read(path, standardInputIsCommands: shell.standardInputIsCommands)
+    }
 
     static func avatar(from text: String) throws -> Avatar {
         if let emoji = Avatar.emoji(from: text) { return emoji }

@@ -23,6 +23,8 @@ package final class Shell {
     package var promptMarks: [() -> String] = []
     /// Run when the session ends, after the mode is left (going offline, and the like).
     package var onExit: [() -> Void] = []
+    /// The commands come from standard input (a pipe, or a terminal): it is not a password too.
+    package var standardInputIsCommands = true
     /// Run first when the input ends, in the mode the last line left (a script's end waits here
     /// for what it sent), before any mode is left and `onExit` runs.
     package var onEndOfInput: [() -> Void] = []

@@ -88,7 +88,7 @@ package final class StoreMode {
         let order = try Order(item, quantity: quantity)
         shell.console.print("\(item.label(quantity)) for \(shell.styler.bold(dollars(order.totalCents)))")
         // The password is the confirmation: a wrong one, or a cancelled prompt, buys nothing.
-        let password = try passwordFile.map(PasswordFile.read)
+        let password = try passwordFile.map { try PasswordFile.read($0, standardInputIsCommands: shell.standardInputIsCommands) }
             ?? shell.ask("Password for \(login.profile.name), to confirm:", field: "--password-file FILE", secret: true)
         let store = ProfileStore(database: try shell.session.openDatabase())
         let confirmed = try session.reauthenticate(password: password, store: store, now: shell.session.clock(), wait: sleep)

@@ -1,4 +1,5 @@
 import Glibc
+import Runtime
 
 /// Whole small files read at once: images, password files, the config file.
 package enum FileContents {
@@ -44,6 +45,45 @@ package enum FileContents {
             guard bytes.count <= limit else { throw failure("it is larger than \(limit >> 20) MB") }
         }
         return bytes
+    }
+
+    /// Reads a stream once, to its end: a pipe (`/dev/stdin` under `|`, `<(pass show x)`), a
+    /// FIFO, or standard input (`fd`). Bounded in size, and in time: a stream nothing is
+    /// written to is an error after `timeout` seconds, not a hang.
+    package static func readStream(_ path: String, fd given: Int32? = nil, limit: Int = 64 << 10,
+                                   timeout: Double = 10) throws(Failure) -> [UInt8] {
+        func failure(_ reason: String? = nil) -> Failure {
+            Failure(path: path, reason: reason ?? String(cString: strerror(errno)), isMissing: reason == nil && errno == ENOENT)
+        }
+        let fd = given ?? open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { throw failure() }
+        defer { if given == nil { close(fd) } }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4_096)
+        let deadline = SystemTime.monotonic() + timeout
+        while true {
+            let left = deadline - SystemTime.monotonic()
+            guard left > 0 else { throw failure("nothing ended it within \(Int(timeout)) s") }
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&poller, 1, Int32(left * 1000))
+            if ready < 0 && errno != EINTR { throw failure() }
+            guard ready > 0 else { continue }
+            let n = Glibc.read(fd, &chunk, chunk.count)
+            if n < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                throw failure()
+            }
+            if n == 0 { return bytes }
+            bytes += chunk[0..<n]
+            guard bytes.count <= limit else { throw failure("it holds more than \(limit >> 10) KB") }
+        }
+    }
+
+    /// Whether `path` is a stream to read once (a pipe, a FIFO, a terminal) rather than a file.
+    package static func isStream(_ path: String) -> Bool {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return false }
+        return info.st_mode & S_IFMT == S_IFIFO || info.st_mode & S_IFMT == S_IFCHR
     }
 
     /// The file as UTF-8 text (invalid sequences replaced). Text files here are small.

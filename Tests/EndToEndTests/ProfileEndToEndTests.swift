@@ -8,6 +8,24 @@ import Testing
         try runSeance(["--data-dir", scratch.dataDir, "--seed", "1"], stdin: stdin, scratch: scratch)
     }
 
+    /// The password from a password manager: standard input (`-`, when it does not carry the
+    /// commands), `/dev/stdin` under a pipe, a FIFO; each read once.
+    @Test func aPasswordComesFromStandardInputAPipeOrAFIFO() throws {
+        let good = scratch.write("good", "correct horse\n")
+        #expect(try run("profile new ann --password-file \(good)\n").status == 0)
+        let dash = try runSeance(["--data-dir", scratch.dataDir, "-c", "login ann --password-file -"], stdin: "correct horse\n", scratch: scratch)
+        #expect(dash.status == 0 && dash.stdout.contains("logged in as ann#"), "\(dash.stderr)")
+        let data = scratch.dataDir
+        let piped = try sh("printf 'correct horse\\n' | \(seanceBinary) --data-dir \(data) -c 'login ann --password-file /dev/stdin' 2>&1")
+        #expect(piped.contains("logged in as ann#"), "\(piped)")
+        let fifo = scratch.path + "/fifo"
+        let named = try sh("mkfifo \(fifo) && (printf 'correct horse\\n' > \(fifo) &) && \(seanceBinary) --data-dir \(data) -c 'login ann --password-file \(fifo)' 2>&1")
+        #expect(named.contains("logged in as ann#"), "\(named)")
+        // Where standard input carries the commands, it cannot carry the password too.
+        let both = try run("login ann --password-file -\n")
+        #expect(both.status == 1 && both.stderr.contains("standard input carries the commands here"), "\(both.stderr)")
+    }
+
     @Test func scriptsCreateLogInAndDelete() throws {
         let good = scratch.write("good", "correct horse\nsecond line is ignored\n")
         let bad = scratch.write("bad", "battery staple\n")
