@@ -44,6 +44,9 @@ static inline int seance_el_refresh(EditLine *el) {
 static inline int seance_el_set_signal(EditLine *el, int on) {
     return el_set(el, EL_SIGNAL, on);
 }
+static inline int seance_el_prep_term(EditLine *el, int on) {
+    return el_set(el, EL_PREP_TERM, on);
+}
 
 static inline int seance_history_setsize(History *h, int size) {
     HistEvent ev;

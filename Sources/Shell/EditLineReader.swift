@@ -244,7 +244,12 @@ package final class EditLineReader: LineReader {
                 return -1
             }
             if Signals.resumed.exchange(false, ordering: .relaxed) {
-                // Back from Ctrl-Z: the shell that ran `fg` drew its own lines; draw ours again.
+                // Back from Ctrl-Z: the shell that ran `fg` left the terminal in its own (cooked)
+                // mode, which libedit still believes is its editing mode: out of it and back in,
+                // it reads the terminal afresh and sets it up again (Tab, Ctrl-L, Ctrl-Z work at
+                // once, not after the next Enter). Then the shell drew its own lines: draw ours.
+                seance_el_prep_term(editLine, 0)
+                seance_el_prep_term(editLine, 1)
                 el_resize(editLine)
                 console.forgetMarks()
                 console.write("\n")

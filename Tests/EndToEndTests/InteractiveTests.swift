@@ -153,6 +153,22 @@ import Testing
         #expect(screen.components(separatedBy: "reminder: ping").count == 2)
     }
 
+    /// Stopped with Ctrl-Z and brought back with `fg`, the line editor works at once: Tab
+    /// completes without an Enter first (the terminal is set up for editing again).
+    @Test func lineEditingWorksAtOnceAfterCtrlZAndFg() throws {
+        let term = try TerminalSession(scratch: scratch, underJobControl: true)
+        try term.press("C-z")
+        try term.waitFor { $0.contains("Stopped") && $0.hasSuffix("$") }
+        try term.type("fg")
+        try term.press("Enter")
+        try term.waitFor { $0.hasSuffix("seance>") }
+        try term.type("he")
+        try term.press("Tab")
+        try term.waitFor { $0.hasSuffix("seance> help") }
+        try term.press("C-l")
+        try term.waitFor { !$0.contains("Stopped") && $0.hasSuffix("seance> help") }
+    }
+
     @Test func arrowKeysMoveAtOnceInZombiesAndEnterDismisses() throws {
         let term = try TerminalSession(arguments: ["--seed", "7", "--ascii"], scratch: scratch)
         try term.type("zombies")

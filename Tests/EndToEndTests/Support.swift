@@ -90,11 +90,21 @@ final class TerminalSession {
     let scratch: Scratch
 
     /// Starts seance in a `width` x `height` terminal. When it exits, the pane shows `EXIT=status`.
-    init(arguments: [String] = [], scratch: Scratch, width: Int = 100, height: Int = 30) throws {
+    /// `underJobControl`: seance is started from an interactive bash, as a job it can stop
+    /// (Ctrl-Z) and bring back (`fg`).
+    init(arguments: [String] = [], scratch: Scratch, width: Int = 100, height: Int = 30, underJobControl: Bool = false) throws {
         self.scratch = scratch
         let args = (["--data-dir", scratch.dataDir] + arguments).map { "'\($0)'" }.joined(separator: " ")
-        let command = "env HOME='\(scratch.path)' TERM=xterm-256color LANG=C.UTF-8 \(seanceBinary) \(args); echo EXIT=$?; sleep 60"
-        try tmux(["new-session", "-d", "-x", "\(width)", "-y", "\(height)", command])
+        let environment = "env HOME='\(scratch.path)' TERM=xterm-256color LANG=C.UTF-8"
+        if underJobControl {
+            try tmux(["new-session", "-d", "-x", "\(width)", "-y", "\(height)", "\(environment) PS1='$ ' bash --norc --noprofile -i"])
+            try waitFor { $0.hasSuffix("$") }
+            try type("\(seanceBinary) \(args)")
+            try press("Enter")
+        } else {
+            let command = "\(environment) \(seanceBinary) \(args); echo EXIT=$?; sleep 60"
+            try tmux(["new-session", "-d", "-x", "\(width)", "-y", "\(height)", command])
+        }
         try waitFor { $0.contains("seance>") }
     }
 
