@@ -110,10 +110,11 @@ extension ChatMode {
         }
         openConversation = conversation
         notices?.setOpen(conversation.id) { [weak delivery] number in delivery?.shown(upTo: number, in: conversation) }
-        let (page, lines) = try fittingPage(conversation, before: nil, store: store, shell, reserved: 3)
+        let (page, lines) = try fittingPage(conversation, before: nil, store: store, shell, reserved: 4)
         oldestShown = page.first?.id
         shell.console.print(shell.styler.bold(renamed(conversation) ?? conversation.shownHandle) + (page.isEmpty ? " — no messages yet" : ""))
         shell.console.print(shell.styler.dim("every line you type is sent; commands start with / (/back, /older, /tap N, /help); // sends a leading /"))
+        printOlder(page, shell)
         ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
             .print(lines, of: page, on: shell.console, lastState: .read) { Self.stateMark(conversation.id, $0.number) }
         if let last = page.last { delivery.shown(upTo: last.id, in: conversation) }
@@ -141,6 +142,14 @@ extension ChatMode {
     static func trustNote(_ trusted: Data?, _ key: Data) -> String {
         guard let trusted, trusted != key else { return "" }
         return " (not the one you trust: " + SafeText.visible(PeerIdentity.handle(name: "", signingKey: trusted)) + ")"
+    }
+
+    /// How many messages come before the page (numbers run from #1 without gaps), and how to
+    /// see them; nothing when the page starts at the first.
+    private func printOlder(_ page: [ChatMessage], _ shell: Shell) {
+        guard let first = page.first, first.number > 1 else { return }
+        let count = first.number - 1
+        shell.console.print(shell.styler.dim(count == 1 ? "1 older message: /older" : "\(count) older messages: /older"))
     }
 
     /// What `open` completes: the local ones, the peers present, the past conversations, each
@@ -245,9 +254,10 @@ extension ChatMode {
         guard let conversation = openConversation else { throw UserError("open a conversation first: open NAME") }
         guard let oldest = oldestShown else { return shell.console.print("nothing older") }
         let store = MessageStore(database: try shell.session.openDatabase())
-        let (page, lines) = try fittingPage(conversation, before: oldest, store: store, shell, reserved: 1)
+        let (page, lines) = try fittingPage(conversation, before: oldest, store: store, shell, reserved: 2)
         guard !page.isEmpty else { return shell.console.print("nothing older") }
         oldestShown = page.first?.id
+        printOlder(page, shell)
         ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
             .print(lines, of: page, on: shell.console, lastState: .read) { Self.stateMark(conversation.id, $0.number) }
     }

@@ -194,7 +194,8 @@ package final class Shell {
         guard start < words.endIndex else { return }
         let name = words[start]
         guard let command = registry.command(named: name, inMode: mode) else {
-            if let owner = registry.modesOwning(name).first { throw ShellError.wrongMode(command: name, mode: owner) }
+            let owners = registry.modesOwning(name)
+            if !owners.isEmpty { throw ShellError.wrongMode(command: name, modes: owners) }
             throw ShellError.unknownCommand(name, suggestion: registry.suggestion(for: name, inMode: mode))
         }
         let arguments = try Arguments.parse(Array(words[(start + 1)...]), specs: command.arguments, usage: command.usage)

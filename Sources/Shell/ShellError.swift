@@ -2,8 +2,8 @@
 package enum ShellError: Error, Equatable, CustomStringConvertible {
     case syntax(String)
     case unknownCommand(String, suggestion: String?)
-    /// A command of another mode typed where it does not apply.
-    case wrongMode(command: String, mode: String)
+    /// A command of another mode (or of several) typed where it does not apply.
+    case wrongMode(command: String, modes: [String])
     case badArgument(String)
     case modeUnavailable(String)
     /// An interactive form was asked for a field in batch mode.
@@ -17,8 +17,11 @@ package enum ShellError: Error, Equatable, CustomStringConvertible {
         case .unknownCommand(let name, let suggestion):
             let hint = suggestion.map { " (did you mean '\($0)'?)" } ?? " (type 'help' for the list)"
             return "unknown command '\(name)'\(hint)"
-        case .wrongMode(let command, let mode):
-            return "'\(command)' is a \(mode) command: type '\(mode) \(command)', or enter '\(mode)' first"
+        case .wrongMode(let command, let modes) where modes.count == 1:
+            return "'\(command)' is a \(modes[0]) command: type '\(modes[0]) \(command)', or enter '\(modes[0])' first"
+        case .wrongMode(let command, let modes):
+            return "'\(command)' is a command of " + modes.dropLast().joined(separator: ", ") + " and \(modes.last!): type "
+                + modes.map { "'\($0) \(command)'" }.joined(separator: " or ") + ", or enter that mode first"
         case .badArgument(let message):
             return message
         case .modeUnavailable(let mode):

@@ -72,6 +72,22 @@ struct ScriptEndTests {
         #expect(out.contains("commands start with / (/sleep …)"), "\(out)")
     }
 
+    /// A conversation with more than a page says how many older messages there are, and how to
+    /// see them; the first page says nothing.
+    @Test func aPageSaysHowManyOlderMessagesThereAre() throws {
+        let net = try TestNetwork(hosts: 2)
+        let a = try net.makeProfile("ann", host: 1), b = try net.makeProfile("ben", host: 2)
+        let runB = try net.start(host: 2, data: b, name: "ben", lines: ["chat"])
+        defer { runB.kill() }
+        let runA = try net.start(host: 1, data: a, name: "ann", lines: ["chat", "open ben --wait 30"] + (1...25).map { "line \($0)" })
+        runA.finish()
+        #expect(eventually(timeout: 30) { (try? query(b, "SELECT count(*) FROM message")) == ["25"] })
+        runB.send("open ann", "/older", "/older")
+        let out = runB.finish()
+        #expect(out.components(separatedBy: "5 older messages: /older").count == 2, "\(out)")
+        #expect(out.hasSuffix("nothing older\n") || out.contains("nothing older\n"), "\(out)")
+    }
+
     /// Nobody in reach to acknowledge: no waiting, and the outbox is said as it is.
     @Test func aScriptWhosePeerIsGoneSaysWhatWaits() throws {
         let net = try TestNetwork(hosts: 2)

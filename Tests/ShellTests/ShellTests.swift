@@ -55,8 +55,11 @@ final class Recorder { var events: [String] = [] }
     @Test func commandOfAnotherModeSaysWhere() {
         let (shell, _) = makeShell()
         let error = shell.execute("up") as? ShellError
-        #expect(error == .wrongMode(command: "up", mode: "zombies"))
+        #expect(error == .wrongMode(command: "up", modes: ["zombies"]))
         #expect(error?.description.contains("zombies up") == true)
+        // A command of several modes names them all (`open` inside a room: chat's or visions').
+        let several = ShellError.wrongMode(command: "open", modes: ["chat", "visions"]).description
+        #expect(several == "'open' is a command of chat and visions: type 'chat open' or 'visions open', or enter that mode first")
     }
 
     @Test func unknownCommandSuggestsNearest() {
