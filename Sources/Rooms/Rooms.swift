@@ -222,10 +222,17 @@ final class RoomsOnline: Sendable {
     func scan(shell: Shell) throws {
         let context = try online()
         let watching = withState { $0.watching }
-        if !watching { context.presence.subscribe(topic: Self.everyRoom, true) }
-        // One beacon interval and a little: every room in range beacons once meanwhile.
-        try shell.pause(Self.beaconInterval * 1.2)
-        if !withState({ $0.watching }) { context.presence.subscribe(topic: Self.everyRoom, false) }
+        if !watching {
+            // One beacon interval and a little: every room in range beacons once meanwhile. (While
+            // listening or in a room, what is heard is current already: no wait.)
+            context.presence.subscribe(topic: Self.everyRoom, true)
+            if shell.isInteractive {
+                shell.console.print(shell.styler.dim("listening for beacons…"))
+                shell.console.flush()
+            }
+            try shell.pause(Self.beaconInterval * 1.2)
+            if !withState({ $0.watching }) { context.presence.subscribe(topic: Self.everyRoom, false) }
+        }
         let now = context.engine.now, me = context.identity.signingPublicKey
         let heard = withState { $0.heard.values.filter { now - $0.lastHeard < 3 } }.sorted { ($0.room, $0.firstHeard) < ($1.room, $1.firstHeard) }
         let current = currentRoom
