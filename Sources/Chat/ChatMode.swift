@@ -24,6 +24,8 @@ package final class ChatMode {
     let linger: Double
     /// A script has been told once that a line looking like a command was sent as a message.
     var toldOfSlash = false
+    /// Going online to list who is there (`chat`): arrivals are not told until the list is out.
+    private var holdFirstArrivals = false
     /// What chat prints while online; made when going online.
     var notices: ChatNotices?
     /// How the terminal draws, known once the mode is registered; the console, whose line
@@ -96,9 +98,32 @@ package final class ChatMode {
     // MARK: Entering and leaving
 
     private func enter(_ shell: Shell) throws {
+        let wasOnline = online.isOnline
+        // Arrivals are held from the first packet on: the list names those already there.
+        holdFirstArrivals = !wasOnline
+        defer { holdFirstArrivals = false }
         try goOnline(shell)
+        if !wasOnline { try awaitFirstAnswers(shell) }
         try list(shell)
     }
+
+    /// Just online: everyone in range answers our question within a fraction of a second (up to
+    /// `NearbyService.answerDelay` after it, spread so a crowd does not answer at once). The
+    /// list waits for them, arrivals untold meanwhile (the list names them): at least
+    /// `firstListing`, longer while answers still come, never more than `firstListingLimit`.
+    private func awaitFirstAnswers(_ shell: Shell) throws {
+        guard let notices else { return }
+        defer { notices.holdArrivals(false) }
+        let start = SystemTime.monotonic()
+        _ = try shell.wait(upTo: Self.firstListing) { false }
+        while notices.sinceLastArrival < Self.answersStopped, SystemTime.monotonic() - start < Self.firstListingLimit {
+            _ = try shell.wait(upTo: Self.answersStopped) { false }
+        }
+    }
+
+    static let firstListing = NearbyService.answerDelay.upperBound + 0.05
+    static let answersStopped = 0.05
+    static let firstListingLimit = 1.0
 
     /// Announces this profile on every transport and brings the features online; a mode that
     /// needs the network (rooms) is given this to call when the user is not online yet.
@@ -287,7 +312,8 @@ package final class ChatMode {
 /// Chat's notices come and go with being online.
 extension ChatMode: Feature {
     package func online(_ context: FeatureContext) throws {
-        notices = ChatNotices(context, capabilities: capabilities, overwrites: console?.overwrites ?? false)
+        notices = ChatNotices(context, capabilities: capabilities, overwrites: console?.overwrites ?? false,
+                              holdingArrivals: holdFirstArrivals)
     }
 
     package func offline() { notices = nil }

@@ -15,6 +15,10 @@ final class ChatNotices: Sendable {
         var limiter = NoticeLimiter()
         /// The warning about an arriving key that uses a trusted name, printed with its arrival.
         var impostor: (key: Data, trusted: String)?
+        /// Arrivals are not told while `chat` waits to list everyone: the list names them.
+        var holdingArrivals = false
+        /// When the last arrival was heard (engine time).
+        var lastArrival = -Double.infinity
     }
 
     private let state: EngineBound<State>
@@ -23,11 +27,13 @@ final class ChatNotices: Sendable {
     /// The terminal can write over lines already printed (delivery states change in place).
     private let overwrites: Bool
 
-    init(_ context: FeatureContext, capabilities: Capabilities, overwrites: Bool) {
+    init(_ context: FeatureContext, capabilities: Capabilities, overwrites: Bool, holdingArrivals: Bool = false) {
         self.context = context
         self.capabilities = capabilities
         self.overwrites = overwrites
-        state = EngineBound(State(), engine: context.engine)
+        var state = State()
+        state.holdingArrivals = holdingArrivals
+        self.state = EngineBound(state, engine: context.engine)
         context.observe { [self] event in self.hear(event) }
     }
 
@@ -35,6 +41,12 @@ final class ChatNotices: Sendable {
     func setOpen(_ conversation: Int64?, markShown: (@Sendable (Int64) -> Void)?) {
         context.engine.sync { state.value.open = conversation.flatMap { id in markShown.map { (id, $0) } } }
     }
+
+    /// While true, arrivals are not told (the list `chat` is about to print names them).
+    func holdArrivals(_ holding: Bool) { context.engine.sync { state.value.holdingArrivals = holding } }
+
+    /// Seconds since the last arrival was heard.
+    var sinceLastArrival: Double { context.engine.sync { context.engine.now - state.value.lastArrival } }
 
     private var styler: Styler { Styler(capabilities) }
 
@@ -49,6 +61,10 @@ final class ChatNotices: Sendable {
                 trusted = warning.trusted
             }
             state.value.impostor = nil
+            if case .arrived = presence {
+                state.value.lastArrival = context.engine.now
+                if state.value.holdingArrivals && trusted == nil { return }
+            }
             let lines = ChatMode.liveLines(for: presence, trusted: trusted, myPlane: rules.plane, styler: styler, ascii: capabilities.ascii,
                                            allowsSight: rules.allowsSight, shownName: rules.shownName)
             for line in state.value.limiter.admit(lines, now: context.engine.now) { context.inbox.post(line) }

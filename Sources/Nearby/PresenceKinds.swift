@@ -45,7 +45,7 @@ extension NearbyService {
 
     /// The query's answer range, and the least time between two of our answers: many queries
     /// at once (a crowd arriving, or a flood) cost one announcement each quarter second.
-    static let answerDelay = 0.02...0.12
+    package static let answerDelay = 0.02...0.12
     static let answerGap = 0.25
 
     /// Someone asked who is there: announce after a random 20–120 ms (so a crowd does not

@@ -51,7 +51,7 @@ package enum FileContents {
     /// FIFO, or standard input (`fd`). Bounded in size, and in time: a stream nothing is
     /// written to is an error after `timeout` seconds, not a hang.
     package static func readStream(_ path: String, fd given: Int32? = nil, limit: Int = 64 << 10,
-                                   timeout: Double = 10) throws(Failure) -> [UInt8] {
+                                   timeout: Double = 30) throws(Failure) -> [UInt8] {
         func failure(_ reason: String? = nil) -> Failure {
             Failure(path: path, reason: reason ?? String(cString: strerror(errno)), isMissing: reason == nil && errno == ENOENT)
         }
@@ -63,7 +63,10 @@ package enum FileContents {
         let deadline = SystemTime.monotonic() + timeout
         while true {
             let left = deadline - SystemTime.monotonic()
-            guard left > 0 else { throw failure("nothing ended it within \(Int(timeout)) s") }
+            guard left > 0 else {
+                let seconds = timeout == timeout.rounded() ? String(Int(timeout)) : String(timeout)
+                throw failure("nothing came, or it did not end, within \(seconds) s")
+            }
             var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let ready = poll(&poller, 1, Int32(left * 1000))
             if ready < 0 && errno != EINTR { throw failure() }

@@ -119,7 +119,7 @@ struct PlaneTableIntegrationTests {
         // Each writer first sees everyone its plane lets it see; then writes to all four.
         for (index, (name, _, row)) in planes.enumerated() {
             for (other, (otherName, _, _)) in planes.enumerated() where otherName != name && Array(row)[other] == "✓" {
-                runs[index].waitFor { $0.contains("+ ") && $0.contains(otherName + "#") }
+                runs[index].waitForPeer(otherName)
             }
         }
         for (index, (name, _, _)) in planes.enumerated() {

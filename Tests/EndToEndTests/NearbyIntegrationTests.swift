@@ -12,8 +12,8 @@ struct NearbyIntegrationTests {
         let runB = try net.start(host: 2, data: b, name: "ben", arguments: ["--battery", "30"], lines: ["chat"])
         let runC = try net.start(host: 3, data: c, name: "cal", arguments: ["--battery", "80"], lines: ["chat"])
         defer { [runA, runB, runC].forEach { $0.kill() } }
-        runA.waitFor { $0.contains("ben#") && $0.contains("(Dying) is nearby") }
-        runB.waitFor { $0.contains("ann#") && $0.contains("(Dying) is nearby") }
+        runA.waitFor { TestNetwork.Run.sees($0, "ben", plane: "Dying") }
+        runB.waitFor { TestNetwork.Run.sees($0, "ann", plane: "Dying") }
         runB.send("battery 20")
         runA.waitFor("passed beyond your sight")
         runC.send("battery 8")
@@ -27,7 +27,7 @@ struct NearbyIntegrationTests {
         let (outA, outB) = (runA.finish(), runB.output)
 
         // ann (Dying) sees ben while he is Dying, loses sight when he turns Hollow, never sees cal.
-        #expect(outA.contains("ben#") && outA.contains("(Dying) is nearby"), "\(outA)")
+        #expect(TestNetwork.Run.sees(outA, "ben", plane: "Dying"), "\(outA)")
         #expect(outA.contains("passed beyond your sight"), "\(outA)")
         #expect(!outA.contains("cal#"), "\(outA)")
         #expect(outA.hasSuffix("nobody you can see is nearby\n"), "\(outA)")
@@ -44,13 +44,31 @@ struct NearbyIntegrationTests {
         #expect(last.contains("ann#") && last.contains("Dying"), "\(outC)")
     }
 
+    /// `chat` lists who is there once their answers are in, and does not announce them again.
+    @Test func chatListsThoseAlreadyThereOnce() throws {
+        let net = try TestNetwork(hosts: 3)
+        let a = try net.makeProfile("ann", host: 1), b = try net.makeProfile("ben", host: 2), c = try net.makeProfile("cal", host: 3)
+        let others = [try net.start(host: 2, data: b, name: "ben", lines: ["chat"]), try net.start(host: 3, data: c, name: "cal", lines: ["chat"])]
+        defer { others.forEach { $0.kill() } }
+        for run in others { run.waitFor("announcing ") }
+        let runA = try net.start(host: 1, data: a, name: "ann", lines: ["chat", "echo END"])
+        runA.waitFor("END")
+        let out = runA.finish()
+        #expect(!out.contains("nobody you can see is nearby"), "\(out)")
+        let lines = out.split(separator: "\n")
+        for name in ["ben", "cal"] {
+            #expect(lines.contains { $0.contains(name + "#") && $0.contains(" seen ") }, "\(out)")
+            #expect(!lines.contains { $0.hasPrefix("+ ") && $0.contains(name + "#") }, "\(out)")
+        }
+    }
+
     @Test func aPeerThatVanishesExpires() throws {
         let net = try TestNetwork(hosts: 2)
         let a = try net.makeProfile("ann", host: 1), b = try net.makeProfile("ben", host: 2)
         let runB = try net.start(host: 2, data: b, name: "ben", lines: ["chat"])
         let runA = try net.start(host: 1, data: a, name: "ann", lines: ["chat"])
         defer { runA.kill(); runB.kill() }
-        runA.waitFor { $0.contains("+ ") && $0.contains("ben#") }
+        runA.waitForPeer("ben")
         runA.send("nearby")
         runA.waitFor { $0.contains("ben#") && $0.contains("seen 0s ago") }
         runB.kill()  // No goodbye: ann must notice the silence.
@@ -76,7 +94,7 @@ struct NearbyIntegrationTests {
         defer { runs.forEach { $0.kill() } }
         // Each lists the others once it has heard them, while all are present.
         for (index, run) in runs.enumerated() {
-            for other in names where other != names[index] { run.waitFor { $0.contains("+ ") && $0.contains(other + "#") } }
+            for other in names where other != names[index] { run.waitForPeer(other) }
         }
         for run in runs { run.send("nearby", "nearby stats") }
         for run in runs { run.waitFor("sent ") }
@@ -119,7 +137,7 @@ struct NearbyIntegrationTests {
         let runW = try net.start(host: 3, data: watcher, name: "cal", lines: ["chat"])
         defer { runW.kill() }
         let run1 = try net.start(host: 1, data: first, name: "ann", lines: ["chat"])
-        runW.waitFor { $0.contains("+ ") && $0.contains("ann#") }
+        runW.waitForPeer("ann")
         let run2 = try net.start(host: 2, data: second, name: "ann", lines: ["chat"])
         runW.waitFor("possibly an impersonation")
         // Listed, the impostor stays marked; asked for by name alone, a script is told to choose.
@@ -129,7 +147,8 @@ struct NearbyIntegrationTests {
         run1.finish()
         let out = runW.finish()
         #expect(out.contains("uses the name of ann#") && out.contains("possibly an impersonation"), "\(out)")
-        let listed = out.split(separator: "\n").filter { $0.contains("ann#") && $0.contains(" seen ") }
+        // The listing asked for: both, the impostor marked (`chat`'s own may have listed the first).
+        let listed = out.split(separator: "\n").filter { $0.contains("ann#") && $0.contains(" seen ") }.suffix(2)
         #expect(listed.count == 2 && listed.filter { $0.contains("(not the one you trust: #") }.count == 1, "\(out)")
         #expect(out.contains("several peers are called ann: ") && out.contains("give name#fingerprint"), "\(out)")
     }
@@ -145,7 +164,7 @@ struct NearbyIntegrationTests {
         let runA = try net.start(host: 1, data: pictured, name: "ann", lines: ["chat"])
         let runB = try net.start(host: 2, data: viewer, name: "ben", arguments: ["--color", "always"], lines: ["chat"])
         defer { runA.kill(); runB.kill() }
-        runB.waitFor { $0.contains("is nearby") && $0.contains("ann#") }
+        runB.waitForPeer("ann")
         // The picture comes a round trip after the arrival: the list is asked again until the row
         // has it (each time after the last listing is out).
         func row() -> Substring? { runB.output.split(separator: "\n").last { $0.contains("ann#") && $0.contains("seen") } }

@@ -121,6 +121,21 @@ final class TestNetwork {
             return false
         }
 
+        /// Waits until `name` is in sight: told arriving (`+ … name#… is nearby`), or in the list
+        /// `chat` prints (`name#… seen …`) when it was there first.
+        @discardableResult
+        func waitForPeer(_ name: String, timeout: Double = 30, sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
+            waitFor(timeout: timeout, sourceLocation: sourceLocation) { Self.sees($0, name) }
+        }
+
+        /// Whether `output` shows `name` in sight, arriving or listed (on `plane`, if given).
+        static func sees(_ output: String, _ name: String, plane: String? = nil) -> Bool {
+            output.split(separator: "\n").contains { line in
+                line.contains(name + "#") && (line.contains("is nearby") || line.contains(" seen "))
+                    && (plane.map { line.contains("(\($0))") || line.contains(" \($0) ") } ?? true)
+            }
+        }
+
         /// Waits until the output contains `text`.
         @discardableResult
         func waitFor(_ text: String, timeout: Double = 30, sourceLocation: SourceLocation = #_sourceLocation) -> Bool {

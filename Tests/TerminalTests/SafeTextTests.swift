@@ -110,6 +110,11 @@ import Testing
         #expect(throws: FileContents.Failure(path: "/dev/zero", reason: "it is a device, not a regular file", isMissing: false)) {
             try FileContents.read("/dev/zero")
         }
+        // Read as a stream (a password from a pipe), a FIFO nobody writes to is a clear error in
+        // time, not a hang.
+        #expect(throws: FileContents.Failure(path: fifo, reason: "nothing came, or it did not end, within 0.2 s", isMissing: false)) {
+            try FileContents.readStream(fifo, timeout: 0.2)
+        }
         let big = directory + "/big"
         #expect(FileManager.default.createFile(atPath: big, contents: Data(count: 2 << 20)))
         #expect(throws: FileContents.Failure.self) { try FileContents.text(big) }
