@@ -247,12 +247,14 @@ package final class LANTransport: Transport {
     /// socket cannot take now (its buffer full) is queued on the loop, which sends it once it
     /// can; it may then go after later ones, which the protocol allows for (datagrams may come
     /// in any order).
-    package func send(_ bytes: [UInt8], to route: Route) {
+    @discardableResult
+    package func send(_ bytes: [UInt8], to route: Route) -> Bool {
         guard route.transport == name, let (host, port) = Self.hostAndPort(route.address),
               let address = try? SocketAddress(ipAddress: host, port: port),
-              let (unicast, direct) = sockets.withLock({ state in state.unicast.map { ($0, state.direct) } }) else { return }
-        if direct?.send(bytes, to: address) == true { return }
+              let (unicast, direct) = sockets.withLock({ state in state.unicast.map { ($0, state.direct) } }) else { return false }
+        if direct?.send(bytes, to: address) == true { return true }
         write(bytes, to: address, on: unicast)
+        return true
     }
 
     private func write(_ bytes: [UInt8], to address: SocketAddress, on channel: Channel) {

@@ -308,9 +308,10 @@ package final class MQTTTransport: Transport, Sendable {
         }
     }
 
-    package func send(_ bytes: [UInt8], to route: Route) {
-        guard route.transport == name, route.address.count == 32, route.address.allSatisfy(\.isHexDigit) else { return }
-        publish(bytes, to: configuration.prefix + "inbox/" + route.address, retain: false, qos: 1)
+    @discardableResult
+    package func send(_ bytes: [UInt8], to route: Route) -> Bool {
+        guard route.transport == name, route.address.count == 32, route.address.allSatisfy(\.isHexDigit) else { return false }
+        return publish(bytes, to: configuration.prefix + "inbox/" + route.address, retain: false, qos: 1)
     }
 
     /// A frame without its header's time and sequence and without its signature: what an
@@ -322,15 +323,17 @@ package final class MQTTTransport: Transport, Sendable {
 
     /// Presence and broadcasts at QoS 0 (refreshed anyway; a clustered broker then need not
     /// store them), what stays and what is direct at QoS 1.
-    private func publish(_ bytes: [UInt8], to topic: String, retain: Bool, qos: Int32) {
+    /// True when libmosquitto took it (connected).
+    @discardableResult
+    private func publish(_ bytes: [UInt8], to topic: String, retain: Bool, qos: Int32) -> Bool {
         // Only once the broker has accepted us: libmosquitto 2.0.11 would otherwise write a
         // publish issued while it connects ahead of the CONNECT, and a clustered broker (NATS)
         // hangs up on that (the reconnection that followed once stalled a burst for good).
         // Dropped instead: presence is published again on connecting, and seance's own
         // acknowledgements have direct frames sent again.
-        guard let client = state.withLock({ $0.stopping || !$0.connected ? nil : $0.client })?.pointer else { return }
-        bytes.withUnsafeBytes { buffer in
-            _ = seance_mosquitto_publish(client, nil, topic, Int32(buffer.count), buffer.baseAddress, qos, retain)
+        guard let client = state.withLock({ $0.stopping || !$0.connected ? nil : $0.client })?.pointer else { return false }
+        return bytes.withUnsafeBytes { buffer in
+            seance_mosquitto_publish(client, nil, topic, Int32(buffer.count), buffer.baseAddress, qos, retain) == MOSQ_ERR_SUCCESS.rawValue
         }
     }
 

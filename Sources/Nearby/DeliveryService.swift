@@ -26,13 +26,13 @@ package struct DeliveryNetwork: Sendable {
     /// The present peer with a signing key (a lookup: the table of peers can be large).
     package var peer: @Sendable (Data) -> Peer?
     /// Sends a packet to a peer: by every route it has when `everyRoute`, back by `reply` when
-    /// that is one of its routes, else by the preferred one.
-    package var send: @Sendable (_ packet: DeliveryPacket, _ to: Peer, _ everyRoute: Bool, _ reply: Route?) -> Void
+    /// that is one of its routes, else by the preferred one. True when it left this machine.
+    package var send: @Sendable (_ packet: DeliveryPacket, _ to: Peer, _ everyRoute: Bool, _ reply: Route?) -> Bool
     /// Asks to be ticked at a time (a retransmission is due then).
     package var wake: @Sendable (Double) -> Void
 
     package init(peer: @escaping @Sendable (Data) -> Peer?,
-                send: @escaping @Sendable (_ packet: DeliveryPacket, _ to: Peer, _ everyRoute: Bool, _ reply: Route?) -> Void,
+                send: @escaping @Sendable (_ packet: DeliveryPacket, _ to: Peer, _ everyRoute: Bool, _ reply: Route?) -> Bool,
                 wake: @escaping @Sendable (Double) -> Void = { _ in }) {
         self.peer = peer
         self.send = send
@@ -41,7 +41,10 @@ package struct DeliveryNetwork: Sendable {
 
     /// A network of a few peers, listed, each with one route (tests).
     package init(peers: @escaping @Sendable () -> [Peer], send: @escaping @Sendable (DeliveryPacket, Peer) -> Void) {
-        self.init(peer: { key in peers().first { $0.signingKey == key } }, send: { packet, peer, _, _ in send(packet, peer) })
+        self.init(peer: { key in peers().first { $0.signingKey == key } }, send: { packet, peer, _, _ in
+            send(packet, peer)
+            return true
+        })
     }
 }
 
@@ -179,11 +182,12 @@ package final class DeliveryService: Sendable {
     package func attach(_ nearby: NearbyService) {
         connect(DeliveryNetwork(peer: { [weak nearby] key in nearby?.engine.sync { nearby?.state.value.table.peer(key) } },
                                 send: { [weak nearby] packet, peer, everyRoute, reply in
+                                    guard let nearby else { return false }
                                     switch packet {
-                                    case .fragment(let value): nearby?.send(value, to: peer, everyRoute: everyRoute, reply: reply)
-                                    case .bundle(let value): nearby?.send(value, to: peer, everyRoute: everyRoute, reply: reply)
-                                    case .acknowledgement(let value): nearby?.send(value, to: peer, everyRoute: everyRoute, reply: reply)
-                                    case .receipt(let value): nearby?.send(value, to: peer, everyRoute: everyRoute, reply: reply)
+                                    case .fragment(let value): return nearby.send(value, to: peer, everyRoute: everyRoute, reply: reply)
+                                    case .bundle(let value): return nearby.send(value, to: peer, everyRoute: everyRoute, reply: reply)
+                                    case .acknowledgement(let value): return nearby.send(value, to: peer, everyRoute: everyRoute, reply: reply)
+                                    case .receipt(let value): return nearby.send(value, to: peer, everyRoute: everyRoute, reply: reply)
                                     }
                                 },
                                 wake: { [weak nearby] deadline in nearby?.wake(at: deadline) }))
@@ -202,8 +206,10 @@ package final class DeliveryService: Sendable {
     /// Uses `network` for peers and sending (tests give an in-memory one).
     package func connect(_ network: DeliveryNetwork) { engine.sync { state.value.network = network } }
 
-    func transmit(_ packet: DeliveryPacket, to peer: Peer, everyRoute: Bool = false, reply: Route? = nil) {
-        network?.send(packet, peer, everyRoute, reply)
+    /// True when the packet left this machine.
+    @discardableResult
+    func transmit(_ packet: DeliveryPacket, to peer: Peer, everyRoute: Bool = false, reply: Route? = nil) -> Bool {
+        network?.send(packet, peer, everyRoute, reply) ?? false
     }
 
     package var droppedCounts: [String: Int] { engine.sync { dropped } }

@@ -247,12 +247,14 @@ package final class NearbyService: Sendable {
     /// `transports` that still hears it). `everyRoute` sends it by each live route instead: for
     /// a packet sent again, whose first copy may have gone by a route that no longer works.
     /// `reply` is the route a packet being answered came by: used when it is one of the peer's
-    /// own direct routes (an answer goes back the way that worked).
-    package func send<Kind: PacketKind>(_ packet: Kind, to peer: Peer, everyRoute: Bool = false, reply: Route? = nil) {
+    /// own direct routes (an answer goes back the way that worked). True when a transport
+    /// carried it out of this machine.
+    @discardableResult
+    package func send<Kind: PacketKind>(_ packet: Kind, to peer: Peer, everyRoute: Bool = false, reply: Route? = nil) -> Bool {
         engine.sync {
             let routes = directRoutes(of: peer)
             if let reply, routes.contains(reply) { return send(packet, to: [reply]) }
-            send(packet, to: everyRoute ? routes : Array(routes.prefix(1)))
+            return send(packet, to: everyRoute ? routes : Array(routes.prefix(1)))
         }
     }
 
@@ -278,11 +280,13 @@ package final class NearbyService: Sendable {
         count(bytes, copies: transports.count)
     }
 
-    /// Sends one frame by each of `routes`.
-    private func send<Kind: PacketKind>(_ packet: Kind, to routes: [Route]) {
-        guard !routes.isEmpty, let bytes = frame(packet) else { return }
-        for route in routes { transports.first { $0.name == route.transport }?.send(bytes, to: route) }
+    /// Sends one frame by each of `routes`; true when any carried it.
+    private func send<Kind: PacketKind>(_ packet: Kind, to routes: [Route]) -> Bool {
+        guard !routes.isEmpty, let bytes = frame(packet) else { return false }
+        var carried = false
+        for route in routes where transports.first(where: { $0.name == route.transport })?.send(bytes, to: route) == true { carried = true }
         count(bytes, copies: routes.count)
+        return carried
     }
 
     /// The packet signed, with the next sequence number; nil once stopped. A broadcast is

@@ -136,11 +136,6 @@ extension DeliveryService {
         var outgoing: [(Peer, SymmetricKey, OutgoingQueue.Due)] = []
         for key in waiting {
             guard let peer = reachablePeer(key), let due = links[key]?.queue.due(now: now) else { continue }
-            // Changed in place: a copy of the link would copy its queue, thousands long in a burst.
-            if let through = due.sentThrough {
-                links[key]!.sentThrough = max(links[key]!.sentThrough, through)
-                scheduleFlush()
-            }
             if !due.isEmpty { outgoing.append((peer, links[key]!.key, due)) }
         }
         for (peer, key, due) in outgoing {
@@ -153,10 +148,18 @@ extension DeliveryService {
             // one signature covers many messages.
             let fresh = seal(due.fresh)
             var position = 0
+            var carried = !fresh.isEmpty
             for boxes in Self.bundles(fresh.map(\.1)) {
                 if boxes.count > 1 { links[peer.signingKey]!.queue.wentBundled(fresh[position..<position + boxes.count].map(\.0)) }
                 position += boxes.count
-                transmit(Self.payload(boxes, to: peer), to: peer)
+                if !transmit(Self.payload(boxes, to: peer), to: peer) { carried = false }
+            }
+            // `sent` only for what left this machine: through a broker that is down nothing does,
+            // and the messages stay `sending` (their copies sent again make them `delivered`).
+            // Changed in place: a copy of the link would copy its queue, thousands long in a burst.
+            if carried, let through = due.sentThrough {
+                links[peer.signingKey]!.sentThrough = max(links[peer.signingKey]!.sentThrough, through)
+                scheduleFlush()
             }
             // A copy sent again goes by every route the peer has, in case the preferred one
             // stopped working (the receiver keeps one copy); alone, unless the peer has shown it

@@ -50,8 +50,10 @@ package protocol Transport: AnyObject, Sendable, CustomStringConvertible {
     /// transport that keeps state for late comers (a broker's retained presence) keep the
     /// right frames.
     func broadcast(_ bytes: [UInt8], as kind: BroadcastKind)
-    /// To one route.
-    func send(_ bytes: [UInt8], to route: Route)
+    /// To one route. True when it went out (on the wire, or to the broker's client); false
+    /// when it could not (no connection, no socket): then nothing left this machine.
+    @discardableResult
+    func send(_ bytes: [UInt8], to route: Route) -> Bool
     /// The port peers send direct packets to, as announced (0 when the transport needs none).
     var directPort: UInt16 { get }
     /// The route of a peer's direct packets, from the route its announcement came by, the port
@@ -72,10 +74,18 @@ package final class MemoryNetwork: Sendable {
     private let members = Mutex<[String: @Sendable ([UInt8], Route) -> Void]>([:])
     /// Datagrams that did not arrive (for tests that lose some): called for each; true drops it.
     private let loss = Mutex<(@Sendable ([UInt8]) -> Bool)?>(nil)
+    /// Members that carry nothing just now, either way (a broker that is down).
+    private let down = Mutex<Set<String>>([])
 
     package init() {}
 
     package func setLoss(_ drop: (@Sendable ([UInt8]) -> Bool)?) { loss.withLock { $0 = drop } }
+
+    /// The member at `address` carries nothing while down: what it sends does not leave (its
+    /// `send` says so), and nothing reaches it.
+    package func setDown(_ address: String, _ isDown: Bool) {
+        down.withLock { if isDown { $0.insert(address) } else { $0.remove(address) } }
+    }
 
     func join(_ address: String, deliver: @escaping @Sendable ([UInt8], Route) -> Void) {
         members.withLock { $0[address] = deliver }
@@ -83,13 +93,20 @@ package final class MemoryNetwork: Sendable {
 
     func leave(_ address: String) { _ = members.withLock { $0.removeValue(forKey: address) } }
 
-    func carry(_ bytes: [UInt8], from address: String, by transport: String, to target: String?) {
-        if loss.withLock({ $0 })?(bytes) == true { return }
+    /// False when the sender is not on the network (stopped): nothing went. A datagram lost on
+    /// the way went all the same.
+    @discardableResult
+    func carry(_ bytes: [UInt8], from address: String, by transport: String, to target: String?) -> Bool {
+        // A stopped transport sends nothing; nor does one that is down.
+        guard members.withLock({ $0[address] != nil }), !down.withLock({ $0.contains(address) }) else { return false }
+        if loss.withLock({ $0 })?(bytes) == true { return true }
+        let unreachable = down.withLock { $0 }
         let receivers = members.withLock { members -> [@Sendable ([UInt8], Route) -> Void] in
-            guard members[address] != nil else { return [] }  // A stopped transport sends nothing.
-            return members.filter { $0.key != address && (target == nil || $0.key == target) }.map(\.value)
+            guard members[address] != nil else { return [] }
+            return members.filter { $0.key != address && (target == nil || $0.key == target) && !unreachable.contains($0.key) }.map(\.value)
         }
         for deliver in receivers { deliver(bytes, Route(transport: transport, address: address)) }
+        return true
     }
 }
 
@@ -110,7 +127,8 @@ package final class MemoryTransport: Transport {
         network.join(address, deliver: deliver)
     }
     package func broadcast(_ bytes: [UInt8], as kind: BroadcastKind) { network.carry(bytes, from: address, by: name, to: nil) }
-    package func send(_ bytes: [UInt8], to route: Route) { network.carry(bytes, from: address, by: name, to: route.address) }
+    @discardableResult
+    package func send(_ bytes: [UInt8], to route: Route) -> Bool { network.carry(bytes, from: address, by: name, to: route.address) }
     package var directPort: UInt16 { 0 }
     package var description: String { "\(name) \(address)" }
     package func directRoute(from source: Route, port: UInt16, signingKey: Data) -> Route { source }

@@ -216,7 +216,7 @@ final class MessageCommits: TransactionObserver, Sendable {
         let delivery = DeliveryService(store: store, identity: alice, myPlane: { .human }, engine: Engine(label: "alice"),
                                        clock: { clock.withLock { $0 } }) { _ in }
         let bobPeer = Pair.peer(bob, "bob", .human)
-        delivery.connect(DeliveryNetwork(peer: { $0 == bob.signingPublicKey ? bobPeer : nil }, send: { _, _, _, _ in },
+        delivery.connect(DeliveryNetwork(peer: { $0 == bob.signingPublicKey ? bobPeer : nil }, send: { _, _, _, _ in true },
                                          wake: { deadline in wakes.withLock { $0.append(deadline) } }))
         let conversation = try delivery.conversation(with: bobPeer)
         for index in 1...OutgoingQueue.window { _ = try delivery.send("m\(index)", in: conversation) }

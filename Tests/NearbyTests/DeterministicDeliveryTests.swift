@@ -73,6 +73,25 @@ import Testing
         #expect(ann.service.routeNames(of: later) == ["broker"])
     }
 
+    /// With no transport carrying anything (the broker down, no LAN), a message stays
+    /// `sending`: nothing left the machine. Once it goes, it is delivered.
+    @Test func nothingIsSentWhileNoTransportCarries() throws {
+        let world = try ChatWorld([("ann", .human), ("ben", .human)])
+        let (ann, ben) = (world.nodes[0], world.nodes[1])
+        let peer = try #require(ann.service.peer(ben.identity.signingPublicKey))
+        let conversation = try ann.delivery.conversation(with: peer)
+        // ann's transport stops carrying (as a broker's does while it is down); she still lists ben.
+        world.network.setDown("ann", true)
+        let message = try ann.delivery.send("anyone?", in: conversation)
+        let store = MessageStore(database: ann.database)
+        func state() throws -> ChatMessage.State? { try store.page(conversation.id).first { $0.number == message.number }?.state }
+        world.step(0.1)
+        #expect(try state() == .sending)
+        world.network.setDown("ann", false)
+        world.step(1)
+        #expect(try state() == .delivered)
+    }
+
     /// An acknowledgement is written as soon as it is handled, not at a tick: the first copy is
     /// lost, the retry goes at 0.25 s exactly, and at that instant the message is `delivered`
     /// (with a 50 ms tick it was the tick after).
