@@ -81,6 +81,7 @@ package final class ChatMode {
         shell.onExit.append { [unowned self, unowned shell] in self.goOffline(telling: shell.console) }
         let ascii = shell.capabilities.ascii
         shell.promptMarks.append { [unowned self] in self.online.isOnline ? (ascii ? "*" : "●") : "" }
+        shell.console.redrawAfterResize = { [unowned self, unowned shell] in self.redrawAfterResize(shell) }
         shell.register(Command("trust", scope: .mode("chat"),
                                arguments: [.positional("peer", help: "name#fingerprint of the key to trust for that name")],
                                summary: "trust this key for its name (others using the name are flagged)") { invocation in

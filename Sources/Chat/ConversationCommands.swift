@@ -68,7 +68,7 @@ extension ChatMode {
             closeConversation()
             openLocal = local
             shell.console.print(shell.styler.bold(SafeText.visible(local.name)) + " — a \(local.kind); ask it something")
-            shell.console.print(shell.styler.dim("every line you type is said to it; /back to leave it"))
+            shell.console.printProse(shell.styler.dim("every line you type is said to it; /back to leave it"))
             return
         }
         guard let me = profiles.current else { throw ProfileError.notLoggedIn }
@@ -110,14 +110,35 @@ extension ChatMode {
         }
         openConversation = conversation
         notices?.setOpen(conversation.id) { [weak delivery] number in delivery?.shown(upTo: number, in: conversation) }
+        try printNewestPage(of: conversation, store: store, delivery: delivery, shell)
+    }
+
+    /// The conversation's name, the hint, and its newest messages that fit the window: what
+    /// `open` shows, and what a resized window shows again.
+    private func printNewestPage(of conversation: Conversation, store: MessageStore, delivery: DeliveryService, _ shell: Shell) throws {
         let (page, lines) = try fittingPage(conversation, before: nil, store: store, shell, reserved: 4)
         oldestShown = page.first?.id
         shell.console.print(shell.styler.bold(renamed(conversation) ?? conversation.shownHandle) + (page.isEmpty ? " — no messages yet" : ""))
-        shell.console.print(shell.styler.dim("every line you type is sent; commands start with / (/back, /older, /tap N, /help); // sends a leading /"))
+        shell.console.printProse(shell.styler.dim("every line you type is sent; commands start with / (/back, /older, /tap N, /help); // sends a leading /"))
         printOlder(page, shell)
         ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
             .print(lines, of: page, on: shell.console, lastState: .read) { Self.stateMark(conversation.id, $0.number) }
         if let last = page.last { delivery.shown(upTo: last.id, in: conversation) }
+    }
+
+    /// After the window is resized the terminal has cut the bubbles into fragments: the open
+    /// conversation is drawn again for the new size, on a cleared screen, as irssi does. False
+    /// (nothing drawn) when none is open.
+    func redrawAfterResize(_ shell: Shell) -> Bool {
+        guard let conversation = openConversation, let delivery else { return false }
+        guard let database = try? shell.session.openDatabase() else { return false }
+        shell.console.write("\u{1B}[H\u{1B}[2J")
+        do {
+            try printNewestPage(of: conversation, store: MessageStore(database: database), delivery: delivery, shell)
+        } catch {
+            shell.report(error, lineNumber: 0)
+        }
+        return true
     }
 
     /// A line typed in an open conversation is a message.
@@ -149,7 +170,7 @@ extension ChatMode {
     private func printOlder(_ page: [ChatMessage], _ shell: Shell) {
         guard let first = page.first, first.number > 1 else { return }
         let count = first.number - 1
-        shell.console.print(shell.styler.dim(count == 1 ? "1 older message: /older" : "\(count) older messages: /older"))
+        shell.console.printProse(shell.styler.dim(count == 1 ? "1 older message: /older" : "\(count) older messages: /older"))
     }
 
     /// What `open` completes: the local ones, the peers present, the past conversations, each
@@ -206,7 +227,7 @@ extension ChatMode {
         let said = view.bubble(ChatMessage(number: 0, outgoing: true, text: text, sentAt: now, state: .read)).dropLast()
         for row in said { shell.console.print(row) }
         guard let answer = local.answer(text) else {
-            shell.console.print(shell.styler.dim("\(SafeText.visible(local.name)) has faded; nobody answers"))
+            shell.console.printProse(shell.styler.dim("\(SafeText.visible(local.name)) has faded; nobody answers"))
             closeConversation()
             return
         }

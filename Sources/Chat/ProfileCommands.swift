@@ -28,6 +28,7 @@ package final class Profiles {
     }
 
     package func register(in shell: Shell) {
+        shell.promptUser = { [unowned self] in self.current.map { SafeText.visible($0.profile.name) } }
         let names = ArgumentKind.dynamic { [unowned shell, unowned self] in
             ((try? self.store(shell).profiles()) ?? []).map { Candidate($0.name, $0.handle) }
         }
@@ -103,12 +104,12 @@ package final class Profiles {
             let password = try shell.ask("Password (8 characters or more):", field: "--password-file FILE", secret: true)
             do { try ProfileStore.validate(password: password) } catch {
                 lastProblem = error
-                shell.console.print(shell.styler.dim("\(error); try again"))
+                shell.console.printProse(shell.styler.dim("\(error); try again"))
                 continue
             }
             if try shell.ask("Password again:", field: "--password-file FILE", secret: true) == password { return password }
             lastProblem = .passwordsDiffer
-            shell.console.print(shell.styler.dim("the two passwords differ; try again"))
+            shell.console.printProse(shell.styler.dim("the two passwords differ; try again"))
         }
         throw lastProblem
     }

@@ -72,7 +72,7 @@ package final class Curses: Feature, CurseBook {
         // Not by sight: a Human cannot see a Ghost. Any present peer that has cursed us.
         let peer = try Self.find(wanted, among: live.context.presence.peers())
         let (phrase, lifted) = try live.speak(to: peer)
-        shell.console.print("you speak the spell “\(phrase)” at \(peer.shownHandle)\(lifted.isEmpty ? "" : " — " + lifted.map(\.rawValue).joined(separator: ", ") + " lifted"); "
+        shell.console.printProse("you speak the spell “\(phrase)” at \(peer.shownHandle)\(lifted.isEmpty ? "" : " — " + lifted.map(\.rawValue).joined(separator: ", ") + " lifted"); "
                             + "it cannot curse you for \(Int(Self.repelSeconds / 60)) min")
     }
 

@@ -211,7 +211,7 @@ final class RoomsOnline: Sendable {
     /// `room listen [--wait S]`.
     func listen(wait seconds: Double?, shell: Shell) throws {
         try listen()
-        if currentRoom == nil { shell.console.print("listening for beacons: you join the first room heard (/leave to stop)") }
+        if currentRoom == nil { shell.console.printProse("listening for beacons: you join the first room heard (/leave to stop)") }
         guard let seconds else { return }
         // Joining posts a notice, which wakes the shell to look again.
         _ = try shell.wait(upTo: seconds) { currentRoom != nil || !isListening }
@@ -227,7 +227,7 @@ final class RoomsOnline: Sendable {
             // listening or in a room, what is heard is current already: no wait.)
             context.presence.subscribe(topic: Self.everyRoom, true)
             if shell.isInteractive {
-                shell.console.print(shell.styler.dim("listening for beacons…"))
+                shell.console.printProse(shell.styler.dim("listening for beacons…"))
                 shell.console.flush()
             }
             try shell.pause(Self.beaconInterval * 1.2)

@@ -72,13 +72,24 @@ package struct CommandRegistry {
                 lines += rows(own.map { (label($0), $0.summary) })
             }
             lines.append("")
+            // In a mode its own commands are what matters: the others are named, not explained,
+            // so the list keeps to the window ('help COMMAND' explains one).
+            func named(_ title: String, _ names: [String]) -> [String] {
+                var wrapped = DisplayWidth.wrap(title + " " + names.joined(separator: ", "), width: max(20, columns))
+                if !wrapped.isEmpty { wrapped[0] = styler.bold(title) + wrapped[0].dropFirst(title.count) }
+                return wrapped
+            }
+            lines += named("Everywhere:", commands.filter { $0.scope == .global }.map(label))
+            lines += named("Modes:", modes.map(\.name))
+            lines.append("")
+        } else {
+            lines.append(styler.bold("Commands:"))
+            lines += rows(commands.filter { $0.scope == .global }.map { (label($0), $0.summary) })
+            lines.append("")
+            lines.append(styler.bold("Modes:"))
+            lines += rows(modes.map { ($0.name, $0.summary + ($0.isAvailable ? "" : " (not available yet)")) })
+            lines.append("")
         }
-        lines.append(styler.bold(mode == nil ? "Commands:" : "Everywhere:"))
-        lines += rows(commands.filter { $0.scope == .global }.map { (label($0), $0.summary) })
-        lines.append("")
-        lines.append(styler.bold("Modes:"))
-        lines += rows(modes.map { ($0.name, $0.summary + ($0.isAvailable ? "" : " (not available yet)")) })
-        lines.append("")
         lines += DisplayWidth.wrap("Type a mode's name to enter it and 'back' to leave, or put it before a command: 'zombies up'. "
                                    + "'help COMMAND' shows one command in detail.", width: max(20, columns))
         return lines.joined(separator: "\n")

@@ -23,6 +23,9 @@ package final class Console {
     /// Set by the interactive reader: while a line is edited, the rows of it above and below the
     /// cursor (nil when none is).
     var editArea: (() -> (aboveCursor: Int, belowCursor: Int)?)?
+    /// Set by a view the terminal would cut up when the window is resized (an open
+    /// conversation): draws it again for the new size; false when it has nothing to draw.
+    package var redrawAfterResize: (() -> Bool)?
     /// Where marked lines are on the screen: followed only at a terminal that can move the
     /// cursor back up (`followScreen`).
     private(set) var screen: ScreenRows?
@@ -55,6 +58,16 @@ package final class Console {
     /// Writes `text` and a newline to stdout.
     package func print(_ text: String = "") {
         write(text + "\n")
+    }
+
+    /// Writes a line of prose (a hint, a notice): at a terminal broken at spaces to its width
+    /// rather than by the terminal mid-word; to a pipe as one line, as scripts expect.
+    package func printProse(_ text: String) {
+        for row in prose(text) { print(row) }
+    }
+
+    private func prose(_ text: String) -> [String] {
+        capabilities.interactive ? DisplayWidth.wrapStyled(text, width: columns) : [text]
     }
 
     /// Writes `text` and a newline, and remembers where, so that `Notice.update` can write over
@@ -135,7 +148,7 @@ package final class Console {
         for notice in notices {
             switch notice {
             case .line(let line):
-                lines.append(line)
+                lines += prose(line)
             case .lines(let render):
                 lines += render(columns)
             case .update(let overwrites, let otherwise):

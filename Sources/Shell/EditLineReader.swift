@@ -260,6 +260,10 @@ package final class EditLineReader: LineReader {
                 el_resize(editLine)
                 console.columns = TerminalSize.columns(); console.rows = TerminalSize.rows()
                 console.forgetMarks()  // The terminal may have rewrapped what it shows.
+                if console.redrawAfterResize?() == true {
+                    console.flush()
+                    seance_el_refresh(editLine)
+                }
             }
             console.printPending()
             var fds = [pollfd(fd: 0, events: Int16(POLLIN), revents: 0),

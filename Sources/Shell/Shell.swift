@@ -21,6 +21,8 @@ package final class Shell {
     private var quitRequested = false
     /// Marks after the mode in the prompt (`●` while online); each returns "" when it has none.
     package var promptMarks: [() -> String] = []
+    /// Who is logged in, named before the mode as a Unix prompt names its user (`alice@chat●>`).
+    package var promptUser: () -> String? = { nil }
     /// Run when the session ends, after the mode is left (going offline, and the like).
     package var onExit: [() -> Void] = []
     /// The commands come from standard input (a pipe, or a terminal): it is not a password too.
@@ -107,11 +109,12 @@ package final class Shell {
         return allSucceeded
     }
 
-    /// The prompt without its `> `: the mode and its page, or `seance`.
+    /// The prompt without its `> `: who is logged in, then the mode and its page, or `seance`.
     package var promptLabel: String {
         let marks = promptMarks.map { $0() }.joined()
-        guard let currentMode, let mode = registry.mode(named: currentMode) else { return "seance" + marks }
-        return mode.prompt() + marks
+        let user = promptUser().map { $0 + "@" } ?? ""
+        guard let currentMode, let mode = registry.mode(named: currentMode) else { return user + "seance" + marks }
+        return user + mode.prompt() + marks
     }
 
     /// What running one line did.
@@ -252,7 +255,12 @@ package final class Shell {
         let deadline = SystemTime.monotonic() + seconds
         while true {
             if Signals.interrupt.exchange(false, ordering: .relaxed) {
-                if isInteractive { tcflush(0, TCIFLUSH) }
+                if isInteractive {
+                    tcflush(0, TCIFLUSH)
+                    // The terminal echoed ^C where the cursor was, at the start of a line of its
+                    // own (whatever printed meanwhile ended its lines): 'cancelled' goes there.
+                    console.write("\r\u{1B}[K")
+                }
                 throw ShellError.interrupted
             }
             if condition() { return true }

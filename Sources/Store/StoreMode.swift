@@ -135,7 +135,7 @@ package final class StoreMode {
     private func wearMedallion(_ shell: Shell) throws {
         let login = try login()
         let medallion = try ledger(shell).wearMedallion(profile: login.profile.id, now: shell.session.clock())
-        shell.console.print("you wear a Saint's medallion \(Item.medallion.glyph(ascii: shell.capabilities.ascii)): "
+        shell.console.printProse("you wear a Saint's medallion \(Item.medallion.glyph(ascii: shell.capabilities.ascii)): "
                             + "curses bounce off until it breaks at \(StoreView.clock(medallion.breaksAt))")
     }
 }

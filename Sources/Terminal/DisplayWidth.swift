@@ -122,6 +122,29 @@ package enum DisplayWidth {
         return lines
     }
 
+    /// A line of prose that may be styled, broken at spaces into rows of at most `width` columns
+    /// (a line that fits comes back as it is, its spacing kept). A style open at a break is
+    /// closed at the end of the row and opened again on the next, so each row stands alone.
+    package static func wrapStyled(_ text: String, width: Int) -> [String] {
+        guard text.strippingANSI.displayWidth > width, !text.contains("\n") else { return [text] }
+        var rows: [String] = [], current = "", used = 0
+        var open = ""  // The escapes since the last reset: what the next row must start with.
+        for word in text.split(separator: " ", omittingEmptySubsequences: true) {
+            let visible = word.strippingANSI.displayWidth
+            if used > 0 && used + 1 + visible > width {
+                rows.append(open.isEmpty ? current : current + "\u{1B}[0m")
+                current = open
+                used = 0
+            }
+            if used > 0 { current += " "; used += 1 }
+            current += word
+            used += visible
+            for escape in word.ansiEscapes { open = escape == "\u{1B}[0m" || escape == "\u{1B}[m" ? "" : open + escape }
+        }
+        rows.append(current)
+        return rows
+    }
+
     /// Printable ASCII, with no space at either end nor two together.
     static func isSingleSpacedASCII(_ bytes: String.UTF8View) -> Bool {
         var previous: UInt8 = 0x20

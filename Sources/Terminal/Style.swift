@@ -40,7 +40,25 @@ package struct Styler: Sendable {
     package func error(_ text: String) -> String { apply(.red + .bold, text) }
 }
 
-extension String {
+extension StringProtocol {
+    /// The ANSI CSI escape sequences in the text, in order (what `strippingANSI` removes).
+    package var ansiEscapes: [String] {
+        var escapes: [String] = []
+        var scalars = unicodeScalars.makeIterator()
+        while let scalar = scalars.next() {
+            guard scalar == "\u{1B}", let next = scalars.next(), next == "[" else { continue }
+            var escape = "\u{1B}["
+            while let c = scalars.next() {
+                escape.unicodeScalars.append(c)
+                if (0x40...0x7E).contains(c.value) { break }
+            }
+            escapes.append(escape)
+        }
+        return escapes
+    }
+}
+
+extension StringProtocol {
     /// The text with every ANSI CSI escape sequence removed.
     package var strippingANSI: String {
         var result = ""

@@ -306,6 +306,7 @@ import Testing
         try term.type("echo typed meanwhile")
         try term.press("C-c")
         try term.waitFor(timeout: 5) { $0.hasSuffix("seance>") && $0.components(separatedBy: "cancelled").count == 3 }
+        #expect(!(try term.screen()).contains("^Ccancelled"), "the ^C echoed is written over")
         try term.type("echo after")
         try term.press("Enter")
         let screen2 = try term.waitFor { $0.contains("\nafter\n") }
@@ -369,6 +370,40 @@ import Testing
         #expect(history.contains("open") && !history.contains("reply") && !history.contains("knows"), "\(history)")
     }
 
+    /// A resized window shows the open conversation again at its new width, not the bubbles the
+    /// terminal cut into pieces (issue 31, item 8).
+    @Test(.enabled(if: inPrivateNetwork, "opens sockets: only inside scripts/in-netns"))
+    func aResizedWindowDrawsTheConversationAgain() throws {
+        let (term, password, network) = try annLoggedInAtATerminal()
+        try term.type("chat")
+        try term.press("Enter")
+        try term.waitFor { $0.contains("announcing ann#") }
+        let ben = try ben(["login ben --password-file \(password)", "chat"], network)
+        defer { end(ben) }
+        try term.waitFor { $0.contains("+ 👤 ben#") }
+        try term.type("open ben")
+        try term.press("Enter")
+        try term.waitFor { $0.hasSuffix("chat:ben●>") }
+        try term.type("these words run on far wider than the forty columns of a narrow window, bubble and all")
+        try term.press("Enter")
+        try term.waitFor { stateRow($0).under == "#1 delivered" }
+        try term.type("half typed")
+        let wide = try term.screen(asShown: true)
+        #expect(wide.split(separator: "\n").contains { $0.count > 40 && $0.contains("│") }, "\(wide)")
+        try term.tmux(["resize-window", "-x", "40"])
+        // Every row of the bubble is whole again (both its edges on the row), drawn once, and the
+        // half-typed line is still there.
+        let narrow = try term.waitFor(asShown: true) { screen in
+            let framed = screen.split(separator: "\n").filter { $0.contains("│") }
+            return !framed.isEmpty && screen.hasSuffix("ann@chat:ben●> half typed")
+                && framed.allSatisfy { $0.trimmingCharacters(in: .whitespaces).hasPrefix("│") && $0.hasSuffix("│") }
+        }
+        #expect(narrow.components(separatedBy: "╭").count == 2, "\(narrow)")
+        try term.type(" on")
+        try term.press("Enter")
+        try term.waitFor { stateRow($0).under == "#2 delivered" }
+    }
+
     /// The state under your bubble moves forward where it is (sending, delivered, read), not as
     /// a line of its own each time, even while another line is being typed.
     @Test(.enabled(if: inPrivateNetwork, "opens sockets: only inside scripts/in-netns"))
@@ -383,7 +418,8 @@ import Testing
         try term.waitFor { $0.contains("+ 👤 ben#") }
         try term.type("open ben")
         try term.press("Enter")
-        try term.waitFor { $0.hasSuffix("chat:ben●>") }
+        // The prompt names who you are, then the mode and whom you talk to (issue 31, item 13).
+        try term.waitFor { $0.hasSuffix("\nann@chat:ben●>") }
         try term.type("first words")
         try term.press("Enter")
         var screen = try term.waitFor { stateRow($0).under == "#1 delivered" }

@@ -121,9 +121,10 @@ final class TerminalSession {
     /// Presses named keys: Enter, Tab, C-c, C-d, Up, …
     func press(_ keys: String...) throws { try tmux(["send-keys"] + keys) }
 
-    /// The visible screen, trailing blank lines dropped.
-    func screen() throws -> String {
-        let text = try tmux(["capture-pane", "-p", "-J"])
+    /// The visible screen, trailing blank lines dropped. Lines the terminal wrapped are joined,
+    /// unless `asShown`: then each row is a line of its own.
+    func screen(asShown: Bool = false) throws -> String {
+        let text = try tmux(["capture-pane", "-p"] + (asShown ? [] : ["-J"]))
         return text.split(separator: "\n", omittingEmptySubsequences: false)
             .map { String($0).replacingOccurrences(of: "\\s+$", with: "", options: .regularExpression) }
             .reversed().drop { $0.isEmpty }.reversed().joined(separator: "\n")
@@ -134,12 +135,12 @@ final class TerminalSession {
 
     /// Polls the screen until `condition` holds; fails the test after `timeout` seconds.
     @discardableResult
-    func waitFor(timeout: Double = 30, sourceLocation: SourceLocation = #_sourceLocation,
+    func waitFor(timeout: Double = 30, asShown: Bool = false, sourceLocation: SourceLocation = #_sourceLocation,
                  _ condition: (String) -> Bool) throws -> String {
         let deadline = Date().addingTimeInterval(timeout)
         var text = ""
         while Date() < deadline {
-            text = try screen()
+            text = try screen(asShown: asShown)
             if condition(text) { return text }
             usleep(20_000)
         }

@@ -1,4 +1,5 @@
 import Testing
+import Terminal
 @testable import Shell
 
 /// Following where printed lines are, in rows of a terminal, to write over one later.
@@ -128,5 +129,18 @@ import Testing
         console.columns = 50  // Resized after the notice was made.
         console.printPending()
         #expect(console.takeCaptured() == "50 wide\n" + String(repeating: "-", count: 50) + "\n")
+    }
+
+    /// A notice is prose: at a terminal it breaks at spaces for the width it is printed at; to a
+    /// pipe it stays one line (issue 31, item 13).
+    @Test func noticesBreakAtSpacesAtATerminalOnly() {
+        let terminal = Console.capturing(Capabilities(color: .none, ascii: false, interactive: true), columns: 20, rows: 24)
+        let pipe = Console.capturing(columns: 20, rows: 24)
+        for console in [terminal, pipe] {
+            console.inbox.post("the ghost of alice cursed you with silence")
+            console.printPending()
+        }
+        #expect(terminal.takeCaptured() == "the ghost of alice\ncursed you with\nsilence\n")
+        #expect(pipe.takeCaptured() == "the ghost of alice cursed you with silence\n")
     }
 }

@@ -26,6 +26,19 @@ import Terminal
         #expect(DisplayWidth.wrap("tab\there", width: 40) == ["tab\there"])
     }
 
+    /// Hints and notices break at spaces, not where the terminal runs out (issue 31, item 13).
+    @Test func styledProseBreaksAtSpacesEachRowStyledAlone() {
+        let dim = "\u{1B}[2m", reset = "\u{1B}[0m"
+        #expect(DisplayWidth.wrapStyled("fits  as  it is", width: 40) == ["fits  as  it is"])
+        #expect(DisplayWidth.wrapStyled("one two three", width: 9) == ["one two", "three"])
+        // The escapes take no columns; a style open at a break closes and opens again.
+        #expect(DisplayWidth.wrapStyled(dim + "one two three" + reset, width: 9) == [dim + "one two" + reset, dim + "three" + reset])
+        #expect(DisplayWidth.wrapStyled(dim + "one" + reset + " two three", width: 9) == [dim + "one" + reset + " two", "three"])
+        // A word longer than the row is left whole, for the terminal to break.
+        #expect(DisplayWidth.wrapStyled("a verylongword b", width: 5) == ["a", "verylongword", "b"])
+        #expect((dim + "x" + reset).ansiEscapes == [dim, reset])
+    }
+
     @Test func rowsOfEmojiLineUp() {
         let a = "🆘⬛️⬛️⬛️⬛️"
         let b = "⬛️⬛️⬜️🚶‍♂️⬜️"
