@@ -32,6 +32,8 @@ package struct ArgumentSpec {
     package var isRest: Bool
     /// Non-nil for an option: its flag, such as `--image`.
     package var flag: String?
+    /// False for a switch: an option that is given or not, with no value.
+    package var takesValue = true
     package var help: String
 
     package static func positional(_ name: String, _ kind: ArgumentKind = .text, optional: Bool = false,
@@ -44,8 +46,15 @@ package struct ArgumentSpec {
         ArgumentSpec(name: name, kind: kind, isOptional: optional, isRest: false, flag: flag, help: help)
     }
 
+    /// An option given or not (`--new-rescuer`); `Arguments.isSet(name)` says which.
+    package static func `switch`(_ flag: String, help: String = "") -> ArgumentSpec {
+        var spec = ArgumentSpec(name: flag, kind: .text, isOptional: true, isRest: false, flag: flag, help: help)
+        spec.takesValue = false
+        return spec
+    }
+
     var usage: String {
-        let shown = flag.map { "\($0) \(name)" } ?? (isRest ? "\(name)..." : name)
+        let shown = flag.map { takesValue ? "\($0) \(name)" : $0 } ?? (isRest ? "\(name)..." : name)
         return isOptional ? "[\(shown)]" : shown
     }
 }
@@ -62,6 +71,9 @@ package struct Arguments {
 
     /// The value of the argument or option named `name`, if given.
     package subscript(_ name: String) -> String? { values[name] }
+
+    /// Whether the switch `flag` was given.
+    package func isSet(_ flag: String) -> Bool { values[flag] != nil }
 
     /// The value of `name` as an integer; an error names the argument when it is not one.
     package func integer(_ name: String) throws(ShellError) -> Int? {
@@ -90,6 +102,11 @@ package struct Arguments {
             if word.hasPrefix("--"), word.count > 2 {
                 guard let spec = specs.first(where: { $0.flag == word }) else {
                     throw .badArgument("unknown option '\(word)'\n\(usage)")
+                }
+                guard spec.takesValue else {
+                    values[spec.name] = word
+                    index += 1
+                    continue
                 }
                 guard index + 1 < words.count else { throw .badArgument("\(word) needs a value\n\(usage)") }
                 values[spec.name] = words[index + 1]

@@ -71,7 +71,8 @@ extension Shell {
         }
         guard let command = registry.command(named: first, inMode: mode) else { return [] }
         let arguments = Array(words.dropFirst())
-        if let flag = arguments.last, flag.hasPrefix("--"), let option = command.arguments.first(where: { $0.flag == flag }) {
+        if let flag = arguments.last, flag.hasPrefix("--"), let option = command.arguments.first(where: { $0.flag == flag }),
+           option.takesValue {
             return values(of: option.kind, current: current, mode: mode)
         }
         if current.hasPrefix("--") {
@@ -81,7 +82,11 @@ extension Shell {
         var positionalCount = 0
         var index = 0
         while index < arguments.count {
-            if arguments[index].hasPrefix("--") { index += 2; continue }
+            if arguments[index].hasPrefix("--") {
+                let takesValue = command.arguments.first { $0.flag == arguments[index] }?.takesValue ?? true
+                index += takesValue ? 2 : 1
+                continue
+            }
             positionalCount += 1
             index += 1
         }

@@ -34,6 +34,9 @@ package enum VisionsError: Error, Equatable, CustomStringConvertible {
     case noSuchVision(Int64)
     case noSuchRescuer(String)
     case rescuerHasVisions(String, Int)
+    case rescuerExists(String)
+    case newRescuerNotAllowed(String, similar: String?)
+    case descriptionTooLong
     case nothingOpen
 
     package var description: String {
@@ -42,7 +45,13 @@ package enum VisionsError: Error, Equatable, CustomStringConvertible {
         case .nameTooLong: return "the rescuer's name is too long (at most 40 characters)"
         case .noSuchVision(let id): return "there is no vision #\(id)"
         case .noSuchRescuer(let name): return "there is no rescuer named '\(name)'"
-        case .rescuerHasVisions(let name, let count): return "\(name) is assigned to \(count) vision(s)"
+        case .rescuerHasVisions(let name, let count):
+            return "\(name) is assigned to \(count == 1 ? "a vision" : "\(count) visions"): delete \(count == 1 ? "it" : "them") first, or rename \(name)"
+        case .rescuerExists(let name): return "there is already a rescuer named '\(name)'"
+        case .newRescuerNotAllowed(let name, let similar):
+            return "there is no rescuer named '\(name)'" + (similar.map { " (did you mean '\($0)'?)" } ?? "")
+                + "; add --new-rescuer to create one"
+        case .descriptionTooLong: return "the description is too long (at most 500 characters)"
         case .nothingOpen: return "open a vision first: open N"
         }
     }
@@ -107,6 +116,66 @@ package struct VisionStore: Sendable {
                 VALUES (?, ?, ?, ?, ?, ?)
                 """, arguments: [rescuerID, Data(imageBytes), Data(thumbnail.pixels), thumbnail.width, thumbnail.height, now])
             return db.lastInsertedRowID
+        }
+    }
+
+    /// The rescuer a name may have been meant for: one whose name starts or ends the given one,
+    /// or is started by it (`Joyce Byers` → `Joyce`), any case.
+    package func similarRescuer(to name: String) throws -> String? {
+        let given = name.lowercased()
+        return try rescuers().map(\.name).first { known in
+            let lower = known.lowercased()
+            return given.hasPrefix(lower + " ") || given.hasSuffix(" " + lower) || lower.hasPrefix(given + " ")
+        }
+    }
+
+    /// Renames rescuer `name` to `newName` (its visions and rescues follow); a change of case
+    /// alone is allowed.
+    package func renameRescuer(_ name: String, to newName: String) throws {
+        let new = try Self.normalise(newName)
+        try database.write { db in
+            guard let id = try Int64.fetchOne(db, sql: "SELECT id FROM rescuer WHERE name = ? COLLATE NOCASE", arguments: [name]) else {
+                throw VisionsError.noSuchRescuer(name)
+            }
+            if let other = try Row.fetchOne(db, sql: "SELECT id, name FROM rescuer WHERE name = ? COLLATE NOCASE", arguments: [new]),
+               other["id"] as Int64 != id {
+                throw VisionsError.rescuerExists(other["name"])
+            }
+            try db.execute(sql: "UPDATE rescuer SET name = ? WHERE id = ?", arguments: [new, id])
+        }
+    }
+
+    /// Deletes rescuer `name`, refused while a vision names them.
+    package func deleteRescuer(_ name: String) throws {
+        try database.write { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT id, name FROM rescuer WHERE name = ? COLLATE NOCASE", arguments: [name]) else {
+                throw VisionsError.noSuchRescuer(name)
+            }
+            let visions = try Int.fetchOne(db, sql: "SELECT count(*) FROM vision WHERE rescuerId = ?", arguments: [row["id"] as Int64]) ?? 0
+            guard visions == 0 else { throw VisionsError.rescuerHasVisions(row["name"], visions) }
+            try db.execute(sql: "DELETE FROM rescuer WHERE id = ?", arguments: [row["id"] as Int64])
+        }
+    }
+
+    /// Gives rescuer `name` a portrait: image bytes already known to decode.
+    package func setPortrait(_ name: String, imageBytes: [UInt8]) throws {
+        try updateRescuer(name, sql: "UPDATE rescuer SET portrait = ? WHERE id = ?", Data(imageBytes))
+    }
+
+    /// Gives rescuer `name` a description (one paragraph: controls and new lines become spaces).
+    package func describeRescuer(_ name: String, as text: String) throws {
+        let cleaned = String(text.unicodeScalars.map { $0.properties.generalCategory == .control ? " " : Character($0) })
+            .trimmingCharacters(in: .whitespaces)
+        guard cleaned.count <= 500 else { throw VisionsError.descriptionTooLong }
+        try updateRescuer(name, sql: "UPDATE rescuer SET description = ? WHERE id = ?", cleaned)
+    }
+
+    private func updateRescuer(_ name: String, sql: String, _ value: some DatabaseValueConvertible & Sendable) throws {
+        try database.write { db in
+            guard let id = try Int64.fetchOne(db, sql: "SELECT id FROM rescuer WHERE name = ? COLLATE NOCASE", arguments: [name]) else {
+                throw VisionsError.noSuchRescuer(name)
+            }
+            try db.execute(sql: sql, arguments: [value, id])
         }
     }
 

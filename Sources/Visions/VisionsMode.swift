@@ -51,11 +51,23 @@ package final class VisionsMode {
         }
         let names = ArgumentKind.dynamic(rescuerNames)
         shell.register(mode: "visions", "add", arguments: [.positional("name", names, optional: true, help: "who is assigned to save Will"),
-                                          .option("--image", "path", .path, help: "a PNG, JPEG, GIF or BMP file")],
+                                          .option("--image", "path", .path, help: "a PNG, JPEG, GIF or BMP file"),
+                                          .switch("--new-rescuer", help: "create the rescuer if nobody has that name")],
                 summary: "add a vision (asks for the rescuer and the image)",
-                details: "At a terminal, missing fields are asked for, with Tab completion.\n"
-                    + "In a batch, give both: add NAME --image PATH. A new name creates a rescuer.") { shell, arguments in
-            try self.add(name: arguments["name"], path: arguments["path"], shell)
+                details: "At a terminal, missing fields are asked for, with Tab completion, and a new name is confirmed.\n"
+                    + "In a batch, give both: add NAME --image PATH; a name nobody has is an error unless --new-rescuer.") { shell, arguments in
+            try self.add(name: arguments["name"], path: arguments["path"], createsRescuer: arguments.isSet("--new-rescuer"), shell)
+        }
+        let rescuerActions = [Candidate("rename", "give a rescuer another name: rename NAME NEW"),
+                              Candidate("delete", "delete a rescuer no vision names"),
+                              Candidate("portrait", "give a rescuer a portrait: portrait NAME PATH"),
+                              Candidate("describe", "give a rescuer a description: describe NAME TEXT")]
+        shell.register(mode: "visions", "rescuer",
+                       arguments: [.positional("action", .choice(rescuerActions), help: "rename, delete, portrait or describe"),
+                                   .positional("name", names, help: "the rescuer (quote a name with spaces)"),
+                                   .positional("value", .path, optional: true, rest: true, help: "the new name, the image file or the description")],
+                       summary: "rename, delete, or give a portrait or description to a rescuer") { shell, arguments in
+            try self.changeRescuer(arguments["action"]!, arguments["name"]!, arguments["value"], shell)
         }
         let numbers = ArgumentKind.dynamic(visionNumbers)
         let numbersAndNames = ArgumentKind.dynamic { visionNumbers() + rescuerNames() }
@@ -112,23 +124,75 @@ package final class VisionsMode {
 
     // MARK: Records
 
-    private func add(name givenName: String?, path givenPath: String?, _ shell: Shell) throws {
+    private func add(name givenName: String?, path givenPath: String?, createsRescuer: Bool, _ shell: Shell) throws {
         let store = try store(shell)
         let known = (try? store.rescuers().map { Candidate($0.name) }) ?? []
         let name = try VisionStore.normalise(givenName ?? shell.ask("Rescuer:", field: "rescuer name", completions: { _ in known }))
-        if try store.rescuer(named: name) == nil && shell.isInteractive {
+        if try store.rescuer(named: name) == nil && !createsRescuer {
+            // A script's typo must not make a second Joyce; a person at a terminal is asked.
+            guard shell.isInteractive else { throw VisionsError.newRescuerNotAllowed(name, similar: try store.similarRescuer(to: name)) }
             let answer = try shell.ask("No rescuer is called \(name) yet. Create one? [y/N]", field: "confirmation")
             // Declining is an answer, not an error.
             guard answer.lowercased().hasPrefix("y") else { return shell.console.print("nothing added") }
         }
-        let path = try givenPath ?? shell.ask("Image file:", field: "--image PATH",
-                                           completions: { PathCompletion.candidates(for: $0) })
-        let expanded = path.hasPrefix("~/") ? (getenv("HOME").map { String(cString: $0) } ?? "") + path.dropFirst() : path
-        let bytes = try ImageDecoder.readFile(expanded)
-        let image: RGBAImage
-        do { image = try ImageDecoder.decode(bytes) } catch { throw UserError("\(path): \(error)") }
+        let (bytes, image) = try askedImage(givenPath, shell)
         let id = try store.addVision(rescuerName: name, imageBytes: bytes, image: image, now: shell.session.clock())
         shell.console.print("added vision #\(id), assigned to \(try store.rescuer(named: name)?.name ?? name)")
+    }
+
+    /// The image at `givenPath`, read and decoded. At a terminal a path missing or bad is asked
+    /// (again) rather than ending the form; in a script a bad one is an error.
+    private func askedImage(_ givenPath: String?, _ shell: Shell) throws -> ([UInt8], RGBAImage) {
+        var path = givenPath
+        while true {
+            let current = try path ?? shell.ask("Image file:", field: "--image PATH", completions: { PathCompletion.candidates(for: $0) })
+            do {
+                return try Self.image(at: current)
+            } catch {
+                guard shell.isInteractive else { throw error }
+                shell.console.error(shell.styler.error("error:") + " \(error); try another (Ctrl-C to stop)")
+                path = nil
+            }
+        }
+    }
+
+    private static func image(at path: String) throws -> ([UInt8], RGBAImage) {
+        let expanded = path.hasPrefix("~/") ? (getenv("HOME").map { String(cString: $0) } ?? "") + path.dropFirst() : path
+        let bytes = try ImageDecoder.readFile(expanded)
+        do { return (bytes, try ImageDecoder.decode(bytes)) } catch { throw UserError("\(path): \(error)") }
+    }
+
+    /// `rescuer rename|delete|portrait|describe NAME [VALUE]`.
+    private func changeRescuer(_ action: String, _ name: String, _ value: String?, _ shell: Shell) throws {
+        let store = try store(shell)
+        guard let rescuer = try store.rescuer(named: name) else { throw VisionsError.noSuchRescuer(SafeText.visible(name)) }
+        let shown = SafeText.visible(rescuer.name)
+        func needed(_ what: String) throws -> String {
+            guard let value, !value.isEmpty else { throw UserError("rescuer \(action) needs \(what): rescuer \(action) NAME \(what.uppercased())") }
+            return value
+        }
+        switch action {
+        case "rename":
+            try store.renameRescuer(rescuer.name, to: try needed("new name"))
+            shell.console.print("\(shown) is now \(SafeText.visible(try VisionStore.normalise(value!)))")
+        case "delete":
+            guard value == nil else { throw UserError("unexpected argument '\(SafeText.visible(value!))' (rescuer delete NAME)") }
+            if shell.isInteractive {
+                let answer = try shell.ask("Delete rescuer \(shown)? [y/N]", field: "confirmation")
+                guard answer.lowercased().hasPrefix("y") else { return shell.console.print("nothing deleted") }
+            }
+            try store.deleteRescuer(rescuer.name)
+            shell.console.print("deleted rescuer \(shown)")
+        case "portrait":
+            let (bytes, _) = try askedImage(try needed("image file"), shell)
+            try store.setPortrait(rescuer.name, imageBytes: bytes)
+            shell.console.print("\(shown) has a new portrait (open \(shown) shows it)")
+        case "describe":
+            try store.describeRescuer(rescuer.name, as: try needed("text"))
+            shell.console.print("\(shown) is described")
+        default:
+            throw UserError("unknown rescuer action '\(SafeText.visible(action))': rename, delete, portrait or describe")
+        }
     }
 
     private func open(_ what: String, _ shell: Shell) throws {

@@ -129,7 +129,7 @@ package struct VisionsView: Sendable {
             lines.append("")
         }
         lines.append(styler.bold(SafeText.visible(rescuer.name)) + "  rescues: \(rescuer.rescues)")
-        if !rescuer.description.isEmpty { lines += DisplayWidth.wrap(rescuer.description, width: min(72, max(20, columns - 2))) }
+        if !rescuer.description.isEmpty { lines += DisplayWidth.wrap(SafeText.visible(rescuer.description), width: min(72, max(20, columns - 2))) }
         return lines.joined(separator: "\n")
     }
 }

@@ -40,8 +40,8 @@ import Testing
         #expect(mkfifo(fifo, 0o600) == 0)
         let password = scratch.write("password", "correct horse\n")
         // (A password file may be a FIFO: it is read once, as a pipe is; ProfileEndToEndTests.)
-        for command in ["visions add Will --image \(fifo)",
-                        "profile new ann --password-file \(password) --avatar \(fifo)", "visions add Will --image /dev/zero"] {
+        for command in ["visions add Will --new-rescuer --image \(fifo)",
+                        "profile new ann --password-file \(password) --avatar \(fifo)", "visions add Will --new-rescuer --image /dev/zero"] {
             let result = try runSeance(["--data-dir", scratch.dataDir, "-c", command], scratch: scratch, timeout: 10)
             #expect(result.status == 1, "\(command)")
             #expect(result.stderr.contains("not a regular file") || result.stderr.contains("neither one emoji"), "\(command): \(result.stderr)")
@@ -103,7 +103,7 @@ import Testing
         png += [0, 0, 0x4E, 0x20, 0, 0, 0x4E, 0x20, 8, 6, 0, 0, 0, 0, 0, 0, 0]
         let huge = scratch.path + "/huge.png"
         _ = FileManager.default.createFile(atPath: huge, contents: Data(png))
-        let image = try runSeance(["--data-dir", scratch.dataDir, "-c", "visions add Will --image \(huge)"], scratch: scratch)
+        let image = try runSeance(["--data-dir", scratch.dataDir, "-c", "visions add Will --new-rescuer --image \(huge)"], scratch: scratch)
         #expect(image.stderr.contains("the image is 20000x20000"), "\(image.stderr)")
     }
 

@@ -205,6 +205,11 @@ import Testing
         try term.waitFor { $0.hasSuffix("Rescuer: Dustin") }
         try term.press("Enter")
         try term.waitFor { $0.hasSuffix("Image file:") }
+        // A bad path is asked again, the rescuer kept (issue 31, item 9).
+        try term.type("/no/such.png")
+        try term.press("Enter")
+        let again = try term.waitFor { $0.hasSuffix("Image file:") && $0.contains("cannot read /no/such.png") }
+        #expect(again.contains("try another") && !again.contains("added vision"))
         try term.type(packageRoot + "/assets/portraits/dus")
         try term.press("Tab")
         try term.waitFor { $0.hasSuffix("/assets/portraits/dustin.png") }

@@ -15,7 +15,7 @@ import Testing
         let script = """
             visions
             add Max --image \(image)
-            add "  Jim Hopper " --image \(image)
+            add "  Jim Hopper " --new-rescuer --image \(image)
             save Max
             open 1
             save Lucas
@@ -66,6 +66,44 @@ import Testing
 
             """)
         #expect(result.stdout.contains("Visions — 0 in all"))
+    }
+
+    /// A script's unknown name is an error, not a second Joyce; rescuers are renamed, deleted
+    /// (not while a vision names them), and given a portrait and a description (issue 31, item 9).
+    @Test func rescuersAreKeptByName() throws {
+        let script = """
+            visions
+            add "Joyce Byers" --image \(portrait)
+            add Murray --new-rescuer --image \(portrait)
+            rescuer describe Murray a journalist with a theory about everything
+            rescuer portrait murray \(portrait)
+            rescuer portrait Murray /nope.png
+            rescuer rename Murray Joyce
+            rescuer rename Murray "Murray Bauman"
+            rescuer delete "murray bauman"
+            rescuer delete Steve
+            rescuer delete Steve
+            open "Murray Bauman"
+            """
+        let result = try run(script + "\n")
+        #expect(result.stderr == """
+            line 2: there is no rescuer named 'Joyce Byers' (did you mean 'Joyce'?); add --new-rescuer to create one
+            line 6: cannot read /nope.png: No such file or directory
+            line 7: there is already a rescuer named 'Joyce'
+            line 9: Murray Bauman is assigned to a vision: delete it first, or rename Murray Bauman
+            line 11: there is no rescuer named 'Steve'
+
+            """)
+        let out = result.stdout
+        #expect(out.contains("added vision #1, assigned to Murray\n") && !out.contains("Joyce Byers"))
+        #expect(out.contains("Murray is described\n") && out.contains("Murray has a new portrait"))
+        #expect(out.contains("Murray is now Murray Bauman\n") && out.contains("deleted rescuer Steve\n"))
+        #expect(out.contains("Murray Bauman  rescues: 0\na journalist with a theory about everything\n"))
+        let lines = out.split(separator: "\n")
+        let name = try #require(lines.firstIndex { $0.hasPrefix("Murray Bauman  rescues") })
+        #expect(lines[name - 8].count == 16)  // The portrait given, above the name.
+        let later = try run("visions open 1\nvisions page 2\n")
+        #expect(later.stdout.contains("rescuer: Murray Bauman") && !later.stdout.contains("Steve"))
     }
 
     @Test func theRescuerPageShowsPortraitAndDescription() throws {

@@ -117,6 +117,15 @@ final class Recorder { var events: [String] = [] }
         #expect(unknown?.description.hasPrefix("unknown option '--imgae'") == true)
     }
 
+    /// A switch is given or not, and takes no value: the words after it are still arguments.
+    @Test func aSwitchTakesNoValue() throws {
+        let specs: [ArgumentSpec] = [.positional("name"), .option("--image", "path"), .switch("--new-rescuer")]
+        let given = try Arguments.parse(["--new-rescuer", "Joyce", "--image", "x.png"], specs: specs, usage: "")
+        #expect(given.isSet("--new-rescuer") && given["name"] == "Joyce" && given["path"] == "x.png")
+        #expect(!(try Arguments.parse(["Joyce"], specs: specs, usage: "")).isSet("--new-rescuer"))
+        #expect(ArgumentSpec.switch("--new-rescuer").usage == "[--new-rescuer]")
+    }
+
     @Test func syntaxErrorsAreReported() {
         let (shell, _) = makeShell()
         #expect(shell.execute("echo \"open") as? ShellError == .syntax("unterminated \" quote"))

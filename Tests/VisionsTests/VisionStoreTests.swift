@@ -36,6 +36,28 @@ func temporaryDatabase() throws -> (SeanceDatabase, String) {
         }
     }
 
+    /// Rename keeps the visions and refuses another's name (a change of case is not one);
+    /// delete is refused while a vision names them; a description is one clean paragraph.
+    @Test func rescuersAreRenamedDeletedAndDescribed() throws {
+        let (db, dir) = try temporaryDatabase()
+        defer { removeDirectory(dir) }
+        let store = VisionStore(database: db)
+        let id = try store.addVision(rescuerName: "Max", imageBytes: bytes, image: image, now: 0)
+        #expect(throws: VisionsError.rescuerExists("Lucas")) { try store.renameRescuer("max", to: "lucas") }
+        try store.renameRescuer("max", to: "MAX")
+        try store.renameRescuer("MAX", to: "Max Mayfield")
+        #expect(try store.vision(id).rescuerName == "Max Mayfield")
+        #expect(throws: VisionsError.rescuerHasVisions("Max Mayfield", 1)) { try store.deleteRescuer("max mayfield") }
+        try store.delete(id)
+        try store.deleteRescuer("max mayfield")
+        #expect(try store.rescuer(named: "Max Mayfield") == nil)
+        #expect(throws: VisionsError.noSuchRescuer("Nobody")) { try store.deleteRescuer("Nobody") }
+        try store.describeRescuer("Steve", as: " brave\u{1B}[2J\nand kind ")
+        #expect(try store.rescuer(named: "steve")?.description == "brave [2J and kind")
+        #expect(throws: VisionsError.descriptionTooLong) { try store.describeRescuer("Steve", as: String(repeating: "x", count: 501)) }
+        #expect(try store.similarRescuer(to: "Joyce Byers") == "Joyce" && store.similarRescuer(to: "Vecna") == nil)
+    }
+
     @Test func namesAreUniqueWhateverTheCase() throws {
         let (db, dir) = try temporaryDatabase()
         defer { removeDirectory(dir) }
