@@ -116,10 +116,14 @@ extension ChatMode {
     /// The conversation's name, the hint, and its newest messages that fit the window: what
     /// `open` shows, and what a resized window shows again.
     private func printNewestPage(of conversation: Conversation, store: MessageStore, delivery: DeliveryService, _ shell: Shell) throws {
-        let (page, lines) = try fittingPage(conversation, before: nil, store: store, shell, reserved: 4)
+        let hint = shell.styler.dim("every line you type is sent; commands start with / (/back, /older, /tap N, /help); // sends a leading /")
+        // The name, the hint (in as many rows as a narrow window breaks it into), the older
+        // messages' line and the prompt.
+        let hintRows = shell.capabilities.interactive ? DisplayWidth.wrapStyled(hint, width: shell.console.columns).count : 1
+        let (page, lines) = try fittingPage(conversation, before: nil, store: store, shell, reserved: 3 + hintRows)
         oldestShown = page.first?.id
         shell.console.print(shell.styler.bold(renamed(conversation) ?? conversation.shownHandle) + (page.isEmpty ? " — no messages yet" : ""))
-        shell.console.printProse(shell.styler.dim("every line you type is sent; commands start with / (/back, /older, /tap N, /help); // sends a leading /"))
+        shell.console.printProse(hint)
         printOlder(page, shell)
         ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
             .print(lines, of: page, on: shell.console, lastState: .read) { Self.stateMark(conversation.id, $0.number) }

@@ -92,13 +92,18 @@ package struct Arguments {
         return seconds
     }
 
-    /// Checks `words` against `specs`: options anywhere, positionals in order.
+    /// Checks `words` against `specs`: options anywhere before `--`, positionals in order.
     static func parse(_ words: [String], specs: [ArgumentSpec], usage: String) throws(ShellError) -> Arguments {
         var values: [String: String] = [:]
         var positionals: [String] = []
         var index = 0
         while index < words.count {
             let word = words[index]
+            // `--` ends the options, as in Unix tools: what follows is text, dashes and all.
+            if word == "--" {
+                positionals += words[(index + 1)...]
+                break
+            }
             if word.hasPrefix("--"), word.count > 2 {
                 guard let spec = specs.first(where: { $0.flag == word }) else {
                     throw .badArgument("unknown option '\(word)'\n\(usage)")

@@ -44,12 +44,13 @@ package enum VisionsError: Error, Equatable, CustomStringConvertible {
         case .emptyName: return "the rescuer's name cannot be empty"
         case .nameTooLong: return "the rescuer's name is too long (at most 40 characters)"
         case .noSuchVision(let id): return "there is no vision #\(id)"
-        case .noSuchRescuer(let name): return "there is no rescuer named '\(name)'"
+        case .noSuchRescuer(let name): return "there is no rescuer named '\(SafeText.visible(name))'"
         case .rescuerHasVisions(let name, let count):
-            return "\(name) is assigned to \(count == 1 ? "a vision" : "\(count) visions"): delete \(count == 1 ? "it" : "them") first, or rename \(name)"
-        case .rescuerExists(let name): return "there is already a rescuer named '\(name)'"
+            let shown = SafeText.visible(name)
+            return "\(shown) is assigned to \(count == 1 ? "a vision" : "\(count) visions"): delete \(count == 1 ? "it" : "them") first, or rename \(shown)"
+        case .rescuerExists(let name): return "there is already a rescuer named '\(SafeText.visible(name))'"
         case .newRescuerNotAllowed(let name, let similar):
-            return "there is no rescuer named '\(name)'" + (similar.map { " (did you mean '\($0)'?)" } ?? "")
+            return "there is no rescuer named '\(SafeText.visible(name))'" + (similar.map { " (did you mean '\(SafeText.visible($0))'?)" } ?? "")
                 + "; add --new-rescuer to create one"
         case .descriptionTooLong: return "the description is too long (at most 500 characters)"
         case .nothingOpen: return "open a vision first: open N"
@@ -74,10 +75,12 @@ package struct VisionStore: Sendable {
 
     /// A name as stored: trimmed, not empty, not absurdly long, no control characters.
     package static func normalise(_ name: String) throws(VisionsError) -> String {
-        let trimmed = name.trimmingCharacters(in: .whitespacesAndNewlines)
+        // Controls go first: a name of nothing else is empty.
+        let visible = String(name.unicodeScalars.filter { $0.properties.generalCategory != .control }.map(Character.init))
+        let trimmed = visible.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !trimmed.isEmpty else { throw .emptyName }
         guard trimmed.count <= 40 else { throw .nameTooLong }
-        return String(trimmed.unicodeScalars.filter { $0.properties.generalCategory != .control }.map(Character.init))
+        return trimmed
     }
 
     package func rescuers() throws -> [Rescuer] {
@@ -125,7 +128,8 @@ package struct VisionStore: Sendable {
         let given = name.lowercased()
         return try rescuers().map(\.name).first { known in
             let lower = known.lowercased()
-            return given.hasPrefix(lower + " ") || given.hasSuffix(" " + lower) || lower.hasPrefix(given + " ")
+            // (Equal but for case beyond ASCII, which SQLite's NOCASE does not fold: Élodie.)
+            return given == lower || given.hasPrefix(lower + " ") || given.hasSuffix(" " + lower) || lower.hasPrefix(given + " ")
         }
     }
 

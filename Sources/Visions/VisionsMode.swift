@@ -65,7 +65,7 @@ package final class VisionsMode {
         shell.register(mode: "visions", "rescuer",
                        arguments: [.positional("action", .choice(rescuerActions), help: "rename, delete, portrait or describe"),
                                    .positional("name", names, help: "the rescuer (quote a name with spaces)"),
-                                   .positional("value", .path, optional: true, rest: true, help: "the new name, the image file or the description")],
+                                   .positional("value", .text, optional: true, rest: true, help: "the new name, the image file or the description")],
                        summary: "rename, delete, or give a portrait or description to a rescuer") { shell, arguments in
             try self.changeRescuer(arguments["action"]!, arguments["name"]!, arguments["value"], shell)
         }
@@ -165,15 +165,15 @@ package final class VisionsMode {
     /// `rescuer rename|delete|portrait|describe NAME [VALUE]`.
     private func changeRescuer(_ action: String, _ name: String, _ value: String?, _ shell: Shell) throws {
         let store = try store(shell)
-        guard let rescuer = try store.rescuer(named: name) else { throw VisionsError.noSuchRescuer(SafeText.visible(name)) }
+        guard let rescuer = try store.rescuer(named: name) else { throw VisionsError.noSuchRescuer(name) }
         let shown = SafeText.visible(rescuer.name)
-        func needed(_ what: String) throws -> String {
-            guard let value, !value.isEmpty else { throw UserError("rescuer \(action) needs \(what): rescuer \(action) NAME \(what.uppercased())") }
+        func needed(_ what: String, _ usage: String) throws -> String {
+            guard let value, !value.isEmpty else { throw UserError("rescuer \(action) needs \(what): rescuer \(action) NAME \(usage)") }
             return value
         }
         switch action {
         case "rename":
-            try store.renameRescuer(rescuer.name, to: try needed("new name"))
+            try store.renameRescuer(rescuer.name, to: try needed("a new name", "NEW"))
             shell.console.print("\(shown) is now \(SafeText.visible(try VisionStore.normalise(value!)))")
         case "delete":
             guard value == nil else { throw UserError("unexpected argument '\(SafeText.visible(value!))' (rescuer delete NAME)") }
@@ -184,11 +184,11 @@ package final class VisionsMode {
             try store.deleteRescuer(rescuer.name)
             shell.console.print("deleted rescuer \(shown)")
         case "portrait":
-            let (bytes, _) = try askedImage(try needed("image file"), shell)
+            let (bytes, _) = try askedImage(try needed("an image file", "PATH"), shell)
             try store.setPortrait(rescuer.name, imageBytes: bytes)
             shell.console.print("\(shown) has a new portrait (open \(shown) shows it)")
         case "describe":
-            try store.describeRescuer(rescuer.name, as: try needed("text"))
+            try store.describeRescuer(rescuer.name, as: try needed("a description", "TEXT"))
             shell.console.print("\(shown) is described")
         default:
             throw UserError("unknown rescuer action '\(SafeText.visible(action))': rename, delete, portrait or describe")

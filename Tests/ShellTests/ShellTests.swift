@@ -124,6 +124,10 @@ final class Recorder { var events: [String] = [] }
         #expect(given.isSet("--new-rescuer") && given["name"] == "Joyce" && given["path"] == "x.png")
         #expect(!(try Arguments.parse(["Joyce"], specs: specs, usage: "")).isSet("--new-rescuer"))
         #expect(ArgumentSpec.switch("--new-rescuer").usage == "[--new-rescuer]")
+        // After `--`, words that look like options are text.
+        let text = try Arguments.parse(["Joyce", "--", "never", "--ever--", "gives up"],
+                                       specs: [.positional("name"), .positional("text", rest: true)], usage: "")
+        #expect(text["text"] == "never --ever-- gives up")
     }
 
     @Test func syntaxErrorsAreReported() {

@@ -56,6 +56,8 @@ func temporaryDatabase() throws -> (SeanceDatabase, String) {
         #expect(try store.rescuer(named: "steve")?.description == "brave [2J and kind")
         #expect(throws: VisionsError.descriptionTooLong) { try store.describeRescuer("Steve", as: String(repeating: "x", count: 501)) }
         #expect(try store.similarRescuer(to: "Joyce Byers") == "Joyce" && store.similarRescuer(to: "Vecna") == nil)
+        // A name of control characters only is empty, not a rescuer without a name.
+        #expect(throws: VisionsError.emptyName) { try store.renameRescuer("Steve", to: "\u{7}\u{1B}") }
     }
 
     @Test func namesAreUniqueWhateverTheCase() throws {
