@@ -46,6 +46,26 @@ import Testing
         return (term, password, network)
     }
 
+    /// ann at a terminal in a conversation with ben, who is in chat (the caller ends him).
+    private func annTalkingToBen() throws -> (term: TerminalSession, ben: TestNetwork.Run) {
+        let (term, password, network) = try annLoggedInAtATerminal()
+        try term.type("chat")
+        try term.press("Enter")
+        try term.waitFor { $0.contains("announcing ann#") }
+        let ben = try ben(["login ben --password-file \(password)", "chat"], network)
+        do {
+            try term.waitFor { $0.contains("+ 👤 ben#") }
+            try term.type("open ben")
+            try term.press("Enter")
+            // The prompt names who you are, then the mode and whom you talk to (issue 31, item 13).
+            try term.waitFor { $0.hasSuffix("\nann@chat:ben●>") }
+        } catch {
+            end(ben)
+            throw error
+        }
+        return (term, ben)
+    }
+
     /// Ends a process the test started, at once. (SIGTERM would not do: processes started from
     /// the test runner inherit its mask, which blocks it, and ben would linger until his script ends.)
     private func end(_ run: TestNetwork.Run) {
@@ -379,16 +399,8 @@ import Testing
     /// terminal cut into pieces (issue 31, item 8).
     @Test(.enabled(if: inPrivateNetwork, "opens sockets: only inside scripts/in-netns"))
     func aResizedWindowDrawsTheConversationAgain() throws {
-        let (term, password, network) = try annLoggedInAtATerminal()
-        try term.type("chat")
-        try term.press("Enter")
-        try term.waitFor { $0.contains("announcing ann#") }
-        let ben = try ben(["login ben --password-file \(password)", "chat"], network)
+        let (term, ben) = try annTalkingToBen()
         defer { end(ben) }
-        try term.waitFor { $0.contains("+ 👤 ben#") }
-        try term.type("open ben")
-        try term.press("Enter")
-        try term.waitFor { $0.hasSuffix("chat:ben●>") }
         try term.type("these words run on far wider than the forty columns of a narrow window, bubble and all")
         try term.press("Enter")
         try term.waitFor { stateRow($0).under == "#1 delivered" }
@@ -413,18 +425,9 @@ import Testing
     /// a line of its own each time, even while another line is being typed.
     @Test(.enabled(if: inPrivateNetwork, "opens sockets: only inside scripts/in-netns"))
     func theStateUnderYourBubbleIsUpdatedInPlace() throws {
-        let (term, password, network) = try annLoggedInAtATerminal()
-        try term.type("chat")
-        try term.press("Enter")
-        try term.waitFor { $0.contains("announcing ann#") }
         // ben is online at once, and reads what ann wrote only after a while.
-        let ben = try ben(["login ben --password-file \(password)", "chat"], network)
+        let (term, ben) = try annTalkingToBen()
         defer { end(ben) }
-        try term.waitFor { $0.contains("+ 👤 ben#") }
-        try term.type("open ben")
-        try term.press("Enter")
-        // The prompt names who you are, then the mode and whom you talk to (issue 31, item 13).
-        try term.waitFor { $0.hasSuffix("\nann@chat:ben●>") }
         try term.type("first words")
         try term.press("Enter")
         var screen = try term.waitFor { stateRow($0).under == "#1 delivered" }
