@@ -61,7 +61,9 @@ struct ScriptEndTests {
         let a = try net.makeProfile("ann", host: 1), b = try net.makeProfile("ben", host: 2)
         let runB = try net.start(host: 2, data: b, name: "ben", lines: ["chat"])
         defer { runB.kill() }
-        let runA = try net.start(host: 1, data: a, name: "ann",
+        // The linger is an upper bound: it ends once all is acknowledged. A busy CI machine (the
+        // suite beside a build) once took longer than the default 2 s.
+        let runA = try net.start(host: 1, data: a, name: "ann", arguments: ["--linger", "15"],
                                  lines: ["chat", "open ben --wait 30", "hello from a script", "sleep 3", "one more"])
         let out = runA.finish()
         #expect(out.contains("#1–#3 delivered") || out.contains("#3 delivered"), "\(out)")
