@@ -188,7 +188,7 @@ package enum App {
             if let mqtt = network.mqtt { transports.append(MQTTTransport(configuration: mqtt, signingKey: signingKey)) }
             return transports
         }
-        let chat = ChatMode(profiles: profiles, online: online, animate: animate, linger: network.linger)
+        let chat = ChatMode(profiles: profiles, online: online, animate: animate, linger: network.linger, layout: network.conversationLayout)
         chat.register(in: shell)
         let curses = Curses(login: profiles.session)
         curses.register(in: shell, online: online)

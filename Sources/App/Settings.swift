@@ -1,3 +1,4 @@
+import ChatViews
 import LAN
 import MQTT
 import Nearby
@@ -14,6 +15,8 @@ package struct NetworkConfiguration: Sendable, Equatable {
     package var timing = PresenceTiming()
     /// How long a script's end waits for what it sent to be acknowledged.
     package var linger = 2.0
+    /// How conversations are drawn.
+    package var conversationLayout = ConversationLayout.bubbles
 
     package init() {}
 
@@ -130,6 +133,14 @@ package enum Settings {
             }
             guard (0...600).contains(seconds) else { throw SettingsError(description: "linger must be from 0 to 600 seconds, not \(seconds)") }
             config.linger = seconds
+        },
+        Setting(key: "conversation", valueName: "bubbles|compact",
+                help: "How conversations are drawn: bubbles, or compact, a line a message (default bubbles).",
+                repeatable: false) { config, values in
+            guard let layout = ConversationLayout(rawValue: values.last!.lowercased()) else {
+                throw SettingsError(description: "conversation must be bubbles or compact, not '\(values.last!)'")
+            }
+            config.conversationLayout = layout
         },
         Setting(key: "no-lan", valueName: "yes|no",
                 help: "Chat through the broker only, not on the local network.", repeatable: false) { config, values in

@@ -15,8 +15,10 @@ package final class ChatMode {
     var openLocal: LocalPeer?
     /// The conversation `open` chose, and the oldest message shown of it (for `older`).
     var openConversation: Conversation? {
-        didSet { if openConversation == nil { notices?.setOpen(nil, markShown: nil) } }
+        didSet { if openConversation == nil { notices?.setOpen(nil) } }
     }
+    /// How conversations are drawn: bubbles, or compact (`/compact`, `conversation` in seance.conf).
+    var layout: ConversationLayout
     var oldestShown: Int64?
     /// Sent messages slide into place at a terminal, unless `--no-anim`.
     let animate: Bool
@@ -33,11 +35,12 @@ package final class ChatMode {
     private var capabilities = Capabilities.plain
     private var console: Console?
 
-    package init(profiles: Profiles, online: Online, animate: Bool = true, linger: Double = 2) {
+    package init(profiles: Profiles, online: Online, animate: Bool = true, linger: Double = 2, layout: ConversationLayout = .bubbles) {
         self.profiles = profiles
         self.online = online
         self.animate = animate
         self.linger = linger
+        self.layout = layout
     }
 
     /// While online: the engine and what runs on it.

@@ -9,9 +9,18 @@ import Terminal
 /// change, messages and the states of ours. Made on the engine when going online; it hears
 /// the engine's events there and posts the lines.
 final class ChatNotices: Sendable {
+    /// The conversation open in the shell: how to mark its messages shown, how it is drawn,
+    /// and the last message shown (one joining it gets the header or gap a page would show).
+    struct OpenConversation: Sendable {
+        var id: Int64
+        var markShown: @Sendable (Int64) -> Void
+        var layout: ConversationLayout
+        var speakers: Speakers
+        var last: ChatMessage?
+    }
+
     private struct State {
-        /// The conversation open in the shell, and how to mark its messages shown.
-        var open: (conversation: Int64, markShown: @Sendable (Int64) -> Void)?
+        var open: OpenConversation?
         var limiter = NoticeLimiter()
         /// The warning about an arriving key that uses a trusted name, printed with its arrival.
         var impostor: (key: Data, trusted: String)?
@@ -38,8 +47,17 @@ final class ChatNotices: Sendable {
     }
 
     /// The conversation open now (nil: none), from the shell's thread.
-    func setOpen(_ conversation: Int64?, markShown: (@Sendable (Int64) -> Void)?) {
-        context.engine.sync { state.value.open = conversation.flatMap { id in markShown.map { (id, $0) } } }
+    func setOpen(_ open: OpenConversation?) {
+        context.engine.sync { state.value.open = open }
+    }
+
+    /// `message`, just sent in the open conversation, is the last one shown there now; returns
+    /// the one before it.
+    func follow(_ message: ChatMessage) -> ChatMessage? {
+        context.engine.sync {
+            defer { state.value.open?.last = message }
+            return state.value.open?.last
+        }
     }
 
     /// While true, arrivals are not told (the list `chat` is about to print names them).
@@ -84,8 +102,15 @@ final class ChatNotices: Sendable {
         let inbox = context.inbox
         switch event {
         case .received(let conversation, let message, let from):
-            if let open = state.value.open, open.conversation == conversation {
-                inbox.post(.lines { columns in ConversationView(capabilities: capabilities, columns: columns).bubble(message) })
+            if let open = state.value.open, open.id == conversation {
+                state.value.open?.last = message
+                var speakers = open.speakers
+                speakers.them = context.rules.shownName(of: from.signingKey) ?? speakers.them  // Amnesia, from now on.
+                let (layout, now) = (open.layout, context.engine.now)
+                inbox.post(.lines { [speakers] columns in
+                    ConversationView(capabilities: capabilities, columns: columns, layout: layout, speakers: speakers)
+                        .following(message, after: open.last, now: now)
+                })
                 open.markShown(message.id)
             } else {
                 let preview = ConversationView.preview(message.text, width: 40)
@@ -93,7 +118,7 @@ final class ChatNotices: Sendable {
                 inbox.post(styler.apply(.magenta, "✉") + " \(sender): \(preview)   (open \(sender))")
             }
         case .stateChanged(let conversation, let numbers, let state):
-            guard self.state.value.open?.conversation == conversation, !numbers.isEmpty else { return }
+            guard self.state.value.open?.id == conversation, !numbers.isEmpty else { return }
             @Sendable func line(_ numbers: [Int64]) -> String? {
                 ChatMode.span(numbers).map { Styler(capabilities).dim("\($0) \(state.rawValue)") }
             }
@@ -102,7 +127,7 @@ final class ChatNotices: Sendable {
             // printed: the bubble may not be drawn yet); a line for the others.
             inbox.post(.update(numbers.map { number in
                 Overwrite(mark: ChatMode.stateMark(conversation, number), id: number) { columns in
-                    ConversationView(capabilities: capabilities, columns: columns).statusRow(number: number, state: state)
+                    ConversationView(capabilities: capabilities, columns: columns).statusTail(number: number, state: state)
                 }
             }) { missed in line(missed.map(\.id)) })
         case .notStored(_, let numbers, let reason):

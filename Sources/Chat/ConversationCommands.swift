@@ -35,6 +35,12 @@ extension ChatMode {
         shell.register(mode: "chat", "older", summary: "the page of messages before the ones shown") { shell, _ in
             try self.showOlder(shell)
         }
+        shell.register(mode: "chat", "compact",
+                       arguments: [.positional("choice", .choice([Candidate("on", "a line a message"), Candidate("off", "bubbles")]),
+                                               optional: true, help: "on or off (default: the other of the two)")],
+                       summary: "draw conversations a line a message, IRC-like (again: bubbles)") { shell, arguments in
+            try self.chooseLayout(arguments["choice"], shell)
+        }
         shell.register(mode: "chat", "tap", arguments: [.positional("number", .integer, help: "the #number under a message")],
                 summary: "when message N was sent, delivered and read") { shell, arguments in
             try self.tap(try arguments.integer("number")!, shell)
@@ -109,8 +115,30 @@ extension ChatMode {
             throw UserError("nobody called \(SafeText.visible(wanted)) is in sight, and you have no conversation with them")
         }
         openConversation = conversation
-        notices?.setOpen(conversation.id) { [weak delivery] number in delivery?.shown(upTo: number, in: conversation) }
         try printNewestPage(of: conversation, store: store, delivery: delivery, shell)
+    }
+
+    /// How the open conversation is drawn: the layout, and the names a compact line shows.
+    func conversationView(_ shell: Shell) -> ConversationView {
+        let me = profiles.current.map { $0.profile.name } ?? "you"
+        let them = openLocal?.name ?? openConversation.map { renamed($0) ?? $0.peerName }
+        return ConversationView(capabilities: shell.capabilities, columns: shell.console.columns, layout: layout,
+                                speakers: Speakers(me: me, them: them))
+    }
+
+    /// `compact [on|off]`: the layout from now on (this session; `conversation = compact` in
+    /// seance.conf for every one), the open conversation drawn again in it.
+    private func chooseLayout(_ choice: String?, _ shell: Shell) throws {
+        switch choice?.lowercased() {
+        case nil: layout = layout == .compact ? .bubbles : .compact
+        case "on": layout = .compact
+        case "off": layout = .bubbles
+        default: throw UserError("compact takes on or off, not '\(SafeText.visible(choice!))'")
+        }
+        shell.console.printProse(shell.styler.dim(layout == .compact ? "compact: a line a message (/compact again for bubbles)"
+                                                                      : "bubbles (/compact for a line a message)"))
+        guard let conversation = openConversation, let delivery else { return }
+        try printNewestPage(of: conversation, store: MessageStore(database: try shell.session.openDatabase()), delivery: delivery, shell)
     }
 
     /// The conversation's name, the hint, and its newest messages that fit the window: what
@@ -122,11 +150,15 @@ extension ChatMode {
         let hintRows = shell.capabilities.interactive ? DisplayWidth.wrapStyled(hint, width: shell.console.columns).count : 1
         let (page, lines) = try fittingPage(conversation, before: nil, store: store, shell, reserved: 3 + hintRows)
         oldestShown = page.first?.id
+        let view = conversationView(shell)
+        // From here on, what arrives is drawn below the page, following its last message.
+        notices?.setOpen(ChatNotices.OpenConversation(
+            id: conversation.id, markShown: { [weak delivery] number in delivery?.shown(upTo: number, in: conversation) },
+            layout: view.layout, speakers: view.speakers, last: page.last))
         shell.console.print(shell.styler.bold(renamed(conversation) ?? conversation.shownHandle) + (page.isEmpty ? " — no messages yet" : ""))
         shell.console.printProse(hint)
         printOlder(page, shell)
-        ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
-            .print(lines, of: page, on: shell.console, lastState: .read) { Self.stateMark(conversation.id, $0.number) }
+        view.print(lines, of: page, on: shell.console, lastState: .read) { Self.stateMark(conversation.id, $0.number) }
         if let last = page.last { delivery.shown(upTo: last.id, in: conversation) }
     }
 
@@ -152,15 +184,23 @@ extension ChatMode {
             guard !text.isEmpty else { return }
             return talk(to: local, text, shell)
         }
-        guard let conversation = openConversation, let delivery else { throw UserError("open a conversation first: open NAME") }
+        guard let conversation = openConversation, let delivery, let context else { throw UserError("open a conversation first: open NAME") }
         guard !text.isEmpty else { return }
-        let message = try delivery.send(text, in: conversation, more: shell.hasPendingInput)
+        // Sent and followed in one visit to the engine: a line typed costs one.
+        let (message, previous) = try context.engine.sync {
+            let message = try delivery.send(text, in: conversation, more: shell.hasPendingInput)
+            return (message, notices?.follow(message))
+        }
         tellOfSlash(text, shell)
-        let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
-        let bubble = view.bubble(message)
-        if animate && shell.capabilities.interactive { slide(bubble, shell) }
-        for row in bubble.dropLast() { shell.console.print(row) }
-        shell.console.print(bubble.last!, mark: Self.stateMark(conversation.id, message.number))
+        let view = conversationView(shell)
+        let rows = view.following(message, after: previous ?? nil, now: message.sentAt)
+        let own = view.rows(of: message)
+        // The typed line gives way to what it became, as in a messaging app.
+        shell.console.eraseAcceptedLine()
+        for line in rows.dropLast(own.count) { shell.console.print(line) }
+        if animate && shell.capabilities.interactive && layout == .bubbles { slide(own, shell) }
+        for row in own.dropLast() { shell.console.print(row) }
+        shell.console.print(own.last!, mark: Self.stateMark(conversation.id, message.number))
     }
 
     /// Said after a handle whose name is trusted for another key: possibly an impersonation.
@@ -225,17 +265,20 @@ extension ChatMode {
 
     /// A line said to a local one (a spectre), and its answer: on screen only, never stored.
     private func talk(to local: LocalPeer, _ text: String, _ shell: Shell) {
-        let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
+        let view = conversationView(shell)
         let now = shell.session.clock()
-        // Without the number and state under each bubble: nothing here is stored or delivered.
-        let said = view.bubble(ChatMessage(number: 0, outgoing: true, text: text, sentAt: now, state: .read)).dropLast()
-        for row in said { shell.console.print(row) }
+        shell.console.eraseAcceptedLine()
+        // Without numbers or states: nothing here is stored or delivered.
+        for row in view.rows(of: ChatMessage(number: 0, outgoing: true, text: text, sentAt: now, state: .read), numbered: false) {
+            shell.console.print(row)
+        }
         guard let answer = local.answer(text) else {
             shell.console.printProse(shell.styler.dim("\(SafeText.visible(local.name)) has faded; nobody answers"))
             closeConversation()
             return
         }
-        for row in view.bubble(ChatMessage(number: 0, outgoing: false, text: answer, sentAt: now, receivedAt: now, state: .received)).dropLast() {
+        for row in view.rows(of: ChatMessage(number: 0, outgoing: false, text: answer, sentAt: now, receivedAt: now, state: .received),
+                             numbered: false) {
             shell.console.print(row)
         }
     }
@@ -283,8 +326,7 @@ extension ChatMode {
         guard !page.isEmpty else { return shell.console.print("nothing older") }
         oldestShown = page.first?.id
         printOlder(page, shell)
-        ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
-            .print(lines, of: page, on: shell.console, lastState: .read) { Self.stateMark(conversation.id, $0.number) }
+        conversationView(shell).print(lines, of: page, on: shell.console, lastState: .read) { Self.stateMark(conversation.id, $0.number) }
     }
 
     /// The newest messages before `before` (nil: the newest of all) that fit the window with
@@ -292,7 +334,7 @@ extension ChatMode {
     /// message is shown, however tall.
     private func fittingPage(_ conversation: Conversation, before: Int64?, store: MessageStore, _ shell: Shell,
                              reserved: Int) throws -> ([ChatMessage], [String]) {
-        let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
+        let view = conversationView(shell)
         return try view.fitting(try store.page(conversation.id, before: before), rows: shell.console.rows, reserved: reserved,
                                 now: shell.session.clock()) { try store.message(before: $0.id, in: conversation.id) }
     }

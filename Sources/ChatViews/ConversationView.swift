@@ -3,20 +3,44 @@ import Nearby
 import Shell
 import Terminal
 
-/// Draws a page of a conversation like a messaging app: your bubbles on the right, theirs on
-/// the left, a `{day} {time}` header before a message more than an hour after the previous one,
-/// no gap between one sender's messages less than 20 s apart, a blank line otherwise.
+/// How a conversation is drawn: framed bubbles like a messaging app (the default), or a line a
+/// message like IRC (`/compact`, `conversation = compact` in seance.conf).
+package enum ConversationLayout: String, Sendable, CaseIterable {
+    case bubbles, compact
+}
+
+/// Who speaks in a conversation, for the compact layout's name column: you, and the one other
+/// (nil in a room, where each line names its sender).
+package struct Speakers: Sendable, Equatable {
+    package var me: String
+    package var them: String?
+
+    package init(me: String, them: String? = nil) {
+        self.me = me
+        self.them = them
+    }
+}
+
+/// Draws a page of a conversation: a `{day} {time}` header before a message more than an hour
+/// after the previous one, then, as bubbles, yours on the right and theirs on the left, no gap
+/// between one sender's messages less than 20 s apart and a blank line otherwise; or, compact,
+/// a line a message (longer ones wrapped under their text).
 package struct ConversationView: Sendable {
     package let capabilities: Capabilities
     package let columns: Int
+    package let layout: ConversationLayout
+    package let speakers: Speakers
     package let calendar: Calendar
 
     package static let sectionGap: Double = 3_600
     package static let groupGap: Double = 20
 
-    package init(capabilities: Capabilities, columns: Int, calendar: Calendar = .current) {
+    package init(capabilities: Capabilities, columns: Int, layout: ConversationLayout = .bubbles,
+                 speakers: Speakers = Speakers(me: "you"), calendar: Calendar = .current) {
         self.capabilities = capabilities
         self.columns = columns
+        self.layout = layout
+        self.speakers = speakers
         self.calendar = calendar
     }
 
@@ -30,15 +54,37 @@ package struct ConversationView: Sendable {
         var last = previous
         for message in messages {
             if last == nil || message.sentAt - last!.sentAt > Self.sectionGap {
-                if !lines.isEmpty { lines.append("") }
+                if !lines.isEmpty && layout == .bubbles { lines.append("") }
                 lines.append(centred(styler.dim(sectionTitle(message.sentAt, now: now))))
-            } else if !(last!.outgoing == message.outgoing && message.sentAt - last!.sentAt <= Self.groupGap) {
+            } else if layout == .bubbles && !(last!.outgoing == message.outgoing && message.sentAt - last!.sentAt <= Self.groupGap) {
                 lines.append("")
             }
-            lines += bubble(message)
+            lines += rows(of: message)
             last = message
         }
         return lines
+    }
+
+    /// A message as it joins the conversation on screen, after `previous` (the last one shown;
+    /// nil: none is): with the header or gap a page drawn again would show before it.
+    package func following(_ message: ChatMessage, after previous: ChatMessage?, now: Double) -> [String] {
+        let lines = render([message], previous: previous, now: now)
+        let startsSection = previous == nil || message.sentAt - previous!.sentAt > Self.sectionGap
+        return previous != nil && startsSection && layout == .bubbles ? [""] + lines : lines
+    }
+
+    /// One message in the view's layout; its last row shows its number and, for yours, its
+    /// delivery state (none when `numbered` is false: what is said to a local one).
+    package func rows(of message: ChatMessage, numbered: Bool = true) -> [String] {
+        switch layout {
+        case .bubbles: return numbered ? bubble(message) : bubble(message).dropLast()
+        case .compact: return line(message, numbered: numbered)
+        }
+    }
+
+    /// The row of `rows(of:)` that shows the message's delivery state, as printed.
+    package func stateRow(of message: ChatMessage) -> String {
+        layout == .bubbles ? statusRow(number: message.number, state: message.state) : rows(of: message).last!
     }
 
     /// "Today 14:05", "Yesterday 09:12", "Monday 18:40" within the week, else "20 Nov 2026 08:00".
@@ -85,8 +131,46 @@ package struct ConversationView: Sendable {
 
     /// The row under one of your bubbles: its number and delivery state, at the right edge.
     package func statusRow(number: Int64, state: ChatMessage.State) -> String {
+        let tail = statusTail(number: number, state: state)
+        return String(repeated: " ", count: max(0, columns - tail.strippingANSI.displayWidth)) + tail
+    }
+
+    /// A message's number and delivery state as they end its state row: padded on the left to
+    /// the widest state, so that writing a new state over the row's right end (`Overwrite`)
+    /// leaves nothing of the old one.
+    package func statusTail(number: Int64, state: ChatMessage.State) -> String {
+        let widest = "#\(number) delivered".count
         let status = "#\(number) \(state.rawValue)"
-        return String(repeated: " ", count: max(0, columns - status.displayWidth)) + styler.dim("#\(number)") + " " + styler.dim(state.rawValue)
+        return String(repeated: " ", count: max(0, widest - status.count)) + styler.dim("#\(number)") + " " + styler.dim(state.rawValue)
+    }
+
+    /// The compact layout: `14:05  ben │ hello`, the name in a column as wide as the longer of
+    /// the two (at most 12), the text wrapped under itself, the number and state at the right
+    /// end of the last row.
+    func line(_ message: ChatMessage, numbered: Bool) -> [String] {
+        let date = Date(timeIntervalSince1970: message.sentAt)
+        let clock = String(format: "%02d:%02d", calendar.component(.hour, from: date), calendar.component(.minute, from: date))
+        let name = SafeText.visible(message.outgoing ? speakers.me : message.sender ?? speakers.them ?? "")
+        let nameWidth = min(12, max(SafeText.visible(speakers.me).displayWidth,
+                                    SafeText.visible(speakers.them ?? message.sender ?? "").displayWidth))
+        let shownName = DisplayWidth.truncate(name, to: nameWidth)
+        let first = styler.dim(clock) + " " + String(repeated: " ", count: nameWidth - shownName.displayWidth)
+            + styler.apply(message.outgoing ? .cyan : .yellow, shownName)
+        let indent = clock.count + 1 + nameWidth
+        let bar = styler.dim(capabilities.ascii ? "|" : "│")
+        let tail = !numbered ? "" : message.outgoing ? statusTail(number: message.number, state: message.state) : styler.dim("#\(message.number)")
+        // The text keeps clear of the widest tail: a state written over later never covers it.
+        let tailRoom = numbered ? statusTail(number: message.number, state: .delivered).strippingANSI.displayWidth + 1 : 0
+        let body = DisplayWidth.wrap(SafeText.visible(message.text, keepNewlines: true), width: max(8, columns - indent - 3 - tailRoom))
+        var rows = body.enumerated().map { index, text in
+            (index == 0 ? first : String(repeated: " ", count: indent)) + " " + bar + " " + text
+        }
+        if !tail.isEmpty {
+            let last = rows.removeLast()
+            let gap = max(1, columns - last.strippingANSI.displayWidth - tail.strippingANSI.displayWidth)
+            rows.append(last + String(repeated: " ", count: gap) + tail)
+        }
+        return rows
     }
 
     /// Prints `lines`, the rendering of `page`; at a terminal the state rows of yours that can
@@ -96,7 +180,7 @@ package struct ConversationView: Sendable {
         var marks: [String: String] = [:]
         if console.overwrites {
             for message in page where message.outgoing && message.state != lastState {
-                marks[statusRow(number: message.number, state: message.state)] = mark(message)
+                marks[stateRow(of: message)] = mark(message)
             }
         }
         for line in lines {
@@ -153,7 +237,7 @@ package struct ConversationView: Sendable {
         DisplayWidth.truncate(SafeText.visible(text.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: " ")), to: width)
     }
 
-    func centred(_ text: String) -> String {
+    package func centred(_ text: String) -> String {
         String(repeating: " ", count: max(0, (columns - text.strippingANSI.displayWidth) / 2)) + text
     }
 }

@@ -93,7 +93,7 @@ extension RoomsOnline {
         // Written over the state under the line's bubble while it is on screen.
         let capabilities = capabilities
         context.inbox.post(.update([Overwrite(mark: Rooms.stateMark(result.row), id: result.number) { columns in
-            ConversationView(capabilities: capabilities, columns: columns).statusRow(number: result.number, state: .delivered)
+            ConversationView(capabilities: capabilities, columns: columns).statusTail(number: result.number, state: .delivered)
         }]) { missed in missed.isEmpty ? nil : Styler(capabilities).dim("#\(result.number) delivered to everyone") })
     }
 

@@ -107,7 +107,8 @@ package enum Notice: Sendable {
     case update([Overwrite], otherwise: @Sendable ([Overwrite]) -> String?)
 }
 
-/// A line to write over the one printed with `mark`, rendered for the terminal's width then.
+/// Text to write over the right end of the line printed with `mark` (a message's state at the
+/// end of its row), rendered for the terminal's width then.
 package struct Overwrite: Sendable {
     package let mark: String
     /// The caller's own number for it (which message).

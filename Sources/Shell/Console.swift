@@ -31,6 +31,9 @@ package final class Console {
     private(set) var screen: ScreenRows?
     /// Captured output, for tests that drive the shell without a process.
     private var capture: [String]?
+    /// The rows the line accepted last took with its prompt, while nothing has been written
+    /// after it.
+    private var acceptedRows: Int?
 
     package init(capabilities: Capabilities, columns: Int = 80, rows: Int = 24, outputFD: Int32 = 1, errorFD: Int32 = 2) {
         self.rows = rows
@@ -88,10 +91,23 @@ package final class Console {
     func forgetMarks() { screen?.forgetMarks() }
 
     /// The line editor printed the accepted line (`width` columns with its prompt) and a new line.
-    func lineAccepted(width: Int) { screen?.finishLine(width: width, columns: columns) }
+    func lineAccepted(width: Int) {
+        screen?.finishLine(width: width, columns: columns)
+        // A line that ends exactly at the right edge: whether the editor moved down a row is
+        // its own business, so how many rows it took is not known.
+        acceptedRows = width > 0 && width % max(1, columns) == 0 ? nil : max(1, (width + columns - 1) / max(1, columns))
+    }
+
+    /// At a terminal being followed, takes the line just typed at the prompt off the screen,
+    /// if nothing has been written after it: what it became is drawn in its place (a message).
+    package func eraseAcceptedLine() {
+        guard screen != nil, let rows = acceptedRows else { return }
+        write("\u{1B}[\(rows)A\r\u{1B}[J")
+    }
 
     /// Writes `text` to stdout as is.
     package func write(_ text: String) {
+        acceptedRows = nil
         screen?.advance(over: text, columns: columns)
         writeUnfollowed(text)
     }
@@ -106,21 +122,25 @@ package final class Console {
 
     /// Writes one error line to stderr, after whatever stdout holds.
     package func error(_ text: String) {
+        acceptedRows = nil
         screen?.advance(over: text + "\n", columns: columns)
         if capture != nil { capture!.append(text + "\n"); return }
         flush()
         Console.writeAll(errorFD, Array((text + "\n").utf8))
     }
 
-    /// Writes `text` over the line marked `name` if it is still on the screen, the cursor left
-    /// where it was; false (and nothing written) if it is not, or if the screen is not followed.
+    /// Writes `text` over the right end of the line marked `name` (the rest of it left as it
+    /// is) if it is still on the screen, the cursor left where it was; false (and nothing
+    /// written) if it is not, or if the screen is not followed.
     func overwrite(_ name: String, with text: String) -> Bool {
         guard let screen, let up = screen.distance(to: name) else { return false }
         let (above, below) = editArea?() ?? (0, 0)
         // The marked row, every row after it and the line being typed all fit in the window,
         // with a row to spare.
         guard up + above + below + 1 < rows else { return false }
-        writeUnfollowed("\u{1B}7\u{1B}[\(up + above)A\r\u{1B}[2K" + text + "\u{1B}8")
+        // Erased before it is written: erasing after a row's last column would take that column.
+        let column = max(0, columns - text.strippingANSI.displayWidth)
+        writeUnfollowed("\u{1B}7\u{1B}[\(up + above)A\r" + (column > 0 ? "\u{1B}[\(column)C" : "") + "\u{1B}[K" + text + "\u{1B}8")
         return true
     }
 

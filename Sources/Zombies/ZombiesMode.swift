@@ -21,8 +21,8 @@ package final class ZombiesMode {
                 try self.move(direction, shell)
             }
         }
-        shell.register(mode: "zombies", "look", summary: "draw the room again") { shell, _ in
-            if try !self.dismissIfOver(shell) { try self.show(shell) }
+        shell.register(mode: "zombies", "look", summary: "draw the room again (after a round: the whole room)") { shell, _ in
+            try self.show(shell, revealingTheRoom: true)
         }
         shell.register(mode: "zombies", "new", summary: "start a new game with full lives (the score stays)") { shell, _ in
             var game = try self.loadGame(shell)
@@ -92,20 +92,28 @@ package final class ZombiesMode {
     }
 
     /// Draws the room, or the end-of-round message. At a terminal the screen is cleared first
-    /// so the room stays in place; a batch gets the room and the message as plain lines.
-    private func show(_ shell: Shell) throws {
+    /// so the room stays in place, and the message covers the whole game (seed 004); `look`
+    /// then shows the room that ended the round, revealed. A batch gets the revealed room and
+    /// the message as plain lines.
+    private func show(_ shell: Shell, revealingTheRoom: Bool = false) throws {
         let game = try loadGame(shell)
         let view = ZombiesView(ascii: shell.capabilities.ascii, styler: shell.styler)
         let console = shell.console
-        if shell.capabilities.interactive {
-            console.write("\u{1B}[H\u{1B}[2J")
-            // The room stays in sight under the message, revealed: what caught him is shown.
+        guard shell.capabilities.interactive else {
             console.print(view.render(game))
-            if let outcome = game.outcome { console.print(view.coveringMessage(outcome)) }
+            if let outcome = game.outcome { console.print(view.message(outcome)) }
             return
         }
-        console.print(view.render(game))
-        if let outcome = game.outcome { console.print(view.message(outcome)) }
+        console.write("\u{1B}[H\u{1B}[2J")
+        switch game.outcome {
+        case nil:
+            console.print(view.render(game))
+        case let outcome? where revealingTheRoom:
+            console.print(view.render(game))
+            console.print(view.message(outcome) + "  " + shell.styler.dim("Enter or an arrow: next round"))
+        case let outcome?:
+            console.print(view.coveringMessage(outcome, covering: view.render(game)))
+        }
     }
 
     // MARK: Storage

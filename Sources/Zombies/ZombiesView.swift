@@ -68,20 +68,27 @@ package struct ZombiesView: Sendable {
         }
     }
 
-    /// The message drawn large in a frame as wide as the room, for a terminal.
-    package func coveringMessage(_ outcome: Outcome) -> String {
+    /// The message drawn large in a frame that covers the whole game (seed 004: the message
+    /// covers the UI): at least as wide and as tall as `covering`, the rendering it hides.
+    package func coveringMessage(_ outcome: Outcome, covering: String) -> String {
         let text = styler.bold(message(outcome))
-        let hint = "Enter or an arrow: next round"
-        let width = max(22, hint.count + 4)
+        let hints = [styler.dim("Enter or an arrow: next round"), styler.dim("look: see the room")]
+        let hidden = covering.split(separator: "\n", omittingEmptySubsequences: false)
+        let contentWidth = ([text] + hints).map { $0.strippingANSI.displayWidth }.max() ?? 0
+        let width = max(contentWidth + 4, (hidden.map { $0.strippingANSI.displayWidth }.max() ?? 0) - 2)
         let (h, v, tl, tr, bl, br) = ascii ? ("-", "|", "+", "+", "+", "+") : ("─", "│", "╭", "╮", "╰", "╯")
         func centred(_ s: String) -> String {
             let w = s.strippingANSI.displayWidth
             let left = (width - w) / 2
             return v + String(repeating: " ", count: left) + s + String(repeating: " ", count: width - w - left) + v
         }
-        let blank = centred("")
-        return ([tl + String(repeating: h, count: width) + tr, blank, centred(text), blank, centred(styler.dim(hint)),
-                 bl + String(repeating: h, count: width) + br]).joined(separator: "\n")
+        var inside = [centred(""), centred(text), centred("")] + hints.map(centred)
+        // More blank rows, below then above, until every row of the game is hidden.
+        while inside.count + 2 < hidden.count {
+            if inside.count.isMultiple(of: 2) { inside.insert(centred(""), at: 0) } else { inside.append(centred("")) }
+        }
+        return ([tl + String(repeating: h, count: width) + tr] + inside + [bl + String(repeating: h, count: width) + br])
+            .joined(separator: "\n")
     }
 
     /// `stats`: the score, lives and variant.

@@ -69,6 +69,9 @@ struct Seance: ParsableCommand {
     @Option(help: help("linger"))
     var linger: String?
 
+    @Option(help: help("conversation"))
+    var conversation: String?
+
     @Flag(name: .customLong("no-lan"), help: ArgumentHelp(Settings.named("no-lan")!.help))
     var noLAN = false
 
@@ -123,6 +126,7 @@ struct Seance: ParsableCommand {
         settings["broker-ca"] = brokerCA.map { [$0] }
         settings["broker-prefix"] = brokerPrefix.map { [$0] }
         settings["linger"] = linger.map { [$0] }
+        settings["conversation"] = conversation.map { [$0] }
         settings["no-lan"] = noLAN ? ["yes"] : nil
         options.settings = settings
         return options

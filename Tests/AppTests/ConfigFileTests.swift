@@ -23,7 +23,7 @@ import Testing
         #expect(throws: SettingsError(description: "seance.conf:2: port must be a number, not 'many'")) {
             try ConfigFile.parse("group = 239.1.1.1\nport = many\n", path: "seance.conf")
         }
-        #expect(throws: SettingsError(description: "seance.conf:1: unknown setting 'colour' (group, port, interface, announce-interval, broker, broker-ca, broker-prefix, linger, no-lan)")) {
+        #expect(throws: SettingsError(description: "seance.conf:1: unknown setting 'colour' (group, port, interface, announce-interval, broker, broker-ca, broker-prefix, linger, conversation, no-lan)")) {
             try ConfigFile.parse("colour = red", path: "seance.conf")
         }
         #expect(throws: SettingsError(description: "seance.conf:1: expected 'key = value'")) {
@@ -37,13 +37,15 @@ import Testing
         #expect(resolved.lan.group == "239.9.9.9" && resolved.lan.port == 7000 && resolved.timing.interval == 2)
         let defaults = try Settings.resolve(flags: SettingValues(), file: SettingValues())
         #expect(defaults.lan.group == "239.255.77.77" && defaults.lan.port == 47_777 && defaults.timing.interval == 5)
-        #expect(defaults.lan.interfaces == nil)
+        #expect(defaults.lan.interfaces == nil && defaults.conversationLayout == .bubbles)
+        let compact = try Settings.resolve(flags: SettingValues(), file: try ConfigFile.parse("conversation = Compact", path: "seance.conf"))
+        #expect(compact.conversationLayout == .compact)
     }
 
     /// The same check whichever source a value comes from.
     @Test func valuesAreChecked() {
         for (key, value) in [("group", "198.18.0.1"), ("group", "239.1.1"), ("port", "0"), ("port", "x"), ("announce-interval", "0.001"),
-                             ("linger", "-1"), ("linger", "soon"), ("linger", "nan")] {
+                             ("linger", "-1"), ("linger", "soon"), ("linger", "nan"), ("conversation", "irc")] {
             #expect(throws: SettingsError.self) { try Settings.resolve(flags: SettingValues([(key, value)]), file: SettingValues()) }
             #expect(throws: SettingsError.self) { try ConfigFile.parse("\(key) = \(value)", path: "seance.conf") }
         }
@@ -52,7 +54,7 @@ import Testing
     /// Every setting's help says what it is; a default, where there is one, is the real one.
     @Test func helpComesFromTheDeclaration() throws {
         #expect(Settings.all.map(\.key) == ["group", "port", "interface", "announce-interval", "broker", "broker-ca", "broker-prefix", "linger",
-                                             "no-lan"])
+                                             "conversation", "no-lan"])
         #expect(try #require(Settings.named("linger")).help.contains("default 2)"))
         #expect(try #require(Settings.named("port")).help.contains("47777"))
         #expect(try #require(Settings.named("announce-interval")).help.contains("default 5)"))

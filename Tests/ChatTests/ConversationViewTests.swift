@@ -30,6 +30,57 @@ import Testing
         ChatMessage(number: number, outgoing: outgoing, text: text, sentAt: time, state: outgoing ? .delivered : .received)
     }
 
+    var compact: ConversationView {
+        ConversationView(capabilities: .plain, columns: 50, layout: .compact, speakers: Speakers(me: "ann", them: "benedict"), calendar: utc)
+    }
+
+    /// Compact: a line a message, the time, the name in a column as wide as the longer name,
+    /// the number (and state, for yours) at the right end; no gaps, the same sections.
+    @Test func compactIsALineAMessage() {
+        let lines = compact.render([message(1, outgoing: false, at: now - 7_200), message(2, outgoing: false, at: now),
+                                    message(3, outgoing: true, at: now + 30, "bye")], now: now)
+        #expect(lines == [
+            "                   Today 12:05",
+            "12:05 benedict | hi                             #1",
+            "                   Today 14:05",
+            "14:05 benedict | hi                             #2",
+            "14:05      ann | bye                  #3 delivered",
+        ].map { $0.replacingOccurrences(of: "|", with: "│") })
+    }
+
+    /// A long message wraps under its own text; a name longer than 12 columns is cut.
+    @Test func compactWrapsUnderTheText() {
+        let view = ConversationView(capabilities: Capabilities(color: .none, ascii: true, interactive: false), columns: 40, layout: .compact,
+                                    speakers: Speakers(me: "ann", them: "someone with a long name"), calendar: utc)
+        let lines = view.rows(of: message(4, outgoing: false, at: now, String(repeating: "abc ", count: 12)))
+        #expect(lines.count > 1 && lines.allSatisfy { $0.displayWidth <= 40 })
+        #expect(lines[0].hasPrefix("14:05 someone wit… | abc"))
+        let textColumn = lines[0].firstIndex(of: "|").map { lines[0].distance(from: lines[0].startIndex, to: $0) }!
+        #expect(lines.dropFirst().allSatisfy { $0.prefix(textColumn).allSatisfy { $0 == " " } && $0.dropFirst(textColumn).hasPrefix("| abc") })
+        // What is said to a local one carries no number.
+        #expect(!view.rows(of: message(5, outgoing: true, at: now, "boo"), numbered: false).joined().contains("#"))
+    }
+
+    /// A message joining the screen gets what a page drawn again would show before it: the
+    /// first of a conversation its header, another sender a gap, an hour later a gap and a header.
+    @Test func aLiveMessageFollowsAsOnAPage() {
+        let first = message(1, outgoing: true, at: now)
+        #expect(view.following(first, after: nil, now: now) == [view.centred("Today 14:05")] + view.bubble(first))
+        let reply = message(2, outgoing: false, at: now + 5)
+        #expect(view.following(reply, after: first, now: now) == [""] + view.bubble(reply))
+        let again = message(3, outgoing: false, at: now + 10)
+        #expect(view.following(again, after: reply, now: now) == view.bubble(again))
+        let later = message(4, outgoing: false, at: now + 4_000)
+        #expect(view.following(later, after: again, now: now + 4_000) == ["", view.centred("Today 15:11")] + view.bubble(later))
+        // The same messages live and on a page are the same lines.
+        let live = [first, reply, again, later].enumerated().flatMap { index, message in
+            view.following(message, after: index == 0 ? nil : [first, reply, again, later][index - 1], now: now + 4_000)
+        }
+        #expect(live == view.render([first, reply, again, later], now: now + 4_000))
+        // Compact has no gaps.
+        #expect(compact.following(reply, after: first, now: now) == compact.rows(of: reply))
+    }
+
     @Test func sectionTitles() {
         #expect(view.sectionTitle(now, now: now) == "Today 14:05")
         #expect(view.sectionTitle(now - 86_400 - 5 * 3_600 + 7 * 60, now: now) == "Yesterday 09:12")
@@ -126,10 +177,30 @@ import Testing
         view.print(lines, of: page, on: console, lastState: .read) { "m\($0.number)" }
         #expect(console.takeCaptured() == lines.map { $0 + "\n" }.joined())
         console.inbox.post(.update([1, 2].map { number in
-            Overwrite(mark: "m\(number)", id: number) { columns in view.statusRow(number: number, state: .read) }
+            Overwrite(mark: "m\(number)", id: number) { columns in view.statusTail(number: number, state: .read) }
         }) { missed in missed.map { "missed #\($0.id)" }.joined() })
         console.printPending()
-        // #2's row is the last printed: one row up.
-        #expect(console.takeCaptured() == "\u{1B}7\u{1B}[1A\r\u{1B}[2K" + view.statusRow(number: 2, state: .read) + "\u{1B}8" + "missed #1\n")
+        // #2's row is the last printed: one row up, to the column where the widest state starts.
+        let tail = view.statusTail(number: 2, state: .read)
+        #expect(tail == "     #2 read" && view.statusRow(number: 2, state: .sent).hasSuffix("     #2 sent"))
+        #expect(console.takeCaptured() == "\u{1B}7\u{1B}[1A\r\u{1B}[28C\u{1B}[K" + tail + "\u{1B}8" + "missed #1\n")
+    }
+
+    /// Compact, the state ends the message's own line: that line is marked, and the text left
+    /// of the state stays clear of the widest state, so writing over the end keeps it whole.
+    @Test func aCompactLineIsMarkedAndItsTextKeepsClearOfTheState() {
+        let console = Console.capturing(columns: 40, rows: 20)
+        console.followScreen()
+        let view = ConversationView(capabilities: .plain, columns: 40, layout: .compact, speakers: Speakers(me: "ann", them: "ben"))
+        let mine = ChatMessage(number: 2, outgoing: true, text: String(repeating: "word ", count: 8), sentAt: 1, state: .sent)
+        let lines = view.render([mine], now: 1)
+        view.print(lines, of: [mine], on: console, lastState: .read) { "m\($0.number)" }
+        _ = console.takeCaptured()
+        console.inbox.post(.update([Overwrite(mark: "m2", id: 2) { _ in view.statusTail(number: 2, state: .read) }]) { _ in nil })
+        console.printPending()
+        // The message's last line is the one written over: one row up.
+        #expect(console.takeCaptured().hasPrefix("\u{1B}7\u{1B}[1A\r\u{1B}[28C\u{1B}[K"))
+        #expect(lines.count == 4 && lines.allSatisfy { $0.displayWidth <= 40 })
+        #expect(lines.last!.hasSuffix("     #2 sent") && lines.last!.prefix(28).hasSuffix(" "))
     }
 }

@@ -198,8 +198,12 @@ import Testing
         try term.waitFor { $0.contains("# # # . @\n# # # # .") }
         // Seed 7: up, up, left, left, up, left, up reaches the SOS.
         for key in ["Up", "Left", "Left", "Up", "Left", "Up"] { try term.press(key) }
-        // The room stays in sight, revealed, above the message.
-        try term.waitFor { $0.contains("You won!") && $0.contains("W: 1  L: 0") && $0.contains("S @") }
+        // The message covers the whole game (seed 004); `look` shows the room that ended it.
+        try term.waitFor { $0.contains("You won!") && $0.contains("look: see the room") }
+        #expect(try !term.screen().contains("S @") && !term.screen().contains("W: 1"))
+        try term.type("look")
+        try term.press("Enter")
+        try term.waitFor { $0.contains("S @") && $0.contains("W: 1  L: 0") && $0.contains("You won!") }
         try term.press("Enter")
         try term.waitFor { $0.contains("W: 1  L: 0") && $0.contains("# # # . @") && !$0.contains("You won!") }
         try term.press("Down")
@@ -443,7 +447,60 @@ import Testing
         try term.type(" and more")
         try term.press("Enter")
         screen = try term.waitFor { $0.contains("│ half typed and more │") }
-        #expect(screen.contains("chat:ben●> half typed and more\n"), "\(screen)")
+        // The typed line gave way to its bubble, as in a messaging app.
+        #expect(!screen.contains("chat:ben●> half typed"), "\(screen)")
+    }
+
+    /// What arrives while the conversation is open is laid out as a page drawn again would be
+    /// (seed 003): `Today HH:MM` above the first message, a blank line where the sender changes.
+    @Test(.enabled(if: inPrivateNetwork, "opens sockets: only inside scripts/in-netns"))
+    func aLiveConversationHasTheHeaderAndGapsOfAPage() throws {
+        let (term, ben) = try annTalkingToBen()
+        defer { end(ben) }
+        try term.type("first words")
+        try term.press("Enter")
+        var screen = try term.waitFor { stateRow($0).under == "#1 delivered" }
+        var rows = screen.split(separator: "\n", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        let top = try #require(rows.firstIndex { $0.hasPrefix("╭") })
+        #expect(rows[top - 1].hasPrefix("Today "), "\(screen)")
+        ben.send("open ann --wait 30")
+        ben.send("a reply")
+        screen = try term.waitFor { $0.contains("│ a reply │") }
+        rows = screen.split(separator: "\n", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        let theirs = try #require(rows.firstIndex { $0.contains("│ a reply │") })
+        // ann's state row, a gap, ben's bubble (its top, then the line).
+        #expect(rows[theirs - 1] == "╭─────────╮" && rows[theirs - 2] == "" && rows[theirs - 3].hasPrefix("#1 "), "\(screen)")
+    }
+
+    /// `/compact`: a line a message, IRC-like, with the same states written over in place and
+    /// the same sections; the typed line gives way to it.
+    @Test(.enabled(if: inPrivateNetwork, "opens sockets: only inside scripts/in-netns"))
+    func aCompactConversationIsALineAMessage() throws {
+        let (term, ben) = try annTalkingToBen()
+        defer { end(ben) }
+        try term.type("/compact")
+        try term.press("Enter")
+        try term.waitFor { $0.contains("compact: a line a message") }
+        try term.type("hello")
+        try term.press("Enter")
+        func mine(_ screen: String) -> String? { screen.split(separator: "\n").last { $0.contains("ann │ hello") }.map(String.init) }
+        var screen = try term.waitFor { mine($0)?.hasSuffix("#1 delivered") == true }
+        var rows = screen.split(separator: "\n", omittingEmptySubsequences: false)
+        let line = try #require(rows.firstIndex { $0.contains("ann │ hello") })
+        #expect(rows[line - 1].trimmingCharacters(in: .whitespaces).hasPrefix("Today "), "\(screen)")
+        #expect(!screen.contains("╭") && !screen.contains("chat:ben●> hello"), "\(screen)")
+        ben.send("open ann --wait 30")
+        ben.send("hi ann")
+        // Read: written over the end of the same line, the text before it intact.
+        screen = try term.waitFor { mine($0)?.hasSuffix("#1 read") == true && $0.contains("ben │ hi ann") }
+        rows = screen.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(rows.filter { $0.contains("#1 ") }.count == 1, "\(screen)")
+        let theirs = try #require(rows.firstIndex { $0.contains("ben │ hi ann") })
+        #expect(rows[theirs].hasSuffix("#2") && rows[theirs - 1].contains("ann │ hello"), "\(screen)")
+        // And back: the page drawn again as bubbles.
+        try term.type("/compact")
+        try term.press("Enter")
+        try term.waitFor { $0.contains("│ hi ann │") && $0.contains("│ hello │") }
     }
 
     /// Two keys with one name: `open` asks which, at a terminal, and opens the one chosen.

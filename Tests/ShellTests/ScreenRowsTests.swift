@@ -85,6 +85,8 @@ import Terminal
         }) { missed in missed.isEmpty ? nil : "missed " + missed.map(\.mark).joined(separator: ",") })
     }
 
+    /// The update is written over the row's right end (a state at the end of a compact line
+    /// leaves the text before it alone), erased first.
     @Test func aMarkedLineOnScreenIsWrittenOverAndTheCursorPutBack() {
         let console = Console.capturing(columns: 40, rows: 10)
         console.followScreen()
@@ -94,7 +96,7 @@ import Terminal
         _ = console.takeCaptured()
         update(console, ["m1"])
         console.printPending()
-        #expect(console.takeCaptured() == "\u{1B}7\u{1B}[2A\r\u{1B}[2Knew m1 at 40\u{1B}8")
+        #expect(console.takeCaptured() == "\u{1B}7\u{1B}[2A\r\u{1B}[28C\u{1B}[Knew m1 at 40\u{1B}8")
     }
 
     @Test func aLineNoLongerOnScreenIsPrintedInstead() {
@@ -107,7 +109,7 @@ import Terminal
         update(console, ["m1", "m2", "unknown"])
         console.printPending()
         // m2 is 3 rows up in a window of 5 (a row to spare); m1, 4 rows up, may have scrolled away.
-        #expect(console.takeCaptured() == "\u{1B}7\u{1B}[3A\r\u{1B}[2Knew m2 at 40\u{1B}8" + "missed m1,unknown\n")
+        #expect(console.takeCaptured() == "\u{1B}7\u{1B}[3A\r\u{1B}[28C\u{1B}[Knew m2 at 40\u{1B}8" + "missed m1,unknown\n")
     }
 
     @Test func withoutAScreenToFollowEveryUpdateIsALine() {

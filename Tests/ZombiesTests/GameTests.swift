@@ -152,9 +152,24 @@ import Testing
         #expect(emoji.message(.caught) == "Try again! 🤞")
         #expect(emoji.message(.lost) == "You lost! 💀")
         #expect(ascii.message(.lost) == "You lost!")
-        let box = emoji.coveringMessage(.won).split(separator: "\n")
+        let box = emoji.coveringMessage(.won, covering: "").split(separator: "\n")
         #expect(Set(box.map { $0.displayWidth }).count == 1)  // A clean rectangle.
         #expect(box.contains { $0.contains("You won! 🥳") })
+    }
+
+    /// Seed 004: the end-of-round message covers the whole game, not a part of it.
+    @Test(arguments: [false, true]) func theMessageCoversTheWholeGame(asciiView: Bool) {
+        let view = asciiView ? ascii : emoji
+        var caught = Game(variant: .classic, room: Room(player: Position(0, 1), zombies: [Position(0, 2)]))
+        #expect(caught.move(.right) == .roundOver(.caught))
+        let room = view.render(caught).split(separator: "\n")
+        let box = view.coveringMessage(caught.outcome!, covering: view.render(caught)).split(separator: "\n")
+        #expect(box.count >= room.count)
+        #expect(box[0].displayWidth >= room.map { $0.strippingANSI.displayWidth }.max()!)
+        #expect(Set(box.map { $0.strippingANSI.displayWidth }).count == 1)
+        // A taller game (a wider room one day) is covered too.
+        let tall = Array(repeating: "x", count: 11).joined(separator: "\n")
+        #expect(view.coveringMessage(.lost, covering: tall).split(separator: "\n").count == 11)
     }
 
     /// A text-default symbol made emoji by U+FE0F (❤️ ☠️ 🖼️) is drawn two columns wide by some
@@ -171,7 +186,7 @@ import Testing
             }
         }
         for outcome in [Outcome.won, .caught, .lost] {
-            #expect(Set(emoji.coveringMessage(outcome).split(separator: "\n").map { $0.displayWidth }).count == 1)
+            #expect(Set(emoji.coveringMessage(outcome, covering: "").split(separator: "\n").map { $0.displayWidth }).count == 1)
         }
     }
 }

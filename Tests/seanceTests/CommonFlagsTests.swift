@@ -16,6 +16,7 @@ import Testing
         ["--interface", "lo", "--interface", "veth0", "--port", "47000", "--group", "239.1.2.3", "--announce-interval", "0.2"],
         ["--broker", "mqtt://u:p@198.18.0.1:1883", "--broker-ca", "/etc/ca.pem", "--broker-prefix", "x/", "--no-lan"],
         ["--linger", "0.5", "-c", "chat"],
+        ["--conversation", "compact", "-c", "chat"],
         ["--color", "always", "-c", ""],
     ]
 
