@@ -56,7 +56,7 @@ let package = Package(
         // How conversations look: bubbles, pages, headers; rooms draw their lines with it too.
         .target(name: "ChatViews", dependencies: ["Nearby", "Shell", "Terminal"]),
         .target(name: "Chat", dependencies: [
-            "Nearby", "ChatViews", "Accounts",
+            "Nearby", "ChatViews", "Accounts", "Search",
             "Shell", "Terminal", "Storage",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Crypto", package: "swift-crypto"),
@@ -80,7 +80,12 @@ let package = Package(
             "ChatViews", "Nearby", "Wire", "Accounts", "Shell", "Storage", "Terminal",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
-        .target(name: "App", dependencies: ["Shell", "Terminal", "Storage", "Zombies", "Visions", "Chat", "ChatViews", "Nearby", "Store", "Accounts", "LAN", "MQTT", "Curses", "Spectres", "Rooms"]),
+        // Search: the full-text index of every conversation and room, and `search`.
+        .target(name: "Search", dependencies: [
+            "Accounts", "ChatViews", "Nearby", "Shell", "Storage", "Terminal",
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
+        .target(name: "App", dependencies: ["Shell", "Terminal", "Storage", "Zombies", "Visions", "Chat", "ChatViews", "Nearby", "Store", "Accounts", "LAN", "MQTT", "Curses", "Spectres", "Rooms", "Search"]),
         .executableTarget(name: "seance", dependencies: [
             "App",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -109,6 +114,8 @@ let package = Package(
         .testTarget(name: "MQTTTests", dependencies: ["TestSupport", "MQTT", "Wire"]),
         .testTarget(name: "WireTests", dependencies: ["Wire", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "NearbyTests", dependencies: ["TestWorld", "Nearby", "Wire", "LAN", "Runtime", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(name: "SearchTests", dependencies: ["TestWorld", "App", "Search", "Rooms", "Nearby", "Storage", "Terminal",
+                                                      .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "AppTests", dependencies: ["TestWorld", "App", "Nearby", "Storage"]),
         // The executable's own: the common flags read by hand agree with the full parser.
         .testTarget(name: "seanceTests", dependencies: ["seance", "App"]),

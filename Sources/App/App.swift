@@ -3,6 +3,7 @@ import Chat
 import Curses
 import Spectres
 import Rooms
+import Search
 import Glibc
 import LAN
 import MQTT
@@ -71,7 +72,8 @@ extension Schema {
         NearbySchema.pagesByNumber,
         NearbySchema.deliveredByCounter,
         NearbySchema.readTimes,
-    ])
+        SearchSchema.search,
+    ], backfills: [SearchSchema.indexing])
 
     /// Each feature's list, for the test that every one is in the order above.
     static let features: [[Migration]] = [[.settings], ZombiesSchema.migrations, VisionsSchema.migrations, AccountsSchema.migrations,
@@ -193,7 +195,13 @@ package enum App {
         let curses = Curses(login: profiles.session)
         curses.register(in: shell, online: online)
         Spectres(curses: curses).register(in: shell, online: online)
-        Rooms().register(in: shell, online: online, goOnline: chat.goOnline)
+        let rooms = Rooms()
+        rooms.register(in: shell, online: online, goOnline: chat.goOnline)
+        let search = Search(login: profiles.session)
+        search.register(in: shell)
+        chat.search = search
+        // Where the user is, searched first: the open conversation, or the room shown.
+        search.here = { chat.openConversationRow.map(Search.Here.conversation) ?? rooms.shownRoomRow.map(Search.Here.room) }
         let store = StoreMode(session: profiles.session)
         store.curses = curses
         store.register(in: shell)

@@ -2,6 +2,7 @@ import Accounts
 import ChatViews
 import Foundation
 import Nearby
+import Search
 import Shell
 import Storage
 import Terminal
@@ -20,6 +21,13 @@ package final class ChatMode {
     /// How conversations are drawn: bubbles, or compact (`/compact`, `conversation` in seance.conf).
     var layout: ConversationLayout
     var oldestShown: Int64?
+    /// The newest message shown, when a page other than the newest is (`open N` of a search
+    /// result): `newer` pages on from it.
+    var newestShown: Int64?
+    /// The last search's results, for `open N` and `goto N`.
+    package var search: Search?
+    /// The stored row of the open conversation, if any.
+    package var openConversationRow: Int64? { openConversation?.id }
     /// Sent messages slide into place at a terminal, unless `--no-anim`.
     let animate: Bool
     /// How long a script's end waits for what it sent to be acknowledged (`--linger`).
@@ -66,6 +74,7 @@ package final class ChatMode {
             messages: MessageInput(isActive: { (self.openConversation != nil || self.openLocal != nil) && self.delivery != nil },
                                    send: { shell, line in try self.sendLine(line, shell) })))
         registerConversationCommands(in: shell)
+        registerSearchJumps(in: shell)
         shell.register(Command("nearby", aliases: ["who"], scope: .mode("chat"),
                                arguments: [.positional("what", .choice([Candidate("stats", "packets sent, received and dropped")]),
                                                        optional: true,
@@ -144,6 +153,7 @@ package final class ChatMode {
         openConversation = nil
         openLocal = nil
         oldestShown = nil
+        newestShown = nil
     }
 
     /// The local ones present now (spectres), when sight allows.

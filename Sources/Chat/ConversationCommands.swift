@@ -18,7 +18,7 @@ extension ChatMode {
         }
         shell.register(mode: "chat", "open", arguments: [.positional("peer", peers, help: "a name, or name#fingerprint"),
                                                          .option("--wait", "seconds", help: "wait up to this long for them to come into sight (scripts)")],
-                summary: "start or resume a conversation; then a plain line sends it") { shell, arguments in
+                summary: "start or resume a conversation (or open search result N); then a plain line sends it") { shell, arguments in
             if let seconds = try arguments.waitSeconds() { try self.waitForPeer(arguments["peer"]!, seconds: seconds, shell) }
             try self.open(arguments["peer"]!, shell)
         }
@@ -69,6 +69,7 @@ extension ChatMode {
     /// Finds the peer: present ones first (`name#fp` picks between equal names), then past
     /// conversations.
     private func open(_ wanted: String, _ shell: Shell) throws {
+        if isResultNumber(wanted) { return try openResult(Int(wanted)!, shell) }
         let delivery = try requireDelivery()
         if let local = localPeers().first(where: { $0.name.caseInsensitiveCompare(wanted) == .orderedSame }) {
             closeConversation()
@@ -150,6 +151,7 @@ extension ChatMode {
         let hintRows = shell.capabilities.interactive ? DisplayWidth.wrapStyled(hint, width: shell.console.columns).count : 1
         let (page, lines) = try fittingPage(conversation, before: nil, store: store, shell, reserved: 3 + hintRows)
         oldestShown = page.first?.id
+        newestShown = nil
         let view = conversationView(shell)
         // From here on, what arrives is drawn below the page, following its last message.
         notices?.setOpen(ChatNotices.OpenConversation(
@@ -211,7 +213,7 @@ extension ChatMode {
 
     /// How many messages come before the page (numbers run from #1 without gaps), and how to
     /// see them; nothing when the page starts at the first.
-    private func printOlder(_ page: [ChatMessage], _ shell: Shell) {
+    func printOlder(_ page: [ChatMessage], _ shell: Shell) {
         guard let first = page.first, first.number > 1 else { return }
         let count = first.number - 1
         shell.console.printProse(shell.styler.dim(count == 1 ? "1 older message: /older" : "\(count) older messages: /older"))

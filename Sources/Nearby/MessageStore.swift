@@ -374,6 +374,16 @@ package struct MessageStore: Sendable {
         ORDER BY number DESC LIMIT ?3
         """
 
+    /// The messages numbered `numbers` (those that exist), oldest first.
+    package func messages(_ conversation: Int64, numbers: ClosedRange<Int64>) throws -> [ChatMessage] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT id, number, outgoing, text, sentAt, shownReceivedAt, shownState, readAt FROM message_shown
+                WHERE conversationId = ? AND number BETWEEN ? AND ? ORDER BY number
+                """, arguments: [conversation, numbers.lowerBound, numbers.upperBound]).map(Self.message)
+        }
+    }
+
     /// The message just before row `id` in the same conversation (for section headers).
     package func message(before id: Int64, in conversation: Int64) throws -> ChatMessage? {
         try page(conversation, before: id, limit: 1).first

@@ -37,6 +37,8 @@ package final class Rooms: Feature {
 
     /// The room this shell is in, if any, and who hosts it.
     package var currentRoom: (room: RoomID, host: Data)? { live?.currentRoom }
+    /// The stored row of the room this shell is in, while its mode shows it (searched first).
+    package var shownRoomRow: Int64? { showing ? live?.storedRoomRow : nil }
     package var isListening: Bool { live?.isListening ?? false }
 
     @discardableResult

@@ -110,6 +110,9 @@ final class RoomsOnline: Sendable {
 
     var isListening: Bool { if case .listening = place { return true } else { return false } }
 
+    /// The stored row of the room this shell is in, if any.
+    var storedRoomRow: Int64? { withState { audience($0, me: context.identity.signingPublicKey)?.stored.id } }
+
     // MARK: The second's work (on the engine)
 
     /// Runs once a second while in a room, listening, or with lines waiting for acknowledgement.

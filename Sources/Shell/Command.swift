@@ -62,10 +62,14 @@ package struct ArgumentSpec {
 /// The arguments of one invocation, checked against the command's specs.
 package struct Arguments {
     package let words: [String]
+    /// The words that were not options, in order, each as the shell split it (a quoted one
+    /// with its spaces): what a rest argument joins.
+    package let positionals: [String]
     private var values: [String: String]
 
-    init(words: [String], values: [String: String]) {
+    init(words: [String], positionals: [String] = [], values: [String: String]) {
         self.words = words
+        self.positionals = positionals
         self.values = values
     }
 
@@ -134,7 +138,7 @@ package struct Arguments {
         for spec in specs where !spec.isOptional && values[spec.name] == nil {
             throw .badArgument("missing \(spec.flag ?? spec.name)\n\(usage)")
         }
-        return Arguments(words: words, values: values)
+        return Arguments(words: words, positionals: positionals, values: values)
     }
 }
 

@@ -13,6 +13,8 @@ package final class Session {
     /// engine, when online, runs on it too.
     package let scheduler: Scheduler
     private var database: SeanceDatabase?
+    /// Told how far the work a new schema left (indexing) has come, when the database is opened.
+    package var backfillProgress: (_ name: String, _ done: Double) -> Void = { _, _ in }
 
     package init(dataDirectory: DataDirectory, schema: Schema, random: SeededRandom, scheduler: Scheduler = SystemScheduler()) {
         self.dataDirectory = dataDirectory
@@ -29,6 +31,8 @@ package final class Session {
         if let database { return database }
         try dataDirectory.create()
         let opened = try SeanceDatabase(path: dataDirectory.databasePath, schema: schema)
+        // Done before anything uses the database, so nothing sees it half indexed.
+        do { try opened.runBackfills(progress: backfillProgress) } catch { throw SeanceDatabase.describe(error, path: opened.path) }
         database = opened
         return opened
     }

@@ -36,6 +36,26 @@ package final class Shell {
         self.session = session
         self.registry = CommandRegistry()
         registerBuiltins()
+        session.backfillProgress = Self.progressLine(on: console)
+    }
+
+    /// How far long work has come (indexing an older database): at a terminal one bar written
+    /// over in place; in a script a line on stderr each tenth, so that stdout stays the output.
+    static func progressLine(on console: Console) -> (_ name: String, _ done: Double) -> Void {
+        var lastTenth = -1
+        return { [unowned console] name, done in
+            let tenth = Int(done * 10)
+            guard console.capabilities.interactive else {
+                if tenth != lastTenth { console.error("\(name): \(tenth * 10) %") }
+                lastTenth = tenth
+                return
+            }
+            let width = 30, filled = Int(done * Double(width))
+            let bar = console.capabilities.ascii ? String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
+                                                 : String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
+            console.write("\r\u{1B}[K\(name) \(bar) \(Int(done * 100)) %" + (done >= 1 ? "\n" : ""))
+            console.flush()
+        }
     }
 
     package var styler: Styler { console.styler }

@@ -109,7 +109,7 @@ package final class SeanceDatabase: Sendable {
         if n != 16 || header != Array("SQLite format 3\0".utf8) { throw .notADatabase(path: path) }
     }
 
-    static func describe(_ error: Error, path: String) -> StorageError {
+    package static func describe(_ error: Error, path: String) -> StorageError {
         if let error = error as? StorageError { return error }
         guard let error = error as? DatabaseError else { return .sqlite(path: path, message: "\(error)") }
         switch error.resultCode {

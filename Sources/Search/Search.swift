@@ -1,0 +1,214 @@
+import Accounts
+import ChatViews
+import Foundation
+import Nearby
+import Shell
+import Terminal
+
+/// `search TEXT` from anywhere, `more` for the next page, and the last search's results for
+/// `open N` (chat) to jump to.
+package final class Search {
+    /// Where the user is (the open conversation or room), searched first; set by those who know.
+    package enum Here: Equatable, Sendable {
+        case conversation(Int64)
+        case room(Int64)
+    }
+
+    /// The last search: what to page on and what `open N` means.
+    struct Last {
+        var query: SearchQuery
+        var words: [String]
+        /// Searched first (where the user was), then `rest`.
+        var first: SearchFilter?
+        var rest: SearchFilter
+        var firstCount: Int
+        var count: Int
+        /// Results shown so far.
+        var shown = 0
+    }
+
+    private let login: LoginSession
+    private var last: Last?
+    /// The conversation or room the user is in now, if any.
+    package var here: () -> Here? = { nil }
+
+    /// Results a page holds in a script (at a terminal, as many as the window does).
+    static let scriptPage = 20
+
+    package init(login: LoginSession) {
+        self.login = login
+        // Another profile's results are not this one's to page or open.
+        login.onChange.append { [unowned self] in
+            last = nil
+            opened = nil
+        }
+    }
+
+    package func register(in shell: Shell) {
+        shell.register(Command("search", scope: .global, arguments: [
+            .positional("text", rest: true, help: "words, each found by its beginning; a quoted argument is a phrase"),
+            .option("--from", "from", help: "written by this person (your own name: by you)"),
+            .option("--in", "in", help: "in this conversation (a name) or room (7.42)"),
+            .option("--since", "since", help: "on or after: 2026-11-20, '2026-11-20 14:05', today, yesterday, 3d, 12h, 30m"),
+            .option("--before", "before", help: "before that date"),
+            .option("--format", "format", .choice([Candidate("text", "a line a match, paged"), Candidate("tsv", "tab-separated, every match")]),
+                    help: "text (the default), or tsv: every match, for other tools"),
+        ], summary: "find what was said in every conversation and room, newest first",
+           details: "Words are found by their beginning, whatever their case or accents (cafe finds café); a quoted argument "
+                  + "is a phrase. Nothing you type is query syntax. `more` shows the next page; in chat, `open N` opens "
+                  + "result N where it was said.") { invocation in
+            try self.search(invocation.arguments, invocation.shell)
+        })
+        shell.register(Command("more", scope: .global, summary: "the next page of the last search") { invocation in
+            try self.more(invocation.shell)
+        })
+    }
+
+    /// Whether a search was made (for this profile): `open N` then means its result N.
+    package var hasResults: Bool { last != nil }
+
+    /// Result `number` of the last search.
+    package func result(_ number: Int) throws -> SearchHit {
+        guard let last else { throw SearchError.noSearch }
+        guard number >= 1, number <= last.count else { throw SearchError.noResult(number, count: last.count) }
+        return try hits(last, from: number - 1, count: 1).first ?? { throw SearchError.noResult(number, count: last.count) }()
+    }
+
+    /// The room lines around a result said in a room (`count` before and after), oldest first.
+    package func roomContext(_ hit: SearchHit, count: Int) throws -> [ChatMessage] {
+        guard case .room(let room, _, _, _) = hit.place else { return [] }
+        return try storeNow().roomLines(around: hit.rowID, in: room, around: count)
+    }
+
+    // MARK: Commands
+
+    private func store(_ shell: Shell) throws -> SearchStore {
+        guard let login = login.current else { throw ProfileError.notLoggedIn }
+        let store = SearchStore(database: try shell.session.openDatabase(), me: login.identity.signingPublicKey, myName: login.profile.name)
+        opened = store
+        return store
+    }
+
+    /// The store the last search used (the same profile's: a login elsewhere forgets the search).
+    private var opened: SearchStore?
+
+    private func storeNow() throws -> SearchStore {
+        guard let opened else { throw SearchError.noSearch }
+        return opened
+    }
+
+    private func search(_ arguments: Arguments, _ shell: Shell) throws {
+        let store = try store(shell)
+        let words = arguments.positionals
+        let query = try SearchQuery(words)
+        var filter = SearchFilter()
+        if let name = arguments["from"] {
+            filter.author = name.caseInsensitiveCompare(store.myName) == .orderedSame ? .me : .named(name)
+        }
+        let now = shell.session.clock()
+        if let date = arguments["since"] { filter.since = try Self.date(date, now: now) }
+        if let date = arguments["before"] { filter.before = try Self.date(date, now: now) }
+        var first: SearchFilter?
+        if let name = arguments["in"] {
+            let places = try store.places(named: name)
+            guard !places.conversations.isEmpty || !places.rooms.isEmpty else { throw SearchError.nowhere(SafeText.visible(name)) }
+            (filter.conversations, filter.rooms) = (places.conversations, places.rooms)
+        } else if let here = here() {
+            // Where the user is comes first, then everywhere else.
+            var inside = filter
+            switch here {
+            case .conversation(let id): (inside.conversations, inside.rooms, filter.notConversation) = ([id], [], id)
+            case .room(let id): (inside.conversations, inside.rooms, filter.notRoom) = ([], [id], id)
+            }
+            first = inside
+        }
+        let firstCount = try first.map { try store.count(query, $0) } ?? 0
+        var last = Last(query: query, words: words, first: first, rest: filter, firstCount: firstCount,
+                        count: firstCount + (try store.count(query, filter)))
+        self.last = last
+        if arguments["format"] == "tsv" {
+            // Every match, nothing else: finding none is not an error, as in sqlite3.
+            for hit in try hits(last, from: 0, count: last.count) { shell.console.print(SearchView.tsv(hit)) }
+            return
+        }
+        let what = words.map { $0.contains(where: \.isWhitespace) ? "\"\($0)\"" : $0 }.joined(separator: " ")
+        let inHere = first == nil ? "" : " (\(firstCount) \(Self.hereName(here())))"
+        shell.console.print(shell.styler.bold("\(last.count) \(last.count == 1 ? "match" : "matches")") + " for " + SafeText.visible(what) + inHere)
+        try printPage(&last, shell)
+        self.last = last
+    }
+
+    private func more(_ shell: Shell) throws {
+        guard var last else { throw SearchError.noSearch }
+        guard last.shown < last.count else { return shell.console.print("no more: all \(last.count) shown") }
+        try printPage(&last, shell)
+        self.last = last
+    }
+
+    private func printPage(_ last: inout Last, _ shell: Shell) throws {
+        let size = shell.capabilities.interactive ? max(3, shell.console.rows - 3) : Self.scriptPage
+        let page = try hits(last, from: last.shown, count: size)
+        let view = SearchView(capabilities: shell.capabilities, columns: shell.console.columns)
+        for line in view.lines(page, firstNumber: last.shown + 1, query: last.query, now: shell.session.clock()) { shell.console.print(line) }
+        last.shown += page.count
+        guard !page.isEmpty else { return }
+        let left = last.count - last.shown
+        shell.console.printProse(shell.styler.dim(
+            "\(last.shown - page.count + 1)–\(last.shown) of \(last.count)" + (left > 0 ? "; more: the next \(min(left, size))" : "")
+            + "; open N (in chat) shows one where it was said"))
+    }
+
+    /// Results `start`… (`count` of them) of `last`: where the user is first, then the rest.
+    private func hits(_ last: Last, from start: Int, count: Int) throws -> [SearchHit] {
+        guard count > 0 else { return [] }
+        let store = try storeNow()
+        var hits: [SearchHit] = []
+        if let first = last.first, start < last.firstCount {
+            hits = Array(try store.hits(last.query, first, limit: start + count).dropFirst(start))
+        }
+        let restStart = max(0, start - last.firstCount)
+        let wanted = count - hits.count
+        if wanted > 0 { hits += try store.hits(last.query, last.rest, limit: restStart + wanted).dropFirst(restStart) }
+        return hits
+    }
+
+    static func hereName(_ here: Here?) -> String {
+        switch here {
+        case .room: return "in this room"
+        default: return "in this conversation"
+        }
+    }
+
+    /// A date as typed: `2026-11-20`, `2026-11-20 14:05`, `today`, `yesterday`, or a while
+    /// ago (`3d`, `12h`, `30m`); local time.
+    static func date(_ text: String, now: Double, calendar: Calendar = .current) throws(SearchError) -> Double {
+        let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
+        let today = calendar.startOfDay(for: Date(timeIntervalSince1970: now))
+        switch trimmed {
+        case "today": return today.timeIntervalSince1970
+        case "yesterday": return (calendar.date(byAdding: .day, value: -1, to: today) ?? today).timeIntervalSince1970
+        default: break
+        }
+        if let unit = trimmed.last, let amount = Double(trimmed.dropLast()), amount >= 0, amount.isFinite {
+            switch unit {
+            case "d": return now - amount * 86_400
+            case "h": return now - amount * 3_600
+            case "m": return now - amount * 60
+            default: break
+            }
+        }
+        let parts = trimmed.split(whereSeparator: { $0 == " " || $0 == "t" }).map(String.init)
+        let day = parts.first?.split(separator: "-").map { Int($0) } ?? []
+        guard (1...2).contains(parts.count), day.count == 3, let year = day[0], let month = day[1], let date = day[2] else {
+            throw .badDate(SafeText.visible(text))
+        }
+        var components = DateComponents(year: year, month: month, day: date)
+        if parts.count == 2 {
+            let clock = parts[1].split(separator: ":").map { Int($0) }
+            guard (2...3).contains(clock.count), let hour = clock[0], let minute = clock[1] else { throw .badDate(SafeText.visible(text)) }
+            (components.hour, components.minute) = (hour, minute)
+        }
+        guard components.isValidDate(in: calendar), let found = calendar.date(from: components) else { throw .badDate(SafeText.visible(text)) }
+        return found.timeIntervalSince1970
+    }
+}
