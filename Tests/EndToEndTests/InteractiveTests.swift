@@ -503,6 +503,34 @@ import Testing
         try term.waitFor { $0.contains("│ hi ann │") && $0.contains("│ hello │") }
     }
 
+    /// `/search` in a conversation finds what was said there first, the words highlighted,
+    /// and `/goto N` opens the conversation at that line.
+    @Test(.enabled(if: inPrivateNetwork, "opens sockets: only inside scripts/in-netns"))
+    func searchFindsWhatWasSaidAndGotoOpensItThere() throws {
+        let (term, ben) = try annTalkingToBen()
+        defer { end(ben) }
+        for line in ["we saw a Quokka by the lake", "then lunch", "café at noon"] {
+            try term.type(line)
+            try term.press("Enter")
+        }
+        try term.waitFor { stateRow($0).under?.hasPrefix("#3 ") == true }
+        // Tab-separated for tools (tmux shows the tabs as spaces).
+        try term.type("/search cafe --format tsv")
+        try term.press("Enter")
+        try term.waitFor { $0.range(of: #"\n20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d\S* +ben +ann +#3 +café at noon\n"#, options: .regularExpression) != nil }
+        try term.type("/search quok")
+        try term.press("Enter")
+        var screen = try term.waitFor { $0.contains("1 match for quok (1 in this conversation)") }
+        #expect(screen.contains("  ben  ann: we saw a *Quokka* by the lake\n"), "\(screen)")
+        try term.type("/goto 1")
+        try term.press("Enter")
+        screen = try term.waitFor { $0.contains("ben#") && $0.contains(", around #1") }
+        #expect(screen.contains("│ we saw a Quokka by the lake │"), "\(screen)")
+        try term.type("/goto 7")
+        try term.press("Enter")
+        try term.waitFor { $0.contains("there is no result 7: the last search found 1") }
+    }
+
     /// Two keys with one name: `open` asks which, at a terminal, and opens the one chosen.
     @Test(.enabled(if: inPrivateNetwork, "opens sockets: only inside scripts/in-netns"))
     func openAsksWhichWhenANameMeansSeveralKeys() throws {
