@@ -419,7 +419,7 @@ SETTLE = 0.5
 has paused for 0.1 s, and the reference is the wire's, not the wire's beside seance's disk."""
 
 
-def chat_pair(binary, work, env, tag, args, count, reference, ben_args=None):
+def chat_pair(binary, work, env, tag, args, count, reference, ben_args=None, prepare=None, sets_of_pings=None):
     """ann and ben, started with `args` (which transports; ben with `ben_args` when given): the
     one-way latencies of pings (the line into ann's shell, the notice out of ben's) in SETS sets
     of ROUNDS, each after a set of `reference(ROUNDS)`; then the rate at which `count` messages,
@@ -429,6 +429,8 @@ def chat_pair(binary, work, env, tag, args, count, reference, ben_args=None):
     a_dir, b_dir = os.path.join(work, f"{tag}-a"), os.path.join(work, f"{tag}-b")
     make_profile(binary, a_dir, "ann", password, env)
     make_profile(binary, b_dir, "ben", password, env)
+    if prepare:
+        prepare(a_dir, b_dir)
     receiver = subprocess.Popen([binary, "--data-dir", b_dir] + (args if ben_args is None else ben_args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, env=env, text=True, bufsize=1)
     receiver.stdin.write(f"login ben --password-file {password}\nchat\n")
@@ -440,7 +442,7 @@ def chat_pair(binary, work, env, tag, args, count, reference, ben_args=None):
     wait_for_line(receiver, "ann#", 20)
     time.sleep(1.6)
     sets, references = [], []
-    for index in range(SETS):
+    for index in range(SETS if sets_of_pings is None else sets_of_pings):
         time.sleep(SETTLE)
         references.append(reference(ROUNDS))
         sets.append(one_way(sender, receiver, [f"ping {index}.{i}" for i in range(ROUNDS)]))
@@ -507,6 +509,88 @@ def conversations(binary, work, env, count):
     difference("older, per page", older, opened, pages, f"({pages} pages in one run)")
     record("sqlite3_page", **sqlite)
     print(f"sqlite3: the same page     {ms(sqlite)}   (reference, including sqlite3's own start-up)")
+
+
+SEARCH_FILL = """
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000)
+INSERT INTO conversation (myKey, peerKey, peerName, peerAgreementKey, lastActivity)
+SELECT (SELECT signingKey FROM profile LIMIT 1), randomblob(32), 'peer' || i, randomblob(32), 0 FROM n;
+WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 999999)
+INSERT INTO message (conversationId, number, outgoing, text, firstSequence, lastSequence, sentAt, receivedAt, state)
+SELECT i % 1000 + 1, i / 1000 + 1, i % 2,
+       'met w' || (i * 7919 % 5003) || ' by w' || (i * 104729 % 4999) || ' at w' || (i * 15485863 % 4993) || ' then w' || (i * 31 % 997)
+       || CASE WHEN i % 10 = 0 THEN ' near the lake' ELSE '' END
+       || CASE WHEN i % 50000 = 7 THEN ' a quokka' ELSE '' END
+       || CASE WHEN i % 997 = 3 THEN ' two words' ELSE '' END,
+       i / 1000 + 1, i / 1000 + 1, 1700000000 + i, 1700000000 + i, 'read' FROM n;
+"""
+
+
+def search(binary, work, env, runs, count):
+    section("search: 1,000,000 messages across 1,000 conversations")
+    password = os.path.join(work, "password")
+    data = os.path.join(work, "search")
+    make_profile(binary, data, "ann", password, env)
+    db = os.path.join(data, "seance.sqlite")
+    start = time.perf_counter()
+    subprocess.run(["sqlite3", db], input=SEARCH_FILL, text=True, check=True)
+    print(f"stored and indexed 1,000,000 messages in {time.perf_counter() - start:.1f} s (sqlite3, through the triggers)")
+    sizes = subprocess.run(["sqlite3", db, "SELECT sum(length(CAST(text AS BLOB))) FROM message; "
+                            "SELECT sum(pgsize) FROM dbstat WHERE name LIKE 'message_search%';"],
+                           capture_output=True, text=True, check=True).stdout.split()
+    text_bytes, index_bytes = int(sizes[0]), int(sizes[1])
+    record("search_index_size", text=text_bytes, index=index_bytes)
+    print(f"index {index_bytes / 2**20:7.1f} MiB for {text_bytes / 2**20:.1f} MiB of text   ({index_bytes / text_bytes:.2f}x the text)")
+    login = f"login ann --password-file {password}"
+    me = "(SELECT signingKey FROM profile LIMIT 1)"
+    # What `search` asks SQLite for its first page: the count, then the newest matches of the
+    # conversations (and rooms), with their places.
+    def queries(match):
+        return (f"SELECT count(*) FROM message_search WHERE message_search MATCH '{match}'; "
+                f"SELECT count(*) FROM roomMessage_search WHERE roomMessage_search MATCH '{match}'; "
+                "SELECT m.id, m.conversationId, m.number, m.outgoing, m.text, m.sentAt, c.peerName, c.peerKey "
+                "FROM message_search JOIN message m ON m.id = message_search.rowid JOIN conversation c ON c.id = m.conversationId "
+                f"WHERE message_search MATCH '{match}' AND c.myKey = {me} ORDER BY message_search.rowid DESC LIMIT 20; "
+                "SELECT r.id FROM roomMessage_search JOIN roomMessage r ON r.id = roomMessage_search.rowid JOIN room ON room.id = r.roomId "
+                f"WHERE roomMessage_search MATCH '{match}' AND room.myKey = {me} ORDER BY roomMessage_search.rowid DESC LIMIT 20;")
+    def quartiles(argv, stdin=None):
+        times = []
+        for _ in range(runs):
+            begun = time.perf_counter()
+            subprocess.run(argv, input=stdin, text=True, env=env, stdout=subprocess.DEVNULL, check=True)
+            times.append(time.perf_counter() - begun)
+        return statistics.median(times), statistics.quantiles(times, n=4)
+    logged_in = quartiles([binary, "--data-dir", data, "-c", login])
+    print(f"reference: exec + login      {logged_in[0] * 1e3:7.1f} ms   (scrypt checks the password: the part that is not search)")
+    for label, words, match in [("rare word (20)", "quokka", '"quokka" *'), ("common word (100,000)", "lake", '"lake" *'),
+                                ("phrase (1,003)", '"two words"', '"two words"')]:
+        once = quartiles([binary, "--data-dir", data, "-c", f"{login}; search {words}"])
+        many = quartiles([binary, "--data-dir", data, "-c", f"{login}" + f"; search {words}" * (count + 1)])
+        sqlite_once = quartiles(["sqlite3", db], queries(match))
+        sqlite_many = quartiles(["sqlite3", db], queries(match) * (count + 1))
+        seance_each = (many[0] - once[0]) / count
+        sqlite_each = (sqlite_many[0] - sqlite_once[0]) / count
+        record("search_" + words.strip('"').replace(" ", "_"), seance_process=once[0], sqlite_process=sqlite_once[0],
+               seance_each=seance_each, sqlite_each=sqlite_each)
+        print(f"{label:22} whole process: seance {once[0] * 1e3:6.1f} ms, sqlite3 {sqlite_once[0] * 1e3:6.1f} ms ({once[0] / sqlite_once[0]:5.1f}x); "
+              f"each search after the first: seance {seance_each * 1e3:6.2f} ms, sqlite3 the same queries {sqlite_each * 1e3:6.2f} ms "
+              f"({seance_each / sqlite_each:4.2f}x; target: within 2x)")
+    # Sustained rate stored at both ends, with the index and without it (the same binary on
+    # databases whose triggers are dropped), one after the other, three bursts each.
+    def without_index(*directories):
+        for directory in directories:
+            subprocess.run(["sqlite3", os.path.join(directory, "seance.sqlite"),
+                            "DROP TRIGGER message_search_insert; DROP TRIGGER roomMessage_search_insert;"], check=True)
+    rates_with, rates_without = [], []
+    for round_ in range(2):
+        rates_with += chat_pair(binary, work, env, f"with{round_}", [], 5000, udp_ping_pong, sets_of_pings=0)[2]
+        rates_without += chat_pair(binary, work, env, f"without{round_}", [], 5000, udp_ping_pong, prepare=without_index,
+                                   sets_of_pings=0)[2]
+    with_rate, without_rate = statistics.median(rates_with), statistics.median(rates_without)
+    record("search_rate_cost", with_index=with_rate, without_index=without_rate)
+    print(f"sustained rate, indexed      {with_rate:9,.0f} messages/s   (min {min(rates_with):,.0f}, max {max(rates_with):,.0f})")
+    print(f"sustained rate, no index     {without_rate:9,.0f} messages/s   (min {min(rates_without):,.0f}, max {max(rates_without):,.0f}; reference)")
+    print(f"cost of the index            {(1 - with_rate / without_rate) * 100:6.1f} %   (target: at most 10 % slower)")
 
 
 def wait_for_broker(port, timeout=30):
@@ -654,7 +738,7 @@ def main():
     parser.add_argument("--commands", type=int, default=100_000)
     parser.add_argument("--json", default=".build/bench.json", help="where to write the figures")
     parser.add_argument("--only", default="", help="comma-separated sections to run (default: all): "
-                        "startup,batch,visions,nearby,conversations,brokers")
+                        "startup,batch,visions,nearby,conversations,search,brokers")
     args = parser.parse_args()
     binary = os.path.abspath(args.binary)
     env = dict(os.environ, NO_COLOR="1")
@@ -670,6 +754,7 @@ def main():
             "visions": lambda: visions_page(binary, work, env, max(20, args.runs // 4)),
             "nearby": lambda: nearby(binary, work, env, runs=20, peers=50, watch_seconds=30),
             "conversations": lambda: conversations(binary, work, env, count=5000),
+            "search": lambda: search(binary, work, env, runs=11, count=20),
             "brokers": lambda: brokers(binary, work, env, count=5000),
         }
         chosen = [name for name in args.only.split(",") if name] or list(sections)

@@ -78,7 +78,7 @@ extension Schema {
     /// Each feature's list, for the test that every one is in the order above.
     static let features: [[Migration]] = [[.settings], ZombiesSchema.migrations, VisionsSchema.migrations, AccountsSchema.migrations,
                                          NearbySchema.migrations, TrustSchema.migrations, StoreSchema.migrations, CursesSchema.migrations,
-                                         RoomsSchema.migrations]
+                                         RoomsSchema.migrations, SearchSchema.migrations]
 }
 
 /// Builds the shell with every mode and runs it.

@@ -11,6 +11,9 @@ package enum SearchSchema {
     /// Case and diacritics folded (`QUOK` finds "quokka", `cafe` "café").
     static let tokenizer = "unicode61 remove_diacritics 2"
 
+    /// Every migration of this feature, in order.
+    package static let migrations = [search]
+
     package static let search = Migration("v18-search") { db in
         for (table, index) in indexed {
             // External content: the text is kept once, in the stored table.

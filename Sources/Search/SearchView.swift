@@ -54,7 +54,9 @@ package struct SearchView {
         // A match far along a long line: the line starts a little before it.
         if flat.displayWidth > width, let first = query.matches(in: flat).first,
            flat[..<first.lowerBound].displayWidth > width / 3 {
-            let start = flat.index(first.lowerBound, offsetBy: -min(12, flat.distance(from: flat.startIndex, to: first.lowerBound)))
+            // From the start of a word a little before it.
+            let floor = flat.index(first.lowerBound, offsetBy: -min(20, flat.distance(from: flat.startIndex, to: first.lowerBound)))
+            let start = flat[floor..<first.lowerBound].firstIndex(of: " ").map { flat.index(after: $0) } ?? floor
             shown = flat[start...]
             lead = "…"
         }

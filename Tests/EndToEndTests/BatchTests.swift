@@ -34,16 +34,16 @@ import Testing
         #expect(ok.stdout == "a\nb\nc;d\n")
         #expect(ok.status == 0)
         // `;` only separates: a failure skips nothing (without --bail), as in sh.
-        let failing = try run("echo from stdin is ignored", ["-c", "echo a; nope; echo b"])
+        let failing = try run("echo from stdin is ignored", ["-c", "echo a; frobnicate; echo b"])
         #expect(failing.stdout == "a\nb\n")
-        #expect(failing.stderr == "line 1: unknown command 'nope' (type 'help' for the list)\n")
+        #expect(failing.stderr == "line 1: unknown command 'frobnicate' (type 'help' for the list)\n")
         #expect(failing.status == 1)
-        let bailed = try run("", ["--bail", "-c", "echo a; nope; echo b"])
+        let bailed = try run("", ["--bail", "-c", "echo a; frobnicate; echo b"])
         #expect(bailed.stdout == "a\n" && bailed.status == 1)
         // Every -c is a line of its own, in order; --echo shows each command as it runs.
-        let several = try run("", ["--echo", "-c", "echo a; echo b", "-c", "nope", "-c", "echo 'c d'"])
-        #expect(several.stdout == "seance> echo a\na\nseance> echo b\nb\nseance> nope\nseance> echo 'c d'\nc d\n")
-        #expect(several.stderr == "line 2: unknown command 'nope' (type 'help' for the list)\n")
+        let several = try run("", ["--echo", "-c", "echo a; echo b", "-c", "frobnicate", "-c", "echo 'c d'"])
+        #expect(several.stdout == "seance> echo a\na\nseance> echo b\nb\nseance> frobnicate\nseance> echo 'c d'\nc d\n")
+        #expect(several.stderr == "line 2: unknown command 'frobnicate' (type 'help' for the list)\n")
     }
 
     /// A program that drives seance through pipes sees each answer before it sends the next
