@@ -548,11 +548,14 @@ def search(binary, work, env, runs, count):
     def queries(match):
         return (f"SELECT count(*) FROM message_search WHERE message_search MATCH '{match}'; "
                 f"SELECT count(*) FROM roomMessage_search WHERE roomMessage_search MATCH '{match}'; "
-                "SELECT m.id, m.conversationId, m.number, m.outgoing, m.text, m.sentAt, c.peerName, c.peerKey "
-                "FROM message_search JOIN message m ON m.id = message_search.rowid JOIN conversation c ON c.id = m.conversationId "
-                f"WHERE message_search MATCH '{match}' AND c.myKey = {me} ORDER BY message_search.rowid DESC LIMIT 20; "
-                "SELECT r.id FROM roomMessage_search JOIN roomMessage r ON r.id = roomMessage_search.rowid JOIN room ON room.id = r.roomId "
-                f"WHERE roomMessage_search MATCH '{match}' AND room.myKey = {me} ORDER BY roomMessage_search.rowid DESC LIMIT 20;")
+                "SELECT line.id, line.conversationId, line.number, line.outgoing, line.text, line.sentAt, place.peerName, place.peerKey "
+                "FROM message_search JOIN message line ON line.id = message_search.rowid "
+                "JOIN conversation place ON place.id = line.conversationId "
+                f"WHERE message_search MATCH '{match}' AND place.myKey = {me} ORDER BY message_search.rowid DESC LIMIT 20; "
+                "SELECT line.id, line.roomId, line.number, line.outgoing, line.text, line.sentAt, line.senderName, "
+                "place.major, place.minor, place.hostName FROM roomMessage_search JOIN roomMessage line ON line.id = roomMessage_search.rowid "
+                f"JOIN room place ON place.id = line.roomId WHERE roomMessage_search MATCH '{match}' AND place.myKey = {me} "
+                "ORDER BY roomMessage_search.rowid DESC LIMIT 20;")
     def quartiles(argv, stdin=None):
         times = []
         for _ in range(runs):

@@ -119,6 +119,14 @@ extension ChatMode {
         try printNewestPage(of: conversation, store: store, delivery: delivery, shell)
     }
 
+    /// From now on what arrives in `conversation` is drawn below the page (in `view`'s
+    /// layout), following `last`, and marked shown.
+    func drawArrivals(in conversation: Conversation, after last: ChatMessage?, view: ConversationView, delivery: DeliveryService) {
+        notices?.setOpen(ChatNotices.OpenConversation(
+            id: conversation.id, markShown: { [weak delivery] number in delivery?.shown(upTo: number, in: conversation) },
+            layout: view.layout, speakers: view.speakers, last: last))
+    }
+
     /// How the open conversation is drawn: the layout, and the names a compact line shows.
     func conversationView(_ shell: Shell) -> ConversationView {
         let me = profiles.current.map { $0.profile.name } ?? "you"
@@ -153,10 +161,7 @@ extension ChatMode {
         oldestShown = page.first?.id
         newestShown = nil
         let view = conversationView(shell)
-        // From here on, what arrives is drawn below the page, following its last message.
-        notices?.setOpen(ChatNotices.OpenConversation(
-            id: conversation.id, markShown: { [weak delivery] number in delivery?.shown(upTo: number, in: conversation) },
-            layout: view.layout, speakers: view.speakers, last: page.last))
+        drawArrivals(in: conversation, after: page.last, view: view, delivery: delivery)
         shell.console.print(shell.styler.bold(renamed(conversation) ?? conversation.shownHandle) + (page.isEmpty ? " — no messages yet" : ""))
         shell.console.printProse(hint)
         printOlder(page, shell)

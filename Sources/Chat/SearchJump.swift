@@ -47,11 +47,15 @@ extension ChatMode {
     private func printPage(around number: Int64, of conversation: Conversation, store: MessageStore, delivery: DeliveryService,
                            _ shell: Shell) throws {
         let view = conversationView(shell)
-        var page = try store.messages(conversation.id, numbers: max(1, number - 20)...(number + 20))
+        // One more before than shown at most: the message before the page decides its header.
+        let nearby = try store.messages(conversation.id, numbers: max(1, number - 21)...(number + 20))
+        var page = nearby.first.map { $0.number < number - 20 } == true ? Array(nearby.dropFirst()) : nearby
         let now = shell.session.clock()
+        func lines() -> [String] {
+            view.render(page, previous: page.first.flatMap { first in nearby.last { $0.number < first.number } }, now: now)
+        }
         // As many before and after as fit, the result in the middle.
-        func lines() throws -> [String] { view.render(page, previous: try page.first.flatMap { try store.message(before: $0.id, in: conversation.id) }, now: now) }
-        while page.count > 1, try lines().count + 5 > shell.console.rows {
+        while page.count > 1, lines().count + 5 > shell.console.rows {
             let before = page.prefix { $0.number < number }.count
             if before > page.count - before - 1 { page.removeFirst() } else { page.removeLast() }
         }
@@ -63,7 +67,7 @@ extension ChatMode {
         shell.console.print(shell.styler.bold(renamed(conversation) ?? conversation.shownHandle) + ", around #\(number)")
         shell.console.printProse(shell.styler.dim("/older and /newer page from here; /back, then open, for the newest"))
         printOlder(page, shell)
-        view.print(try lines(), of: page, on: shell.console, lastState: .read) { Self.stateMark(conversation.id, $0.number) }
+        view.print(lines(), of: page, on: shell.console, lastState: .read) { Self.stateMark(conversation.id, $0.number) }
         if let last = page.last { delivery.shown(upTo: last.id, in: conversation) }
     }
 
@@ -83,12 +87,8 @@ extension ChatMode {
         }
         let newest = try store.page(conversation.id, limit: 1).last?.number ?? last.number
         newestShown = last.number >= newest ? nil : last.number
-        if newestShown == nil {
-            // The newest page: what arrives is drawn below it again.
-            notices?.setOpen(ChatNotices.OpenConversation(
-                id: conversation.id, markShown: { [weak delivery] number in delivery?.shown(upTo: number, in: conversation) },
-                layout: view.layout, speakers: view.speakers, last: last))
-        }
+        // The newest page: what arrives is drawn below it again.
+        if newestShown == nil { drawArrivals(in: conversation, after: last, view: view, delivery: delivery) }
         view.print(view.render(page, previous: previous, now: now), of: page, on: shell.console, lastState: .read) {
             Self.stateMark(conversation.id, $0.number)
         }

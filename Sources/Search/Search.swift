@@ -16,8 +16,9 @@ package final class Search {
 
     /// The last search: what to page on and what `open N` means.
     struct Last {
+        /// The profile's lines it searched (a login elsewhere forgets the search).
+        var store: SearchStore
         var query: SearchQuery
-        var words: [String]
         /// Searched first (where the user was), then `rest`.
         var first: SearchFilter?
         var rest: SearchFilter
@@ -38,10 +39,7 @@ package final class Search {
     package init(login: LoginSession) {
         self.login = login
         // Another profile's results are not this one's to page or open.
-        login.onChange.append { [unowned self] in
-            last = nil
-            opened = nil
-        }
+        login.onChange.append { [unowned self] in last = nil }
     }
 
     package func register(in shell: Shell) {
@@ -77,24 +75,15 @@ package final class Search {
     /// The room lines around a result said in a room (`count` before and after), oldest first.
     package func roomContext(_ hit: SearchHit, count: Int) throws -> [ChatMessage] {
         guard case .room(let room, _, _, _) = hit.place else { return [] }
-        return try storeNow().roomLines(around: hit.rowID, in: room, around: count)
+        guard let last else { throw SearchError.noSearch }
+        return try last.store.roomLines(around: hit.rowID, in: room, around: count)
     }
 
     // MARK: Commands
 
     private func store(_ shell: Shell) throws -> SearchStore {
         guard let login = login.current else { throw ProfileError.notLoggedIn }
-        let store = SearchStore(database: try shell.session.openDatabase(), me: login.identity.signingPublicKey, myName: login.profile.name)
-        opened = store
-        return store
-    }
-
-    /// The store the last search used (the same profile's: a login elsewhere forgets the search).
-    private var opened: SearchStore?
-
-    private func storeNow() throws -> SearchStore {
-        guard let opened else { throw SearchError.noSearch }
-        return opened
+        return SearchStore(database: try shell.session.openDatabase(), me: login.identity.signingPublicKey, myName: login.profile.name)
     }
 
     private func search(_ arguments: Arguments, _ shell: Shell) throws {
@@ -109,11 +98,12 @@ package final class Search {
         if let date = arguments["since"] { filter.since = try Self.date(date, now: now) }
         if let date = arguments["before"] { filter.before = try Self.date(date, now: now) }
         var first: SearchFilter?
+        let here = arguments["in"] == nil ? here() : nil
         if let name = arguments["in"] {
             let places = try store.places(named: name)
             guard !places.conversations.isEmpty || !places.rooms.isEmpty else { throw SearchError.nowhere(SafeText.visible(name)) }
             (filter.conversations, filter.rooms) = (places.conversations, places.rooms)
-        } else if let here = here() {
+        } else if let here {
             // Where the user is comes first, then everywhere else.
             var inside = filter
             switch here {
@@ -123,7 +113,7 @@ package final class Search {
             first = inside
         }
         let firstCount = try first.map { try store.count(query, $0) } ?? 0
-        var last = Last(query: query, words: words, first: first, rest: filter, firstCount: firstCount,
+        var last = Last(store: store, query: query, first: first, rest: filter, firstCount: firstCount,
                         count: firstCount + (try store.count(query, filter)))
         self.last = last
         if arguments["format"] == "tsv" {
@@ -132,7 +122,7 @@ package final class Search {
             return
         }
         let what = words.map { $0.contains(where: \.isWhitespace) ? "\"\($0)\"" : $0 }.joined(separator: " ")
-        let inHere = first == nil ? "" : " (\(firstCount) \(Self.hereName(here())))"
+        let inHere = here.map { " (\(firstCount) \(Self.hereName($0)))" } ?? ""
         shell.console.print(shell.styler.bold("\(last.count) \(last.count == 1 ? "match" : "matches")") + " for " + SafeText.visible(what) + inHere)
         try printPage(&last, shell)
         self.last = last
@@ -161,21 +151,20 @@ package final class Search {
     /// Results `start`… (`count` of them) of `last`: where the user is first, then the rest.
     private func hits(_ last: Last, from start: Int, count: Int) throws -> [SearchHit] {
         guard count > 0 else { return [] }
-        let store = try storeNow()
         var hits: [SearchHit] = []
         if let first = last.first, start < last.firstCount {
-            hits = Array(try store.hits(last.query, first, limit: start + count).dropFirst(start))
+            hits = Array(try last.store.hits(last.query, first, limit: start + count).dropFirst(start))
         }
         let restStart = max(0, start - last.firstCount)
         let wanted = count - hits.count
-        if wanted > 0 { hits += try store.hits(last.query, last.rest, limit: restStart + wanted).dropFirst(restStart) }
+        if wanted > 0 { hits += try last.store.hits(last.query, last.rest, limit: restStart + wanted).dropFirst(restStart) }
         return hits
     }
 
-    static func hereName(_ here: Here?) -> String {
+    static func hereName(_ here: Here) -> String {
         switch here {
         case .room: return "in this room"
-        default: return "in this conversation"
+        case .conversation: return "in this conversation"
         }
     }
 

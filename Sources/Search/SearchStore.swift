@@ -64,12 +64,12 @@ package struct SearchStore {
             // Most databases hold one profile's lines only: then the index alone counts them,
             // without a join per match.
             if filter.isEmpty, try onlyMine(db) {
-                return try SearchSchema.indexed.reduce(0) { total, indexed in
-                    total + (try Int.fetchOne(db, sql: "SELECT count(*) FROM \(indexed.index) WHERE \(indexed.index) MATCH ?",
+                return try Source.all.reduce(0) { total, source in
+                    total + (try Int.fetchOne(db, sql: "SELECT count(*) FROM \(source.index) WHERE \(source.index) MATCH ?",
                                               arguments: [query.match]) ?? 0)
                 }
             }
-            return try [messages(query, filter, count: true), roomLines(query, filter, count: true)].compactMap { $0 }.reduce(0) {
+            return try Source.all.compactMap { statement($0, query, filter, count: true) }.reduce(0) {
                 $0 + (try Int.fetchOne(db, sql: $1.sql, arguments: $1.arguments) ?? 0)
             }
         }
@@ -80,18 +80,12 @@ package struct SearchStore {
         guard !query.isEmpty, limit > 0 else { return [] }
         return try database.read { db in
             var hits: [SearchHit] = []
-            if var statement = messages(query, filter, count: false) {
-                statement.sql += " ORDER BY message_search.rowid DESC LIMIT \(limit)"
+            for source in Source.all {
+                guard var statement = statement(source, query, filter, count: false) else { continue }
+                statement.sql += " ORDER BY \(source.index).rowid DESC LIMIT \(limit)"
                 hits += try Row.fetchAll(db, sql: statement.sql, arguments: statement.arguments).map { row in
-                    SearchHit(place: .conversation(id: row[1], peerName: row[6], peerKey: row[7]), rowID: row[0], number: row[2],
-                              outgoing: row[3], sender: row[3] ? myName : row[6], text: row[4], sentAt: row[5])
-                }
-            }
-            if var statement = roomLines(query, filter, count: false) {
-                statement.sql += " ORDER BY roomMessage_search.rowid DESC LIMIT \(limit)"
-                hits += try Row.fetchAll(db, sql: statement.sql, arguments: statement.arguments).map { row in
-                    SearchHit(place: .room(id: row[1], major: row[7], minor: row[8], hostName: row[9]), rowID: row[0], number: row[2],
-                              outgoing: row[3], sender: row[3] ? myName : row[6], text: row[4], sentAt: row[5])
+                    SearchHit(place: source.place(row), rowID: row[0], number: row[2], outgoing: row[3],
+                              sender: row[3] ? myName : row[6], text: row[4], sentAt: row[5])
                 }
             }
             return Array(hits.sorted { $0.sentAt > $1.sentAt }.prefix(limit))
@@ -138,49 +132,54 @@ package struct SearchStore {
             """, arguments: [me]) ?? false
     }
 
-    /// The statement over conversations' messages; nil when the filter leaves none.
-    private func messages(_ query: SearchQuery, _ filter: SearchFilter, count: Bool) -> (sql: String, arguments: StatementArguments)? {
-        if let only = filter.conversations, only.isEmpty { return nil }
-        var sql = """
-            SELECT \(count ? "count(*)" : "m.id, m.conversationId, m.number, m.outgoing, m.text, m.sentAt, c.peerName, c.peerKey")
-            FROM message_search JOIN message m ON m.id = message_search.rowid JOIN conversation c ON c.id = m.conversationId
-            WHERE message_search MATCH ? AND c.myKey = ?
-            """
-        var arguments: StatementArguments = [query.match, me]
-        if let only = filter.conversations { sql += " AND m.conversationId IN (\(only.map(String.init).joined(separator: ",")))" }
-        if let not = filter.notConversation { sql += " AND m.conversationId != \(not)" }
-        switch filter.author {
-        case .me: sql += " AND m.outgoing = 1"
-        case .named(let name):
-            sql += " AND m.outgoing = 0 AND c.peerName = ? COLLATE NOCASE"
-            arguments += [name]
-        case nil: break
-        }
-        if let since = filter.since { sql += " AND m.sentAt >= ?"; arguments += [since] }
-        if let before = filter.before { sql += " AND m.sentAt < ?"; arguments += [before] }
-        return (sql, arguments)
+    /// Where lines are kept, as the statements below read them: conversations' messages, or
+    /// rooms' lines.
+    struct Source: Sendable {
+        /// The FTS5 table, the stored table (as `line`) and its place's (as `place`), the
+        /// column of `line` that names its place, and the sender's name.
+        let index, table, placeTable, placeColumn, senderName: String
+        /// The columns after the seven every source gives (id, place, number, outgoing, text,
+        /// sentAt, sender), and the place made of the row.
+        let placeColumns: String
+        let place: @Sendable (Row) -> SearchHit.Place
+        /// The filter's places of this kind, and the one to leave out.
+        let only: @Sendable (SearchFilter) -> Set<Int64>?
+        let leaveOut: @Sendable (SearchFilter) -> Int64?
+
+        static let all = [
+            Source(index: "message_search", table: "message", placeTable: "conversation", placeColumn: "line.conversationId",
+                   senderName: "place.peerName", placeColumns: "place.peerKey",
+                   place: { .conversation(id: $0[1], peerName: $0[6], peerKey: $0[7]) }, only: { $0.conversations }, leaveOut: { $0.notConversation }),
+            Source(index: "roomMessage_search", table: "roomMessage", placeTable: "room", placeColumn: "line.roomId",
+                   senderName: "line.senderName", placeColumns: "place.major, place.minor, place.hostName",
+                   place: { .room(id: $0[1], major: $0[7], minor: $0[8], hostName: $0[9]) }, only: { $0.rooms }, leaveOut: { $0.notRoom }),
+        ]
     }
 
-    /// The statement over rooms' lines; nil when the filter leaves none.
-    private func roomLines(_ query: SearchQuery, _ filter: SearchFilter, count: Bool) -> (sql: String, arguments: StatementArguments)? {
-        if let only = filter.rooms, only.isEmpty { return nil }
+    /// The statement over one source's lines (`count`: how many); nil when the filter leaves none.
+    private func statement(_ source: Source, _ query: SearchQuery, _ filter: SearchFilter,
+                           count: Bool) -> (sql: String, arguments: StatementArguments)? {
+        if let only = source.only(filter), only.isEmpty { return nil }
+        let columns = "line.id, \(source.placeColumn), line.number, line.outgoing, line.text, line.sentAt, \(source.senderName), "
+            + source.placeColumns
         var sql = """
-            SELECT \(count ? "count(*)" : "r.id, r.roomId, r.number, r.outgoing, r.text, r.sentAt, r.senderName, room.major, room.minor, room.hostName")
-            FROM roomMessage_search JOIN roomMessage r ON r.id = roomMessage_search.rowid JOIN room ON room.id = r.roomId
-            WHERE roomMessage_search MATCH ? AND room.myKey = ?
+            SELECT \(count ? "count(*)" : columns)
+            FROM \(source.index) JOIN \(source.table) line ON line.id = \(source.index).rowid
+                JOIN \(source.placeTable) place ON place.id = \(source.placeColumn)
+            WHERE \(source.index) MATCH ? AND place.myKey = ?
             """
         var arguments: StatementArguments = [query.match, me]
-        if let only = filter.rooms { sql += " AND r.roomId IN (\(only.map(String.init).joined(separator: ",")))" }
-        if let not = filter.notRoom { sql += " AND r.roomId != \(not)" }
+        if let only = source.only(filter) { sql += " AND \(source.placeColumn) IN (\(only.map(String.init).joined(separator: ",")))" }
+        if let not = source.leaveOut(filter) { sql += " AND \(source.placeColumn) != \(not)" }
         switch filter.author {
-        case .me: sql += " AND r.outgoing = 1"
+        case .me: sql += " AND line.outgoing = 1"
         case .named(let name):
-            sql += " AND r.outgoing = 0 AND r.senderName = ? COLLATE NOCASE"
+            sql += " AND line.outgoing = 0 AND \(source.senderName) = ? COLLATE NOCASE"
             arguments += [name]
         case nil: break
         }
-        if let since = filter.since { sql += " AND r.sentAt >= ?"; arguments += [since] }
-        if let before = filter.before { sql += " AND r.sentAt < ?"; arguments += [before] }
+        if let since = filter.since { sql += " AND line.sentAt >= ?"; arguments += [since] }
+        if let before = filter.before { sql += " AND line.sentAt < ?"; arguments += [before] }
         return (sql, arguments)
     }
 }
