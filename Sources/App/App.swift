@@ -73,7 +73,8 @@ extension Schema {
         NearbySchema.deliveredByCounter,
         NearbySchema.readTimes,
         SearchSchema.search,
-    ], backfills: [SearchSchema.indexing])
+        SearchSchema.indexByRange,
+    ], backfills: [SearchSchema.indexing], commitSteps: [SearchSchema.keepingUp])
 
     /// Each feature's list, for the test that every one is in the order above.
     static let features: [[Migration]] = [[.settings], ZombiesSchema.migrations, VisionsSchema.migrations, AccountsSchema.migrations,

@@ -26,11 +26,14 @@ package struct Schema: Sendable {
     package let migrations: [Migration]
     /// Work migrations leave to be done after them, a step at a time.
     package let backfills: [Backfill]
+    /// What every write transaction does last, before it commits.
+    package let commitSteps: [CommitStep]
 
-    package init(_ migrations: [Migration], backfills: [Backfill] = []) {
+    package init(_ migrations: [Migration], backfills: [Backfill] = [], commitSteps: [CommitStep] = []) {
         precondition(Set(migrations.map(\.name)).count == migrations.count, "a migration is listed twice")
         self.migrations = migrations
         self.backfills = backfills
+        self.commitSteps = commitSteps
     }
 
     package var migrator: DatabaseMigrator {
@@ -48,17 +51,27 @@ package struct Schema: Sendable {
 package struct Backfill: Sendable {
     /// What is being done, as the progress line says it: "indexing messages for search".
     package let name: String
-    /// The units of work left and in all; nil when none is left (the check every start makes:
-    /// it must be cheap).
-    package let remaining: @Sendable (Database) throws -> (left: Int, total: Int)?
+    /// The units of work left; nil when none is (the check every start makes: it must be cheap).
+    package let remaining: @Sendable (Database) throws -> Int?
     /// Does one step, in the transaction it is given.
     package let step: @Sendable (Database) throws -> Void
 
-    package init(_ name: String, remaining: @escaping @Sendable (Database) throws -> (left: Int, total: Int)?,
+    package init(_ name: String, remaining: @escaping @Sendable (Database) throws -> Int?,
                  step: @escaping @Sendable (Database) throws -> Void) {
         self.name = name
         self.remaining = remaining
         self.step = step
+    }
+}
+
+/// Work every write transaction ends with, in that transaction (an index brought up to the
+/// rows just written): what it keeps never lags what it follows, a crash loses both or
+/// neither, and the code that writes the rows need not know of it.
+package struct CommitStep: Sendable {
+    package let run: @Sendable (Database) throws -> Void
+
+    package init(_ run: @escaping @Sendable (Database) throws -> Void) {
+        self.run = run
     }
 }
 
@@ -67,13 +80,15 @@ extension SeanceDatabase {
     /// (0 first, 1 last) of each that had work left.
     package func runBackfills(progress: (_ name: String, _ done: Double) -> Void) throws {
         for backfill in schema.backfills {
-            guard let first = try read(backfill.remaining) else { continue }
-            progress(backfill.name, 1 - Double(first.left) / Double(max(1, first.total)))
-            while let left = try write({ db -> (left: Int, total: Int)? in
+            guard let total = try read(backfill.remaining) else { continue }
+            progress(backfill.name, 0)
+            // Without the commit steps: one that keeps an index up would do the whole backfill
+            // in its first step's transaction, where a step is meant to be short.
+            while let left = try transaction({ db -> Int? in
                 try backfill.step(db)
                 return try backfill.remaining(db)
-            }) {
-                progress(backfill.name, 1 - Double(left.left) / Double(max(1, left.total)))
+            }, commitSteps: []) {
+                progress(backfill.name, 1 - Double(left) / Double(max(1, total, left)))
             }
             progress(backfill.name, 1)
         }

@@ -63,11 +63,17 @@ package final class SeanceDatabase: Sendable {
     /// middle), with its statements prepared once per connection: GRDB prepares them anew for
     /// every transaction, and a message on its way to a peer is written twice.
     package func write<T>(_ body: (Database) throws -> T) throws -> T {
+        try transaction(body, commitSteps: schema.commitSteps)
+    }
+
+    /// `write`, ending with `commitSteps` before it commits.
+    func transaction<T>(_ body: (Database) throws -> T, commitSteps: [CommitStep]) throws -> T {
         do {
             return try writer.writeWithoutTransaction { db in
                 try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
                 do {
                     let result = try body(db)
+                    for step in commitSteps { try step.run(db) }
                     try db.cachedStatement(sql: "COMMIT TRANSACTION").execute()
                     return result
                 } catch {

@@ -177,7 +177,7 @@ struct Fixture {
         let directory = temporaryDirectory("search-upgrade")
         defer { removeDirectory(directory) }
         let path = directory + "/seance.db"
-        let before = Schema(Schema.seance.migrations.filter { $0.name != SearchSchema.search.name })
+        let before = Schema(Array(Schema.seance.migrations.prefix { $0.name != SearchSchema.search.name }))
         do {
             let old = try testDatabase(path, schema: before)
             let messages = MessageStore(database: old)
@@ -209,5 +209,42 @@ struct Fixture {
         try upgraded.runBackfills { _, _ in again += 1 }
         #expect(again == 0)
         try upgraded.write { db in try db.execute(sql: "INSERT INTO message_search(message_search) VALUES ('integrity-check')") }
+    }
+
+    /// A line stored is found at once: its transaction indexed it before committing. One
+    /// written around seance (by `sqlite3`) is indexed when the database is next opened.
+    @Test func linesWrittenAreIndexedWithTheirTransactionOrOnTheNextOpen() throws {
+        let directory = temporaryDirectory("search-keeping-up")
+        defer { removeDirectory(directory) }
+        let path = directory + "/seance.db"
+        let me = Data(repeating: 1, count: 32)
+        do {
+            let database = try testDatabase(path)
+            let messages = MessageStore(database: database)
+            let conversation = try messages.conversation(myKey: me, peerKey: me, peerName: "ben", peerAgreementKey: me, now: 0).id
+            _ = try messages.storeOutgoing([(conversation, MessageRow(number: 1, text: "first quokka", firstSequence: 1, lastSequence: 1,
+                                                                      sentAt: 0))], now: 0)
+            let store = SearchStore(database: database, me: me, myName: "ann")
+            #expect(try store.count(SearchQuery(["quokka"]), SearchFilter()) == 1)
+            // 45,000 more around `write` (as sqlite3 would): no commit step runs.
+            try database.writer.write { db in
+                try db.execute(sql: """
+                    WITH RECURSIVE n(i) AS (SELECT 2 UNION ALL SELECT i + 1 FROM n WHERE i < 45001)
+                    INSERT INTO message (conversationId, number, outgoing, text, firstSequence, lastSequence, sentAt, state)
+                    SELECT ?, i, 1, 'another quokka ' || i, i, i, i, 'sending' FROM n
+                    """, arguments: [conversation])
+            }
+            #expect(try store.count(SearchQuery(["quokka"]), SearchFilter()) == 1)
+        }
+        // The next open indexes them a step at a time, each step short (the commit step that
+        // keeps the index up does not take the whole of it into the first).
+        let reopened = try testDatabase(path)
+        var told: [Double] = []
+        try reopened.runBackfills { _, done in told.append(done) }
+        let expected: [Double] = [0, 20_000 / 45_000, 40_000 / 45_000, 1]
+        #expect(told == expected)
+        let store = SearchStore(database: reopened, me: me, myName: "ann")
+        #expect(try store.count(SearchQuery(["quokka"]), SearchFilter()) == 45_001)
+        try reopened.write { db in try db.execute(sql: "INSERT INTO message_search(message_search) VALUES ('integrity-check')") }
     }
 }
