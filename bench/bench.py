@@ -594,7 +594,7 @@ def search(binary, work, env, runs, count):
         for directory in directories:
             subprocess.run(["sqlite3", os.path.join(directory, "seance.sqlite"), "DELETE FROM search_indexed;"], check=True)
     rates_with, rates_without = [], []
-    for round_ in range(2):
+    for round_ in range(3):
         rates_with += chat_pair(binary, work, env, f"with{round_}", [], 5000, udp_ping_pong, sets_of_pings=0)[2]
         rates_without += chat_pair(binary, work, env, f"without{round_}", [], 5000, udp_ping_pong, prepare=without_index,
                                    sets_of_pings=0)[2]

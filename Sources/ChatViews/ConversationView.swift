@@ -87,21 +87,49 @@ package struct ConversationView: Sendable {
         layout == .bubbles ? statusRow(number: message.number, state: message.state) : rows(of: message).last!
     }
 
-    /// "Today 14:05", "Yesterday 09:12", "Monday 18:40" within the week, else "20 Nov 2026 08:00".
+    /// "Today 14:05", "Yesterday 09:12", "Monday 18:40" within the week, else "20 Nov 2026 08:00",
+    /// in the calendar's time zone. Worked out by arithmetic on days: Foundation's calendar
+    /// took tens of microseconds a call, most of a line of search results. The names are
+    /// English, as the rest of what seance says is.
     package func sectionTitle(_ time: Double, now: Double) -> String {
-        let date = Date(timeIntervalSince1970: time), today = Date(timeIntervalSince1970: now)
-        let clock = String(format: "%02d:%02d", calendar.component(.hour, from: date), calendar.component(.minute, from: date))
-        let days = calendar.dateComponents([.day], from: calendar.startOfDay(for: date), to: calendar.startOfDay(for: today)).day ?? 0
-        switch days {
+        let (day, seconds) = Self.localDay(time, in: calendar.timeZone)
+        let clock = Self.twoDigits(seconds / 3_600) + ":" + Self.twoDigits(seconds % 3_600 / 60)
+        switch Self.localDay(now, in: calendar.timeZone).day - day {
         case 0: return "Today " + clock
         case 1: return "Yesterday " + clock
         case 2...6:
-            return calendar.weekdaySymbols[calendar.component(.weekday, from: date) - 1] + " " + clock
+            // Day 0, 1 January 1970, was a Thursday.
+            return Self.weekdays[((day % 7) + 11) % 7] + " " + clock
         default:
-            let month = calendar.shortMonthSymbols[calendar.component(.month, from: date) - 1]
-            return "\(calendar.component(.day, from: date)) \(month) \(calendar.component(.year, from: date)) " + clock
+            let date = Self.civilDate(day)
+            return "\(date.day) \(Self.months[date.month - 1]) \(date.year) " + clock
         }
     }
+
+    static let weekdays = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
+    static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+    /// The local day (days since 1 January 1970) of `time` in `zone`, and the seconds into it.
+    static func localDay(_ time: Double, in zone: TimeZone) -> (day: Int, seconds: Int) {
+        let local = Int((time + Double(zone.secondsFromGMT(for: Date(timeIntervalSince1970: time)))).rounded(.down))
+        let day = local >= 0 ? local / 86_400 : (local - 86_399) / 86_400
+        return (day, local - day * 86_400)
+    }
+
+    /// The Gregorian year, month and day of a day since 1 January 1970 (H. Hinnant's
+    /// `civil_from_days`).
+    static func civilDate(_ days: Int) -> (year: Int, month: Int, day: Int) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let shifted = (5 * dayOfYear + 2) / 153
+        let month = shifted < 10 ? shifted + 3 : shifted - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, dayOfYear - (153 * shifted + 2) / 5 + 1)
+    }
+
+    static func twoDigits(_ value: Int) -> String { value < 10 ? "0\(value)" : String(value) }
 
     /// One message as a framed bubble, placed right (yours) or left (theirs), with its number
     /// and, for yours, its delivery state.

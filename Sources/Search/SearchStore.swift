@@ -126,9 +126,12 @@ package struct SearchStore {
         }
     }
 
+    /// Whether every conversation and room is this profile's. Asked as two ranges either side
+    /// of its key, which the tables' unique keys (myKey first) find at once; `!=` read them whole.
     private func onlyMine(_ db: Database) throws -> Bool {
         try Bool.fetchOne(db, sql: """
-            SELECT NOT EXISTS (SELECT 1 FROM conversation WHERE myKey != ?1) AND NOT EXISTS (SELECT 1 FROM room WHERE myKey != ?1)
+            SELECT NOT EXISTS (SELECT 1 FROM conversation WHERE myKey < ?1) AND NOT EXISTS (SELECT 1 FROM conversation WHERE myKey > ?1)
+               AND NOT EXISTS (SELECT 1 FROM room WHERE myKey < ?1) AND NOT EXISTS (SELECT 1 FROM room WHERE myKey > ?1)
             """, arguments: [me]) ?? false
     }
 

@@ -81,6 +81,38 @@ import Testing
         #expect(compact.following(reply, after: first, now: now) == compact.rows(of: reply))
     }
 
+    /// The titles worked out by arithmetic agree with Foundation's calendar, in a zone with
+    /// summer time, across its changes, years back and a leap day.
+    @Test func sectionTitlesAgreeWithTheCalendar() {
+        var berlin = Calendar(identifier: .gregorian)
+        berlin.timeZone = TimeZone(identifier: "Europe/Berlin")!
+        berlin.locale = Locale(identifier: "en_US_POSIX")
+        let view = ConversationView(capabilities: .plain, columns: 60, calendar: berlin)
+        func expected(_ time: Double, now: Double) -> String {
+            let date = Date(timeIntervalSince1970: time)
+            let clock = String(format: "%02d:%02d", berlin.component(.hour, from: date), berlin.component(.minute, from: date))
+            let days = berlin.dateComponents([.day], from: berlin.startOfDay(for: date),
+                                             to: berlin.startOfDay(for: Date(timeIntervalSince1970: now))).day!
+            switch days {
+            case 0: return "Today " + clock
+            case 1: return "Yesterday " + clock
+            case 2...6: return berlin.weekdaySymbols[berlin.component(.weekday, from: date) - 1] + " " + clock
+            default:
+                return "\(berlin.component(.day, from: date)) \(berlin.shortMonthSymbols[berlin.component(.month, from: date) - 1]) "
+                    + "\(berlin.component(.year, from: date)) " + clock
+            }
+        }
+        // Sunday 29 March 2026, 01:30 in Berlin: summer time begins an hour later.
+        let spring = 1_774_744_200.0
+        var times = stride(from: spring - 3 * 86_400, to: spring + 3 * 86_400, by: 1_799).map { $0 }
+        times += [0, 951_782_400 + 3_600, 1_582_934_400, 1_795_356_300, -86_400 * 400, 4_102_444_800]  // 29 Feb 2000, 2020; 2100.
+        for time in times {
+            for now in [time, time + 40_000, time + 3 * 86_400, time + 30 * 86_400] {
+                #expect(view.sectionTitle(time, now: now) == expected(time, now: now), "\(time) \(now)")
+            }
+        }
+    }
+
     @Test func sectionTitles() {
         #expect(view.sectionTitle(now, now: now) == "Today 14:05")
         #expect(view.sectionTitle(now - 86_400 - 5 * 3_600 + 7 * 60, now: now) == "Yesterday 09:12")
