@@ -55,19 +55,34 @@ package struct SearchQuery: Equatable, Sendable {
     package func matches(in text: String) -> [Range<String.Index>] {
         let exact = Set(parts.flatMap { part in (part.prefix ? part.words.dropLast() : part.words[...]).map(Self.folded) })
         let prefixes = parts.filter(\.prefix).compactMap { $0.words.last.map(Self.folded) }
+        // Walked a scalar at a time: a result's line is searched for every word, and walking it
+        // by characters (grapheme breaking) cost more than the rest of laying it out.
+        let scalars = text.unicodeScalars
         var ranges: [Range<String.Index>] = []
-        var index = text.startIndex
-        while index < text.endIndex {
-            guard text[index].isLetter || text[index].isNumber else {
-                index = text.index(after: index)
+        var index = scalars.startIndex
+        while index < scalars.endIndex {
+            guard Self.isWordScalar(scalars[index]) else {
+                index = scalars.index(after: index)
                 continue
             }
-            let end = text[index...].firstIndex { !($0.isLetter || $0.isNumber) } ?? text.endIndex
+            let end = scalars[index...].firstIndex { !Self.isWordScalar($0) } ?? scalars.endIndex
             let word = Self.folded(text[index..<end])
             if exact.contains(word) || prefixes.contains(where: { word.hasPrefix($0) }) { ranges.append(index..<end) }
             index = end
         }
         return ranges
+    }
+
+    /// A scalar of a word: a letter or a digit, or a mark on one (an accent written apart).
+    static func isWordScalar(_ scalar: Unicode.Scalar) -> Bool {
+        if scalar.isASCII {
+            return ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar)
+        }
+        let properties = scalar.properties
+        switch properties.generalCategory {
+        case .nonspacingMark, .spacingMark, .enclosingMark: return true
+        default: return properties.isAlphabetic || properties.numericType != nil
+        }
     }
 }
 

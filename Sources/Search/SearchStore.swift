@@ -65,12 +65,12 @@ package struct SearchStore {
             // without a join per match.
             if filter.isEmpty, try onlyMine(db) {
                 return try Source.all.reduce(0) { total, source in
-                    total + (try Int.fetchOne(db, sql: "SELECT count(*) FROM \(source.index) WHERE \(source.index) MATCH ?",
+                    total + (try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM \(source.index) WHERE \(source.index) MATCH ?"),
                                               arguments: [query.match]) ?? 0)
                 }
             }
             return try Source.all.compactMap { statement($0, query, filter, count: true) }.reduce(0) {
-                $0 + (try Int.fetchOne(db, sql: $1.sql, arguments: $1.arguments) ?? 0)
+                $0 + (try Int.fetchOne(db.cachedStatement(sql: $1.sql), arguments: $1.arguments) ?? 0)
             }
         }
     }
@@ -82,8 +82,10 @@ package struct SearchStore {
             var hits: [SearchHit] = []
             for source in Source.all {
                 guard var statement = statement(source, query, filter, count: false) else { continue }
-                statement.sql += " ORDER BY \(source.index).rowid DESC LIMIT \(limit)"
-                hits += try Row.fetchAll(db, sql: statement.sql, arguments: statement.arguments).map { row in
+                // The limit bound, not written in: one filter's statements are prepared once.
+                statement.sql += " ORDER BY \(source.index).rowid DESC LIMIT ?"
+                statement.arguments += [limit]
+                hits += try Row.fetchAll(db.cachedStatement(sql: statement.sql), arguments: statement.arguments).map { row in
                     SearchHit(place: source.place(row), rowID: row[0], number: row[2], outgoing: row[3],
                               sender: row[3] ? myName : row[6], text: row[4], sentAt: row[5])
                 }
@@ -129,10 +131,10 @@ package struct SearchStore {
     /// Whether every conversation and room is this profile's. Asked as two ranges either side
     /// of its key, which the tables' unique keys (myKey first) find at once; `!=` read them whole.
     private func onlyMine(_ db: Database) throws -> Bool {
-        try Bool.fetchOne(db, sql: """
+        try Bool.fetchOne(db.cachedStatement(sql: """
             SELECT NOT EXISTS (SELECT 1 FROM conversation WHERE myKey < ?1) AND NOT EXISTS (SELECT 1 FROM conversation WHERE myKey > ?1)
                AND NOT EXISTS (SELECT 1 FROM room WHERE myKey < ?1) AND NOT EXISTS (SELECT 1 FROM room WHERE myKey > ?1)
-            """, arguments: [me]) ?? false
+            """), arguments: [me]) ?? false
     }
 
     /// Where lines are kept, as the statements below read them: conversations' messages, or

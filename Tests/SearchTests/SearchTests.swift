@@ -161,6 +161,16 @@ struct Fixture {
         #expect(tsv == "2026-11-22T14:05:00Z\tben\tben\t#4\ta\\tb\\nc\\\\d" + SafeText.visible("\u{1B}[2J"))
     }
 
+    /// The words found are marked whatever their script, an accent written apart included.
+    @Test func highlightsFollowWordsWhateverTheirScript() throws {
+        let query = try SearchQuery(["cafe", "мир", "42"])
+        let text = "un cafe\u{301} — мирный день, CAFÉS at 42nd"
+        #expect(query.matches(in: text).map { String(text[$0]) } == ["cafe\u{301}", "мирный", "CAFÉS", "42nd"])
+        // A phrase's words are marked each, whole words only.
+        let phrase = "two, words, twofold"
+        #expect(try SearchQuery(["two words"]).matches(in: phrase).map { String(phrase[$0]) } == ["two", "words"])
+    }
+
     /// A long line is shown around the first word found.
     @Test func aLongLineIsCutAroundTheMatch() throws {
         let view = SearchView(capabilities: .plain, columns: 80)
