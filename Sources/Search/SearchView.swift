@@ -48,28 +48,34 @@ package struct SearchView {
     /// The line on one row, made safe, cut to `width` columns around the first word found,
     /// the words found highlighted.
     func excerpt(_ text: String, query: SearchQuery, width: Int) -> String {
-        let flat = SafeText.visible(text.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: " "))
-        var shown = flat[...]
+        // Newlines become spaces (most lines have none).
+        let flat = SafeText.visible(text.utf8.contains(0x0A) ? text.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: " ")
+                                                              : text)
+        let found = query.matches(in: flat)
+        var start = flat.startIndex
         var lead = ""
-        // A match far along a long line: the line starts a little before it.
-        if flat.displayWidth > width, let first = query.matches(in: flat).first,
-           flat[..<first.lowerBound].displayWidth > width / 3 {
-            // From the start of a word a little before it.
-            let floor = flat.index(first.lowerBound, offsetBy: -min(20, flat.distance(from: flat.startIndex, to: first.lowerBound)))
-            let start = flat[floor..<first.lowerBound].firstIndex(of: " ").map { flat.index(after: $0) } ?? floor
-            shown = flat[start...]
+        // A match far along a long line: the line starts at a word a little before it (at most
+        // a third of the room back, so that the match stays in sight).
+        if let first = found.first, flat.displayWidth > width, flat[..<first.lowerBound].displayWidth > width / 3 {
+            let back = min(20, width / 3, flat.distance(from: flat.startIndex, to: first.lowerBound))
+            let floor = flat.index(first.lowerBound, offsetBy: -back)
+            start = flat[floor..<first.lowerBound].firstIndex(of: " ").map { flat.index(after: $0) } ?? floor
             lead = "…"
         }
-        let cut = lead + DisplayWidth.truncate(String(shown), to: width - lead.count)
-        // Marked after cutting: the marks take no columns of their own under colour.
-        var result = ""
-        var last = cut.startIndex
-        for range in query.matches(in: cut) {
-            result += cut[last..<range.lowerBound]
-            result += styler.enabled ? styler.apply(.bold + .yellow, String(cut[range])) : "*" + cut[range] + "*"
-            last = range.upperBound
+        let shown = flat[start...]
+        let fits = shown.displayWidth <= width - lead.count
+        let end = fits ? shown.endIndex : DisplayWidth.end(of: shown, within: width - lead.count - 1)
+        // The words found marked (the part of one that is cut, as far as it shows): the marks
+        // take no columns of their own under colour.
+        var result = lead
+        var last = start
+        for range in found where range.upperBound > start && range.lowerBound < end {
+            let lower = max(range.lowerBound, start), upper = min(range.upperBound, end)
+            result += flat[last..<lower]
+            result += styler.enabled ? styler.apply(.bold + .yellow, String(flat[lower..<upper])) : "*" + flat[lower..<upper] + "*"
+            last = upper
         }
-        return result + cut[last...]
+        return result + flat[last..<end] + (fits ? "" : "…")
     }
 
     /// One match a line for other tools: time (ISO 8601, local with its offset), where, who,

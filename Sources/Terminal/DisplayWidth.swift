@@ -183,14 +183,20 @@ package enum DisplayWidth {
     package static func truncate(_ text: String, to width: Int) -> String {
         guard text.displayWidth > width else { return text }
         guard width > 0 else { return "" }
-        var result = ""
-        var used = 0
-        for character in text {
-            let w = character.displayWidth
-            if used + w > width - 1 { break }
-            result.append(character)
-            used += w
+        return String(text[..<end(of: text[...], within: width - 1)]) + "…"
+    }
+
+    /// Where `text` ends when cut to whole characters that take at most `width` columns.
+    package static func end(of text: Substring, within width: Int) -> String.Index {
+        // Printable ASCII, most text, is one column a byte.
+        if text.utf8.allSatisfy({ (0x20..<0x7F).contains($0) }) {
+            return text.utf8.index(text.startIndex, offsetBy: Swift.max(0, Swift.min(width, text.utf8.count)))
         }
-        return result + "…"
+        var used = 0
+        for index in text.indices {
+            used += text[index].displayWidth
+            if used > width { return index }
+        }
+        return text.endIndex
     }
 }

@@ -171,6 +171,18 @@ struct Fixture {
         #expect(try SearchQuery(["two words"]).matches(in: phrase).map { String(phrase[$0]) } == ["two", "words"])
     }
 
+    /// A line on one row: newlines are spaces, and a word found that the cut goes through is
+    /// marked as far as it shows.
+    @Test func anExcerptIsOneRowAndMarksWhatShows() throws {
+        let view = SearchView(capabilities: .plain, columns: 80)
+        let query = try SearchQuery(["quokkas"])
+        #expect(view.excerpt("two\nlines of quokkas", query: query, width: 40) == "two lines of *quokkas*")
+        #expect(view.excerpt("quokkas are here and there", query: query, width: 5) == "*quok*…")
+        #expect(view.excerpt("quokkas 見た見た", query: query, width: 10) == "*quokkas* …")
+        // Far along: from the word, with the line's start left out.
+        #expect(view.excerpt("and then the quokkas", query: query, width: 9) == "…*quokkas*")
+    }
+
     /// A long line is shown around the first word found.
     @Test func aLongLineIsCutAroundTheMatch() throws {
         let view = SearchView(capabilities: .plain, columns: 80)
