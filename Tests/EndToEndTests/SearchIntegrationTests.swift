@@ -3,6 +3,26 @@ import Testing
 
 @Suite(.enabled(if: inPrivateNetwork, "runs only inside scripts/in-netns (make test)"))
 struct SearchIntegrationTests {
+    /// `open N` opens a result where it was said, in a script too; `/newer` pages on to the
+    /// newest, and says when there is nothing newer.
+    @Test func aResultOpensWhereItWasSaidAndNewerPagesOn() throws {
+        let net = try TestNetwork(hosts: 2)
+        let a = try net.makeProfile("ann", host: 1), b = try net.makeProfile("ben", host: 2)
+        let runB = try net.start(host: 2, data: b, name: "ben", lines: ["chat"])
+        defer { runB.kill() }
+        let runA = try net.start(host: 1, data: a, name: "ann", lines: ["chat", "open ben --wait 30"] + (1...30).map { "line \($0)" })
+        runA.finish()
+        #expect(eventually(timeout: 30) { (try? query(b, "SELECT count(*) FROM message")) == ["30"] })
+        runB.send("search \"line 3\"", "open 1", "/newer", "/newer", "/newer", "/newer", "/newer", "/newer", "/newer", "/newer")
+        let out = runB.finish()
+        #expect(out.contains("1 match for \"line 3\""), "\(out)")
+        #expect(out.contains(", around #3") && out.contains("│ line 3 │"), "\(out)")
+        // Paged on to the newest, each message once.
+        #expect(out.components(separatedBy: "│ line 30 │").count == 2, "\(out)")
+        #expect(out.components(separatedBy: "│ line 17 │").count == 2, "\(out)")
+        #expect(out.contains("nothing newer"), "\(out)")
+    }
+
     /// ben is killed (-9) while a burst of ann's is being stored: every message he kept is
     /// found, nothing found is missing, and both SQLite's and FTS5's own checks pass.
     @Test func aKillDuringABurstLeavesNoMessageUnfindable() throws {
