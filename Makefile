@@ -6,7 +6,7 @@ RELEASE_FLAGS = -c release --static-swift-stdlib
 BUILD_PACKAGES = libedit-dev libsqlite3-dev libstb-dev libmosquitto-dev pkg-config
 # What the tests use besides the build: namespaces and routes, packet loss, a terminal, a reference,
 # brokers (started by the tests themselves, inside their namespaces) and MQTT clients.
-TEST_PACKAGES  = iproute2 nftables tmux sqlite3 util-linux python3 time mosquitto mosquitto-clients nats-server
+TEST_PACKAGES  = iproute2 nftables tmux sqlite3 util-linux python3 python3-venv time mosquitto mosquitto-clients nats-server
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all setup setup-test build release run test bench fuzz clean
@@ -38,8 +38,16 @@ release: setup
 run: release
 	./.build/release/seance $(ARGS)
 
+# An independent Noise implementation for NoiseTests (Python's noiseprotocol), in a virtual
+# environment of its own: nothing is installed system-wide. Made once, outside the namespace
+# (it downloads from PyPI).
+NOISE_PYTHON = .build/noise-venv/bin/python3
+$(NOISE_PYTHON):
+	python3 -m venv .build/noise-venv
+	.build/noise-venv/bin/pip install -q noiseprotocol==0.3.1
+
 # The build runs outside the namespace; the tests run inside one that has only loopback.
-test: setup-test
+test: setup-test $(NOISE_PYTHON)
 	$(SWIFT) build --build-tests
 	scripts/in-netns $(SWIFT) test --skip-build $(TEST_ARGS)
 

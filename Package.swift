@@ -31,6 +31,9 @@ let package = Package(
         // The signed frame codec, name rules, fingerprints and message sealing: what any
         // transport and any feature agree on, with no sockets and no storage.
         .target(name: "Wire", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        // The Noise Protocol Framework's handshake and ciphers (Noise_XX_25519_ChaChaPoly_SHA256)
+        // on swift-crypto's primitives, in the specification's own vocabulary: sessions use it.
+        .target(name: "Noise", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         // Profiles, their sealed keys and login: what the store needs, without the network.
         .target(name: "Accounts", dependencies: [
             "Runtime", "Wire", "Storage", "Terminal",
@@ -49,7 +52,7 @@ let package = Package(
         // The engine and what plugs into it: being online (`Online`), the feature contract, the
         // peer directory across transports, presence, planes, trust, delivery and the message store.
         .target(name: "Nearby", dependencies: [
-            "Wire", "Runtime", "Storage", "Accounts",
+            "Wire", "Noise", "Runtime", "Storage", "Accounts",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
@@ -112,6 +115,8 @@ let package = Package(
         .testTarget(name: "ZombiesTests", dependencies: ["Zombies", "Terminal"]),
         .testTarget(name: "LANTests", dependencies: ["TestSupport", "LAN", "Wire"]),
         .testTarget(name: "MQTTTests", dependencies: ["TestSupport", "MQTT", "Wire"]),
+        .testTarget(name: "NoiseTests", dependencies: ["Noise", .product(name: "Crypto", package: "swift-crypto")],
+                    exclude: ["Vectors", "noise_peer.py"]),
         .testTarget(name: "WireTests", dependencies: ["Wire", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "NearbyTests", dependencies: ["TestWorld", "Nearby", "Wire", "LAN", "Runtime", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "SearchTests", dependencies: ["TestWorld", "App", "Search", "Rooms", "Nearby", "Storage", "Terminal",
