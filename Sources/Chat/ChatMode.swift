@@ -305,6 +305,10 @@ package final class ChatMode {
         case .alsoOnlineElsewhere(let transport):
             return [styler.apply(.yellow + .bold, "!") + " this profile is online in another seance too (heard by \(transport)): "
                     + "both number their messages alike and peers drop some of them — leave chat in one of them"]
+        case .olderSeance(let peer):
+            guard visible(peer) else { return [] }
+            return [styler.apply(.yellow + .bold, "!") + " \(named(peer)) runs an older seance, without sessions: nothing direct "
+                    + "(messages, curses, rooms) passes between you until they update"]
         }
     }
 

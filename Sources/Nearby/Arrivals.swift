@@ -74,10 +74,21 @@ extension NearbyService {
     /// our own, looped back by multicast, and answers to someone else's query from peers we
     /// hear anyway — in a crowd of *n* every arrival brings each of the others *n* of them.
     func receive(_ bytes: [UInt8], from route: Route) {
+        // Session frames carry no signature: the engine, which holds the sessions, opens them.
+        if bytes.count > 5, bytes[4] == SessionWire.version, bytes[0..<4].elementsEqual(Wire.magic) {
+            guard bytes.count <= Wire.maximumDatagram else { return gate.drop(DecodeError.oversized.counterName) }
+            return engine.async { self.receiveSession(bytes, from: route) }
+        }
         if let header = UncheckedHeader(bytes) {
             if header.sender.elementsEqual(myKey) { return receiveInOurName(header, bytes, from: route) }
             if header.flags.contains(.answer), header.type == KindTable.announce,
                gate.isRedundant(header.sender, on: route.transport, now: engine.now) { return }
+            // A direct kind of the days before sessions, signed: an older seance's (or a
+            // forgery). Never worth its signature.
+            if header.type < KindTable.handshake, !KindTable.broadcasts.contains(header.type) {
+                let sender = Data(header.sender)
+                return engine.async { self.receivedOlder(from: sender) }
+            }
         }
         let packet: Packet
         do {

@@ -9,6 +9,7 @@ package struct NearbyStatistics: Sendable, Equatable {
     package var dropped: [String: Int] = [:]
     /// Answers to a query from peers heard already, left unread: nothing was wrong with them.
     package var redundant = 0
+    package var sessions = SessionStatistics()
 }
 
 /// Presence over every transport: announces this profile, keeps the table of peers, asks
@@ -39,6 +40,10 @@ package final class NearbyService: Sendable {
         var answerPending = false
         var lastAnswered = -Double.infinity
         var random: SeededRandom
+        /// Every session with a peer, and what waits for one (`Sessions.swift`).
+        var sessions: SessionTable
+        /// Peers told of once as running an older seance, which makes no sessions.
+        var toldOlder: Set<Data> = []
     }
 
     /// The one timer of presence and delivery, armed for the next deadline (an announcement, a
@@ -84,18 +89,21 @@ package final class NearbyService: Sendable {
     /// - Parameters:
     ///   - ownAvatarPixels: the 16x16 RGBA avatar to hand out when asked, if it is an image.
     ///   - onEvent: called on the engine for every arrival, change and departure.
-    package convenience init(transport: Transport, timing: PresenceTiming, signer: Curve25519.Signing.PrivateKey, announcement: Announcement,
+    package convenience init(transport: Transport, timing: PresenceTiming, signer: Curve25519.Signing.PrivateKey,
+                            agreement: Curve25519.KeyAgreement.PrivateKey = .init(), announcement: Announcement,
                             ownAvatarPixels: Data? = nil, engine: Engine = Engine(), random: SeededRandom = SeededRandom(),
-                            onEvent: @escaping @Sendable (PresenceEvent) -> Void) {
-        self.init(transports: [transport], timing: timing, signer: signer, announcement: announcement,
-                  ownAvatarPixels: ownAvatarPixels, engine: engine, random: random, onEvent: onEvent)
+                            sessionTiming: SessionTiming = SessionTiming(), onEvent: @escaping @Sendable (PresenceEvent) -> Void) {
+        self.init(transports: [transport], timing: timing, signer: signer, agreement: agreement, announcement: announcement,
+                  ownAvatarPixels: ownAvatarPixels, engine: engine, random: random, sessionTiming: sessionTiming, onEvent: onEvent)
     }
 
     /// - Parameters:
     ///   - transports: the preferred first; the same frames go out on each.
-    package init(transports: [Transport], timing: PresenceTiming, signer: Curve25519.Signing.PrivateKey, announcement: Announcement,
+    ///   - agreement: the X25519 key sessions are made with; the announcement carries its public half.
+    package init(transports: [Transport], timing: PresenceTiming, signer: Curve25519.Signing.PrivateKey,
+                agreement: Curve25519.KeyAgreement.PrivateKey = .init(), announcement: Announcement,
                 ownAvatarPixels: Data? = nil, engine: Engine = Engine(), random: SeededRandom = SeededRandom(),
-                onEvent: @escaping @Sendable (PresenceEvent) -> Void) {
+                sessionTiming: SessionTiming = SessionTiming(), onEvent: @escaping @Sendable (PresenceEvent) -> Void) {
         self.engine = engine
         precondition(!transports.isEmpty, "presence needs a transport")
         self.transports = transports
@@ -107,8 +115,12 @@ package final class NearbyService: Sendable {
         self.onEvent = onEvent
         var first = announcement
         first.intervalMilliseconds = UInt32(timing.interval * 1000)
+        first.agreementKey = agreement.publicKey.rawRepresentation
+        first.sessionVersion = SessionWire.version
         state = EngineBound(State(table: PresenceTable(timing: timing), schedule: AnnounceSchedule(timing: timing, now: engine.now),
-                                  announcement: first, random: random), engine: engine)
+                                  announcement: first, random: random,
+                                  sessions: SessionTable(identity: Identity(signing: signer, agreement: agreement), timing: sessionTiming)),
+                            engine: engine)
         registerPresenceKinds()
     }
 
@@ -171,7 +183,11 @@ package final class NearbyService: Sendable {
     }
 
     package var statistics: NearbyStatistics {
-        var statistics = engine.sync { state.value.statistics }
+        var statistics = engine.sync {
+            var statistics = state.value.statistics
+            statistics.sessions = state.value.sessions.statistics
+            return statistics
+        }
         gate.add(to: &statistics)
         return statistics
     }
@@ -213,6 +229,10 @@ package final class NearbyService: Sendable {
     package func handlePacket<Kind: PacketKind>(_ kind: Kind.Type, _ handler: @escaping @Sendable (Kind, Packet, _ reply: Route) -> Void) {
         engine.sync {
             state.value.handlers[Kind.code] = { [unowned self] packet, route in
+                // Direct kinds come only out of a session, broadcasts only signed.
+                guard packet.isSealed != KindTable.broadcasts.contains(Kind.code) || KindTable.experimental.contains(Kind.code) else {
+                    return drop(packet.isSealed ? "malformed" : "unsealed")
+                }
                 guard let value = try? packet.read(Kind.self) else { return drop("malformed") }
                 let port = state.value.table.peer(packet.sender)?.announcement.unicastPort ?? 0
                 let back = transports.first { $0.name == route.transport }?.directRoute(from: route, port: port, signingKey: packet.sender)
@@ -252,9 +272,10 @@ package final class NearbyService: Sendable {
     @discardableResult
     package func send<Kind: PacketKind>(_ packet: Kind, to peer: Peer, everyRoute: Bool = false, reply: Route? = nil) -> Bool {
         engine.sync {
+            guard let body = try? packet.encoded() else { return false }
             let routes = directRoutes(of: peer)
-            if let reply, routes.contains(reply) { return send(packet, to: [reply]) }
-            return send(packet, to: everyRoute ? routes : Array(routes.prefix(1)))
+            if let reply, routes.contains(reply) { return sendSealed([Kind.code] + body, to: peer, by: [reply]) }
+            return sendSealed([Kind.code] + body, to: peer, by: everyRoute ? routes : Array(routes.prefix(1)))
         }
     }
 
@@ -281,8 +302,8 @@ package final class NearbyService: Sendable {
     }
 
     /// Sends one frame by each of `routes`; true when any carried it.
-    private func send<Kind: PacketKind>(_ packet: Kind, to routes: [Route]) -> Bool {
-        guard !routes.isEmpty, let bytes = frame(packet) else { return false }
+    func send(_ bytes: [UInt8], by routes: [Route]) -> Bool {
+        guard !routes.isEmpty else { return false }
         var carried = false
         for route in routes where transports.first(where: { $0.name == route.transport })?.send(bytes, to: route) == true { carried = true }
         count(bytes, copies: routes.count)
@@ -333,9 +354,11 @@ package final class NearbyService: Sendable {
         wake(at: max(nextDeadline(), engine.now + 0.001))
     }
 
-    /// The earliest of the next announcement, the next expiry and the next retransmission.
+    /// The earliest of the next announcement, the next expiry, the next retransmission and the
+    /// next handshake to send again.
     private func nextDeadline() -> Double {
-        min(state.value.schedule.nextAt, state.value.table.nextExpiry, state.value.hooks.deadline?() ?? .infinity)
+        min(state.value.schedule.nextAt, state.value.table.nextExpiry, state.value.hooks.deadline?() ?? .infinity,
+            state.value.sessions.nextDue)
     }
 
     private func tick() {
@@ -351,6 +374,7 @@ package final class NearbyService: Sendable {
         }
         for event in events { left(event) }
         events.forEach(onEvent)
+        dispatch(state.value.sessions.tick(now: now))
         state.value.hooks.tick?(now)
     }
 }

@@ -83,7 +83,7 @@ package final class Online {
         let trust = TrustStore(database: database)
         let delivered = EngineBound<DeliveryService?>(nil, engine: engine)
         let presence = NearbyService(transports: makeTransports(identity.signingPublicKey), timing: timing, signer: identity.signing,
-                                     announcement: announcement, ownAvatarPixels: pixels, engine: engine,
+                                     agreement: identity.agreement, announcement: announcement, ownAvatarPixels: pixels, engine: engine,
                                      // Jitter and answer delays follow --seed like every other choice.
                                      random: SeededRandom(seed: random.next())) { event in
             if case .arrived(let peer) = event, let trusted = trust.remember(peer) { tell(.impostor(peer, trusted: trusted)) }

@@ -180,9 +180,8 @@ extension DeliveryService {
             : .bundle(MessageBundle(recipient: peer.signingKey, sealed: boxes))
     }
 
-    /// Room for sealed boxes in a bundle: a datagram less the header, the signature and the
-    /// recipient's key.
-    static let bundleCapacity = Wire.maximumDatagram - Wire.headerSize - Wire.signatureSize - 32
+    /// Room for sealed boxes in a bundle: a session frame's payload less the recipient's key.
+    static let bundleCapacity = SealedFrame.maximumPayload - 32
 
     /// Sealed boxes grouped, in order, into as few packets as fit (each box behind its 2-byte
     /// length).

@@ -137,6 +137,9 @@ package enum PresenceEvent: Equatable, Sendable {
     /// This profile is online in another seance too (a copy of its data elsewhere), heard by
     /// that transport: both number their messages alike, and peers drop some. Told once.
     case alsoOnlineElsewhere(transport: String)
+    /// The peer runs an older seance, which makes no sessions: nothing direct passes between
+    /// us. Told once a peer.
+    case olderSeance(Peer)
 
     /// `evicted`: the table was full and this peer was the least established and stalest.
     package enum LeaveReason: Sendable { case goodbye, expired, evicted }

@@ -36,7 +36,10 @@ extension NearbyService {
 
     /// A peer that left is no longer heard (its answers to queries are read again).
     func left(_ event: PresenceEvent) {
-        if case .left(let peer, _) = event { gate.forget(peer.signingKey) }
+        guard case .left(let peer, _) = event else { return }
+        gate.forget(peer.signingKey)
+        // Back, it will be a new process, perhaps: a fresh handshake.
+        state.value.sessions.forget(peer.signingKey)
     }
 
     func announce(as flags: FrameFlags = []) {

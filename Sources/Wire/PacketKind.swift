@@ -59,6 +59,13 @@ package enum KindTable {
     package static let roomLineAck: UInt8 = 17
     /// Several sealed fragments of direct messages in one packet (a burst).
     package static let messages: UInt8 = 18
+    /// Sessions (protocol version 3, `SessionFrames.swift`): a Noise handshake message, and a
+    /// frame sealed under a session's keys, which carries every direct kind.
+    package static let handshake: UInt8 = 19
+    package static let sealed: UInt8 = 20
+    /// Kinds that travel signed, to everyone in range. Every other kind is direct and travels
+    /// only inside a session: a signed frame of one is dropped unchecked.
+    package static let broadcasts: Set<UInt8> = [announce, goodbye, query, beacon]
     /// Kinds 240–255 are for tests and experiments: never sent by a released seance.
     package static let experimental: ClosedRange<UInt8> = 240...255
 }

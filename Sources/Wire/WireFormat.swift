@@ -110,6 +110,9 @@ package struct Packet: Equatable, Sendable {
     package var timestamp: UInt64
     package var sequence: UInt32
     package var body: [UInt8]
+    /// It came out of a session (a direct kind), not in a signed frame: its sender is the
+    /// session's peer, and it has no timestamp or sequence of its own.
+    package var isSealed = false
 
     package init(kind: UInt8, sender: Data, timestamp: UInt64, sequence: UInt32, flags: FrameFlags = [], body: [UInt8]) {
         self.kind = kind
@@ -118,6 +121,12 @@ package struct Packet: Equatable, Sendable {
         self.timestamp = timestamp
         self.sequence = sequence
         self.body = body
+    }
+
+    /// A direct kind's packet as a session opened it.
+    package init(sealedKind kind: UInt8, sender: Data, body: [UInt8]) {
+        self.init(kind: kind, sender: sender, timestamp: 0, sequence: 0, body: body)
+        isSealed = true
     }
 
     /// A packet of `value`'s kind, as if verified (tests, and a kind's own round trip).
@@ -200,9 +209,15 @@ package struct ByteReader {
     /// length (2 bytes) and a value, none of which this reader knows. Only their framing is
     /// checked.
     package mutating func skipExtensions() throws(DecodeError) {
-        while !isAtEnd {
-            guard byte() != nil, let length = uint16(), take(Int(length)) != nil else { throw .malformedPayload("extension fields") }
-        }
+        while try extensionField() != nil {}
+    }
+
+    /// The next extension field (a kind that knows some tags reads them here, skipping the
+    /// others), or nil at the end.
+    package mutating func extensionField() throws(DecodeError) -> (tag: UInt8, value: ArraySlice<UInt8>)? {
+        guard !isAtEnd else { return nil }
+        guard let tag = byte(), let length = uint16(), let value = take(Int(length)) else { throw .malformedPayload("extension fields") }
+        return (tag, value)
     }
 }
 

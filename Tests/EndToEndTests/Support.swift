@@ -229,7 +229,7 @@ final class PipeDriver {
     func read(until text: String, timeout: Double) throws -> Bool {
         let found = try wait(for: text, in: outputPipe.fileHandleForReading, into: &received, timeout: timeout)
         if !found {
-            let stacks = (try? sh("gdb -p \(process.processIdentifier) -batch -ex 'thread apply all bt 12' 2>/dev/null | grep -E '^(Thread|#)' | head -120")) ?? ""
+            let stacks = (try? sh("timeout -s KILL 20 gdb -p \(process.processIdentifier) -batch -ex 'thread apply all bt 12' 2>/dev/null | grep -E '^(Thread|#)' | head -120")) ?? ""
             Issue.record("no '\(text)' after \(timeout) s; the threads:\n\(stacks)")
         }
         return found

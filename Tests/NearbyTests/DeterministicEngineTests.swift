@@ -34,7 +34,7 @@ import Testing
                 case .arrived(let peer): events.append("+\(peer.name)")
                 case .left(let peer, let reason): events.append("-\(peer.name) \(reason)")
                 case .alsoOnlineElsewhere(let transport): events.append("also online elsewhere, by \(transport)")
-                case .changed, .transport: break
+                case .changed, .transport, .olderSeance: break
                 }
             }
         }

@@ -8,11 +8,6 @@ import Wire
 @testable import Rooms
 
 /// The packet kind of a feature's frame, and the frame's sender (to lose some in a test).
-private func feature(_ bytes: [UInt8]) -> (code: UInt8, body: [UInt8], sender: Data)? {
-    guard let packet = try? Packet.decode(bytes) else { return nil }
-    return (packet.kind, packet.body, packet.sender)
-}
-
 @Suite struct RoomPacketTests {
     @Test func everyKindReadsBackWhatWasWritten() throws {
         let key = Data(repeating: 7, count: 32), id = Data(repeating: 9, count: 16), room = RoomID(major: 65535, minor: 0)
@@ -190,7 +185,8 @@ private func feature(_ bytes: [UInt8]) -> (code: UInt8, body: [UInt8], sender: D
         let world = try world()
         let ann = world.nodes[0].identity.signingPublicKey
         let ben = world.nodes[1]
-        world.network.setLoss { bytes in feature(bytes).map { $0.code == KindTable.beacon && $0.sender == ann } ?? false }
+        let packets = world.packets
+        world.network.setLoss { bytes in packets(bytes).map { $0.code == KindTable.beacon && $0.sender == ann } ?? false }
         world.step(9)
         #expect(ben.rooms.currentRoom != nil)
         world.step(1.5)
@@ -207,8 +203,9 @@ private func feature(_ bytes: [UInt8]) -> (code: UInt8, body: [UInt8], sender: D
         let world = try world()
         let (ann, ben) = (world.nodes[0], world.nodes[1])
         let host = ann.identity.signingPublicKey
+        let packets = world.packets
         world.network.setLoss { bytes in
-            guard let (code, body, sender) = feature(bytes), code == KindTable.beacon, sender == host else { return false }
+            guard let (code, body, sender) = packets(bytes), code == KindTable.beacon, sender == host else { return false }
             var reader = ByteReader(body[...])
             return (try? Beacon(reading: &reader)).map { $0.counter % 2 == 0 } ?? false
         }
@@ -279,8 +276,9 @@ private func feature(_ bytes: [UInt8]) -> (code: UInt8, body: [UInt8], sender: D
         let world = try world()
         let (ann, ben) = (world.nodes[0], world.nodes[1])
         let dropped = Mutex(0)
+        let packets = world.packets
         world.network.setLoss { bytes in
-            guard feature(bytes)?.code == KindTable.roomLine else { return false }
+            guard packets(bytes)?.code == KindTable.roomLine else { return false }
             return dropped.withLock { count in
                 count += 1
                 return count <= 2  // both first copies

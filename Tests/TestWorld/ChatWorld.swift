@@ -117,6 +117,20 @@ package final class ChatWorld: World {
 
     let directory = temporaryDirectory("world")
     package private(set) var nodes: [Node] = []
+
+    /// What a datagram on the network carries: its kind, payload and sender, whether signed or
+    /// sealed in a session (then read by its recipient, without accepting it). For tests that
+    /// lose frames of one kind; nil for handshakes and what no shell online now can open.
+    package var packets: @Sendable ([UInt8]) -> (code: UInt8, body: [UInt8], sender: Data)? {
+        let services = nodes.compactMap { $0.online.context?.presence }
+        return { bytes in
+            if let packet = try? Packet.decode(bytes) { return (packet.kind, packet.body, packet.sender) }
+            guard bytes.count > 5, bytes[4] == SessionWire.version, bytes[5] == KindTable.sealed else { return nil }
+            for service in services { if let opened = service.peekSealed(bytes) { return (opened.kind, opened.body, opened.sender) } }
+            return nil
+        }
+    }
+
     let seed: UInt64
     /// The transports of every shell, the preferred first.
     let transportNames: [String]

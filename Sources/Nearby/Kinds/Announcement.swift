@@ -14,6 +14,14 @@ package struct Announcement: PacketKind, Equatable {
     package var unicastPort: UInt16
     /// How often the sender refreshes, in milliseconds: receivers expire it after three misses.
     package var intervalMilliseconds: UInt32
+    /// The session protocol the sender speaks (extension field 1): 3, or 0 for an older seance,
+    /// which signs its direct packets and makes no sessions.
+    package var sessionVersion: UInt8 = SessionWire.version
+
+    /// The extension field that says which session protocol the sender speaks.
+    static let sessionTag: UInt8 = 1
+
+    package var speaksSessions: Bool { sessionVersion >= SessionWire.version }
 
     package init(name: String, agreementKey: Data, plane: UInt8, avatar: AvatarReference, unicastPort: UInt16,
                 intervalMilliseconds: UInt32) {
@@ -51,6 +59,10 @@ package struct Announcement: PacketKind, Equatable {
         guard interval > 0 else { throw .malformedPayload("interval") }
         self.init(name: name, agreementKey: Data(agreementKey), plane: plane, avatar: avatar, unicastPort: port,
                   intervalMilliseconds: interval)
+        sessionVersion = 0
+        while let (tag, value) = try reader.extensionField() {
+            if tag == Self.sessionTag, let version = value.first { sessionVersion = version }
+        }
     }
 
     package func write(to bytes: inout [UInt8]) throws {
@@ -74,6 +86,7 @@ package struct Announcement: PacketKind, Equatable {
         }
         bytes.appendBigEndian(unicastPort)
         bytes.appendBigEndian(intervalMilliseconds)
+        if sessionVersion > 0 { bytes += [Self.sessionTag, 0, 1, sessionVersion] }
     }
 }
 
