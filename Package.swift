@@ -132,7 +132,7 @@ let package = Package(
         .testTarget(name: "VisionsTests", dependencies: ["TestSupport", "Visions", "Zombies", "Storage", "Terminal", "Shell"]),
         // The end-to-end tests run the built binary; they link the wire code only to play a
         // hostile peer (forged, flooding, replaying packets) against it.
-        .testTarget(name: "EndToEndTests", dependencies: ["Nearby", .product(name: "Crypto", package: "swift-crypto")],
+        .testTarget(name: "EndToEndTests", dependencies: ["Nearby", "Noise", .product(name: "Crypto", package: "swift-crypto")],
                     exclude: ["Fixtures"]),
     ]
 )
