@@ -11,6 +11,8 @@ import Storage
 package final class Online {
     package let battery: Battery
     package let timing: PresenceTiming
+    /// When sessions change keys and give up (tests shorten it).
+    let sessionTiming: SessionTiming
     /// Makes the transports each time the user goes online (the LAN's sockets, a broker's
     /// connection), the preferred first.
     private let makeTransports: (_ signingKey: Data) -> [Transport]
@@ -29,9 +31,11 @@ package final class Online {
     /// The battery is read again this often; a change of plane is announced at once.
     package static let batteryPollSeconds = 30.0
 
-    package init(battery: Battery, timing: PresenceTiming, makeTransports: @escaping (_ signingKey: Data) -> [Transport]) {
+    package init(battery: Battery, timing: PresenceTiming, sessionTiming: SessionTiming = SessionTiming(),
+                makeTransports: @escaping (_ signingKey: Data) -> [Transport]) {
         self.battery = battery
         self.timing = timing
+        self.sessionTiming = sessionTiming
         self.makeTransports = makeTransports
     }
 
@@ -85,7 +89,7 @@ package final class Online {
         let presence = NearbyService(transports: makeTransports(identity.signingPublicKey), timing: timing, signer: identity.signing,
                                      agreement: identity.agreement, announcement: announcement, ownAvatarPixels: pixels, engine: engine,
                                      // Jitter and answer delays follow --seed like every other choice.
-                                     random: SeededRandom(seed: random.next())) { event in
+                                     random: SeededRandom(seed: random.next()), sessionTiming: sessionTiming) { event in
             if case .arrived(let peer) = event, let trusted = trust.remember(peer) { tell(.impostor(peer, trusted: trusted)) }
             tell(.presence(event))
             switch event {

@@ -76,10 +76,20 @@ package final class MemoryNetwork: Sendable {
     private let loss = Mutex<(@Sendable ([UInt8]) -> Bool)?>(nil)
     /// Members that carry nothing just now, either way (a broker that is down).
     private let down = Mutex<Set<String>>([])
+    private let fate = Mutex<(@Sendable ([UInt8]) -> Fate)?>(nil)
+    /// Datagrams held back, to arrive after the next one.
+    private let held = Mutex<[(bytes: [UInt8], address: String, transport: String, target: String?)]>([])
 
     package init() {}
 
     package func setLoss(_ drop: (@Sendable ([UInt8]) -> Bool)?) { loss.withLock { $0 = drop } }
+
+    /// What befalls a datagram on a network that misbehaves (tests): it arrives, is lost, arrives
+    /// twice, or is held back and arrives after the next one (reordered).
+    package enum Fate: Sendable { case arrives, lost, twice, late }
+
+    /// Decides each datagram's fate (nil: every one arrives, once, in order).
+    package func setFate(_ decide: (@Sendable ([UInt8]) -> Fate)?) { fate.withLock { $0 = decide } }
 
     /// The member at `address` carries nothing while down: what it sends does not leave (its
     /// `send` says so), and nothing reaches it.
@@ -100,13 +110,28 @@ package final class MemoryNetwork: Sendable {
         // A stopped transport sends nothing; nor does one that is down.
         guard members.withLock({ $0[address] != nil }), !down.withLock({ $0.contains(address) }) else { return false }
         if loss.withLock({ $0 })?(bytes) == true { return true }
+        switch fate.withLock({ $0 })?(bytes) ?? .arrives {
+        case .lost: return true
+        case .late:
+            held.withLock { $0.append((bytes, address, transport, target)) }
+            return true
+        case .twice: deliver(bytes, from: address, by: transport, to: target)
+        case .arrives: break
+        }
+        deliver(bytes, from: address, by: transport, to: target)
+        for late in held.withLock({ held in defer { held = [] }; return held }) {
+            deliver(late.bytes, from: late.address, by: late.transport, to: late.target)
+        }
+        return true
+    }
+
+    private func deliver(_ bytes: [UInt8], from address: String, by transport: String, to target: String?) {
         let unreachable = down.withLock { $0 }
         let receivers = members.withLock { members -> [@Sendable ([UInt8], Route) -> Void] in
             guard members[address] != nil else { return [] }
             return members.filter { $0.key != address && (target == nil || $0.key == target) && !unreachable.contains($0.key) }.map(\.value)
         }
         for deliver in receivers { deliver(bytes, Route(transport: transport, address: address)) }
-        return true
     }
 }
 

@@ -55,7 +55,8 @@ package final class ChatWorld: World {
                 .create(name: name, password: "correct horse", avatar: nil, gift: gift, now: world.scheduler.now)
             battery = Battery(override: Self.level(of: plane))
             let networks = world.transportNames.map { ($0, world.networks[$0]!) }
-            online = Online(battery: battery, timing: PresenceTiming(interval: 1, jitter: 0, startupGap: 0.5)) { _ in
+            online = Online(battery: battery, timing: PresenceTiming(interval: 1, jitter: 0, startupGap: 0.5),
+                            sessionTiming: world.sessionTiming) { _ in
                 networks.map { transport, network in MemoryTransport(network: network, address: name, name: transport) }
             }
             curses = Curses(login: LoginSession())
@@ -134,14 +135,16 @@ package final class ChatWorld: World {
     let seed: UInt64
     /// The transports of every shell, the preferred first.
     let transportNames: [String]
+    let sessionTiming: SessionTiming
 
     /// Shells named and placed as `specs` says (with the gift for names in `gifted`), online on
     /// a transport on each of `transports` (the preferred first). Without `network`, presence
     /// stops at once (no announcements, no alarm every second): for simulating many hours of a
     /// feature alone.
     package init(_ specs: [(String, Plane)], gifted: Set<String> = [], seed: UInt64 = 5, network: Bool = true,
-                transports: [String] = ["memory"]) throws {
+                transports: [String] = ["memory"], sessionTiming: SessionTiming = SessionTiming()) throws {
         self.seed = seed
+        self.sessionTiming = sessionTiming
         transportNames = transports
         super.init(networks: transports)
         for (name, plane) in specs { nodes.append(try Node(name, plane: plane, gift: gifted.contains(name), world: self)) }
