@@ -241,6 +241,9 @@ package final class ChatMode {
                             + "dropped \(all.values.reduce(0, +))" + (dropped.isEmpty ? "" : " (\(dropped))")
                             + (stats.redundant > 0 ? ", skipped \(stats.redundant) (redundant answers)" : "")
                             + (resent > 0 ? ", resent \(resent) message fragments (no acknowledgement in time)" : ""))
+        let sessions = stats.sessions
+        shell.console.print("sessions: \(sessions.open) open, \(sessions.established) made (\(sessions.started) started here, "
+                            + "\(sessions.answered) answered), \(sessions.rekeyed) rekeyed")
     }
 
     /// A peer's avatar in two columns: its picture (once fetched) as a colour swatch, else a glyph.

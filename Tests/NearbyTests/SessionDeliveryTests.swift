@@ -71,6 +71,24 @@ import Testing
         #expect(statistics > 0, "keys changed in the middle")
     }
 
+    /// Both write first at the same moment, so both start a handshake: one survives, and each
+    /// side ends with one session that carried both messages.
+    @Test func twoShellsWritingAtOnceEndWithOneSession() throws {
+        let world = try ChatWorld([("ann", .human), ("ben", .human)])
+        let (ann, ben) = (world.nodes[0], world.nodes[1])
+        let toBen = try ann.delivery.conversation(with: try #require(ann.service.peer(ben.identity.signingPublicKey)))
+        let toAnn = try ben.delivery.conversation(with: try #require(ben.service.peer(ann.identity.signingPublicKey)))
+        _ = try ann.delivery.send("hello ben", in: toBen)
+        _ = try ben.delivery.send("hello ann", in: toAnn)
+        #expect(ann.service.statistics.sessions.started == 1 && ben.service.statistics.sessions.started == 1)
+        world.step(0)
+        #expect(try received(by: ben) == ["hello ben"] && received(by: ann) == ["hello ann"])
+        let (a, b) = (ann.service.statistics, ben.service.statistics)
+        #expect(a.sessions.established == 1 && b.sessions.established == 1 && ann.service.sessionCount == 1 && ben.service.sessionCount == 1)
+        #expect(a.sessions.answered + b.sessions.answered == 1, "one handshake answered, the other refused")
+        #expect(a.dropped["handshake crossed", default: 0] + b.dropped["handshake crossed", default: 0] == 1)
+    }
+
     /// Every frame of a conversation recorded; both shells go offline; the attacker gets both
     /// databases and both passwords, so both profiles' keys: no recorded frame opens.
     @Test func recordedFramesStaySealedForWhoeverGetsBothDatabasesAndPasswords() throws {
