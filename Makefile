@@ -6,7 +6,7 @@ RELEASE_FLAGS = -c release --static-swift-stdlib
 BUILD_PACKAGES = libedit-dev libsqlite3-dev libstb-dev libmosquitto-dev pkg-config
 # What the tests use besides the build: namespaces and routes, packet loss, a terminal, a reference,
 # brokers (started by the tests themselves, inside their namespaces) and MQTT clients.
-TEST_PACKAGES  = iproute2 nftables tmux sqlite3 util-linux python3 python3-venv time mosquitto mosquitto-clients nats-server
+TEST_PACKAGES  = iproute2 nftables tmux sqlite3 util-linux python3 python3-venv python3-cryptography time mosquitto mosquitto-clients nats-server
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all setup setup-test build release run test bench fuzz clean
