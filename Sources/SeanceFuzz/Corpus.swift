@@ -8,7 +8,7 @@ import Nearby
 enum Corpus {
     static func write(to directory: String) {
         let signer = FuzzTarget.signer
-        let other = Identity(seed: 0x42), mine = Identity(seed: 0x5E)
+        let other = SeededKeys(seed: 0x42), mine = SeededKeys(seed: 0x5E)
         let pixels = Data((0..<1024).map { UInt8($0 & 0xFF) })
         let hash = Data(SHA256.hash(data: pixels))
         let announce = Announcement(name: "alice 👻", agreementKey: mine.agreement.publicKey.rawRepresentation, plane: 2,
@@ -31,6 +31,13 @@ enum Corpus {
             // The same payload, for re-signing: kind byte, then the body after the header.
             files.append(("packet/payload-\(index)", [1, frame[5]] + frame[Wire.headerSize..<(frame.count - Wire.signatureSize)]))
         }
+        // Session frames (2, then 1 for a handshake or 0 for a sealed frame, then the frame from
+        // its flags on): a first handshake message to this profile, and a sealed frame.
+        let handshake = HandshakeFrame(sender: other.signingKey, recipient: signer.publicKey.rawRepresentation, senderIndex: 7,
+                                       recipientIndex: 0, step: 1, message: Array(other.agreement.publicKey.rawRepresentation))
+        files.append(("packet/session-0", [2, 1] + handshake.encoded()[6...]))
+        let sealedFrame = SealedFrame.header(recipientIndex: 7, counter: 1) + Array(sealed)
+        files.append(("packet/session-1", [2, 0] + sealedFrame[6...]))
         let lines = ["zombies up", "open 'vision 3'; save \"Joyce Byers\"", "echo a\\ b # comment", "profile new ann --password-file ~/pw",
                      "open bob#3fa2", "chat", "remind 5 tea is ready", "\"unterminated", "emoji 🚶‍♂️ and 🏴󠁧󠁢󠁳󠁣󠁴󠁿", "zombies zombies stats"]
         for (index, line) in lines.enumerated() { files.append(("tokenizer/line-\(index)", Array(line.utf8))) }
@@ -47,7 +54,7 @@ enum Corpus {
 }
 
 /// Keys made from a seed, so the corpus is the same every time it is written.
-struct Identity {
+struct SeededKeys {
     let signing: Curve25519.Signing.PrivateKey
     let agreement: Curve25519.KeyAgreement.PrivateKey
     var signingKey: Data { signing.publicKey.rawRepresentation }

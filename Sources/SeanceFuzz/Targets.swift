@@ -26,6 +26,21 @@ enum FuzzTarget: String, CaseIterable {
     /// decoder (random bytes alone never get past the signature check).
     static let signer = try! Curve25519.Signing.PrivateKey(rawRepresentation: Data(repeating: 0x5E, count: 32))
 
+    /// The session side of one profile, for session frames.
+    static let identity = Identity(signing: signer, agreement: try! .init(rawRepresentation: Data(repeating: 0x5A, count: 32)))
+
+    /// A version 3 frame through a fresh session table, as from an announced peer: a handshake
+    /// message read (and a first one answered) or a sealed frame refused, never a trap.
+    static func session(_ frame: [UInt8]) {
+        var table = SessionTable(identity: identity)
+        if let handshake = try? HandshakeFrame(decoding: frame) {
+            precondition(handshake.encoded() == frame, "a handshake frame reads back differently")
+            let peer = SessionPeer(signingKey: handshake.sender, agreementKey: Data(repeating: 9, count: 32))
+            _ = try? table.receive(handshake, from: peer, now: 0)
+        }
+        precondition((try? table.open(frame, now: 0)) == nil, "a sealed frame opened without a session")
+    }
+
     static func packet(_ bytes: [UInt8]) {
         guard let first = bytes.first else { return }
         var frame = bytes
@@ -35,6 +50,13 @@ enum FuzzTarget: String, CaseIterable {
             frame = Wire.magic + [Wire.version, bytes[1] % 9, 0, 0] + signer.publicKey.rawRepresentation
             frame += [0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, UInt8(body.count >> 8), UInt8(body.count & 0xFF)] + body
             frame += try! signer.signature(for: frame)
+        }
+        if first & 3 == 2, bytes.count >= 2 {
+            // A session frame: a fuzzed handshake message or sealed frame behind a valid start.
+            frame = Wire.magic + [SessionWire.version, bytes[1] & 1 == 1 ? KindTable.handshake : KindTable.sealed] + bytes.dropFirst(2)
+        }
+        if frame.count > 5, frame[4] == SessionWire.version {
+            return session(frame)
         }
         // The header read before any check (what is dropped unchecked) never traps, on any input
         // (`decode` reads its fields through it only after its own checks).
