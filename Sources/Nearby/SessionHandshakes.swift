@@ -63,17 +63,18 @@ extension SessionTable {
         if let existing = answers.values.first(where: { $0.peer.signingKey == peer.signingKey && $0.remoteIndex == frame.senderIndex }) {
             return [SessionOutput(bytes: existing.frame, peer: peer.signingKey, isHandshake: true)]
         }
-        if let mine = entry.initiation {
-            // Both started at once: the lower signing key's handshake survives, on both sides.
-            if me.lexicographicallyPrecedes(peer.signingKey) { throw .crossed }
-            indices[mine.localIndex] = nil
-            entry.initiation = nil
-        }
+        // Both started at once: the lower signing key's handshake survives, on both sides.
+        if entry.initiation != nil, me.lexicographicallyPrecedes(peer.signingKey) { throw .crossed }
         guard now - entry.lastAnswerAt >= Self.answerGap else { throw .busy }
         var handshake = HandshakeState(initiator: false, prologue: Self.prologue(initiator: peer.signingKey, responder: me),
                                        s: identity.agreement)
         guard (try? handshake.readMessage(frame.message)) != nil, let message = try? handshake.writeMessage().message else {
             throw .failed
+        }
+        // Theirs survives: ours goes (what waited for it stays, for the session theirs makes).
+        if let mine = entry.initiation {
+            indices[mine.localIndex] = nil
+            entry.initiation = nil
         }
         // One half-open handshake per key; past the limit in all, the oldest goes.
         for (index, old) in answers where old.peer.signingKey == peer.signingKey { forgetAnswer(index) }

@@ -34,7 +34,8 @@ enum FuzzTarget: String, CaseIterable {
     static func session(_ frame: [UInt8]) {
         var table = SessionTable(identity: identity)
         if let handshake = try? HandshakeFrame(decoding: frame) {
-            precondition(handshake.encoded() == frame, "a handshake frame reads back differently")
+            // Flags are ignored on reading (and written 0): the rest reads back as it was.
+            precondition(handshake.encoded()[8...] == frame[8...], "a handshake frame reads back differently")
             let peer = SessionPeer(signingKey: handshake.sender, agreementKey: Data(repeating: 9, count: 32))
             _ = try? table.receive(handshake, from: peer, now: 0)
         }
