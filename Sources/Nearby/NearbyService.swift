@@ -363,7 +363,11 @@ package final class NearbyService: Sendable {
 
     private func tick() {
         let now = engine.now
-        let due = state.update { $0.schedule.isDue(now: now, using: &$0.random) }
+        // The interval grows with the crowd heard; the announcement says which, and peers expire
+        // us by it (the next one comes that long after this one, jitter aside).
+        let interval = timing.interval(amongPeers: state.value.table.peers.count)
+        let due = state.update { $0.schedule.isDue(now: now, interval: interval, using: &$0.random) }
+        if due { state.value.announcement.intervalMilliseconds = UInt32(interval * 1000) }
         let events = state.value.table.expire(now: now)
         if due { announce() }
         // A newcomer asks who is there right after saying who it is: everyone in range answers

@@ -6,17 +6,37 @@ import Foundation
 /// `interval` give or take `jitter` (a fraction), so peers do not fall into step. A peer that
 /// misses three refreshes in a row is gone.
 package struct PresenceTiming: Sendable, Equatable {
+    /// The least refresh interval: a small group refreshes this often.
     package var interval: Double
     package var jitter: Double
     package var startupGap: Double
     package var missedBeforeExpiry: Double
+    /// Refreshes a second the whole group may send on a link (RFC 3550 §6.2's share of the
+    /// session's bandwidth, as RTCP keeps it): each shell stretches its interval with the crowd.
+    package var linkBudget: Double
 
-    package init(interval: Double = 5, jitter: Double = 0.2, startupGap: Double = 1, missedBeforeExpiry: Double = 3) {
+    package init(interval: Double = 5, jitter: Double = 0.2, startupGap: Double = 1, missedBeforeExpiry: Double = 3,
+                 linkBudget: Double = 20) {
         self.interval = interval
         self.jitter = jitter
         self.startupGap = startupGap
         self.missedBeforeExpiry = missedBeforeExpiry
+        self.linkBudget = linkBudget
     }
+
+    /// The refresh interval among `peers` others: `interval`, or longer, so that everyone's
+    /// refreshes together stay within `linkBudget` a second (each of the n + 1 refreshes once
+    /// an interval). Advertised in the announcement, by which the others expire us.
+    /// Rounded up to a whole number of `interval`s, so that it changes (and the announcement
+    /// with it, which a broker keeps) once every few dozen arrivals, not with each.
+    package func interval(amongPeers peers: Int) -> Double {
+        (max(interval, Double(peers + 1) / linkBudget) / interval).rounded(.up) * interval
+    }
+
+    /// The range answers to a query are delayed over: 20–120 ms in a small group; in a crowd
+    /// wide enough that the answers come about 1,000 a second, but within 0.8 s (a newcomer
+    /// lists everyone within a second).
+    package static func answerWindow(amongPeers peers: Int) -> ClosedRange<Double> { 0.02...min(0.8, max(0.12, Double(peers) / 1000)) }
 
     /// How long after its last announcement a peer announcing every `interval` expires: half an
     /// interval more than the allowed misses, so jitter alone never expires anyone.
@@ -35,15 +55,16 @@ package struct AnnounceSchedule: Sendable {
         nextAt = now
     }
 
-    /// True when an announcement is due; the next one is then scheduled.
-    package mutating func isDue(now: Double, using rng: inout some RandomNumberGenerator) -> Bool {
+    /// True when an announcement is due; the next one is then scheduled, `interval` (the one
+    /// this announcement advertises) later, give or take the jitter.
+    package mutating func isDue(now: Double, interval: Double? = nil, using rng: inout some RandomNumberGenerator) -> Bool {
         guard now >= nextAt else { return false }
         sent += 1
         if sent < 2 {
             nextAt = now + timing.startupGap
         } else {
             let spread = timing.jitter > 0 ? Double.random(in: -timing.jitter...timing.jitter, using: &rng) : 0
-            nextAt = now + timing.interval * (1 + spread)
+            nextAt = now + (interval ?? timing.interval) * (1 + spread)
         }
         return true
     }
@@ -163,7 +184,7 @@ package struct PresenceTable: Sendable {
     /// Full scans made by `expire` (tests check that idle ticks make none).
     package private(set) var expiryScans = 0
 
-    package static let defaultCapacity = 256
+    package static let defaultCapacity = 4_096
     package static let retiredCapacity = 4_096
     /// Advertised intervals are clamped to what this program itself may be set to.
     package static let minimumInterval = 0.05

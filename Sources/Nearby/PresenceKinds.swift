@@ -46,9 +46,11 @@ extension NearbyService {
         send(state.value.announcement, flags: flags)
     }
 
-    /// The query's answer range, and the least time between two of our answers: many queries
-    /// at once (a crowd arriving, or a flood) cost one announcement each quarter second.
-    package static let answerDelay = 0.02...0.12
+    /// The query's answer range in a small group (`PresenceTiming.answerWindow` widens it with
+    /// the crowd), and the least time between two of our answers: many queries at once (a crowd
+    /// arriving, or a flood) cost one announcement each quarter second, or each answer window
+    /// when that is longer.
+    package static let answerDelay = PresenceTiming.answerWindow(amongPeers: 0)
     static let answerGap = 0.25
 
     /// Someone asked who is there: announce after a random 20–120 ms (so a crowd does not
@@ -58,8 +60,9 @@ extension NearbyService {
     private func answerQuery(now: Double) {
         guard !state.value.answerPending else { return }
         state.value.answerPending = true
-        let earliest = state.value.lastAnswered + Self.answerGap - now
-        let delay = max(state.update { Double.random(in: Self.answerDelay, using: &$0.random) }, earliest)
+        let window = PresenceTiming.answerWindow(amongPeers: state.value.table.peers.count)
+        let earliest = state.value.lastAnswered + max(Self.answerGap, window.upperBound) - now
+        let delay = max(state.update { Double.random(in: window, using: &$0.random) }, earliest)
         engine.after(delay) { [self] in
             state.value.answerPending = false
             state.value.lastAnswered = engine.now

@@ -21,12 +21,11 @@ import Testing
         let events = Log()
 
         init(_ name: String, at address: String? = nil, network: MemoryNetwork, scheduler: ManualScheduler,
-             signer: Curve25519.Signing.PrivateKey = .init()) {
+             signer: Curve25519.Signing.PrivateKey = .init(), timing: PresenceTiming = PresenceTiming(interval: 1, jitter: 0, startupGap: 0.5)) {
             engine = Engine(scheduler: scheduler)
             transport = MemoryTransport(network: network, address: address ?? name)
             let events = self.events
-            service = NearbyService(transport: transport, timing: PresenceTiming(interval: 1, jitter: 0, startupGap: 0.5),
-                                    signer: signer,
+            service = NearbyService(transport: transport, timing: timing, signer: signer,
                                     announcement: Announcement(name: name, agreementKey: Data(repeating: 1, count: 32), plane: 0,
                                                                avatar: .none, unicastPort: 0, intervalMilliseconds: 0),
                                     engine: engine, random: SeededRandom(seed: 1)) { event in
@@ -49,8 +48,11 @@ import Testing
         private(set) var nodes: [Node] = []
 
         /// A node online from now on.
+        /// How every node of this crowd times its presence.
+        var timing = PresenceTiming(interval: 1, jitter: 0, startupGap: 0.5)
+
         func join(_ name: String, at address: String? = nil, signer: Curve25519.Signing.PrivateKey = .init()) throws -> Node {
-            let node = Node(name, at: address, network: network, scheduler: scheduler, signer: signer)
+            let node = Node(name, at: address, network: network, scheduler: scheduler, signer: signer, timing: timing)
             try node.service.start()
             nodes.append(node)
             return node
