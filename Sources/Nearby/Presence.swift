@@ -48,6 +48,8 @@ package struct AnnounceSchedule: Sendable {
     package let timing: PresenceTiming
     package private(set) var nextAt: Double
     private var sent = 0
+    /// The interval the next announcement was scheduled with.
+    private var scheduledInterval: Double?
 
     /// The first announcement is due at once.
     package init(timing: PresenceTiming, now: Double) {
@@ -64,9 +66,19 @@ package struct AnnounceSchedule: Sendable {
             nextAt = now + timing.startupGap
         } else {
             let spread = timing.jitter > 0 ? Double.random(in: -timing.jitter...timing.jitter, using: &rng) : 0
-            nextAt = now + (interval ?? timing.interval) * (1 + spread)
+            scheduledInterval = interval ?? timing.interval
+            nextAt = now + scheduledInterval! * (1 + spread)
         }
         return true
+    }
+
+    /// The crowd shrank and the interval with it: the next announcement comes as much sooner
+    /// (RFC 3550 §6.3.4's reverse reconsideration), else those who stay would wait out the
+    /// crowd's long interval.
+    package mutating func shrink(to interval: Double, now: Double) {
+        guard let scheduled = scheduledInterval, interval < scheduled, nextAt > now else { return }
+        nextAt = now + (nextAt - now) * interval / scheduled
+        scheduledInterval = interval
     }
 
     /// Something changed (the plane): announce at the next check.

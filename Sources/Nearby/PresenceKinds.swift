@@ -37,6 +37,8 @@ extension NearbyService {
     /// A peer that left is no longer heard (its answers to queries are read again).
     func left(_ event: PresenceEvent) {
         guard case .left(let peer, _) = event else { return }
+        let now = engine.now
+        state.value.schedule.shrink(to: timing.interval(amongPeers: state.value.table.peers.count), now: now)
         gate.forget(peer.signingKey)
         // Back, it will be a new process, perhaps: a fresh handshake.
         state.value.sessions.forget(peer.signingKey)

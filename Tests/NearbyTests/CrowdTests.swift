@@ -48,5 +48,13 @@ import Testing
         let newcomer = try crowd.join("newcomer")
         crowd.advance(by: 1)
         #expect(newcomer.service.peers().count == 40)
+
+        // 36 leave: those who stay refresh at the small group's interval (3 s among 4) at once,
+        // not after the crowd's 20 s.
+        for node in nodes.prefix(36) { node.service.stop() }
+        crowd.advance(by: 0.1)
+        announcements.withLock { $0 = 0 }
+        crowd.advance(by: 4)
+        #expect(announcements.withLock { $0 } >= 5, "the 5 who stayed each refreshed within 4 s")
     }
 }
