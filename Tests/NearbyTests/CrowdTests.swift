@@ -20,6 +20,29 @@ import Testing
         #expect(PresenceTiming.answerWindow(amongPeers: 4_000).upperBound == 0.8)
     }
 
+    /// Five newcomers arrive together in a crowd of 40: each member answers once for all five
+    /// (one multicast answer serves every newcomer who asked before it went), so the link carries
+    /// 40 answers plus the newcomers' own, not 200; and each newcomer lists everyone.
+    @Test func newcomersArrivingTogetherShareTheCrowdsAnswers() throws {
+        let crowd = DeterministicEngineTests.Crowd()
+        crowd.timing = PresenceTiming(interval: 1, jitter: 0.2, startupGap: 0.5, linkBudget: 2)
+        let nodes = try (0..<40).map { try crowd.join("p\($0)") }
+        crowd.advance(by: 30)
+        #expect(nodes.allSatisfy { $0.service.peers().count == 39 })
+        let answers = Mutex(0)
+        crowd.network.setLoss { bytes in
+            if bytes.count > 5, bytes[5] == KindTable.announce, UncheckedHeader(bytes)?.flags.contains(.answer) == true {
+                answers.withLock { $0 += 1 }
+            }
+            return false
+        }
+        let newcomers = try (0..<5).map { try crowd.join("new\($0)") }
+        crowd.advance(by: 1)
+        #expect(newcomers.allSatisfy { $0.service.peers().count == 44 })
+        // 40 members answer once; newcomers hearing each other's queries answer too (at most 5 each).
+        #expect(answers.withLock { $0 } <= 40 + 25, "\(answers.withLock { $0 }) answers")
+    }
+
     /// 40 shells whose link carries 2 refreshes a second (the budget scaled down with the crowd,
     /// so the test stays small): each refreshes every 20 s, not every second; the group sends
     /// about 2 a second; nobody expires anyone; a newcomer lists all 40 within a second.
