@@ -76,12 +76,18 @@ package final class ChatMode {
         registerConversationCommands(in: shell)
         registerSearchJumps(in: shell)
         shell.register(Command("nearby", aliases: ["who"], scope: .mode("chat"),
-                               arguments: [.positional("what", .choice([Candidate("stats", "packets sent, received and dropped")]),
+                               arguments: [.positional("what", .dynamic({ [Candidate("stats", "packets sent, received and dropped")] }),
                                                        optional: true,
-                                                       help: "stats: packets sent, received, dropped and skipped instead")],
+                                                       help: "stats: packets sent, received, dropped and skipped instead; "
+                                                           + "a number: that page of a crowd at a terminal")],
                                summary: "the people nearby you can see, and how each is reached") { invocation in
-            if invocation.arguments["what"] == "stats" { return try self.printStatistics(invocation.shell) }
-            try self.list(invocation.shell)
+            switch invocation.arguments["what"] {
+            case "stats": try self.printStatistics(invocation.shell)
+            case nil: try self.list(invocation.shell, page: 1)
+            case let what?:
+                guard let page = Int(what), page >= 1 else { throw UserError("nearby takes stats or a page number (from 1), not \(SafeText.visible(what))") }
+                try self.list(invocation.shell, page: page)
+            }
         })
         shell.register(Command("offline", scope: .global, summary: "stop being announced and reachable (chat brings you back)") { invocation in
             guard self.online.isOnline else { return invocation.shell.console.print("you are not online") }
@@ -117,7 +123,7 @@ package final class ChatMode {
         defer { holdFirstArrivals = false }
         try goOnline(shell)
         if !wasOnline { try awaitFirstAnswers(shell) }
-        try list(shell)
+        try list(shell, page: 1)
     }
 
     /// Just online: everyone in range answers our question within a fraction of a second (up to
@@ -197,7 +203,7 @@ package final class ChatMode {
 
     // MARK: Views
 
-    func list(_ shell: Shell) throws {
+    func list(_ shell: Shell, page: Int) throws {
         guard profiles.current != nil else { throw ProfileError.notLoggedIn }
         guard let context else { throw UserError("you are offline: chat brings you online") }
         let now = shell.session.clock()
@@ -217,6 +223,7 @@ package final class ChatMode {
                                 + "\(DisplayWidth.pad(local.kind, to: 7)) open \(Tokenizer.quote(local.name)) to ask it something")
         }
         let trust = TrustStore(database: context.database)
+        var rows: [String] = []
         for (peer, renamed) in zip(visible, names) {
             let plane = Plane(wireValue: peer.announcement.plane)?.name ?? "?"
             let age = max(0, Int(now - peer.lastSeen))
@@ -225,9 +232,26 @@ package final class ChatMode {
             let via = context.presence.routeNames(of: peer).joined(separator: "+")
             // A key using a name trusted for another key stays marked, every listing.
             let note = renamed == nil ? Self.trustNote(trust.trustedKey(forName: peer.name), peer.signingKey) : ""
-            shell.console.print("\(DisplayWidth.pad(avatar, to: 2)) \(DisplayWidth.pad(renamed ?? peer.shownHandle, to: nameWidth)) "
-                                + "\(DisplayWidth.pad(plane, to: 7)) seen \(age)s ago via \(via)" + (note.isEmpty ? "" : shell.styler.apply(.yellow, note)))
+            rows.append("\(DisplayWidth.pad(avatar, to: 2)) \(DisplayWidth.pad(renamed ?? peer.shownHandle, to: nameWidth)) "
+                        + "\(DisplayWidth.pad(plane, to: 7)) seen \(age)s ago via \(via)" + (note.isEmpty ? "" : shell.styler.apply(.yellow, note)))
         }
+        // A script gets everyone; a terminal, a window's worth at a time.
+        let windowRows = shell.capabilities.interactive ? shell.console.rows - locals.count : Int.max
+        for line in Self.nearbyPage(rows, page: page, windowRows: windowRows) { shell.console.print(line) }
+    }
+
+    /// Page `page` of the peers' rows for a window `windowRows` high: all of them when they fit
+    /// (as a script always gets them); else a heading with everyone in sight counted, the rows
+    /// that fit beside it, the line saying how to see more, and the prompt.
+    static func nearbyPage(_ rows: [String], page: Int, windowRows: Int) -> [String] {
+        guard rows.count > windowRows - 1 else { return page == 1 ? rows : ["everyone in sight fits one page: nearby"] }
+        let size = max(1, windowRows - 3)
+        let pages = (rows.count + size - 1) / size
+        guard page <= pages else { return ["\(rows.count) in sight, \(pages) pages: there is no page \(page)"] }
+        var lines = ["\(rows.count) in sight, page \(page) of \(pages)"]
+        lines += rows[((page - 1) * size)..<min(rows.count, page * size)]
+        if page < pages { lines.append("… 'nearby \(page + 1)' shows more") }
+        return lines
     }
 
     private func printStatistics(_ shell: Shell) throws {

@@ -83,3 +83,23 @@ import Testing
         #expect(throws: BatteryError.outOfRange(101)) { try battery.setOverride(101) }
     }
 }
+
+/// `nearby` at a terminal: a crowd that does not fit the window comes a page at a time, with a
+/// count of everyone in sight; what fits (and what a script asks) comes whole.
+@Suite struct NearbyPageTests {
+    let rows = (1...50).map { "peer \($0)" }
+
+    @Test func aCrowdIsPagedToTheWindow() {
+        let first = ChatMode.nearbyPage(rows, page: 1, windowRows: 24)
+        #expect(first.first == "50 in sight, page 1 of 3" && first.count == 23)
+        #expect(first[1] == "peer 1" && first[21] == "peer 21" && first.last == "… 'nearby 2' shows more")
+        let last = ChatMode.nearbyPage(rows, page: 3, windowRows: 24)
+        #expect(last == ["50 in sight, page 3 of 3"] + (43...50).map { "peer \($0)" })
+        #expect(ChatMode.nearbyPage(rows, page: 4, windowRows: 24) == ["50 in sight, 3 pages: there is no page 4"])
+    }
+
+    @Test func whatFitsOrGoesToAScriptComesWhole() {
+        #expect(ChatMode.nearbyPage(Array(rows.prefix(20)), page: 1, windowRows: 24) == Array(rows.prefix(20)))
+        #expect(ChatMode.nearbyPage(rows, page: 1, windowRows: .max) == rows)
+    }
+}
