@@ -60,6 +60,8 @@ package final class LANTransport: Transport {
     package init(configuration: Configuration) { self.configuration = configuration }
 
     package var directPort: UInt16 { sockets.withLock { $0.port } }
+    /// Multicast keeps nothing: presence is refreshed there.
+    package var keepsPresence: Bool { false }
 
     package var description: String { "\(name) \(configuration.group):\(configuration.port)" }
 

@@ -88,6 +88,8 @@ package final class MQTTTransport: Transport, Sendable {
 
     package var description: String { "\(name) \(configuration.address)" }
     package var directPort: UInt16 { 0 }
+    /// The broker keeps our announcement (retained) and withdraws it by our will.
+    package var keepsPresence: Bool { true }
 
     var presenceTopic: String { configuration.prefix + "presence/" + ownID }
     var inboxTopic: String { configuration.prefix + "inbox/" + ownID }
@@ -230,10 +232,14 @@ package final class MQTTTransport: Transport, Sendable {
     }
 
     private func received(_ message: mosquitto_message) {
-        guard message.payloadlen > 0, message.payloadlen <= Self.maximumFrame, let payload = message.payload,
+        guard message.payloadlen >= 0, message.payloadlen <= Self.maximumFrame,
               let topic = message.topic.map({ String(cString: $0) }) else { return }
-        let bytes = Array(UnsafeRawBufferPointer(start: payload, count: Int(message.payloadlen)))
         let presencePrefix = configuration.prefix + "presence/"
+        guard message.payloadlen > 0, let payload = message.payload else {
+            // An empty retained publish: a presence withdrawn (a goodbye, or a will).
+            return withdrawn(topic: topic, presencePrefix: presencePrefix)
+        }
+        let bytes = Array(UnsafeRawBufferPointer(start: payload, count: Int(message.payloadlen)))
         let route: Route
         if topic == inboxTopic {
             // Who sent it is known only once its signature is checked, above this transport.
@@ -249,6 +255,15 @@ package final class MQTTTransport: Transport, Sendable {
             return
         }
         state.withLock { $0.deliver }?(bytes, route)
+    }
+
+    /// A presence withdrawn (a goodbye, or a will), ours too: told above as an empty datagram on
+    /// its presence route (ours withdrawn while we are here is announced again there).
+    private func withdrawn(topic: String, presencePrefix: String) {
+        guard topic.hasPrefix(presencePrefix) else { return }
+        let id = topic.dropFirst(presencePrefix.count)
+        guard id.count == 32, id.allSatisfy(\.isHexDigit) else { return }
+        state.withLock { $0.deliver }?([], Route(transport: name, address: String(id)))
     }
 
     /// Tells the engine when the broker starts or stops carrying, and when the reason it does
@@ -268,13 +283,10 @@ package final class MQTTTransport: Transport, Sendable {
     package func broadcast(_ bytes: [UInt8], as kind: BroadcastKind) {
         switch kind {
         case .presence:
-            // Retained only when what it says changed (a clustered broker stores and replicates
-            // every retained publish); a refresh saying the same goes to those listening now.
-            let changed = state.withLock { state -> Bool in
-                defer { state.presence = bytes }
-                return state.presence.map { Self.body(of: $0) != Self.body(of: bytes) } ?? true
-            }
-            publish(bytes, to: presenceTopic, retain: changed, qos: changed ? 1 : 0)
+            // Given only when what it says changed (never refreshed: the broker keeps it for late
+            // comers, and the will withdraws it), and kept to publish again on reconnecting.
+            state.withLock { $0.presence = bytes }
+            publish(bytes, to: presenceTopic, retain: true, qos: 1)
         case .farewell:
             // Said to whoever listens now; then the retained announcement is withdrawn.
             state.withLock { $0.presence = nil }
@@ -312,13 +324,6 @@ package final class MQTTTransport: Transport, Sendable {
     package func send(_ bytes: [UInt8], to route: Route) -> Bool {
         guard route.transport == name, route.address.count == 32, route.address.allSatisfy(\.isHexDigit) else { return false }
         return publish(bytes, to: configuration.prefix + "inbox/" + route.address, retain: false, qos: 1)
-    }
-
-    /// A frame without its header's time and sequence and without its signature: what an
-    /// announcement says, to tell a refresh from a change.
-    static func body(of frame: [UInt8]) -> ArraySlice<UInt8> {
-        guard frame.count > Wire.headerSize + Wire.signatureSize else { return frame[...] }
-        return frame[Wire.headerSize..<(frame.count - Wire.signatureSize)]
     }
 
     /// Presence and broadcasts at QoS 0 (refreshed anyway; a clustered broker then need not

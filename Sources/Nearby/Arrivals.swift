@@ -74,6 +74,8 @@ extension NearbyService {
     /// our own, looped back by multicast, and answers to someone else's query from peers we
     /// hear anyway — in a crowd of *n* every arrival brings each of the others *n* of them.
     func receive(_ bytes: [UInt8], from route: Route) {
+        // Nothing at all: a presence withdrawn, from a transport that keeps presence.
+        if bytes.isEmpty { return engine.async { self.withdrawn(route) } }
         // Session frames carry no signature: the engine, which holds the sessions, opens them.
         if bytes.count > 5, bytes[4] == SessionWire.version, bytes[0..<4].elementsEqual(Wire.magic) {
             guard bytes.count <= Wire.maximumDatagram else { return gate.drop(DecodeError.oversized.counterName) }
@@ -112,7 +114,13 @@ extension NearbyService {
             return gate.drop(error.counterName)
         }
         guard gate.heardOursElsewhere() else { return }
-        engine.async { self.onEvent(.alsoOnlineElsewhere(transport: route.transport)) }
+        engine.async {
+            self.onEvent(.alsoOnlineElsewhere(transport: route.transport))
+            // Through a broker the other seance took our presence topic, and heard nothing of us
+            // that it could tell from our own old presence (older than its coming online):
+            // ours again, fresh, tells it too.
+            if self.keeping.contains(where: { $0.name == route.transport }) { self.publishKept(now: self.engine.now, again: true) }
+        }
     }
 }
 

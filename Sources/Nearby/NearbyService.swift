@@ -44,6 +44,8 @@ package final class NearbyService: Sendable {
         var sessions: SessionTable
         /// Peers told of once as running an older seance, which makes no sessions.
         var toldOlder: Set<Data> = []
+        /// What the transports that keep presence (a broker) hold of us.
+        var kept = KeptPresence()
     }
 
     /// The one timer of presence and delivery, armed for the next deadline (an announcement, a
@@ -70,6 +72,8 @@ package final class NearbyService: Sendable {
 
     /// Every transport this shell is online on, the preferred first (the LAN before a broker).
     package let transports: [Transport]
+    /// Those presence is refreshed on (the LAN), and those that keep it (a broker).
+    let refreshing: [Transport], keeping: [Transport]
     package let timing: PresenceTiming
     let signer: Curve25519.Signing.PrivateKey
     /// The signer's public key, raw: every datagram received is compared with it.
@@ -107,6 +111,8 @@ package final class NearbyService: Sendable {
         self.engine = engine
         precondition(!transports.isEmpty, "presence needs a transport")
         self.transports = transports
+        refreshing = transports.filter { !$0.keepsPresence }
+        keeping = transports.filter(\.keepsPresence)
         self.timing = timing
         self.signer = signer
         myKey = signer.publicKey.rawRepresentation
@@ -140,7 +146,7 @@ package final class NearbyService: Sendable {
                 try transport.start(deliver: { [weak self] bytes, route in self?.receive(bytes, from: route) },
                                     report: { [weak self] state in
                                         guard let self else { return }
-                                        self.engine.async { self.onEvent(.transport(name, state)) }
+                                        self.engine.async { self.transportChanged(name, state) }
                                     })
                 started.append(transport)
             }
@@ -281,24 +287,24 @@ package final class NearbyService: Sendable {
 
     /// The peer's direct routes, the preferred first.
     func directRoutes(of peer: Peer) -> [Route] {
-        let lifetime = timing.lifetime(ofInterval: PresenceTable.interval(of: peer.announcement))
-        return peer.liveRoutes(now: engine.now, lifetime: lifetime, preference: transports.map(\.name)).compactMap { route in
+        peer.liveRoutes(now: engine.now, timing: timing, preference: transports.map(\.name)).compactMap { route in
             transports.first { $0.name == route.transport }?.directRoute(
                 from: route.source, port: peer.announcement.unicastPort, signingKey: peer.signingKey)
         }
     }
 
-    /// Sends to everyone in range on every transport.
-    func send<Kind: PacketKind>(_ packet: Kind, as given: BroadcastKind = .other, flags: FrameFlags = []) {
-        guard let bytes = frame(packet, flags: flags, ours: true) else { return }
+    /// Sends to everyone in range on every transport, or on `only` those.
+    func send<Kind: PacketKind>(_ packet: Kind, as given: BroadcastKind = .other, flags: FrameFlags = [], on only: [Transport]? = nil) {
+        let targets = only ?? transports
+        guard !targets.isEmpty, let bytes = frame(packet, flags: flags, ours: true) else { return }
         let kind: BroadcastKind = switch Kind.code {
         case KindTable.announce: .presence
         case KindTable.goodbye: .farewell
         case KindTable.query: .question
         default: given
         }
-        for transport in transports { transport.broadcast(bytes, as: kind) }
-        count(bytes, copies: transports.count)
+        for transport in targets { transport.broadcast(bytes, as: kind) }
+        count(bytes, copies: targets.count)
     }
 
     /// Sends one frame by each of `routes`; true when any carried it.
@@ -354,22 +360,23 @@ package final class NearbyService: Sendable {
         wake(at: max(nextDeadline(), engine.now + 0.001))
     }
 
-    /// The earliest of the next announcement, the next expiry, the next retransmission and the
-    /// next handshake to send again.
+    /// The earliest of the next announcement (refreshed, or kept by a broker), the next expiry,
+    /// the next retransmission and the next handshake to send again.
     private func nextDeadline() -> Double {
-        min(state.value.schedule.nextAt, state.value.table.nextExpiry, state.value.hooks.deadline?() ?? .infinity,
-            state.value.sessions.nextDue)
+        min(state.value.schedule.nextAt, state.value.kept.nextDue(keeping.isEmpty), state.value.table.nextExpiry,
+            state.value.hooks.deadline?() ?? .infinity, state.value.sessions.nextDue)
     }
 
     private func tick() {
         let now = engine.now
-        // The interval grows with the crowd heard; the announcement says which, and peers expire
-        // us by it (the next one comes that long after this one, jitter aside).
-        let interval = timing.interval(amongPeers: state.value.table.peers.count)
+        // The interval grows with the crowd the LAN carries; the announcement says which, and
+        // peers expire us by it (the next one comes that long after this one, jitter aside).
+        let interval = timing.interval(amongPeers: state.value.table.refreshedCount)
         let due = state.update { $0.schedule.isDue(now: now, interval: interval, using: &$0.random) }
         if due { state.value.announcement.intervalMilliseconds = UInt32(interval * 1000) }
         let events = state.value.table.expire(now: now)
         if due { announce() }
+        publishKept(now: now)
         // A newcomer asks who is there right after saying who it is: everyone in range answers
         // within a fraction of a second instead of at their next refresh.
         if due, !state.value.queried {

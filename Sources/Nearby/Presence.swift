@@ -90,24 +90,34 @@ package struct PeerRoute: Equatable, Sendable {
     /// The route its announcements came by (the transport turns it into a direct route).
     package var source: Route
     package var lastSeen: Double
+    /// The interval the announcements on this route advertise, by which it expires: a broker's
+    /// copy, published only when it changes, advertises a longer one than the LAN's refreshes.
+    package var interval: Double
+    /// Heard by a transport that keeps presence (a broker): withdrawn there rather than expired.
+    package var isKept: Bool
     /// The newest announcement heard by this transport: a copy of it again is a duplicate.
     var newest = Freshness(timestamp: 0, sequence: 0)
 
-    package init(source: Route, lastSeen: Double) {
+    package init(source: Route, lastSeen: Double, interval: Double = PresenceTiming().interval, isKept: Bool = false) {
         self.source = source
         self.lastSeen = lastSeen
+        self.interval = interval
+        self.isKept = isKept
     }
 
     package var transport: String { source.transport }
+
+    /// When it expires, as `timing` counts missed refreshes.
+    package func expiry(_ timing: PresenceTiming) -> Double { lastSeen + timing.lifetime(ofInterval: interval) }
 }
 
 /// Someone nearby, as their last announcement described them: one entry per signing key,
 /// whichever transports it was heard on (the LAN, a broker, both).
 package struct Peer: Equatable, Sendable {
-    package init(signingKey: Data, announcement: Announcement, route: Route, lastSeen: Double) {
+    package init(signingKey: Data, announcement: Announcement, route: Route, lastSeen: Double, isKept: Bool = false) {
         self.signingKey = signingKey
         self.announcement = announcement
-        self.routes = [PeerRoute(source: route, lastSeen: lastSeen)]
+        self.routes = [PeerRoute(source: route, lastSeen: lastSeen, interval: PresenceTable.interval(of: announcement), isKept: isKept)]
         self.lastSeen = lastSeen
         self.newest = Freshness(timestamp: 0, sequence: 0)
     }
@@ -133,17 +143,21 @@ package struct Peer: Equatable, Sendable {
         return self.name.caseInsensitiveCompare(name) == .orderedSame && (fingerprint == nil || self.fingerprint == fingerprint)
     }
 
-    /// The routes heard within `lifetime` of `now`, ranked by `preference` (transport names, the
-    /// preferred first); a route still live is never passed over for a stale one.
-    package func liveRoutes(now: Double, lifetime: Double, preference: [String]) -> [PeerRoute] {
+    /// The routes not expired at `now` (as `timing` counts), ranked by `preference` (transport
+    /// names, the preferred first); a route still live is never passed over for a stale one.
+    package func liveRoutes(now: Double, timing: PresenceTiming, preference: [String]) -> [PeerRoute] {
         let rank = { (route: PeerRoute) in preference.firstIndex(of: route.transport) ?? preference.count }
-        let live = routes.filter { now - $0.lastSeen <= lifetime }
+        let live = routes.filter { now <= $0.expiry(timing) }
         return (live.isEmpty ? routes : live).sorted { rank($0) < rank($1) }
     }
 
-    /// Records that the announcement `freshness` came by `route`.
-    mutating func heard(by route: Route, freshness: Freshness, now: Double) {
-        var entry = PeerRoute(source: route, lastSeen: now)
+    /// Whether a transport that refreshes presence (the LAN) hears it: it counts in that link's
+    /// crowd.
+    package var isRefreshed: Bool { routes.contains { !$0.isKept } }
+
+    /// Records that the announcement `freshness`, advertising `interval`, came by `route`.
+    mutating func heard(by route: Route, freshness: Freshness, interval: Double, isKept: Bool, now: Double) {
+        var entry = PeerRoute(source: route, lastSeen: now, interval: interval, isKept: isKept)
         entry.newest = freshness
         if let index = routes.firstIndex(where: { $0.transport == route.transport }) {
             routes[index] = entry
@@ -190,9 +204,11 @@ package struct PresenceTable: Sendable {
     private var retired: [Data: Freshness] = [:]
     private var retiredOrder: [Data] = []
     private var retiredStart = 0
-    /// No peer can expire before this time: ticks in between cost nothing.
-    /// When the next peer can expire (nothing to scan before).
+    /// When the next peer can expire (nothing to scan before): ticks in between cost nothing.
     package private(set) var nextExpiry = Double.infinity
+    /// Peers heard on a transport that refreshes presence (the LAN): the crowd whose refreshes
+    /// share that link's budget. Peers heard only through a broker cost the link nothing.
+    package private(set) var refreshedCount = 0
     /// Full scans made by `expire` (tests check that idle ticks make none).
     package private(set) var expiryScans = 0
 
@@ -213,34 +229,51 @@ package struct PresenceTable: Sendable {
     }
 
     /// Takes what one verified packet (an announcement or a goodbye) says, which came by
-    /// `route`. Packets not newer than the newest seen from the same sender, present or
-    /// departed, are dropped (a replay, or reordering), with one exception: the newest
-    /// announcement arriving again by another transport adds or refreshes that transport's
-    /// route (the same frame is broadcast on every transport). It may not move a route already
-    /// known elsewhere, so a replay cannot redirect anyone's messages.
-    package mutating func receive(_ news: PresenceNews, in packet: Packet, from route: Route, now: Double) -> [PresenceEvent] {
+    /// `route`; `isKept` when its transport keeps presence (a broker). Packets not newer than
+    /// the newest seen from the same sender, present or departed, are dropped (a replay, or
+    /// reordering), with one exception: an announcement no newer than the newest, arriving by
+    /// another transport, adds or refreshes that transport's route (the same frame is broadcast
+    /// on every transport, and a broker's copy is republished only when it changes, so it is
+    /// often older). An older one may add a route only on a transport that keeps presence, where
+    /// the route is named by the key, and no copy may move a route already known, so a replay
+    /// cannot redirect anyone's messages. A copy of the newest on a transport that keeps
+    /// presence (handed again after a reconnection) confirms its route.
+    package mutating func receive(_ news: PresenceNews, in packet: Packet, from route: Route, isKept: Bool = false,
+                                  now: Double) -> [PresenceEvent] {
         let known = peers[packet.sender]
         let freshness = Freshness(timestamp: packet.timestamp, sequence: packet.sequence)
-        if var peer = known, freshness == peer.newest, case .announce = news {
-            if let existing = peer.routes.first(where: { $0.transport == route.transport }),
-               existing.source != route || existing.newest >= freshness { return [] }
-            peer.heard(by: route, freshness: freshness, now: now)
-            peers[packet.sender] = peer
+        if var peer = known, freshness <= peer.newest, case .announce(let announcement) = news {
+            if let index = peer.routes.firstIndex(where: { $0.transport == route.transport }) {
+                let existing = peer.routes[index]
+                guard existing.source == route, existing.newest <= freshness else { return [] }
+                if existing.newest == freshness {
+                    guard isKept else { return [] }
+                    peer.routes[index].lastSeen = now
+                    peer.lastSeen = max(peer.lastSeen, now)
+                    store(peer)
+                    return []
+                }
+            } else if freshness < peer.newest, !isKept {
+                return []
+            }
+            peer.heard(by: route, freshness: freshness, interval: Self.interval(of: announcement), isKept: isKept, now: now)
+            store(peer)
+            nextExpiry = min(nextExpiry, peer.routes.map { $0.expiry(timing) }.min() ?? now)
             return []
         }
         if let newest = known?.newest ?? retired[packet.sender], freshness <= newest { return [] }
         switch news {
         case .announce(let announcement):
-            var peer = known ?? Peer(signingKey: packet.sender, announcement: announcement, route: route, lastSeen: now)
+            var peer = known ?? Peer(signingKey: packet.sender, announcement: announcement, route: route, lastSeen: now, isKept: isKept)
             peer.announcement = announcement
             peer.newest = freshness
-            peer.heard(by: route, freshness: freshness, now: now)
+            peer.heard(by: route, freshness: freshness, interval: Self.interval(of: announcement), isKept: isKept, now: now)
             var events: [PresenceEvent] = []
             if known == nil, peers.count >= capacity, let victim = evictionCandidate() {
                 events.append(.left(remove(victim, newest: peers[victim]!.newest), .evicted))
             }
             peer.announcements = (known?.announcements ?? 0) + 1
-            peers[packet.sender] = peer
+            store(peer)
             retired[packet.sender] = nil  // Its order entry goes when it comes round.
             nextExpiry = min(nextExpiry, now + timing.lifetime(ofInterval: Self.interval(of: announcement)))
             guard let known else { return events + [.arrived(peer)] }
@@ -268,8 +301,8 @@ package struct PresenceTable: Sendable {
     /// its interval, give or take its jitter): an answer of its to someone's query then tells
     /// us nothing.
     package func hears(_ key: Data, on transport: String, now: Double) -> Bool {
-        guard let peer = peers[key], let route = peer.routes.first(where: { $0.transport == transport }) else { return false }
-        return now - route.lastSeen <= Self.interval(of: peer.announcement) * 1.5
+        guard let route = peers[key]?.routes.first(where: { $0.transport == transport }) else { return false }
+        return now - route.lastSeen <= route.interval * 1.5
     }
 
     /// Removes peers not heard from for too long. Costs nothing until the first peer can expire.
@@ -279,20 +312,47 @@ package struct PresenceTable: Sendable {
         var events: [PresenceEvent] = []
         var next = Double.infinity
         for (key, var peer) in peers {
-            let lifetime = timing.lifetime(ofInterval: Self.interval(of: peer.announcement))
-            if now > peer.lastSeen + lifetime {
+            // A transport it went quiet on is forgotten; it stays while another still hears it.
+            let live = peer.routes.filter { now <= $0.expiry(timing) }
+            if live.isEmpty {
                 events.append(.left(remove(key, newest: peer.newest), .expired))
                 continue
             }
-            // A transport it went quiet on is forgotten; it stays while another still hears it.
-            if peer.routes.count > 1, peer.routes.contains(where: { now > $0.lastSeen + lifetime }) {
-                peer.routes.removeAll { now > $0.lastSeen + lifetime }
-                peers[key] = peer
+            if live.count < peer.routes.count {
+                peer.routes = live
+                store(peer)
             }
-            next = min(next, peer.routes.map { $0.lastSeen + lifetime }.min() ?? peer.lastSeen + lifetime)
+            next = min(next, live.map { $0.expiry(timing) }.min()!)
         }
         nextExpiry = next
         return events
+    }
+
+    /// What stood for a peer on the route `source` of a transport that keeps presence was
+    /// withdrawn (its goodbye, or its will: the broker saw it go). That route goes; with its
+    /// last route, the peer.
+    package mutating func withdraw(_ source: Route) -> [PresenceEvent] {
+        guard let key = peers.first(where: { $0.value.routes.contains { $0.isKept && $0.source == source } })?.key else { return [] }
+        var peer = peers[key]!
+        peer.routes.removeAll { $0.source == source }
+        guard peer.routes.isEmpty else {
+            store(peer)
+            return []
+        }
+        return [.left(remove(key, newest: peer.newest), .expired)]
+    }
+
+    /// Routes of `transport` not confirmed since `since` are withdrawn: after a reconnection a
+    /// broker hands every presence it keeps again, and those it no longer keeps left meanwhile.
+    package mutating func withdrawUnconfirmed(on transport: String, since: Double) -> [PresenceEvent] {
+        let stale = peers.values.flatMap { $0.routes.filter { $0.isKept && $0.transport == transport && $0.lastSeen < since }.map(\.source) }
+        return stale.flatMap { withdraw($0) }
+    }
+
+    /// Puts `peer` in the table, keeping the count of peers a refreshing transport hears.
+    private mutating func store(_ peer: Peer) {
+        let before = peers.updateValue(peer, forKey: peer.signingKey)?.isRefreshed ?? false
+        refreshedCount += (peer.isRefreshed ? 1 : 0) - (before ? 1 : 0)
     }
 
     /// The stalest peer heard from only once, else the stalest of all.
@@ -305,6 +365,7 @@ package struct PresenceTable: Sendable {
     /// Takes a peer out, remembering how far its packets have gone.
     private mutating func remove(_ key: Data, newest: Freshness) -> Peer {
         let peer = peers.removeValue(forKey: key)!
+        if peer.isRefreshed { refreshedCount -= 1 }
         retire(key, newest: newest)
         return peer
     }

@@ -17,12 +17,13 @@ extension NearbyService {
     /// An announcement or a goodbye: the table changes, the transports' gate learns who is heard.
     private func heard(_ news: PresenceNews, in packet: Packet, by route: Route) {
         let now = engine.now
-        let events = state.value.table.receive(news, in: packet, from: route, now: now)
-        if case .announce(let announcement) = news, let peer = state.value.table.peer(packet.sender) {
+        let isKept = keeping.contains { $0.name == route.transport }
+        let events = state.value.table.receive(news, in: packet, from: route, isKept: isKept, now: now)
+        if case .announce = news, let peer = state.value.table.peer(packet.sender) {
             // Refreshed by this transport just now (not a replay the table refused): until its
             // next refresh is due, its answers to others' queries there tell us nothing.
-            if peer.routes.contains(where: { $0.transport == route.transport && $0.lastSeen == now }) {
-                gate.hears(peer.signingKey, on: route.transport, until: now + PresenceTable.interval(of: announcement) * 1.5)
+            if let heard = peer.routes.first(where: { $0.transport == route.transport && $0.lastSeen == now }), !heard.isKept {
+                gate.hears(peer.signingKey, on: route.transport, until: now + heard.interval * 1.5)
             }
             // Every announcement may prompt the avatar request again: the first can be refused
             // when it reaches the peer before our own announcement did.
@@ -38,14 +39,63 @@ extension NearbyService {
     func left(_ event: PresenceEvent) {
         guard case .left(let peer, _) = event else { return }
         let now = engine.now
-        state.value.schedule.shrink(to: timing.interval(amongPeers: state.value.table.peers.count), now: now)
+        state.value.schedule.shrink(to: timing.interval(amongPeers: state.value.table.refreshedCount), now: now)
         gate.forget(peer.signingKey)
         // Back, it will be a new process, perhaps: a fresh handshake.
         state.value.sessions.forget(peer.signingKey)
     }
 
+    /// Our announcement on the transports that refresh presence (the LAN); those that keep it
+    /// have theirs from `publishKept`.
     func announce(as flags: FrameFlags = []) {
-        send(state.value.announcement, flags: flags)
+        send(state.value.announcement, flags: flags, on: refreshing)
+    }
+
+    /// Publishes our announcement on the transports that keep presence (a broker) when what it
+    /// says changed, when `again` (they lost it), and once a `KeptPresence.interval` otherwise:
+    /// never with the LAN's refreshes. It advertises that interval, by which others expire it.
+    func publishKept(now: Double, again: Bool = false) {
+        guard !keeping.isEmpty, state.value.running else { return }
+        var announcement = state.value.announcement
+        announcement.intervalMilliseconds = UInt32(KeptPresence.interval * 1000)
+        guard again || state.value.kept.isDue(announcement, now: now) else { return }
+        state.value.kept.published(announcement, at: now)
+        send(announcement, on: keeping)
+    }
+
+    /// A transport that keeps presence withdrew what stood for someone (an empty datagram on
+    /// their presence route: a goodbye, or a will). Ours, while we are here, is published again
+    /// (at most once a second: anyone can publish an empty message anywhere); another's takes
+    /// that route away, and with its last route the peer.
+    func withdrawn(_ route: Route) {
+        guard keeping.contains(where: { $0.name == route.transport }) else { return drop("malformed") }
+        let now = engine.now
+        if route.address == PeerIdentity.longFingerprint(of: myKey) {
+            guard now - state.value.kept.lastWithdrawn >= 1 else { return }
+            state.value.kept.lastWithdrawn = now
+            return publishKept(now: now, again: true)
+        }
+        let events = state.value.table.withdraw(route)
+        for event in events { left(event) }
+        events.forEach(onEvent)
+    }
+
+    /// A transport came back (or went): told above. A broker back after a loss has lost what it
+    /// held of us if its will went out meanwhile, and others may have left without our hearing:
+    /// ours is published again, fresh, and whoever it does not hand again within
+    /// `KeptPresence.resync` is taken as gone.
+    func transportChanged(_ name: String, _ change: TransportState) {
+        if change == .up, keeping.contains(where: { $0.name == name }) {
+            let now = engine.now
+            publishKept(now: now, again: true)
+            engine.after(KeptPresence.resync) { [weak self] in
+                guard let self, state.value.running else { return }
+                let events = state.value.table.withdrawUnconfirmed(on: name, since: now)
+                for event in events { left(event) }
+                events.forEach(onEvent)
+            }
+        }
+        onEvent(.transport(name, change))
     }
 
     /// The query's answer range in a small group (`PresenceTiming.answerWindow` widens it with
@@ -62,7 +112,7 @@ extension NearbyService {
     private func answerQuery(now: Double) {
         guard !state.value.answerPending else { return }
         state.value.answerPending = true
-        let window = PresenceTiming.answerWindow(amongPeers: state.value.table.peers.count)
+        let window = PresenceTiming.answerWindow(amongPeers: state.value.table.refreshedCount)
         let earliest = state.value.lastAnswered + max(Self.answerGap, window.upperBound) - now
         let delay = max(state.update { Double.random(in: window, using: &$0.random) }, earliest)
         engine.after(delay) { [self] in
@@ -106,4 +156,32 @@ extension NearbyService {
         state.value.requested[hash] = now
         send(AvatarRequest(hash: hash), to: peer)
     }
+}
+
+/// What the transports that keep presence (a broker) hold of us: published when it changes,
+/// and once an `interval` besides, so that its age tells a present peer from a replay of one
+/// that left (a thousand profiles on a broker publish a few an hour where the LAN's refreshes
+/// would be 200 a second).
+struct KeptPresence {
+    /// How often a kept announcement is published when nothing changes, as it advertises.
+    static let interval = PresenceTable.maximumInterval
+    /// After a reconnection, how long the broker has to hand every presence it keeps again.
+    static let resync = 10.0
+
+    private var published: Announcement?
+    private var publishedAt = -Double.infinity
+    /// When ours was last withdrawn by someone (published again at most once a second).
+    var lastWithdrawn = -Double.infinity
+
+    func isDue(_ announcement: Announcement, now: Double) -> Bool {
+        announcement != published || now >= publishedAt + Self.interval
+    }
+
+    mutating func published(_ announcement: Announcement, at now: Double) {
+        published = announcement
+        publishedAt = now
+    }
+
+    /// When the next publication falls due with nothing changed (never without such transports).
+    func nextDue(_ none: Bool) -> Double { none ? .infinity : publishedAt + Self.interval }
 }

@@ -56,6 +56,11 @@ package protocol Transport: AnyObject, Sendable, CustomStringConvertible {
     func send(_ bytes: [UInt8], to route: Route) -> Bool
     /// The port peers send direct packets to, as announced (0 when the transport needs none).
     var directPort: UInt16 { get }
+    /// Whether it keeps each sender's latest `.presence` for late comers and withdraws it when
+    /// the sender goes (a broker's retained announcement and will): then presence is published
+    /// there when it changes, never refreshed, and a withdrawal arrives as an empty datagram
+    /// on the route the sender's presence came by.
+    var keepsPresence: Bool { get }
     /// The route of a peer's direct packets, from the route its announcement came by, the port
     /// it announced and its signing key (what each transport needs of them differs).
     func directRoute(from source: Route, port: UInt16, signingKey: Data) -> Route
@@ -70,8 +75,15 @@ package protocol Transport: AnyObject, Sendable, CustomStringConvertible {
 
 /// A network in memory for tests: every transport made on it hears the others' broadcasts,
 /// and gets what is sent to its address. Delivery is synchronous, on the sender's thread.
+/// One made to keep presence behaves as a broker does: each member's latest `.presence` is
+/// retained and handed to whoever joins later, questions are not carried, and a member's
+/// presence is withdrawn (an empty datagram to everyone) by its farewell or, when it leaves
+/// without one, as its will.
 package final class MemoryNetwork: Sendable {
     private let members = Mutex<[String: @Sendable ([UInt8], Route) -> Void]>([:])
+    package let keepsPresence: Bool
+    /// Each member's latest presence, by address (when the network keeps presence).
+    private let retained = Mutex<[String: (bytes: [UInt8], transport: String)]>([:])
     /// Datagrams that did not arrive (for tests that lose some): called for each; true drops it.
     private let loss = Mutex<(@Sendable ([UInt8]) -> Bool)?>(nil)
     /// Members that carry nothing just now, either way (a broker that is down).
@@ -80,7 +92,7 @@ package final class MemoryNetwork: Sendable {
     /// Datagrams held back, to arrive after the next one.
     private let held = Mutex<[(bytes: [UInt8], address: String, transport: String, target: String?)]>([])
 
-    package init() {}
+    package init(keepsPresence: Bool = false) { self.keepsPresence = keepsPresence }
 
     package func setLoss(_ drop: (@Sendable ([UInt8]) -> Bool)?) { loss.withLock { $0 = drop } }
 
@@ -99,9 +111,35 @@ package final class MemoryNetwork: Sendable {
 
     func join(_ address: String, deliver: @escaping @Sendable ([UInt8], Route) -> Void) {
         members.withLock { $0[address] = deliver }
+        for (from, kept) in retained.withLock({ $0 }) where from != address {
+            deliver(kept.bytes, Route(transport: kept.transport, address: from))
+        }
     }
 
-    func leave(_ address: String) { _ = members.withLock { $0.removeValue(forKey: address) } }
+    func leave(_ address: String) {
+        guard members.withLock({ $0.removeValue(forKey: address) }) != nil else { return }
+        // The will: what stood for it is withdrawn.
+        if let kept = retained.withLock({ $0.removeValue(forKey: address) }) {
+            deliver([], from: address, by: kept.transport, to: nil, leaving: true)
+        }
+    }
+
+    /// A broadcast of `kind`: on a network that keeps presence, the latest presence is kept and
+    /// a farewell withdraws it; questions go nowhere.
+    @discardableResult
+    func broadcast(_ bytes: [UInt8], as kind: BroadcastKind, from address: String, by transport: String) -> Bool {
+        guard keepsPresence, members.withLock({ $0[address] != nil }) else { return carry(bytes, from: address, by: transport, to: nil) }
+        switch kind {
+        case .question: return true
+        case .presence: retained.withLock { $0[address] = (bytes, transport) }
+        case .farewell:
+            let carried = carry(bytes, from: address, by: transport, to: nil)
+            if retained.withLock({ $0.removeValue(forKey: address) }) != nil { carry([], from: address, by: transport, to: nil) }
+            return carried
+        default: break
+        }
+        return carry(bytes, from: address, by: transport, to: nil)
+    }
 
     /// False when the sender is not on the network (stopped): nothing went. A datagram lost on
     /// the way went all the same.
@@ -125,10 +163,10 @@ package final class MemoryNetwork: Sendable {
         return true
     }
 
-    private func deliver(_ bytes: [UInt8], from address: String, by transport: String, to target: String?) {
+    private func deliver(_ bytes: [UInt8], from address: String, by transport: String, to target: String?, leaving: Bool = false) {
         let unreachable = down.withLock { $0 }
         let receivers = members.withLock { members -> [@Sendable ([UInt8], Route) -> Void] in
-            guard members[address] != nil else { return [] }
+            guard members[address] != nil || leaving else { return [] }
             return members.filter { $0.key != address && (target == nil || $0.key == target) && !unreachable.contains($0.key) }.map(\.value)
         }
         for deliver in receivers { deliver(bytes, Route(transport: transport, address: address)) }
@@ -151,10 +189,11 @@ package final class MemoryTransport: Transport {
     package func start(deliver: @escaping @Sendable ([UInt8], Route) -> Void, report: @escaping @Sendable (TransportState) -> Void) throws {
         network.join(address, deliver: deliver)
     }
-    package func broadcast(_ bytes: [UInt8], as kind: BroadcastKind) { network.carry(bytes, from: address, by: name, to: nil) }
+    package func broadcast(_ bytes: [UInt8], as kind: BroadcastKind) { network.broadcast(bytes, as: kind, from: address, by: name) }
     @discardableResult
     package func send(_ bytes: [UInt8], to route: Route) -> Bool { network.carry(bytes, from: address, by: name, to: route.address) }
     package var directPort: UInt16 { 0 }
+    package var keepsPresence: Bool { network.keepsPresence }
     package var description: String { "\(name) \(address)" }
     package func directRoute(from source: Route, port: UInt16, signingKey: Data) -> Route { source }
     package func stop() { network.leave(address) }
