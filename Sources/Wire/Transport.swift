@@ -84,6 +84,8 @@ package final class MemoryNetwork: Sendable {
     package let keepsPresence: Bool
     /// Each member's latest presence, by address (when the network keeps presence).
     private let retained = Mutex<[String: (bytes: [UInt8], transport: String)]>([:])
+    /// Whom to tell that a member is cut off, or back.
+    private let reports = Mutex<[String: @Sendable (TransportState) -> Void]>([:])
     /// Datagrams that did not arrive (for tests that lose some): called for each; true drops it.
     private let loss = Mutex<(@Sendable ([UInt8]) -> Bool)?>(nil)
     /// Members that carry nothing just now, either way (a broker that is down).
@@ -104,19 +106,29 @@ package final class MemoryNetwork: Sendable {
     package func setFate(_ decide: (@Sendable ([UInt8]) -> Fate)?) { fate.withLock { $0 = decide } }
 
     /// The member at `address` carries nothing while down: what it sends does not leave (its
-    /// `send` says so), and nothing reaches it.
+    /// `send` says so), and nothing reaches it. Its transport is told, as a broker's is; back
+    /// up on a network that keeps presence, it is handed every presence kept again.
     package func setDown(_ address: String, _ isDown: Bool) {
-        down.withLock { if isDown { $0.insert(address) } else { $0.remove(address) } }
+        guard down.withLock({ isDown ? $0.insert(address).inserted : $0.remove(address) != nil }) else { return }
+        reports.withLock { $0[address] }?(isDown ? .down("\(address) is cut off") : .up)
+        if !isDown, let deliver = members.withLock({ $0[address] }) { handRetained(to: address, deliver) }
     }
 
-    func join(_ address: String, deliver: @escaping @Sendable ([UInt8], Route) -> Void) {
+    func join(_ address: String, deliver: @escaping @Sendable ([UInt8], Route) -> Void,
+              report: @escaping @Sendable (TransportState) -> Void = { _ in }) {
         members.withLock { $0[address] = deliver }
+        reports.withLock { $0[address] = report }
+        handRetained(to: address, deliver)
+    }
+
+    private func handRetained(to address: String, _ deliver: @Sendable ([UInt8], Route) -> Void) {
         for (from, kept) in retained.withLock({ $0 }) where from != address {
             deliver(kept.bytes, Route(transport: kept.transport, address: from))
         }
     }
 
     func leave(_ address: String) {
+        reports.withLock { $0[address] = nil }
         guard members.withLock({ $0.removeValue(forKey: address) }) != nil else { return }
         // The will: what stood for it is withdrawn.
         if let kept = retained.withLock({ $0.removeValue(forKey: address) }) {
@@ -187,7 +199,7 @@ package final class MemoryTransport: Transport {
     }
 
     package func start(deliver: @escaping @Sendable ([UInt8], Route) -> Void, report: @escaping @Sendable (TransportState) -> Void) throws {
-        network.join(address, deliver: deliver)
+        network.join(address, deliver: deliver, report: report)
     }
     package func broadcast(_ bytes: [UInt8], as kind: BroadcastKind) { network.broadcast(bytes, as: kind, from: address, by: name) }
     @discardableResult

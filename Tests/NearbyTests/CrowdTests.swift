@@ -80,4 +80,100 @@ import Testing
         crowd.advance(by: 4)
         #expect(announcements.withLock { $0 } >= 5, "the 5 who stayed each refreshed within 4 s")
     }
+
+    /// Counts the announcements each network carries (a broker's withdrawals apart).
+    final class Announcements: Sendable {
+        private let counts = Mutex<[String: Int]>([:])
+        init(_ crowd: DeterministicEngineTests.Crowd) {
+            for (name, network) in crowd.world.networks {
+                network.setLoss { [self] bytes in
+                    if bytes.count > 5, bytes[5] == KindTable.announce { self.counts.withLock { $0[name, default: 0] += 1 } }
+                    return false
+                }
+            }
+        }
+        subscript(_ network: String) -> Int { counts.withLock { $0[network] ?? 0 } }
+        func reset() { counts.withLock { $0 = [:] } }
+    }
+
+    /// ann and carl are on the LAN and a broker, ben on the broker only. The LAN carries their
+    /// refreshes; the broker nothing once each has published, but a change (once) — and ben's
+    /// will withdraws him at once when he dies, where the LAN would have waited for 3.5 intervals.
+    @Test func aBrokerIsNeverSentTheLANsRefreshes() throws {
+        let crowd = DeterministicEngineTests.Crowd(networks: ["lan", "broker"], keeping: ["broker"])
+        crowd.timing = PresenceTiming(interval: 1, jitter: 0.2, startupGap: 0.5)
+        let counted = Announcements(crowd)
+        let ann = try crowd.join("ann", on: ["lan", "broker"])
+        let ben = try crowd.join("ben", on: ["broker"])
+        let carl = try crowd.join("carl", on: ["lan", "broker"])
+        crowd.advance(by: 5)
+        #expect([ann, ben, carl].allSatisfy { $0.service.peers().count == 2 })
+        #expect(counted["broker"] == 3, "one publication each")
+        counted.reset()
+        crowd.advance(by: 60)
+        #expect(counted["broker"] == 0)
+        #expect(counted["lan"] > 80, "ann and carl refresh the LAN every second or so: \(counted["lan"])")
+        ann.service.setPlane(1)
+        crowd.advance(by: 0.1)
+        #expect(counted["broker"] == 1, "a change is published at once")
+        #expect(ben.service.peers().first { $0.name == "ann" }?.announcement.plane == 1)
+
+        ben.transport.stop()
+        crowd.advance(by: 0)
+        #expect(ann.events.all.contains("-ben expired") && carl.events.all.contains("-ben expired"))
+    }
+
+    /// Broker-only peers idle for five hours: each publishes once an hour (as it advertises), and
+    /// nobody expires anyone, though a route lasts 3.5 of its intervals.
+    @Test func aKeptAnnouncementIsPublishedAgainOnceAnHour() throws {
+        let crowd = DeterministicEngineTests.Crowd(networks: ["broker"], keeping: ["broker"])
+        let counted = Announcements(crowd)
+        let nodes = try ["ann", "ben"].map { try crowd.join($0, on: ["broker"]) }
+        crowd.advance(by: 1)
+        counted.reset()
+        crowd.advance(by: 5 * 3_600)
+        #expect(counted["broker"] == 2 * 5)
+        #expect(nodes.allSatisfy { $0.service.peers().count == 1 && $0.events.all.count == 1 })
+        let interval = try #require(nodes[0].service.peers().first?.announcement.intervalMilliseconds)
+        #expect(interval == 3_600_000)
+    }
+
+    /// The LAN's refresh interval stretches with the crowd the LAN carries, not with the peers a
+    /// broker keeps: ann hears carl on the LAN and six others through a broker.
+    @Test func theLANsIntervalCountsOnlyThePeersTheLANCarries() throws {
+        let crowd = DeterministicEngineTests.Crowd(networks: ["lan", "broker"], keeping: ["broker"])
+        crowd.timing = PresenceTiming(interval: 1, jitter: 0, startupGap: 0.5, linkBudget: 2)
+        let ann = try crowd.join("ann", on: ["lan", "broker"])
+        let carl = try crowd.join("carl", on: ["lan"])
+        for n in 0..<6 { _ = try crowd.join("p\(n)", on: ["broker"]) }
+        crowd.advance(by: 10)
+        #expect(ann.service.peers().count == 7)
+        #expect(carl.service.peers().first?.announcement.intervalMilliseconds == 1_000, "2 on the LAN: (1 + 1) / 2 a second")
+    }
+
+    /// ann loses the broker; meanwhile ben dies (his will goes to those connected) and dave
+    /// changes plane. Back, ann is handed what the broker keeps: dave as he is now; ben, whom it
+    /// no longer keeps, is gone once the broker has had its time to hand everything again.
+    @Test func afterAReconnectionWhoeverTheBrokerNoLongerKeepsIsGone() throws {
+        let crowd = DeterministicEngineTests.Crowd(networks: ["broker"], keeping: ["broker"])
+        let counted = Announcements(crowd)
+        let ann = try crowd.join("ann", on: ["broker"])
+        let ben = try crowd.join("ben", on: ["broker"])
+        let dave = try crowd.join("dave", on: ["broker"])
+        crowd.advance(by: 2)
+        crowd.world.network.setDown("ann", true)
+        ben.transport.stop()
+        dave.service.setPlane(4)
+        crowd.advance(by: 60)
+        #expect(ann.service.peers().count == 2, "ann heard nothing of it")
+        counted.reset()
+        crowd.world.network.setDown("ann", false)
+        crowd.advance(by: 0)
+        #expect(counted["broker"] == 1, "ann publishes herself again, fresh")
+        #expect(ann.service.peers().first { $0.name == "dave" }?.announcement.plane == 4)
+        crowd.advance(by: KeptPresence.resync + 0.1)
+        #expect(ann.service.peers().map(\.name) == ["dave"])
+        #expect(ann.events.all.contains("-ben expired"))
+        #expect(dave.service.peers().map(\.name) == ["ann"])
+    }
 }

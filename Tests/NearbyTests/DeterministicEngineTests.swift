@@ -16,16 +16,19 @@ import Testing
 
     final class Node {
         let engine: Engine
-        let transport: MemoryTransport
+        let transports: [MemoryTransport]
+        var transport: MemoryTransport { transports[0] }
         let service: NearbyService
         let events = Log()
 
+        /// `networks`: the transports' names and networks (one called `memory` when not given).
         init(_ name: String, at address: String? = nil, network: MemoryNetwork, scheduler: ManualScheduler,
-             signer: Curve25519.Signing.PrivateKey = .init(), timing: PresenceTiming = PresenceTiming(interval: 1, jitter: 0, startupGap: 0.5)) {
+             signer: Curve25519.Signing.PrivateKey = .init(), timing: PresenceTiming = PresenceTiming(interval: 1, jitter: 0, startupGap: 0.5),
+             networks: [(String, MemoryNetwork)]? = nil) {
             engine = Engine(scheduler: scheduler)
-            transport = MemoryTransport(network: network, address: address ?? name)
+            transports = (networks ?? [("memory", network)]).map { MemoryTransport(network: $1, address: address ?? name, name: $0) }
             let events = self.events
-            service = NearbyService(transport: transport, timing: timing, signer: signer,
+            service = NearbyService(transports: transports, timing: timing, signer: signer,
                                     announcement: Announcement(name: name, agreementKey: Data(repeating: 1, count: 32), plane: 0,
                                                                avatar: .none, unicastPort: 0, intervalMilliseconds: 0),
                                     engine: engine, random: SeededRandom(seed: 1)) { event in
@@ -42,7 +45,9 @@ import Testing
     /// Presence alone (no profile, no features) on the world's clock and network. Everyone goes
     /// offline with the crowd.
     final class Crowd {
-        let world = World()
+        let world: World
+        /// `networks`: their names (`keeping`: those that keep presence, as a broker does).
+        init(networks: [String] = ["memory"], keeping: Set<String> = []) { world = World(networks: networks, keeping: keeping) }
         var scheduler: ManualScheduler { world.scheduler }
         var network: MemoryNetwork { world.network }
         private(set) var nodes: [Node] = []
@@ -51,8 +56,10 @@ import Testing
         /// How every node of this crowd times its presence.
         var timing = PresenceTiming(interval: 1, jitter: 0, startupGap: 0.5)
 
-        func join(_ name: String, at address: String? = nil, signer: Curve25519.Signing.PrivateKey = .init()) throws -> Node {
-            let node = Node(name, at: address, network: network, scheduler: scheduler, signer: signer, timing: timing)
+        func join(_ name: String, at address: String? = nil, signer: Curve25519.Signing.PrivateKey = .init(),
+                  on names: [String]? = nil) throws -> Node {
+            let node = Node(name, at: address, network: network, scheduler: scheduler, signer: signer, timing: timing,
+                            networks: names.map { $0.map { ($0, world.networks[$0]!) } })
             try node.service.start()
             nodes.append(node)
             return node

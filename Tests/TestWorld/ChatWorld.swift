@@ -21,8 +21,9 @@ open class World {
     /// The first network.
     package let network: MemoryNetwork
 
-    package init(networks names: [String] = ["memory"]) {
-        networks = Dictionary(uniqueKeysWithValues: names.map { ($0, MemoryNetwork()) })
+    /// `keeping`: the networks that keep presence, as a broker does.
+    package init(networks names: [String] = ["memory"], keeping: Set<String> = []) {
+        networks = Dictionary(uniqueKeysWithValues: names.map { ($0, MemoryNetwork(keepsPresence: keeping.contains($0))) })
         network = networks[names[0]]!
     }
 
