@@ -59,16 +59,19 @@ package final class SystemScheduler: Scheduler {
 /// takes. For deterministic tests of presence, expiry, retransmission and every feature.
 package final class ManualScheduler: Scheduler {
     private struct Task {
-        var id: Int
         var due: Double
         var interval: Double?
         var queue: DispatchQueue
         var body: @Sendable () -> Void
     }
 
+    /// Tasks by id, and a heap of (due, id) to find the next in logarithmic time (a crowd of
+    /// engines keeps thousands of timers). A cancelled task leaves its heap entry behind, to be
+    /// skipped when it comes up; a repeating one is pushed again after each run.
     private struct State {
         var now: Double
-        var tasks: [Task] = []
+        var tasks: [Int: Task] = [:]
+        var order = TimerHeap()
         var nextID = 0
     }
 
@@ -88,13 +91,15 @@ package final class ManualScheduler: Scheduler {
             self.id = id
             self.scheduler = scheduler
         }
-        func cancel() { scheduler?.state.withLock { $0.tasks.removeAll { $0.id == self.id } } }
+        func cancel() { _ = scheduler?.state.withLock { $0.tasks.removeValue(forKey: self.id) } }
     }
 
     private func add(_ delay: Double, interval: Double?, queue: DispatchQueue, body: @escaping @Sendable () -> Void) -> Cancellable {
         let id = state.withLock { state in
             state.nextID += 1
-            state.tasks.append(Task(id: state.nextID, due: state.now + delay, interval: interval, queue: queue, body: body))
+            let due = state.now + delay
+            state.tasks[state.nextID] = Task(due: due, interval: interval, queue: queue, body: body)
+            state.order.push(due: due, id: state.nextID)
             return state.nextID
         }
         return Handle(id: id, scheduler: self)
@@ -118,25 +123,66 @@ package final class ManualScheduler: Scheduler {
     package func runUntilIdle() { advance(by: 0) }
 
     /// Moves time forward by `seconds`, firing what falls due on the way (what a task hands on
-    /// runs at the task's time, before anything later), then runs until idle.
+    /// runs at the task's time, before anything later), then runs until idle. Tasks due at the
+    /// same time run in the order they were scheduled.
     package func advance(by seconds: Double) {
         let end = now + seconds
         while true {
             let next = state.withLock { state -> Task? in
-                guard let index = state.tasks.indices.filter({ state.tasks[$0].due <= end })
-                    .min(by: { (state.tasks[$0].due, state.tasks[$0].id) < (state.tasks[$1].due, state.tasks[$1].id) }) else { return nil }
-                let task = state.tasks[index]
-                state.now = max(state.now, task.due)
-                if let interval = task.interval {
-                    state.tasks[index].due += interval
-                } else {
-                    state.tasks.remove(at: index)
+                while let (due, id) = state.order.first, due <= end {
+                    state.order.pop()
+                    // Cancelled, or rescheduled since this entry was pushed: skip it.
+                    guard let task = state.tasks[id], task.due == due else { continue }
+                    state.now = max(state.now, due)
+                    if let interval = task.interval {
+                        state.tasks[id]!.due += interval
+                        state.order.push(due: due + interval, id: id)
+                    } else {
+                        state.tasks[id] = nil
+                    }
+                    return task
                 }
-                return task
+                return nil
             }
             guard let next else { break }
             next.queue.sync(execute: next.body)
         }
         state.withLock { $0.now = end }
+    }
+}
+
+/// A binary min-heap of timers by (due, id): the earliest first, the first scheduled first
+/// among equals.
+private struct TimerHeap {
+    private var items: [(due: Double, id: Int)] = []
+
+    var first: (Double, Int)? { items.first.map { ($0.due, $0.id) } }
+
+    private static func earlier(_ a: (due: Double, id: Int), _ b: (due: Double, id: Int)) -> Bool { (a.due, a.id) < (b.due, b.id) }
+
+    mutating func push(due: Double, id: Int) {
+        items.append((due, id))
+        var child = items.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard Self.earlier(items[child], items[parent]) else { break }
+            items.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    mutating func pop() {
+        items.swapAt(0, items.count - 1)
+        items.removeLast()
+        var parent = 0
+        while true {
+            let left = 2 * parent + 1, right = left + 1
+            var least = parent
+            if left < items.count, Self.earlier(items[left], items[least]) { least = left }
+            if right < items.count, Self.earlier(items[right], items[least]) { least = right }
+            guard least != parent else { return }
+            items.swapAt(parent, least)
+            parent = least
+        }
     }
 }
