@@ -355,11 +355,11 @@ package struct PresenceTable: Sendable {
         refreshedCount += (peer.isRefreshed ? 1 : 0) - (before ? 1 : 0)
     }
 
-    /// The stalest peer heard from only once, else the stalest of all.
+    /// The stalest peer heard from only once, else the stalest of all: one pass, no copies (a
+    /// full table meets a newcomer each time a flood sends a fresh key).
     private func evictionCandidate() -> Data? {
-        let unconfirmed = peers.values.filter { $0.announcements <= 1 }
-        let pool = unconfirmed.isEmpty ? Array(peers.values) : unconfirmed
-        return pool.min { $0.lastSeen < $1.lastSeen }?.signingKey
+        func rank(_ peer: Peer) -> (Int, Double) { (peer.announcements <= 1 ? 0 : 1, peer.lastSeen) }
+        return peers.min { rank($0.value) < rank($1.value) }?.key
     }
 
     /// Takes a peer out, remembering how far its packets have gone.

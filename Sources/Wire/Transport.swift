@@ -132,8 +132,14 @@ package final class MemoryNetwork: Sendable {
         guard members.withLock({ $0.removeValue(forKey: address) }) != nil else { return }
         // The will: what stood for it is withdrawn.
         if let kept = retained.withLock({ $0.removeValue(forKey: address) }) {
-            deliver([], from: address, by: kept.transport, to: nil, leaving: true)
+            deliver([], from: address, by: kept.transport, to: nil, fromNonMember: true)
         }
+    }
+
+    /// A datagram from `address`, which is no member (a host a test plays), to every member;
+    /// what befalls datagrams on this network does not befall it.
+    package func inject(_ bytes: [UInt8], from address: String, by transport: String) {
+        deliver(bytes, from: address, by: transport, to: nil, fromNonMember: true)
     }
 
     /// A broadcast of `kind`: on a network that keeps presence, the latest presence is kept and
@@ -175,10 +181,10 @@ package final class MemoryNetwork: Sendable {
         return true
     }
 
-    private func deliver(_ bytes: [UInt8], from address: String, by transport: String, to target: String?, leaving: Bool = false) {
+    private func deliver(_ bytes: [UInt8], from address: String, by transport: String, to target: String?, fromNonMember: Bool = false) {
         let unreachable = down.withLock { $0 }
         let receivers = members.withLock { members -> [@Sendable ([UInt8], Route) -> Void] in
-            guard members[address] != nil || leaving else { return [] }
+            guard members[address] != nil || fromNonMember else { return [] }
             return members.filter { $0.key != address && (target == nil || $0.key == target) && !unreachable.contains($0.key) }.map(\.value)
         }
         for deliver in receivers { deliver(bytes, Route(transport: transport, address: address)) }

@@ -1,5 +1,7 @@
+import Crypto
 import Foundation
 import Synchronization
+import TestWorld
 import Testing
 @testable import Nearby
 
@@ -175,5 +177,149 @@ import Testing
         #expect(ann.service.peers().map(\.name) == ["dave"])
         #expect(ann.events.all.contains("-ben expired"))
         #expect(dave.service.peers().map(\.name) == ["ann"])
+    }
+
+    /// A crowd reduced to what the link carries of it, for crowds too large for an engine each
+    /// on the in-memory network (every frame would be checked by every member): each member
+    /// announces on the program's own schedule (`AnnounceSchedule`, with the interval
+    /// `PresenceTiming` gives among the members present, as on a LAN where everyone hears
+    /// everyone), signed frames advertising that interval, until it falls silent. The engines
+    /// the test watches are real.
+    final class SimulatedCrowd: @unchecked Sendable {
+        // Safe to send: `members` and `sent` are touched only on `queue`, where the scheduler runs
+        // every timer of the crowd, and by the test while the scheduler is still.
+        struct Member {
+            let signer = Curve25519.Signing.PrivateKey()
+            var schedule: AnnounceSchedule
+            var sequence: UInt32 = 0
+            var silent = false
+            var random: SeededRandom
+        }
+
+        let network: MemoryNetwork
+        let scheduler: ManualScheduler
+        let timing: PresenceTiming
+        let queue = DispatchQueue(label: "simulated crowd")
+        private(set) var members: [Member] = []
+        /// Announcements sent, all members together.
+        private(set) var sent = 0
+        /// The others present besides the crowd (the real engines).
+        let others: Int
+
+        init(_ world: World, timing: PresenceTiming, others: Int) {
+            network = world.network
+            scheduler = world.scheduler
+            self.timing = timing
+            self.others = others
+        }
+
+        var present: Int { members.count { !$0.silent } }
+
+        /// `count` more members, each coming online at a random moment of the next `within` seconds.
+        func arrive(_ count: Int, within: Double, seed: UInt64 = 7) {
+            var random = SeededRandom(seed: seed)
+            for _ in 0..<count {
+                let index = members.count
+                let at = Double.random(in: 0...within, using: &random)
+                members.append(Member(schedule: AnnounceSchedule(timing: timing, now: scheduler.now + at),
+                                      random: SeededRandom(seed: random.next())))
+                scheduler.after(at, on: queue) { [self] in tick(index) }
+            }
+        }
+
+        /// The first `count` members stop announcing, without a goodbye.
+        func silence(_ count: Int) { for index in 0..<count { members[index].silent = true } }
+
+        func resetCount() { sent = 0 }
+
+        private func tick(_ index: Int) {
+            guard !members[index].silent else { return }
+            let now = scheduler.now
+            let interval = timing.interval(amongPeers: present + others - 1)
+            var member = members[index]
+            defer { members[index] = member }
+            if member.schedule.isDue(now: now, interval: interval, using: &member.random) {
+                member.sequence += 1
+                let announcement = Announcement(name: "m\(index)", agreementKey: Data(repeating: 1, count: 32), plane: 0, avatar: .none,
+                                                unicastPort: 1, intervalMilliseconds: UInt32(interval * 1000))
+                let frame = try! Packet.encode(announcement, signer: member.signer, timestamp: UInt64(now * 1000),
+                                               sequence: member.sequence)
+                sent += 1
+                network.inject(frame, from: "m\(index)", by: "memory")
+            }
+            scheduler.after(max(member.schedule.nextAt - now, 0.001), on: queue) { [self] in tick(index) }
+        }
+    }
+
+    /// 1,000 on one link, at the program's own budget of 20 announcements a second: an engine
+    /// among 999 others stretches its interval to 50 s and advertises it; over ten minutes the
+    /// link carries about 20 a second (not the 200 of a 5 s refresh); the engine lists everyone
+    /// and expires nobody. When 900 fall silent it lets them go 3.5 of their intervals after
+    /// each was last heard, and refreshes sooner again.
+    @Test func aThousandOnOneLinkStayWithinTheBudget() throws {
+        let world = World()
+        let timing = PresenceTiming()
+        let observer = DeterministicEngineTests.Node("observer", network: world.network, scheduler: world.scheduler, timing: timing)
+        try observer.service.start()
+        defer { observer.service.stop() }
+        let ownAnnouncements = Mutex<[UInt32]>([])
+        world.network.setLoss { bytes in
+            if bytes.count > 5, bytes[5] == KindTable.announce, let packet = try? Packet.decode(bytes),
+               let announcement = try? packet.read(Announcement.self) {
+                ownAnnouncements.withLock { $0.append(announcement.intervalMilliseconds) }
+            }
+            return false
+        }
+        let crowd = SimulatedCrowd(world, timing: timing, others: 1)
+        world.scheduler.after(0, on: crowd.queue) { crowd.arrive(999, within: 10) }
+        world.step(60)
+        #expect(observer.service.peers().count == 999)
+
+        world.scheduler.after(0, on: crowd.queue) { crowd.resetCount() }
+        ownAnnouncements.withLock { $0 = [] }
+        world.step(600)
+        let rate = Double(crowd.queue.sync { crowd.sent } + ownAnnouncements.withLock { $0.count }) / 600
+        #expect(rate > 15 && rate < 25, "\(rate) announcements a second on the link")
+        #expect(ownAnnouncements.withLock { $0 }.allSatisfy { $0 == 50_000 }, "the observer's interval among 999: 50 s")
+        #expect(observer.service.peers().count == 999)
+        #expect(!observer.events.all.contains { $0.hasPrefix("-") }, "nobody expired")
+
+        world.scheduler.after(0, on: crowd.queue) { crowd.silence(900) }
+        world.step(0)
+        // Each was last heard at most 1.2 intervals (60 s) before: none goes within 175 − 60 s;
+        // all within 175 s.
+        world.step(110)
+        #expect(observer.service.peers().count == 999, "still everyone")
+        world.step(175 + 1 - 110)
+        #expect(observer.service.peers().count == 99)
+        ownAnnouncements.withLock { $0 = [] }
+        world.step(10)
+        #expect(ownAnnouncements.withLock { $0 }.contains(5_000), "among 99 the observer refreshes every 5 s again")
+    }
+
+    /// The table holds 4,096 peers: full of established ones (each heard twice), 1,000 more keys
+    /// heard once evict one another, the stalest first, and never an established peer.
+    @Test func aFullTableOf4096KeepsItsEstablishedPeers() {
+        var table = PresenceTable(timing: PresenceTiming())
+        #expect(table.capacity == 4_096)
+        let lan = Route(transport: "lan", address: "h")
+        let established = (0..<4_096).map { _ in Curve25519.Signing.PrivateKey() }
+        for (index, key) in established.enumerated() {
+            _ = table.receive(Heard.announce(key, at: 1, sequence: 1), from: lan, now: Double(index) / 1_000)
+            _ = table.receive(Heard.announce(key, at: 2, sequence: 2), from: lan, now: 5 + Double(index) / 1_000)
+        }
+        var evicted: [Data] = []
+        let newcomers = (0..<1_000).map { _ in Curve25519.Signing.PrivateKey() }
+        for (index, key) in newcomers.enumerated() {
+            for event in table.receive(Heard.announce(key, at: 3, sequence: 1), from: lan, now: 10 + Double(index) / 1_000) {
+                if case .left(let peer, .evicted) = event { evicted.append(peer.signingKey) }
+            }
+        }
+        #expect(table.peers.count == 4_096)
+        // The first newcomer took the stalest established peer's place (the table held no one
+        // heard once); every later one evicted the newcomer before it.
+        #expect(evicted.first == established[0].publicKey.rawRepresentation)
+        #expect(Array(evicted.dropFirst()) == newcomers.dropLast().map(\.publicKey.rawRepresentation))
+        #expect(established.dropFirst().allSatisfy { table.peer($0.publicKey.rawRepresentation) != nil })
     }
 }
