@@ -113,6 +113,52 @@ struct BrokerIntegrationTests {
         #expect(arrivals.count == 1, "ben heard ann arrive once: \(outB.prefix(600))")
     }
 
+    /// ann and ben on the LAN and on mosquitto, refreshing every 0.2 s: a foreign client that
+    /// watches the presence topics sees nothing published while 40 of ann's refreshes go out on
+    /// the LAN (counted by her own statistics), then one publication when her plane changes.
+    @Test func theBrokerIsSentNoRefreshes() throws {
+        let (net, broker, a, b) = try mosquittoWorld(lan: true)
+        let arguments = ["--broker", broker.url, "--announce-interval", "0.2"]
+        let runB = try net.start(host: 3, data: b, name: "ben", arguments: arguments, lines: ["chat"])
+        let runA = try net.start(host: 2, data: a, name: "ann", arguments: arguments, lines: ["chat"])
+        defer { runA.kill(); runB.kill() }
+        for listing in 1...100 where !runA.output.split(separator: "\n").contains(where: { $0.contains("ben#") && $0.hasSuffix("via lan+broker") }) {
+            runA.send("echo listing \(listing)", "nearby")
+            runA.waitFor { $0.contains("listing \(listing)\n") && $0.split(separator: "\n").last?.contains(" seen ") == true }
+        }
+        // Published from now on (not what the broker retained before), and a marker once subscribed.
+        let spy = try TestNetwork.Run.launch("/usr/sbin/ip", ["netns", "exec", net.namespace(1), "mosquitto_sub", "-h", broker.address,
+                                                            "-p", "\(broker.port)", "-R", "-t", "seance/presence/+", "-t", "spy/ready",
+                                                            "-F", "%t %l"],
+                                             environment: ["PATH": "/usr/bin:/bin"], outputPath: net.scratch.path + "/spy", lines: [])
+        defer { spy.kill() }
+        for attempt in 1...50 where !spy.output.contains("spy/ready") {
+            _ = try broker.client("mosquitto_pub", from: net.namespace(1), "-t spy/ready -m \(attempt)")
+            _ = spy.waitFor(timeout: 0.2) { $0.contains("spy/ready") }
+        }
+        func sent() -> Int {
+            runA.send("nearby stats")
+            var count = 0
+            runA.waitFor { output in
+                guard let line = output.split(separator: "\n").last(where: { $0.hasPrefix("sent ") }),
+                      let number = Int(line.split(separator: " ")[1]) else { return false }
+                count = number
+                return true
+            }
+            return count
+        }
+        let start = sent()
+        var now = start
+        while now < start + 40 { now = sent() }
+        let published = spy.output.split(separator: "\n").filter { $0.hasPrefix("seance/presence/") }
+        #expect(published.isEmpty, "published while refreshing the LAN: \(published)")
+        runA.send("battery 30")
+        #expect(spy.waitFor { $0.split(separator: "\n").contains { $0.hasPrefix("seance/presence/") } })
+        runA.send("nearby stats")
+        _ = runA.waitFor("sent ")
+        #expect(spy.output.split(separator: "\n").filter { $0.hasPrefix("seance/presence/") }.count == 1, "\(spy.output)")
+    }
+
     /// A shell killed with SIGKILL says no goodbye: the broker's will clears its retained
     /// presence, so nobody who comes later sees a ghost of it.
     @Test func theWillClearsThePresenceOfAKilledShell() throws {
