@@ -38,16 +38,18 @@ release: setup
 run: release
 	./.build/release/seance $(ARGS)
 
-# An independent Noise implementation for NoiseTests (Python's noiseprotocol), in a virtual
-# environment of its own: nothing is installed system-wide. Made once, outside the namespace
-# (it downloads from PyPI).
-NOISE_PYTHON = .build/noise-venv/bin/python3
-$(NOISE_PYTHON):
-	python3 -m venv .build/noise-venv
-	.build/noise-venv/bin/pip install -q noiseprotocol==0.3.1
+# Python packages of the tests and benchmarks, in a virtual environment of their own (nothing
+# is installed system-wide): an independent Noise implementation for NoiseTests (noiseprotocol,
+# which brings cryptography), and an MQTT client for the broker load scripts (paho-mqtt). Made
+# once, outside the namespace (it downloads from PyPI).
+TEST_PYTHON = .build/test-venv/bin/python3
+TEST_PYTHON_PACKAGES = noiseprotocol==0.3.1 paho-mqtt==2.1.0
+$(TEST_PYTHON):
+	python3 -m venv .build/test-venv
+	.build/test-venv/bin/pip install -q $(TEST_PYTHON_PACKAGES)
 
 # The build runs outside the namespace; the tests run inside one that has only loopback.
-test: setup-test $(NOISE_PYTHON)
+test: setup-test $(TEST_PYTHON)
 	$(SWIFT) build --build-tests
 	scripts/in-netns $(SWIFT) test --skip-build $(TEST_ARGS)
 
@@ -60,8 +62,8 @@ fuzz: setup
 	$(SWIFT) build --build-path .build-fuzz --sanitize=fuzzer --sanitize=address -Xswiftc -DFUZZING --product SeanceFuzz
 	scripts/fuzz .build-fuzz/debug/SeanceFuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
-bench: setup-test release
-	scripts/in-netns python3 bench/bench.py --binary .build/release/seance
+bench: setup-test release $(TEST_PYTHON)
+	scripts/in-netns python3 bench/bench.py --binary .build/release/seance --python $(TEST_PYTHON) $(BENCH_ARGS)
 
 clean:
 	rm -rf .build

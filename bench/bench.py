@@ -21,106 +21,9 @@ import tempfile
 import threading
 import time
 
-
-def run_measured(argv, stdin_path=None, env=None):
-    """Runs argv to completion; returns (seconds, peak RSS in KiB). Output is discarded.
-
-    Peak memory comes from GNU time, a small C program: a child forked from Python would carry
-    the interpreter's own resident memory into its ru_maxrss.
-    """
-    with tempfile.NamedTemporaryFile("r") as report:
-        stdin = open(stdin_path, "rb") if stdin_path else subprocess.DEVNULL
-        start = time.perf_counter()
-        status = subprocess.call(["/usr/bin/time", "-o", report.name, "-f", "%M"] + argv, stdin=stdin,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-        elapsed = time.perf_counter() - start
-        if stdin_path:
-            stdin.close()
-        if status != 0:
-            sys.exit(f"benchmark command failed: {' '.join(argv)}")
-        return elapsed, int(report.read().split()[-1])
-
-
-FIGURES = {}
-
-
-def record(name, **values):
-    """Keeps a figure for the JSON file (seconds, counts and ratios as they were measured)."""
-    FIGURES[name] = values
-
-
-def spread(values):
-    """median, min and max of a list."""
-    return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
-
-
-def ms(summary):
-    """`12.34 ms (min 11.90, max 15.02)` for a spread of seconds."""
-    return (f"{summary['median'] * 1e3:8.2f} ms   (min {summary['min'] * 1e3:.2f}, max {summary['max'] * 1e3:.2f}, "
-            f"{summary['n']} runs)")
-
-
-def timed(argv, env):
-    start = time.perf_counter()
-    subprocess.call(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    return time.perf_counter() - start
-
-
-def paired_times(first, second, runs, env=None):
-    """Wall times of two commands run alternately `runs` times each, exec to exit."""
-    a, b = [], []
-    for _ in range(runs):
-        a.append(timed(first, env))
-        b.append(timed(second, env))
-    return spread(a), spread(b)
-
-
-def latency(name, sets, label):
-    """Prints and records one-way latencies (seconds) measured in several sets: each of p50,
-    p90, p99 and the maximum is the median of the sets' own, so that one busy moment of the
-    machine moves one set, not the figure; p99 also with its range over the sets."""
-    summary = {key: statistics.median(percentile(values, fraction) for values in sets)
-               for key, fraction in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("max", 1.0))}
-    p99s = [percentile(values, 0.99) for values in sets]
-    samples = sum(len(values) for values in sets)
-    record(name, **summary, p99_min=min(p99s), p99_max=max(p99s), n=samples, sets=len(sets))
-    print(f"{label:26} p50 {summary['p50'] * 1e3:7.3f}  p90 {summary['p90'] * 1e3:7.3f}  p99 {summary['p99'] * 1e3:7.3f}"
-          f"  max {summary['max'] * 1e3:7.3f} ms   (p99 {min(p99s) * 1e3:.3f}–{max(p99s) * 1e3:.3f} over {len(sets)} sets; {samples} samples)")
-    return summary["p50"], summary["p99"]
-
-
-def latency_ratio(name, sets, references, target):
-    """The p99 of each set over its reference set's, measured just before it: the median of
-    those ratios, with their range."""
-    ratios = [percentile(values, 0.99) / percentile(reference, 0.99) for values, reference in zip(sets, references)]
-    summary = spread(ratios)
-    record(name, p99=summary["median"], min=summary["min"], max=summary["max"], n=summary["n"])
-    print(f"ratio                      p99 {summary['median']:7.1f} x   (min {summary['min']:.1f}, max {summary['max']:.1f} "
-          f"over {summary['n']} sets; {target})")
-
-
-def rates(name, values, label, target):
-    """Prints and records the median of several measured rates, with their range."""
-    if not values:
-        return print(f"{label:26} no burst completed")
-    summary = spread(values)
-    record(name, unit="messages/s", **summary)
-    print(f"{label:26} {summary['median']:9,.0f} messages/s   (min {summary['min']:,.0f}, max {summary['max']:,.0f}, "
-          f"{summary['n']} bursts; {target})")
-
-
-def median_time(argv, runs, env=None):
-    """Median and worst wall time of `runs` runs, exec to exit (no wrapper in between)."""
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.call(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), max(times)
-
-
-def section(title):
-    print(f"\n== {title}")
+from common import *  # noqa: F401,F403 (the helpers every section shares)
+from common import FIGURES, STALLED
+import crowds
 
 
 def startup(binary, work, env, runs):
@@ -198,78 +101,6 @@ def visions_page(binary, work, env, runs):
           "   (target: no growth with the number of visions)")
 
 
-def make_profile(binary, data, name, password_file, env):
-    subprocess.run([binary, "--data-dir", data, "-c", f"profile new {name} --password-file {password_file}"],
-                   env=env, check=True, stdout=subprocess.DEVNULL)
-
-
-def start_chat(binary, data, name, password_file, env, seconds):
-    """A shell in chat mode for `seconds`, its output on a pipe (live lines arrive there)."""
-    script = f"login {name} --password-file {password_file}\nchat\nsleep {seconds}\nnearby stats\n"
-    proc = subprocess.Popen([binary, "--data-dir", data], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, env=env, text=True, bufsize=1)
-    proc.stdin.write(script)
-    proc.stdin.close()
-    return proc
-
-
-def next_line(proc, timeout):
-    """The next line of proc's stdout, or None at its end or after `timeout` seconds. The pipe is
-    read here (os.read) into a buffer of this proc's own: select() on a file object whose own
-    buffer already holds lines would wait for more and miss them."""
-    fd = proc.stdout.fileno()
-    buffer = proc.__dict__.setdefault("pending", bytearray())
-    deadline = time.perf_counter() + timeout
-    while b"\n" not in buffer:
-        left = deadline - time.perf_counter()
-        if left <= 0 or not select.select([fd], [], [], left)[0]:
-            return None
-        chunk = os.read(fd, 65536)
-        if not chunk:
-            return None
-        buffer += chunk
-    line, _, rest = bytes(buffer).partition(b"\n")
-    proc.pending = bytearray(rest)
-    return line.decode("utf-8", "replace") + "\n"
-
-
-def wait_for_line(proc, needle, timeout):
-    """The perf_counter() time at which a line containing `needle` appeared on proc's stdout,
-    or None after `timeout` seconds."""
-    deadline = time.perf_counter() + timeout
-    while (line := next_line(proc, deadline - time.perf_counter())) is not None:
-        if needle in line:
-            return time.perf_counter()
-    return None
-
-
-def count_arrivals(proc, quiet):
-    """Peers proc reports arriving before it is quiet for `quiet` seconds: its "is nearby" lines,
-    plus the ones its notice limit held back and counted in one line."""
-    count = 0
-    while (line := next_line(proc, quiet)) is not None:
-        if re.search(r" p\d+#.* is nearby", line):
-            count += 1
-        held = re.search(r"… (\d+) more presence notices", line)
-        if held:
-            count += int(held.group(1))
-    return count
-
-
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def rss_mib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
-
-
 def nearby(binary, work, env, runs, peers, watch_seconds):
     section(f"nearby: discovery over {runs} runs, traffic, one shell among {peers} peers")
     password = os.path.join(work, "password")
@@ -326,46 +157,12 @@ def nearby(binary, work, env, runs, peers, watch_seconds):
     print(f"observer among {peers} peers  {busy / watch_seconds * 100:7.2f} % of a core over {watch_seconds} s"
           f"   RSS {rss:5.1f} MiB   (target: under 1 % of a core)")
     print(f"observer alone             {alone * 100:7.2f} % of a core   (reference)")
-    newcomer_discovery(binary, work, env, password, peers, runs=10)
+    times = newcomer_discovery(binary, work, env, password, peers, runs=10)
+    if times:
+        print(f"{'':27} (target: under 250 ms median)")
     for proc in crowd:
         proc.kill()
     observer.kill()
-
-
-def newcomer_discovery(binary, work, env, password, peers, runs):
-    """From a newcomer's `chat` to its listing every one of the crowd (it asks who is there and
-    they answer within 20-120 ms), and the packets its arrival brings in during its first second."""
-    data = os.path.join(work, "newcomer")
-    make_profile(binary, data, "newcomer", password, env)
-    times, received = [], []
-    for _ in range(runs):
-        script = [f"login newcomer --password-file {password}", "chat"]
-        script += ["sleep 0.01\necho :::\nnearby"] * 150 + ["echo :::", "nearby stats"]
-        proc = subprocess.Popen([binary, "--data-dir", data], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, env=env, text=True, bufsize=1)
-        proc.stdin.write("\n".join(script) + "\n")
-        proc.stdin.close()
-        start = wait_for_line(proc, "announcing", 10)
-        listed, seen_all = 0, None
-        while (line := next_line(proc, 30)) is not None:
-            if line.startswith(":::"):
-                if listed >= peers and seen_all is None:
-                    seen_all = time.perf_counter()
-                listed = 0
-            elif re.search(r" p\d+#.* seen ", line):  # A line of the list, not a live notice.
-                listed += 1
-            elif line.startswith("sent "):
-                received.append(int(line.split("received ")[1].split(",")[0]))
-        proc.wait()
-        if start is not None and seen_all is not None:
-            times.append(seen_all - start)
-    if times:
-        record("newcomer_lists_all", unit="s", **spread(times))
-        print(f"newcomer lists all {peers}    median {statistics.median(times) * 1000:7.1f} ms   worst {max(times) * 1000:7.1f} ms"
-              f"   ({len(times)} of {runs} saw everyone; target: under 250 ms median)")
-    if received:
-        print(f"packets a newcomer gets     median {statistics.median(received):7.0f} in its first ~2 s among {peers} peers"
-              f"   (one answer each to its query, plus their refreshes every 5 s)")
 
 
 def udp_ping_pong(rounds):
@@ -390,11 +187,6 @@ def udp_ping_pong(rounds):
         times.append(time.perf_counter() - start)
     os.waitpid(child, 0)
     return times
-
-
-def percentile(values, fraction):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))]
 
 
 def one_way(writer, reader, lines):
@@ -745,58 +537,6 @@ def search(binary, work, env, runs, count):
     print(f"cost of the index            {(1 - with_rate / without_rate) * 100:6.1f} %   (target: at most 10 % slower)")
 
 
-def wait_for_broker(port, timeout=30):
-    """Until a publish to the broker on loopback `port` gets through."""
-    deadline = time.perf_counter() + timeout
-    while time.perf_counter() < deadline:
-        if subprocess.run(["mosquitto_pub", "-h", "127.0.0.1", "-p", str(port), "-i", "bench-ready", "-q", "1",
-                           "-t", "bench/ready", "-m", "x"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
-            return True
-        time.sleep(0.2)
-    return False
-
-
-class BrokerFloor:
-    """The broker's own one-way latency for a payload of `size` bytes: a line into a long-lived
-    mosquitto_pub, out of a long-lived mosquitto_sub (the same pipes-in, pipes-out method).
-    Called with a number of rounds, it measures that many."""
-
-    def __init__(self, publish_port, subscribe_port, size):
-        self.sub = subprocess.Popen(["mosquitto_sub", "-h", "127.0.0.1", "-p", str(subscribe_port), "-q", "1", "-t", "bench/floor"],
-                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        self.pub = subprocess.Popen(["mosquitto_pub", "-h", "127.0.0.1", "-p", str(publish_port), "-q", "1", "-t", "bench/floor", "-l"],
-                                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
-        self.padding = "x" * max(0, size - 16)
-        self.count = 0
-        self.rates = []
-        for _ in range(50):  # Until both are connected.
-            self.pub.stdin.write(f"warm {self.padding}\n")
-            self.pub.stdin.flush()
-            if wait_for_line(self.sub, "warm", 0.2) is not None:
-                break
-
-    def __call__(self, rounds):
-        first, self.count = self.count + 1, self.count + rounds
-        return one_way(self.pub, self.sub, [f"floor {n} {self.padding}" for n in range(first, self.count + 1)])
-
-    def burst(self, count):
-        """The broker's own sustained rate: `count` lines at once into mosquitto_pub, until the
-        last is out of mosquitto_sub (kept in `rates`, beside seance's bursts)."""
-        first, self.count = self.count + 1, self.count + count
-        start = time.perf_counter()
-        self.pub.stdin.write("".join(f"floor {n} {self.padding}\n" for n in range(first, self.count + 1)))
-        self.pub.stdin.flush()
-        done = wait_for_line(self.sub, f"floor {self.count} ", 120)
-        if done is not None:
-            self.rates.append(count / (done - start))
-
-    def close(self):
-        self.pub.kill()
-        self.sub.kill()
-        self.pub.wait()
-        self.sub.wait()
-
-
 def brokers(binary, work, env, count):
     """Chat through one local mosquitto, beside the broker's own floor; then through three NATS
     servers clustered (ann on node 1, ben on node 3). All on loopback, inside the namespace."""
@@ -862,27 +602,6 @@ def brokers(binary, work, env, count):
             node.wait()
 
 
-STALLED = 25
-"""A broker whose own p99 is this many times its p50 in some set, or whose bursts are this many
-times apart, stalled. On this two-core machine a freshly started three-node NATS cluster holds
-messages for 0.2-0.5 s a few times a second in one start out of three or four (its floor's p99
-then 280-450 ms instead of 2-4 ms, its rate 100-1,000/s instead of ~15,000, with or without
-seance connected), and the next start does not. Such a run's figures are the broker's."""
-
-
-def broker_stalls(name, references, rates):
-    """Says, and records for compare.py, whether the broker's own floor stalled in this run: a
-    set's p99 over `STALLED` times its p50, or one of its bursts that many times slower than
-    another."""
-    worst = max(percentile(values, 0.99) / percentile(values, 0.5) for values in references)
-    spread_of_rates = max(rates) / min(rates) if rates else 1
-    stalled = worst > STALLED or spread_of_rates > STALLED
-    record(f"{name}_stalls", stalled=stalled, floor_p99_over_p50=worst, floor_rates_max_over_min=spread_of_rates)
-    if stalled:
-        print(f"the broker stalled in this run (its own p99 {worst:.0f}x its p50, its bursts {spread_of_rates:.0f}x apart): "
-              f"its figures above are the broker's, not seance's; compare.py leaves them out")
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--binary", required=True)
@@ -890,7 +609,10 @@ def main():
     parser.add_argument("--commands", type=int, default=100_000)
     parser.add_argument("--json", default=".build/bench.json", help="where to write the figures")
     parser.add_argument("--only", default="", help="comma-separated sections to run (default: all): "
-                        "startup,batch,visions,nearby,conversations,search,sessions,brokers")
+                        "startup,batch,visions,nearby,conversations,search,sessions,brokers,crowds,site")
+    parser.add_argument("--python", default=".build/test-venv/bin/python3",
+                        help="the tests' Python, with paho-mqtt, for the broker load scripts")
+    parser.add_argument("--crowds", default="50,200,500", help="the sizes of the LAN crowds")
     args = parser.parse_args()
     binary = os.path.abspath(args.binary)
     env = dict(os.environ, NO_COLOR="1")
@@ -909,6 +631,9 @@ def main():
             "search": lambda: search(binary, work, env, runs=11, count=20),
             "sessions": lambda: sessions(binary, work, env, runs=10),
             "brokers": lambda: brokers(binary, work, env, count=5000),
+            "crowds": lambda: crowds.lan_crowds(binary, work, env, sizes=[int(n) for n in args.crowds.split(",")],
+                                                settle=lambda n: max(5, (n + 1) / 20) + 5, watch=60, newcomer_runs=10),
+            "site": lambda: crowds.broker_site(binary, work, env, count=1000, runs=10, venv_python=os.path.abspath(args.python)),
         }
         chosen = [name for name in args.only.split(",") if name] or list(sections)
         unknown = [name for name in chosen if name not in sections]

@@ -109,7 +109,7 @@ struct NoiseTests {
         private var buffered: [UInt8] = []
 
         init(role: String, static key: Curve25519.KeyAgreement.PrivateKey, prologue: [UInt8]) throws {
-            let python = packageRoot + "/.build/noise-venv/bin/python3"
+            let python = packageRoot + "/.build/test-venv/bin/python3"
             guard FileManager.default.isExecutableFile(atPath: python) else {
                 throw TestFailure("no \(python): `make test` makes it (python3 -m venv, then pip install noiseprotocol)")
             }

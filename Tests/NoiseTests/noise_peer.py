@@ -1,5 +1,5 @@
 """An independent Noise peer for NoiseTests: the `noiseprotocol` package (installed by
-`make test` into .build/noise-venv) plays one side of Noise_XX_25519_ChaChaPoly_SHA256 against
+`make test` into .build/test-venv) plays one side of Noise_XX_25519_ChaChaPoly_SHA256 against
 seance's own implementation, over this process's stdin and stdout, one hex line a message.
 
     noise_peer.py initiator|responder STATIC_PRIVATE_HEX PROLOGUE_HEX
