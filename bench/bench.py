@@ -567,20 +567,13 @@ def brokers(binary, work, env, count):
         mosquitto.kill()
         mosquitto.wait()
 
-    nodes = []
+    cluster = NatsCluster(work)
     try:
-        for n in range(1, 4):
-            store = os.path.join(work, f"nats-{n}")
-            routes = ", ".join(f"nats-route://127.0.0.1:{6230 + m}" for m in range(1, 4) if m != n)
-            path = os.path.join(work, f"nats-{n}.conf")
-            with open(path, "w") as f:
-                f.write(f"server_name: bench-{n}\nlisten: 127.0.0.1:{4230 + n}\njetstream {{ store_dir: \"{store}\" }}\n"
-                        f"cluster {{ name: bench, listen: 127.0.0.1:{6230 + n}, routes: [{routes}] }}\n"
-                        f"mqtt {{ listen: 127.0.0.1:{18840 + n} }}\n")
-            nodes.append(subprocess.Popen(["nats-server", "-c", path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        if not all(wait_for_broker(18840 + n, 60) for n in range(1, 4)):
+        if not cluster.ready():
             print("the NATS cluster did not start")
             return
+        if not cluster.placed:
+            print("the NATS streams' leaders could not be moved to node 2: the cluster may stall")
         # ann on node 1, ben on node 3: the messages cross the cluster.
         a_args, b_args = ["--no-lan", "--broker", "mqtt://127.0.0.1:18841"], ["--no-lan", "--broker", "mqtt://127.0.0.1:18843"]
         floor = BrokerFloor(18841, 18843, 200)
@@ -597,9 +590,41 @@ def brokers(binary, work, env, count):
         rates("nats_floor_rate", floor.rates, "pub -> sub, node 1 to 3", "the cluster's own, after each burst")
         broker_stalls("nats", references, floor.rates)
     finally:
-        for node in nodes:
-            node.kill()
-            node.wait()
+        cluster.close()
+
+
+def nats_starts(work, starts, pings):
+    """The three-node cluster's own latency (node 1 to node 3, QoS 1, 200 bytes) over several
+    fresh starts, configured as before and as now: how often it stalls (some set's p99 over 10
+    times its p50)."""
+    section(f"NATS cluster: {starts} fresh starts each way, its own p50 and p99 (node 1 to 3)")
+    for earlier in (True, False):
+        label = "as before (R2, leaders where elected)" if earlier else "as now (R3, leaders on node 2)"
+        stalls, rows = 0, []
+        for start in range(starts):
+            os.sync()
+            cluster = NatsCluster(work, tag=f"start{start}{int(earlier)}", earlier=earlier)
+            try:
+                if not cluster.ready():
+                    rows.append(None)
+                    continue
+                floor = BrokerFloor(18841, 18843, 200)
+                try:
+                    sets = [floor(pings) for _ in range(3)]
+                finally:
+                    floor.close()
+            finally:
+                cluster.close()
+            worst = max(percentile(values, 0.99) / percentile(values, 0.5) for values in sets)
+            p50 = statistics.median(percentile(values, 0.5) for values in sets)
+            p99 = statistics.median(percentile(values, 0.99) for values in sets)
+            stalls += worst > 10
+            rows.append({"p50": p50, "p99": p99, "worst_p99_over_p50": worst})
+        measured = [row for row in rows if row]
+        record(f"nats_starts_{'before' if earlier else 'now'}", stalled=stalls, starts=len(measured), runs=measured)
+        print(f"{label:40} {len(measured) - stalls:2} of {len(measured)} starts within 10x   p99/p50 by start: "
+              + " ".join(f"{row['worst_p99_over_p50']:.0f}" for row in measured))
+    print(f"{'':40} (target: 10 of 10 as now)")
 
 
 def main():
@@ -609,7 +634,7 @@ def main():
     parser.add_argument("--commands", type=int, default=100_000)
     parser.add_argument("--json", default=".build/bench.json", help="where to write the figures")
     parser.add_argument("--only", default="", help="comma-separated sections to run (default: all): "
-                        "startup,batch,visions,nearby,conversations,search,sessions,brokers,crowds,site")
+                        "startup,batch,visions,nearby,conversations,search,sessions,brokers,nats,crowds,site")
     parser.add_argument("--python", default=".build/test-venv/bin/python3",
                         help="the tests' Python, with paho-mqtt, for the broker load scripts")
     parser.add_argument("--crowds", default="50,200,500", help="the sizes of the LAN crowds")
@@ -633,6 +658,7 @@ def main():
             "brokers": lambda: brokers(binary, work, env, count=5000),
             "crowds": lambda: crowds.lan_crowds(binary, work, env, sizes=[int(n) for n in args.crowds.split(",")],
                                                 settle=lambda n: max(5, (n + 1) / 20) + 5, watch=60, newcomer_runs=10),
+            "nats": lambda: nats_starts(work, starts=10, pings=500),
             "site": lambda: crowds.broker_site(binary, work, env, count=1000, runs=10, venv_python=os.path.abspath(args.python)),
         }
         chosen = [name for name in args.only.split(",") if name] or list(sections)

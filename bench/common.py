@@ -341,3 +341,46 @@ class Hosts:
     def close(self):
         lines = [f"netns del {self.namespace(host)}" for host in range(1, self.count + 1)] + [f"link del {self.bridge}"]
         subprocess.run(["ip", "-force", "-batch", "-"], input="\n".join(lines) + "\n", text=True, stderr=subprocess.DEVNULL)
+
+
+NATS_LEADERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "nats-leaders")
+
+
+class NatsCluster:
+    """Three nats-server nodes clustered on loopback, JetStream and MQTT on each (MQTT port
+    18840 + N). Every node lists all three routes, so the MQTT streams are replicated on all
+    three (listing only the two others made them R2); once the streams exist, their leaders are
+    moved to node 2, which no client of ours uses: nats-server 2.9.x otherwise stalls a QoS 1
+    publish when that leader is on its subscriber's node (scripts/nats-leaders, README)."""
+
+    def __init__(self, work, tag="bench", earlier=False):
+        """`earlier`: as configured before (each node lists the two others' routes only, and
+        the leaders stay where they were elected), for comparison."""
+        self.nodes, self.placed, self.earlier = [], None, earlier
+        for n in range(1, 4):
+            routes = ", ".join(f"nats-route://127.0.0.1:{6230 + m}" for m in range(1, 4) if not (earlier and m == n))
+            store = os.path.join(work, f"nats-{tag}-{n}")
+            path = os.path.join(work, f"nats-{tag}-{n}.conf")
+            with open(path, "w") as f:
+                f.write(f"server_name: bench-{n}\nlisten: 127.0.0.1:{4230 + n}\nhttp: 127.0.0.1:{8220 + n}\n"
+                        f"jetstream {{ store_dir: \"{store}\" }}\n"
+                        f"cluster {{ name: bench, listen: 127.0.0.1:{6230 + n}, routes: [{routes}] }}\n"
+                        f"mqtt {{ listen: 127.0.0.1:{18840 + n} }}\n")
+            self.nodes.append(subprocess.Popen(["nats-server", "-c", path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+
+    def ready(self):
+        """Every node takes MQTT clients (which makes the streams), and the streams' leaders are
+        on node 2."""
+        if not all(wait_for_broker(18840 + n, 60) for n in range(1, 4)):
+            return False
+        if self.earlier:
+            return True
+        monitors = [f"--monitor=bench-{n}=127.0.0.1:{8220 + n}" for n in range(1, 4)]
+        self.placed = subprocess.run([sys.executable, NATS_LEADERS, "--to", "bench-2", "--client", "127.0.0.1:4231", *monitors],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
+        return True
+
+    def close(self):
+        for node in self.nodes:
+            node.kill()
+            node.wait()

@@ -9,7 +9,7 @@ import subprocess
 import threading
 import time
 
-from common import (Hosts, make_profile, newcomer_discovery, next_line, record, rss_mib, section, wait_for_broker,
+from common import (Hosts, NatsCluster, make_profile, newcomer_discovery, next_line, record, rss_mib, section, wait_for_broker,
                     wait_for_line)
 
 GROUP, PORT = "239.255.77.77", 47777
@@ -206,3 +206,14 @@ def broker_site(binary, work, env, count, runs, venv_python):
     finally:
         mosquitto.kill()
         mosquitto.wait()
+    cluster = NatsCluster(work, tag="site")
+    try:
+        if not cluster.ready():
+            return print("the NATS cluster did not start")
+        started = time.perf_counter()
+        publish_site(venv_python, 18841, count, work)
+        print(f"{count:,} retained announcements published on node 1 in {time.perf_counter() - started:.1f} s")
+        newcomer_discovery(binary, work, env, password, count, runs, args=["--no-lan", "--broker", "mqtt://127.0.0.1:18843"],
+                           name="site_nats_newcomer", label=f"NATS x3, node 3: lists all {count:,}", polls=300)
+    finally:
+        cluster.close()

@@ -261,10 +261,15 @@ package final class ChatMode {
         let all = stats.dropped.merging(context.delivery.droppedCounts, uniquingKeysWith: +)
         let dropped = all.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
         let resent = context.delivery.resentCount
+        let skipped = [(stats.redundant, "redundant answers"), (stats.repeats, "repeated refreshes")].filter { $0.0 > 0 }.map { "\($0.0) (\($0.1))" }
         shell.console.print("sent \(stats.sent) packets (\(stats.sentBytes) bytes), received \(stats.received), "
                             + "dropped \(all.values.reduce(0, +))" + (dropped.isEmpty ? "" : " (\(dropped))")
-                            + (stats.redundant > 0 ? ", skipped \(stats.redundant) (redundant answers)" : "")
+                            + (skipped.isEmpty ? "" : ", skipped " + skipped.joined(separator: ", "))
                             + (resent > 0 ? ", resent \(resent) message fragments (no acknowledgement in time)" : ""))
+        if !stats.flooders.isEmpty {
+            shell.console.print("dropped most from: " + stats.flooders.map { "\(SafeText.visible($0.source)) (\($0.dropped))" }
+                .joined(separator: ", "))
+        }
         let sessions = stats.sessions
         shell.console.print("sessions: \(sessions.open) open, \(sessions.established) made (\(sessions.started) started here, "
                             + "\(sessions.answered) answered), \(sessions.rekeyed) rekeyed")
@@ -332,6 +337,9 @@ package final class ChatMode {
         case .alsoOnlineElsewhere(let transport):
             return [styler.apply(.yellow + .bold, "!") + " this profile is online in another seance too (heard by \(transport)): "
                     + "both number their messages alike and peers drop some of them — leave chat in one of them"]
+        case .flooded(let source):
+            return [styler.apply(.yellow + .bold, "!") + " \(SafeText.visible(source)) sends more than any honest seance would: "
+                    + "what is over its allowance is dropped unread ('nearby stats' counts it; this is said once)"]
         case .olderSeance(let peer):
             guard visible(peer) else { return [] }
             return [styler.apply(.yellow + .bold, "!") + " \(named(peer)) runs an older seance, without sessions: nothing direct "

@@ -3,9 +3,9 @@ import Synchronization
 
 /// What the transports' threads check before a datagram's signature (some 80 µs of CPU each;
 /// dropping is all a forged header can get): our own broadcasts coming back, since when we are
-/// online, whether another seance in our name was heard, and which keys' refreshes reach us on
-/// time (their answers to others' queries tell us nothing). The engine keeps it up to date;
-/// the lock is held for no I/O and nothing else.
+/// online, whether another seance in our name was heard, which keys' refreshes reach us on
+/// time (their answers to others' queries tell us nothing), and the flood limits
+/// (`FloodLimits`). The engine keeps it up to date; the lock is held for no I/O and nothing else.
 final class ArrivalGate: Sendable {
     private struct State {
         /// Every broadcast we made online, as its sequence and timestamp, and since when (ms):
@@ -13,23 +13,48 @@ final class ArrivalGate: Sendable {
         var ownBroadcasts = OwnBroadcasts()
         var onlineSince: UInt64 = 0
         var alsoOnlineElsewhere = false
+        var limits: FloodLimits
         /// Until when each present key's refreshes on each transport are on time.
         var onTime: [Data: [String: Double]] = [:]
         /// Drops decided here, by reason, and answers skipped.
         var dropped: [String: Int] = [:]
-        var redundant = 0
+        var redundant = 0, repeats = 0
+        /// The sources the flood limits dropped most from (a bounded few), and whether the
+        /// user was told.
+        var flooders = Flooders()
     }
 
-    private let state = Mutex(State())
+    private let state: Mutex<State>
+
+    init(limits: FloodLimits.Settings = FloodLimits.Settings(), now: Double) {
+        state = Mutex(State(limits: FloodLimits(settings: limits, now: now)))
+    }
 
     func cameOnline(at milliseconds: UInt64) { state.withLock { $0.onlineSince = milliseconds } }
 
     func sent(sequence: UInt32, timestamp: UInt64) { state.withLock { $0.ownBroadcasts.insert(sequence: sequence, timestamp: timestamp) } }
 
-    /// `key` refreshed on `transport`; its next refresh is due by `until`.
-    func hears(_ key: Data, on transport: String, until: Double) { state.withLock { $0.onTime[key, default: [:]][transport] = until } }
+    /// The engine accepted `key`'s announcement by `transport` (`refresh`: on a transport that
+    /// refreshes presence, so its next one is due an interval later; nil for an answer or a
+    /// broker's kept copy): the key is known, and until its next refresh is due its answers to
+    /// others' queries tell us nothing.
+    func accepted(_ key: Data, on transport: String, packet: Packet, interval: Double, isRefresh: Bool, now: Double) {
+        state.withLock { state in
+            state.limits.accepted(key, transport: transport, interval: interval, payload: FloodLimits.hash(packet.body[...]),
+                                  timestamp: packet.timestamp, sequence: packet.sequence, isRefresh: isRefresh, now: now)
+            if isRefresh { state.onTime[key, default: [:]][transport] = now + interval * 1.5 }
+        }
+    }
 
-    func forget(_ key: Data) { _ = state.withLock { $0.onTime.removeValue(forKey: key) } }
+    func forget(_ key: Data) {
+        state.withLock { state in
+            state.onTime[key] = nil
+            state.limits.forget(key)
+        }
+    }
+
+    /// Whether `key` is in the table (an announcement of it was accepted).
+    func knows(_ key: Data) -> Bool { state.withLock { $0.limits.isKnown(key) } }
 
     /// An answer to someone's query from a key whose refreshes reach us on time anyway: skipped
     /// (and counted) when true.
@@ -39,6 +64,36 @@ final class ArrivalGate: Sendable {
             state.redundant += 1
             return true
         }
+    }
+
+    /// Whether a frame that needs its signature checked (or a handshake message) is within
+    /// the flood limits; when not, it is counted, by reason and by source. True the first time
+    /// a limit drops anything: the user is told once.
+    func admit(sender: Data, from route: Route, refresh: (timestamp: UInt64, sequence: UInt32, payload: Int)?,
+               now: Double) -> (admitted: Bool, firstFlood: String?) {
+        let source = Self.source(of: route)
+        return state.withLock { state in
+            guard let reason = state.limits.admit(sender: sender, source: source, transport: route.transport, refresh: refresh, now: now) else {
+                return (true, nil)
+            }
+            // A repeat is no flood (the start-up's second announcement is one): skipped, as
+            // answers meant for others are, and nobody named.
+            guard reason != .duplicate, reason != .tooSoon else {
+                state.repeats += 1
+                return (false, nil)
+            }
+            state.dropped[reason.rawValue, default: 0] += 1
+            return (false, state.flooders.count(source))
+        }
+    }
+
+    /// Which host a route's datagrams come from: the LAN's address without its port (every
+    /// shell of a host multicasts from the same one), a broker's topic as it is.
+    static func source(of route: Route) -> String {
+        guard let colon = route.address.lastIndex(of: ":"), route.address[route.address.index(after: colon)...].allSatisfy(\.isNumber) else {
+            return route.transport + " " + route.address
+        }
+        return route.transport + " " + route.address[..<colon]
     }
 
     /// Whether a datagram in our name is worth its signature check: not one we sent, made since
@@ -62,9 +117,35 @@ final class ArrivalGate: Sendable {
 
     /// Adds what was decided here to the engine's counts.
     func add(to statistics: inout NearbyStatistics) {
-        let (dropped, redundant) = state.withLock { ($0.dropped, $0.redundant) }
+        let (dropped, redundant, repeats, flooders) = state.withLock { ($0.dropped, $0.redundant, $0.repeats, $0.flooders.worst) }
         statistics.dropped.merge(dropped, uniquingKeysWith: +)
         statistics.redundant += redundant
+        statistics.repeats += repeats
+        statistics.flooders = flooders
+    }
+}
+
+/// The sources the flood limits dropped most from, for `nearby stats`: at most `capacity`
+/// (past it, a new source replaces the one with the fewest drops).
+struct Flooders: Sendable {
+    private var counts: [String: Int] = [:]
+    private var told = false
+    static let capacity = 16
+
+    /// Counts a drop from `source`; the source's name the first time anything is dropped.
+    mutating func count(_ source: String) -> String? {
+        if counts[source] == nil, counts.count >= Self.capacity, let fewest = counts.min(by: { $0.value < $1.value })?.key {
+            counts[fewest] = nil
+        }
+        counts[source, default: 0] += 1
+        guard !told else { return nil }
+        told = true
+        return source
+    }
+
+    /// The three sources dropped from most, most first.
+    var worst: [(source: String, dropped: Int)] {
+        counts.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.prefix(3).map { ($0.key, $0.value) }
     }
 }
 
@@ -77,8 +158,16 @@ extension NearbyService {
         // Nothing at all: a presence withdrawn, from a transport that keeps presence.
         if bytes.isEmpty { return engine.async { self.withdrawn(route) } }
         // Session frames carry no signature: the engine, which holds the sessions, opens them.
+        // A handshake message costs key agreements: the flood limits first.
         if bytes.count > 5, bytes[4] == SessionWire.version, bytes[0..<4].elementsEqual(Wire.magic) {
             guard bytes.count <= Wire.maximumDatagram else { return gate.drop(DecodeError.oversized.counterName) }
+            if bytes[5] == KindTable.handshake, bytes.count >= HandshakeFrame.headerSize {
+                let sender = Data(bytes[8..<40])
+                // Only announced peers get an answer (the engine checks the key it proves): a
+                // stranger's message goes without touching anyone's allowance.
+                guard gate.knows(sender) else { return gate.drop(SessionTable.HandshakeError.unannounced.counterName) }
+                guard admit(sender, from: route, refresh: nil) else { return }
+            }
             return engine.async { self.receiveSession(bytes, from: route) }
         }
         if let header = UncheckedHeader(bytes) {
@@ -91,6 +180,10 @@ extension NearbyService {
                 let sender = Data(header.sender)
                 return engine.async { self.receivedOlder(from: sender) }
             }
+            let end = min(bytes.count, Wire.headerSize + header.payloadLength)
+            let refresh = header.type == KindTable.announce && !header.flags.contains(.answer)
+                ? (header.timestamp, header.sequence, FloodLimits.hash(bytes[Wire.headerSize..<end])) : nil
+            guard admit(Data(header.sender), from: route, refresh: refresh) else { return }
         }
         let packet: Packet
         do {
@@ -99,6 +192,14 @@ extension NearbyService {
             return gate.drop(error.counterName)
         }
         engine.async { self.handle(packet, from: route) }
+    }
+
+    /// Whether the flood limits let a datagram of `sender`'s through to its checks; the user is
+    /// told of the first they stop.
+    private func admit(_ sender: Data, from route: Route, refresh: (timestamp: UInt64, sequence: UInt32, payload: Int)?) -> Bool {
+        let (admitted, flooder) = gate.admit(sender: sender, from: route, refresh: refresh, now: engine.now)
+        if let flooder { engine.async { self.onEvent(.flooded(source: flooder)) } }
+        return admitted
     }
 
     /// A datagram in our own name: our own broadcast, looped back by multicast or by a broker

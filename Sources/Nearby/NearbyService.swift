@@ -2,13 +2,18 @@ import Crypto
 import Foundation
 
 /// Counts of what came and went, for `nearby stats` and the benchmarks.
-package struct NearbyStatistics: Sendable, Equatable {
+package struct NearbyStatistics: Sendable {
     package var sent = 0
     package var sentBytes = 0
     package var received = 0
     package var dropped: [String: Int] = [:]
     /// Answers to a query from peers heard already, left unread: nothing was wrong with them.
     package var redundant = 0
+    /// Refreshes of known keys left unread: a repeat of one read already, or the same
+    /// announcement again well before its interval (the start-up's second one, a replay).
+    package var repeats = 0
+    /// The hosts the flood limits dropped most from, most first (at most three).
+    package var flooders: [(source: String, dropped: Int)] = []
     package var sessions = SessionStatistics()
 }
 
@@ -36,8 +41,8 @@ package final class NearbyService: Sendable {
         var avatarAnswered: [Data: Double] = [:]
         /// Whether our "who is there?" went out (once, right after the first announcement).
         var queried = false
-        /// An answer to someone's query is scheduled; when the last one went.
-        var answerPending = false
+        /// The answer to queries scheduled, if any (to whom); when the last one went.
+        var answer: PendingAnswer?
         var lastAnswered = -Double.infinity
         var random: SeededRandom
         /// Every session with a peer, and what waits for one (`Sessions.swift`).
@@ -86,7 +91,7 @@ package final class NearbyService: Sendable {
     package let engine: Engine
     let state: EngineBound<State>
     /// What the transports' threads check before a signature.
-    let gate = ArrivalGate()
+    let gate: ArrivalGate
     /// The longest the engine sleeps: a backstop, should a deadline be missed.
     static let longestSleep = 1.0
 
@@ -107,7 +112,8 @@ package final class NearbyService: Sendable {
     package init(transports: [Transport], timing: PresenceTiming, signer: Curve25519.Signing.PrivateKey,
                 agreement: Curve25519.KeyAgreement.PrivateKey = .init(), announcement: Announcement,
                 ownAvatarPixels: Data? = nil, engine: Engine = Engine(), random: SeededRandom = SeededRandom(),
-                sessionTiming: SessionTiming = SessionTiming(), onEvent: @escaping @Sendable (PresenceEvent) -> Void) {
+                sessionTiming: SessionTiming = SessionTiming(), floodLimits: FloodLimits.Settings = FloodLimits.Settings(),
+                onEvent: @escaping @Sendable (PresenceEvent) -> Void) {
         self.engine = engine
         precondition(!transports.isEmpty, "presence needs a transport")
         self.transports = transports
@@ -119,6 +125,7 @@ package final class NearbyService: Sendable {
         self.ownAvatar = ownAvatarPixels
         ownAvatarHash = ownAvatarPixels.map { Data(SHA256.hash(data: $0)) }
         self.onEvent = onEvent
+        gate = ArrivalGate(limits: floodLimits, now: engine.now)
         var first = announcement
         first.intervalMilliseconds = UInt32(timing.interval * 1000)
         first.agreementKey = agreement.publicKey.rawRepresentation
@@ -318,7 +325,7 @@ package final class NearbyService: Sendable {
 
     /// The packet signed, with the next sequence number; nil once stopped. A broadcast is
     /// remembered as `ours`: it comes back (multicast loopback, a broker's echo).
-    private func frame<Kind: PacketKind>(_ packet: Kind, flags: FrameFlags = [], ours broadcast: Bool = false) -> [UInt8]? {
+    func frame<Kind: PacketKind>(_ packet: Kind, flags: FrameFlags = [], ours broadcast: Bool = false) -> [UInt8]? {
         guard state.value.running else { return nil }
         let timestamp = UInt64(engine.now * 1000)
         state.value.sequence &+= 1

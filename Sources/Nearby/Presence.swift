@@ -187,6 +187,9 @@ package enum PresenceEvent: Equatable, Sendable {
     /// The peer runs an older seance, which makes no sessions: nothing direct passes between
     /// us. Told once a peer.
     case olderSeance(Peer)
+    /// The flood limits dropped what a host sent, unchecked (`source`: the first host they
+    /// stopped). Told once.
+    case flooded(source: String)
 
     /// `evicted`: the table was full and this peer was the least established and stalest.
     package enum LeaveReason: Sendable { case goodbye, expired, evicted }

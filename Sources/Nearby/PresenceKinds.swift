@@ -7,7 +7,7 @@ extension NearbyService {
     func registerPresenceKinds() {
         handlePacket(Announcement.self) { [unowned self] announcement, packet, route in heard(.announce(announcement), in: packet, by: route) }
         handlePacket(Goodbye.self) { [unowned self] _, packet, route in heard(.goodbye, in: packet, by: route) }
-        handlePacket(Query.self) { [unowned self] _, _, _ in answerQuery(now: engine.now) }
+        handlePacket(Query.self) { [unowned self] _, packet, reply in answerQuery(from: packet.sender, reply: reply, now: engine.now) }
         handlePacket(AvatarRequest.self) { [unowned self] request, packet, _ in answerAvatarRequest(from: packet.sender, hash: request.hash) }
         handlePacket(AvatarImage.self) { [unowned self] image, _, _ in
             if state.value.requested[image.hash] != nil { state.value.avatars[image.hash] = image.pixels }
@@ -22,8 +22,9 @@ extension NearbyService {
         if case .announce = news, let peer = state.value.table.peer(packet.sender) {
             // Refreshed by this transport just now (not a replay the table refused): until its
             // next refresh is due, its answers to others' queries there tell us nothing.
-            if let heard = peer.routes.first(where: { $0.transport == route.transport && $0.lastSeen == now }), !heard.isKept {
-                gate.hears(peer.signingKey, on: route.transport, until: now + heard.interval * 1.5)
+            if let heard = peer.routes.first(where: { $0.transport == route.transport && $0.lastSeen == now }) {
+                gate.accepted(peer.signingKey, on: route.transport, packet: packet, interval: heard.interval,
+                              isRefresh: !heard.isKept && !packet.flags.contains(.answer), now: now)
             }
             // Every announcement may prompt the avatar request again: the first can be refused
             // when it reaches the peer before our own announcement did.
@@ -105,20 +106,29 @@ extension NearbyService {
     package static let answerDelay = PresenceTiming.answerWindow(amongPeers: 0)
     static let answerGap = 0.25
 
-    /// Someone asked who is there: announce after a random 20–120 ms (so a crowd does not
-    /// answer at once), unless an answer is already on its way. The gap runs from our last
-    /// answer only: a refresh just sent went before the newcomer listened (it asked since), so
-    /// holding the answer back for it made one peer in a crowd of 50 answer up to 250 ms late.
-    private func answerQuery(now: Double) {
-        guard !state.value.answerPending else { return }
-        state.value.answerPending = true
+    /// Someone asked who is there: our announcement goes to them after a random delay in the
+    /// answer window (20–120 ms in a small group: a crowd does not answer at once), unless an
+    /// answer is already on its way, which then goes to them too. It goes to each asker that
+    /// announced itself, at its address, so that a crowd's answers to a newcomer cost the
+    /// others nothing (multicast, each arrival brought every member the whole crowd's answers:
+    /// N² datagrams on the link); to everyone when an asker is unknown or many asked at once
+    /// (newcomers arriving together then share one answer). The gap runs from our last answer
+    /// only: a refresh just sent went before the newcomer listened (it asked since), so holding
+    /// the answer back for it made one peer in a crowd of 50 answer up to 250 ms late.
+    private func answerQuery(from asker: Data, reply: Route, now: Double) {
+        let direct = state.value.table.peer(asker) != nil && refreshing.contains { $0.name == reply.transport }
+        guard state.value.answer == nil else { return state.value.answer!.add(direct ? reply : nil) }
+        state.value.answer = PendingAnswer()
+        state.value.answer!.add(direct ? reply : nil)
         let window = PresenceTiming.answerWindow(amongPeers: state.value.table.refreshedCount)
         let earliest = state.value.lastAnswered + max(Self.answerGap, window.upperBound) - now
         let delay = max(state.update { Double.random(in: window, using: &$0.random) }, earliest)
         engine.after(delay) { [self] in
-            state.value.answerPending = false
+            guard let answer = state.value.answer else { return }
+            state.value.answer = nil
             state.value.lastAnswered = engine.now
-            announce(as: .answer)
+            guard let routes = answer.routes else { return announce(as: .answer) }
+            if let bytes = frame(state.value.announcement, flags: .answer, ours: true) { _ = send(bytes, by: routes) }
         }
     }
 
@@ -184,4 +194,17 @@ struct KeptPresence {
 
     /// When the next publication falls due with nothing changed (never without such transports).
     func nextDue(_ none: Bool) -> Double { none ? .infinity : publishedAt + Self.interval }
+}
+
+/// An answer to queries waiting for its moment: the routes of those who asked, or nil to answer
+/// everyone (one asker unknown, or more than `maximumRoutes`).
+struct PendingAnswer {
+    static let maximumRoutes = 8
+    private(set) var routes: [Route]? = []
+
+    mutating func add(_ route: Route?) {
+        guard let route, var list = routes, list.count < Self.maximumRoutes else { return routes = nil }
+        if !list.contains(route) { list.append(route) }
+        routes = list
+    }
 }

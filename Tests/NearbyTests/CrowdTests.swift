@@ -23,8 +23,8 @@ import Testing
     }
 
     /// Five newcomers arrive together in a crowd of 40: each member answers once for all five
-    /// (one multicast answer serves every newcomer who asked before it went), so the link carries
-    /// 40 answers plus the newcomers' own, not 200; and each newcomer lists everyone.
+    /// (one signed answer, sent to each newcomer who asked before it went), and no member hears
+    /// an answer meant for the newcomers; each newcomer lists everyone.
     @Test func newcomersArrivingTogetherShareTheCrowdsAnswers() throws {
         let crowd = DeterministicEngineTests.Crowd()
         crowd.timing = PresenceTiming(interval: 1, jitter: 0.2, startupGap: 0.5, linkBudget: 2)
@@ -38,11 +38,13 @@ import Testing
             }
             return false
         }
+        let redundant = nodes.map(\.service.statistics.redundant)
         let newcomers = try (0..<5).map { try crowd.join("new\($0)") }
         crowd.advance(by: 1)
         #expect(newcomers.allSatisfy { $0.service.peers().count == 44 })
-        // 40 members answer once; newcomers hearing each other's queries answer too (at most 5 each).
-        #expect(answers.withLock { $0 } <= 40 + 25, "\(answers.withLock { $0 }) answers")
+        // 40 members answer once, to five; newcomers hearing each other's queries answer too.
+        #expect(answers.withLock { $0 } <= 40 * 5 + 5 * 4, "\(answers.withLock { $0 }) answers")
+        #expect(nodes.map(\.service.statistics.redundant) == redundant, "no member heard an answer")
     }
 
     /// 40 shells whose link carries 2 refreshes a second (the budget scaled down with the crowd,
