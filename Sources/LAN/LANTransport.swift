@@ -176,12 +176,19 @@ package final class LANTransport: Transport {
         try outcome.value.get()
     }
 
+    /// What each socket may hold unread (the kernel caps it at net.core.rmem_max, 208 KiB by
+    /// default): a crowd of 500 answering a newcomer within half a second is some 500 datagrams
+    /// of about 1 KiB each as the kernel counts them, while the checks of the first are still
+    /// running.
+    static let receiveBuffer: Int32 = 1 << 20
+
     /// Binds the group's port, multicast to this segment only, our own packets looped back (two
     /// shells on one host hear each other).
     private func openMulticast(_ receiver: @escaping @Sendable () -> Receiver) throws -> Channel {
         let multicast = try DatagramBootstrap(group: group)
             .channelOption(.socketOption(.so_reuseaddr), value: 1)
             .channelOption(ChannelOptions.socketOption(NIOBSDSocket.Option(rawValue: SO_REUSEPORT)), value: 1)
+            .channelOption(.socketOption(.so_rcvbuf), value: Int(Self.receiveBuffer))
             .channelInitializer { channel in channel.eventLoop.makeCompletedFuture {
                 try channel.pipeline.syncOperations.addHandler(receiver())
             } }
@@ -207,8 +214,9 @@ package final class LANTransport: Transport {
         }
         // Direct packets are for the local segment only, like the multicast ones: a forged
         // source address elsewhere on the internet is never answered.
-        var ttl: Int32 = 1
-        guard setsockopt(fd, Int32(IPPROTO_IP), IP_TTL, &ttl, socklen_t(MemoryLayout<Int32>.size)) == 0 else { throw failure() }
+        var ttl: Int32 = 1, buffer = Self.receiveBuffer
+        guard setsockopt(fd, Int32(IPPROTO_IP), IP_TTL, &ttl, socklen_t(MemoryLayout<Int32>.size)) == 0,
+              setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer, socklen_t(MemoryLayout<Int32>.size)) == 0 else { throw failure() }
         var any = sockaddr_in()
         any.sin_family = sa_family_t(AF_INET)
         let bound = withUnsafePointer(to: &any) {
