@@ -1,6 +1,7 @@
 """What every section of the benchmarks shares: running and timing commands, recording and
 printing figures beside their references, shells in chat mode and their output, brokers."""
 import argparse
+import io
 import json
 import os
 import re
@@ -144,8 +145,9 @@ def next_line(proc, timeout):
         if not chunk:
             return None
         buffer += chunk
-    line, _, rest = bytes(buffer).partition(b"\n")
-    proc.pending = bytearray(rest)
+    end = buffer.index(b"\n")
+    line = bytes(buffer[:end])
+    del buffer[:end + 1]  # In place: a long listing is not copied once a line.
     return line.decode("utf-8", "replace") + "\n"
 
 
@@ -264,6 +266,9 @@ def broker_stalls(name, references, rates):
               f"its figures above are the broker's, not seance's; compare.py leaves them out")
 
 
+LISTED = re.compile(r" p\d+#.* seen ")
+
+
 def newcomer_discovery(binary, work, env, password, peers, runs, args=(), name="newcomer_lists_all", label=None, polls=150,
                        prefix=()):
     """From a newcomer's `chat` to its listing every one of the crowd (`p0`, `p1`, …: it asks who is
@@ -273,26 +278,36 @@ def newcomer_discovery(binary, work, env, password, peers, runs, args=(), name="
     data = os.path.join(work, "newcomer")
     if not os.path.exists(data):
         make_profile(binary, data, "newcomer", password, env)
-    times, received = [], []
+    times, received, missed = [], [], []
     for _ in range(runs):
         script = [f"login newcomer --password-file {password}", "chat"]
         script += ["sleep 0.01\necho :::\nnearby"] * polls + ["echo :::", "nearby stats"]
         proc = subprocess.Popen([*prefix, binary, "--data-dir", data, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, env=env, text=True, bufsize=1)
-        proc.stdin.write("\n".join(script) + "\n")
+                                stderr=subprocess.DEVNULL, env=env, bufsize=0)
+        proc.stdin.write(("\n".join(script) + "\n").encode())
         proc.stdin.close()
-        start = wait_for_line(proc, "announcing", 10)
-        listed, seen_all = 0, None
-        while (line := next_line(proc, 30)) is not None:
+        # Each line with the time it came out: a thread does nothing but read, so that a list
+        # of 500 peers printed 300 times is timed as it is printed, not as it is parsed.
+        lines = []
+        reader = threading.Thread(target=lambda: lines.extend((time.perf_counter(), line) for line in io.BufferedReader(proc.stdout)))
+        reader.start()
+        reader.join(120)
+        proc.kill()
+        proc.wait()
+        start = next((at for at, line in lines if b"announcing" in line), None)
+        listed, best, seen_all = 0, 0, None
+        for at, raw in lines:
+            line = raw.decode("utf-8", "replace")
             if line.startswith(":::"):
                 if listed >= peers and seen_all is None:
-                    seen_all = time.perf_counter()
-                listed = 0
-            elif re.search(r" p\d+#.* seen ", line):  # A line of the list, not a live notice.
+                    seen_all = at
+                best, listed = max(best, listed), 0
+            elif LISTED.search(line):  # A line of the list, not a live notice.
                 listed += 1
             elif line.startswith("sent "):
                 received.append(int(line.split("received ")[1].split(",")[0]))
-        proc.wait()
+                if seen_all is None:
+                    missed.append(f"listed {best} of {peers} at most; {line.strip()}")
         if start is not None and seen_all is not None:
             times.append(seen_all - start)
     label = label or f"newcomer lists all {peers}"
@@ -304,6 +319,8 @@ def newcomer_discovery(binary, work, env, password, peers, runs, args=(), name="
         print(f"{label:27} never: no run saw everyone")
     if received:
         print(f"packets a newcomer gets     median {statistics.median(received):7.0f} while it lists them")
+    for run in missed:
+        print(f"a newcomer that did not see everyone: {run}")
     return times
 
 

@@ -85,7 +85,13 @@ final class ChatNotices: Sendable {
             }
             let lines = ChatMode.liveLines(for: presence, trusted: trusted, myPlane: rules.plane, styler: styler, ascii: capabilities.ascii,
                                            allowsSight: rules.allowsSight, shownName: rules.shownName)
-            for line in state.value.limiter.admit(lines, now: context.engine.now) { context.inbox.post(line) }
+            // Comings and goings are limited (a crowd, a flood); a warning told once is not.
+            switch presence {
+            case .arrived, .changed, .left:
+                for line in state.value.limiter.admit(lines, now: context.engine.now) { context.inbox.post(line) }
+            case .transport, .alsoOnlineElsewhere, .olderSeance, .flooded:
+                lines.forEach(context.inbox.post)
+            }
         case .planeChanged(let old, let new):
             // Blind (a curse) sees nobody come or go, whatever the planes.
             let seen = context.presence.peers().filter(rules.allowsSight)

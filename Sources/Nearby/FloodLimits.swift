@@ -43,8 +43,8 @@ package struct TokenBucket: Sendable, Equatable {
 ///
 /// | limit | on | allows | an honest peer sends |
 /// |---|---|---|---|
-/// | per source (host) | every signed frame, every handshake message | 10 a second, 40 at once | a refresh every 5 s or more, answers 4 a second at most, a beacon a second per room |
-/// | per known key | every signed frame in its name | 8 a second, 16 at once | the same, from one key |
+/// | per source (host) | every signed frame, every handshake message | 20 a second, 60 at once | a refresh every 5 s or more (every 0.2 s at the quickest the tests set), answers 4 a second at most, a beacon a second per room |
+/// | per known key | every signed frame in its name | 16 a second, 32 at once | the same, from one key |
 /// | refresh too soon | an unchanged announcement of a known key, not an answer | none before 0.7 of its interval | its next refresh 0.8–1.2 intervals later |
 /// | new keys | frames of keys not in the table, all sources together | 1,000 a second, 2,000 at once | one announcement each; a newcomer hears a crowd of 500 answer within half a second, a broker hands a site of 1,000 at once |
 ///
@@ -53,8 +53,8 @@ package struct TokenBucket: Sendable, Equatable {
 /// newcomer. Everything here is bounded: at most `maximumSources` sources and the table's keys.
 package struct FloodLimits: Sendable {
     package struct Settings: Sendable {
-        package var sourceRate = 10.0, sourceBurst = 40.0
-        package var keyRate = 8.0, keyBurst = 16.0
+        package var sourceRate = 20.0, sourceBurst = 60.0
+        package var keyRate = 16.0, keyBurst = 32.0
         package var newKeyRate = 1_000.0, newKeyBurst = 2_000.0
         /// The share of the new keys' budget kept for sources that have not spent their own.
         package var reserved = 0.5

@@ -201,4 +201,42 @@ struct NewcomerDiscoveryTests {
             if !all { break }
         }
     }
+
+    /// A host floods the link with fresh, validly signed announcements from 300 keys, 2,000 a
+    /// second (bench/flood.py), while ben, whom ann lists, writes to her: every line arrives,
+    /// ben stays listed, ann is told once who floods, and her statistics count what the limits
+    /// dropped from that host.
+    @Test func aFloodFromOneHostLeavesAListedPeerChatting() throws {
+        let net = try TestNetwork(hosts: 3)
+        let a = try net.makeProfile("ann", host: 1), b = try net.makeProfile("ben", host: 2)
+        let runA = try net.start(host: 1, data: a, name: "ann", lines: ["chat"])
+        let runB = try net.start(host: 2, data: b, name: "ben", lines: ["chat", "open ann --wait 30"])
+        defer { [runA, runB].forEach { $0.kill() } }
+        runA.waitFor("ben#")
+        let flood = try TestNetwork.Run.launch("/usr/sbin/ip", ["netns", "exec", net.namespace(3), "python3", packageRoot + "/bench/flood.py",
+                                                               "--address", "198.18.0.3", "--rate", "2000", "--keys", "300",
+                                                               "--seconds", "6", "--start-in", "2"],
+                                               environment: ["PATH": "/usr/bin:/bin"], outputPath: net.scratch.path + "/flood", lines: [])
+        defer { flood.kill() }
+        #expect(flood.waitFor("flooding", timeout: 60))
+        var line = 0
+        while !flood.output.contains("sent ") {
+            line += 1
+            runB.send("through the flood \(line)")
+            #expect(runA.waitFor("through the flood \(line) "))
+        }
+        #expect(line > 5, "ben wrote all through the flood")
+        runA.send("nearby", "nearby stats")
+        runA.waitFor("dropped most from")
+        runA.finish()
+        runB.kill()
+        let output = runA.wait()
+        #expect(output.split(separator: "\n").contains { $0.contains("ben#") && $0.contains(" seen ") }, "ben still listed")
+        let notices = output.split(separator: "\n").filter { $0.contains("sends more than any honest seance would") }
+        #expect(notices.count == 1 && notices.first?.contains("198.18.0.3") == true, "\(notices)")
+        let stats = output.split(separator: "\n").first { $0.hasPrefix("sent ") } ?? ""
+        #expect(stats.contains("flood: a host's allowance"), "\(stats)")
+        #expect(output.contains("dropped most from: lan 198.18.0.3 ("), "\(output.suffix(600))")
+        #expect(try query(a, "SELECT count(*) FROM message WHERE text LIKE 'through the flood %'") == ["\(line)"])
+    }
 }
