@@ -74,6 +74,7 @@ extension Schema {
         NearbySchema.readTimes,
         SearchSchema.search,
         SearchSchema.indexByRange,
+        TrustSchema.lookAlikes,
     ], backfills: [SearchSchema.indexing], commitSteps: [SearchSchema.keepingUp])
 
     /// Each feature's list, for the test that every one is in the order above.

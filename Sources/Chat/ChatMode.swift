@@ -226,14 +226,14 @@ package final class ChatMode {
         var rows: [String] = []
         for (peer, renamed) in zip(visible, names) {
             let plane = Plane(wireValue: peer.announcement.plane)?.name ?? "?"
-            let age = max(0, Int(now - peer.lastSeen))
+            let age = Self.age(now - peer.lastSaid)
             let avatar = renamed == nil ? avatarCell(peer, service: context.presence, capabilities: shell.capabilities) : ""
             // How it is reached, the preferred way first: lan, broker, or lan+broker.
             let via = context.presence.routeNames(of: peer).joined(separator: "+")
             // A key using a name trusted for another key stays marked, every listing.
             let note = renamed == nil ? Self.trustNote(trust.trustedKey(forName: peer.name), peer.signingKey) : ""
             rows.append("\(DisplayWidth.pad(avatar, to: 2)) \(DisplayWidth.pad(renamed ?? peer.shownHandle, to: nameWidth)) "
-                        + "\(DisplayWidth.pad(plane, to: 7)) seen \(age)s ago via \(via)" + (note.isEmpty ? "" : shell.styler.apply(.yellow, note)))
+                        + "\(DisplayWidth.pad(plane, to: 7)) seen \(age) ago via \(via)" + (note.isEmpty ? "" : shell.styler.apply(.yellow, note)))
         }
         // A script gets everyone; a terminal, a window's worth at a time.
         let windowRows = shell.capabilities.interactive ? shell.console.rows - locals.count : Int.max
@@ -252,6 +252,13 @@ package final class ChatMode {
         lines += rows[((page - 1) * size)..<min(rows.count, page * size)]
         if page < pages { lines.append("… 'nearby \(page + 1)' shows more") }
         return lines
+    }
+
+    /// How long ago, as `nearby` says it: seconds under two minutes, then minutes, then hours
+    /// (a broker's kept announcement may be an hour old).
+    static func age(_ seconds: Double) -> String {
+        let seconds = max(0, Int(seconds))
+        return seconds < 120 ? "\(seconds)s" : seconds < 7_200 ? "\(seconds / 60)m" : "\(seconds / 3_600)h"
     }
 
     private func printStatistics(_ shell: Shell) throws {
@@ -313,8 +320,10 @@ package final class ChatMode {
         case .arrived(let peer):
             var lines: [String] = []
             if let trusted {
-                lines.append(styler.apply(.yellow + .bold, "!") + " \(peer.shownHandle) uses the name of \(SafeText.visible(trusted)), "
-                             + "whom you trust, with another key: possibly an impersonation (trust \(peer.shownHandle) to switch)")
+                let same = PeerIdentity.split(trusted).name.caseInsensitiveCompare(peer.name) == .orderedSame
+                lines.append(styler.apply(.yellow + .bold, "!") + " \(peer.shownHandle) uses " + (same ? "the name of" : "a name that looks like that of")
+                             + " \(SafeText.visible(trusted)), whom you trust, with another key: possibly an impersonation "
+                             + "(trust \(peer.shownHandle) to switch)")
             }
             if visible(peer) { lines.append(styler.apply(.green, "+") + " " + describe(peer) + " is nearby") }
             return lines
@@ -337,6 +346,12 @@ package final class ChatMode {
         case .alsoOnlineElsewhere(let transport):
             return [styler.apply(.yellow + .bold, "!") + " this profile is online in another seance too (heard by \(transport)): "
                     + "both number their messages alike and peers drop some of them — leave chat in one of them"]
+        case .clockOff(_, let handle, let offset):
+            let minutes = Int((abs(offset) / 60).rounded())
+            let amount = minutes >= 1 ? "\(minutes) min" : "\(Int(abs(offset))) s"
+            return [styler.apply(.yellow + .bold, "!") + " \(SafeText.visible(handle))'s announcements are stamped \(amount) "
+                    + (offset < 0 ? "behind" : "ahead of") + " your clock: one of the two clocks is off (seance allows "
+                    + "\(Int(FrameTime.allowance / 60)) min either way), and they are not listed until it is set right (this is said once)"]
         case .flooded(let source):
             return [styler.apply(.yellow + .bold, "!") + " \(SafeText.visible(source)) sends more than any honest seance would: "
                     + "what is over its allowance is dropped unread ('nearby stats' counts it; this is said once)"]

@@ -89,7 +89,7 @@ final class ChatNotices: Sendable {
             switch presence {
             case .arrived, .changed, .left:
                 for line in state.value.limiter.admit(lines, now: context.engine.now) { context.inbox.post(line) }
-            case .transport, .alsoOnlineElsewhere, .olderSeance, .flooded:
+            case .transport, .alsoOnlineElsewhere, .olderSeance, .flooded, .clockOff:
                 lines.forEach(context.inbox.post)
             }
         case .planeChanged(let old, let new):

@@ -180,6 +180,12 @@ extension NearbyService {
                 let sender = Data(header.sender)
                 return engine.async { self.receivedOlder(from: sender) }
             }
+            // A broadcast other than an announcement is of its moment: one stamped far from our
+            // clock is a replay (or a forgery) whatever its signature says.
+            if header.type != KindTable.announce {
+                let age = engine.now - Double(header.timestamp) / 1000
+                if abs(age) > FrameTime.allowance { return gate.drop(age < 0 ? "from the future" : "stale") }
+            }
             let end = min(bytes.count, Wire.headerSize + header.payloadLength)
             let refresh = header.type == KindTable.announce && !header.flags.contains(.answer)
                 ? (header.timestamp, header.sequence, FloodLimits.hash(bytes[Wire.headerSize..<end])) : nil

@@ -51,6 +51,8 @@ package final class NearbyService: Sendable {
         var toldOlder: Set<Data> = []
         /// What the transports that keep presence (a broker) hold of us.
         var kept = KeptPresence()
+        /// Whether the user was told that a clock is off (`PresenceEvent.clockOff`).
+        var toldClock = false
     }
 
     /// The one timer of presence and delivery, armed for the next deadline (an announcement, a
@@ -245,6 +247,12 @@ package final class NearbyService: Sendable {
                 // Direct kinds come only out of a session, broadcasts only signed.
                 guard packet.isSealed != KindTable.broadcasts.contains(Kind.code) || KindTable.experimental.contains(Kind.code) else {
                     return drop(packet.isSealed ? "malformed" : "unsealed")
+                }
+                // A broadcast is of its moment (announcements, which a broker keeps, are read
+                // against their own expiry where they are heard).
+                if !packet.isSealed, Kind.code != KindTable.announce {
+                    let age = engine.now - Double(packet.timestamp) / 1000
+                    guard abs(age) <= FrameTime.allowance else { return drop(age < 0 ? "from the future" : "stale") }
                 }
                 guard let value = try? packet.read(Kind.self) else { return drop("malformed") }
                 let port = state.value.table.peer(packet.sender)?.announcement.unicastPort ?? 0

@@ -86,11 +86,7 @@ package final class Online {
         @Sendable func tell(_ event: OnlineEvent) { for observer in events.value { observer(event) } }
         let trust = TrustStore(database: database)
         let delivered = EngineBound<DeliveryService?>(nil, engine: engine)
-        let presence = NearbyService(transports: makeTransports(identity.signingPublicKey), timing: timing, signer: identity.signing,
-                                     agreement: identity.agreement, announcement: announcement, ownAvatarPixels: pixels, engine: engine,
-                                     // Jitter and answer delays follow --seed like every other choice.
-                                     random: SeededRandom(seed: random.next()), sessionTiming: sessionTiming) { event in
-            if case .arrived(let peer) = event, let trusted = trust.remember(peer) { tell(.impostor(peer, trusted: trusted)) }
+        @Sendable func handle(_ event: PresenceEvent) {
             tell(.presence(event))
             switch event {
             case .arrived(let peer), .changed(_, let peer): delivered.value?.peerArrived(peer)
@@ -100,6 +96,32 @@ package final class Online {
             }
             // A shell waiting for someone to come into sight looks again.
             inbox.wake()
+        }
+        // Arrivals wait for the end of the engine's turn, then trust on first use records them
+        // all in one transaction: a crowd's answers to a newcomer (500 in half a second) cost
+        // a commit each otherwise, and a newcomer took seconds to list them. Any other event
+        // first tells the arrivals before it, so the order stays.
+        let arrivals = EngineBound<[Peer]>([], engine: engine)
+        @Sendable func tellArrivals() {
+            let peers = arrivals.value
+            guard !peers.isEmpty else { return }
+            arrivals.value = []
+            for (peer, trusted) in zip(peers, trust.remember(peers)) {
+                if let trusted { tell(.impostor(peer, trusted: trusted)) }
+                handle(.arrived(peer))
+            }
+        }
+        let presence = NearbyService(transports: makeTransports(identity.signingPublicKey), timing: timing, signer: identity.signing,
+                                     agreement: identity.agreement, announcement: announcement, ownAvatarPixels: pixels, engine: engine,
+                                     // Jitter and answer delays follow --seed like every other choice.
+                                     random: SeededRandom(seed: random.next()), sessionTiming: sessionTiming) { event in
+            if case .arrived(let peer) = event {
+                if arrivals.value.isEmpty { engine.async(tellArrivals) }
+                arrivals.value.append(peer)
+                return
+            }
+            tellArrivals()
+            handle(event)
         }
         let delivery = DeliveryService(store: MessageStore(database: database), identity: identity, myPlane: { rules.plane },
                                        rules: rules, engine: engine, clock: { engine.now }) { event in tell(.delivery(event)) }

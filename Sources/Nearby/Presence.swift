@@ -85,11 +85,34 @@ package struct AnnounceSchedule: Sendable {
     package mutating func announceSoon(now: Double) { nextAt = min(nextAt, now) }
 }
 
+/// How a signed broadcast's own time is read against this machine's clock. Clocks differ: a
+/// frame stamped within `allowance` of now, either way, counts as made now. One stamped earlier
+/// counts as made at its own time plus the allowance (a broker's retained announcement, or a
+/// replay, is as old as it says, give or take the allowance); one stamped later is from the
+/// future, and dropped.
+package enum FrameTime {
+    package static let allowance = 120.0
+
+    /// When a frame stamped `stamp` (seconds) arriving at `now` counts as heard; nil when it is
+    /// from the future beyond the allowance.
+    package static func heard(stamp: Double, now: Double) -> Double? {
+        guard stamp <= now + allowance else { return nil }
+        return now - stamp <= allowance ? now : stamp + allowance
+    }
+
+    /// When it says it was made, as `nearby` shows it: its own time when older than the
+    /// allowance, else its arrival.
+    package static func said(stamp: Double, now: Double) -> Double { now - stamp <= allowance ? now : min(now, stamp) }
+}
+
 /// One way a peer was heard: by which transport, from where, and when last.
 package struct PeerRoute: Equatable, Sendable {
     /// The route its announcements came by (the transport turns it into a direct route).
     package var source: Route
+    /// When it was last heard by this route, as its expiry counts (`FrameTime.heard`).
     package var lastSeen: Double
+    /// When its last announcement by this route says it was made (`FrameTime.said`).
+    package var saidAt: Double
     /// The interval the announcements on this route advertise, by which it expires: a broker's
     /// copy, published only when it changes, advertises a longer one than the LAN's refreshes.
     package var interval: Double
@@ -101,6 +124,7 @@ package struct PeerRoute: Equatable, Sendable {
     package init(source: Route, lastSeen: Double, interval: Double = PresenceTiming().interval, isKept: Bool = false) {
         self.source = source
         self.lastSeen = lastSeen
+        saidAt = lastSeen
         self.interval = interval
         self.isKept = isKept
     }
@@ -128,6 +152,8 @@ package struct Peer: Equatable, Sendable {
     package var routes: [PeerRoute]
     /// The last time it was heard on any transport.
     package var lastSeen: Double
+    /// When its latest announcement on any transport says it was made: "seen" in `nearby`.
+    package var lastSaid: Double { routes.map(\.saidAt).max() ?? lastSeen }
     /// The newest packet seen from them: anything not newer is a replay.
     var newest: Freshness
     /// How many announcements it has made here while present (1: not yet confirmed).
@@ -155,9 +181,11 @@ package struct Peer: Equatable, Sendable {
     /// crowd.
     package var isRefreshed: Bool { routes.contains { !$0.isKept } }
 
-    /// Records that the announcement `freshness`, advertising `interval`, came by `route`.
-    mutating func heard(by route: Route, freshness: Freshness, interval: Double, isKept: Bool, now: Double) {
+    /// Records that the announcement `freshness`, advertising `interval`, came by `route`,
+    /// heard at `now` (`FrameTime.heard`), saying it was made at `said`.
+    mutating func heard(by route: Route, freshness: Freshness, interval: Double, isKept: Bool, now: Double, said: Double) {
         var entry = PeerRoute(source: route, lastSeen: now, interval: interval, isKept: isKept)
+        entry.saidAt = said
         entry.newest = freshness
         if let index = routes.firstIndex(where: { $0.transport == route.transport }) {
             routes[index] = entry
@@ -190,6 +218,10 @@ package enum PresenceEvent: Equatable, Sendable {
     /// The flood limits dropped what a host sent, unchecked (`source`: the first host they
     /// stopped). Told once.
     case flooded(source: String)
+    /// A peer's announcement, heard live, is stamped further from our clock than
+    /// `FrameTime.allowance` (`offset` seconds: negative when it is behind ours): one of the
+    /// two clocks is off, and that peer is not listed. Told once.
+    case clockOff(name: String, handle: String, offset: Double)
 
     /// `evicted`: the table was full and this peer was the least established and stalest.
     package enum LeaveReason: Sendable { case goodbye, expired, evicted }
@@ -242,7 +274,8 @@ package struct PresenceTable: Sendable {
     /// cannot redirect anyone's messages. A copy of the newest on a transport that keeps
     /// presence (handed again after a reconnection) confirms its route.
     package mutating func receive(_ news: PresenceNews, in packet: Packet, from route: Route, isKept: Bool = false,
-                                  now: Double) -> [PresenceEvent] {
+                                  now: Double, said: Double? = nil) -> [PresenceEvent] {
+        let said = said ?? now
         let known = peers[packet.sender]
         let freshness = Freshness(timestamp: packet.timestamp, sequence: packet.sequence)
         if var peer = known, freshness <= peer.newest, case .announce(let announcement) = news {
@@ -259,7 +292,7 @@ package struct PresenceTable: Sendable {
             } else if freshness < peer.newest, !isKept {
                 return []
             }
-            peer.heard(by: route, freshness: freshness, interval: Self.interval(of: announcement), isKept: isKept, now: now)
+            peer.heard(by: route, freshness: freshness, interval: Self.interval(of: announcement), isKept: isKept, now: now, said: said)
             store(peer)
             nextExpiry = min(nextExpiry, peer.routes.map { $0.expiry(timing) }.min() ?? now)
             return []
@@ -270,7 +303,7 @@ package struct PresenceTable: Sendable {
             var peer = known ?? Peer(signingKey: packet.sender, announcement: announcement, route: route, lastSeen: now, isKept: isKept)
             peer.announcement = announcement
             peer.newest = freshness
-            peer.heard(by: route, freshness: freshness, interval: Self.interval(of: announcement), isKept: isKept, now: now)
+            peer.heard(by: route, freshness: freshness, interval: Self.interval(of: announcement), isKept: isKept, now: now, said: said)
             var events: [PresenceEvent] = []
             if known == nil, peers.count >= capacity, let victim = evictionCandidate() {
                 events.append(.left(remove(victim, newest: peers[victim]!.newest), .evicted))

@@ -15,14 +15,26 @@ extension NearbyService {
     }
 
     /// An announcement or a goodbye: the table changes, the transports' gate learns who is heard.
+    /// Its own time counts (`FrameTime`): one older than its own expiry is no presence (a
+    /// broker's stale retained message, a replay), one from the future is dropped.
     private func heard(_ news: PresenceNews, in packet: Packet, by route: Route) {
-        let now = engine.now
+        let now = engine.now, stamp = Double(packet.timestamp) / 1000
         let isKept = keeping.contains { $0.name == route.transport }
-        let events = state.value.table.receive(news, in: packet, from: route, isKept: isKept, now: now)
+        guard let heardAt = FrameTime.heard(stamp: stamp, now: now) else {
+            if case .announce(let announcement) = news, !isKept { clockOff(announcement, of: packet.sender, offset: stamp - now) }
+            return drop("from the future")
+        }
+        if case .announce(let announcement) = news, heardAt + timing.lifetime(ofInterval: PresenceTable.interval(of: announcement)) < now {
+            // Heard live on the LAN, it is a peer whose clock is behind ours (or a replay).
+            if !isKept { clockOff(announcement, of: packet.sender, offset: stamp - now) }
+            return drop("stale")
+        }
+        let events = state.value.table.receive(news, in: packet, from: route, isKept: isKept, now: heardAt,
+                                               said: FrameTime.said(stamp: stamp, now: now))
         if case .announce = news, let peer = state.value.table.peer(packet.sender) {
             // Refreshed by this transport just now (not a replay the table refused): until its
             // next refresh is due, its answers to others' queries there tell us nothing.
-            if let heard = peer.routes.first(where: { $0.transport == route.transport && $0.lastSeen == now }) {
+            if let heard = peer.routes.first(where: { $0.transport == route.transport && $0.lastSeen == heardAt }) {
                 gate.accepted(peer.signingKey, on: route.transport, packet: packet, interval: heard.interval,
                               isRefresh: !heard.isKept && !packet.flags.contains(.answer), now: now)
             }
@@ -34,6 +46,13 @@ extension NearbyService {
         // A newcomer may expire before anything else is due.
         wake(at: state.value.table.nextExpiry)
         events.forEach(onEvent)
+    }
+
+    /// One of the clocks is off (ours or the peer's): said once, naming the first peer heard so.
+    private func clockOff(_ announcement: Announcement, of key: Data, offset: Double) {
+        guard !state.value.toldClock else { return }
+        state.value.toldClock = true
+        onEvent(.clockOff(name: announcement.name, handle: PeerIdentity.handle(name: announcement.name, signingKey: key), offset: offset))
     }
 
     /// A peer that left is no longer heard (its answers to queries are read again).

@@ -17,27 +17,36 @@ package struct TrustStore: Sendable {
 
     /// Records the key under its name (the first key of a name is trusted) and returns the
     /// handle of the trusted key when this one is another: it is flagged every time it appears,
-    /// never the trusted one. A key we have a conversation with is never flagged.
-    package func remember(_ peer: Peer) -> String? {
-        try? database.write { db -> String? in
-            try db.execute(sql: """
-                INSERT OR IGNORE INTO knownPeer (signingKey, name, firstSeen, trusted)
-                SELECT ?, ?, ?, NOT EXISTS (SELECT 1 FROM knownPeer WHERE name = ? AND trusted)
-                WHERE (SELECT count(*) FROM knownPeer) < ?
-                """, arguments: [peer.signingKey, peer.name, peer.lastSeen, peer.name, Self.limit])
-            let trusted = try Data.fetchOne(db, sql: "SELECT signingKey FROM knownPeer WHERE name = ? AND trusted ORDER BY firstSeen LIMIT 1",
-                                            arguments: [peer.name])
-            guard let trusted, trusted != peer.signingKey else { return nil }
-            let talkedTo = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM conversation WHERE peerKey = ?)",
-                                             arguments: [peer.signingKey]) ?? false
-            return talkedTo ? nil : PeerIdentity.handle(name: peer.name, signingKey: trusted)
-        } ?? nil
+    /// never the trusted one. A key we have a conversation with is never flagged. A name that
+    /// looks like a trusted one (`NameRules.skeleton`: `bob`, `BOB`, `bоb` with a
+    /// Cyrillic о, `b0b`) counts as that name: another key using it is flagged the same way.
+    package func remember(_ peer: Peer) -> String? { remember([peer])[0] }
+
+    /// As `remember(_:)` for each peer, in one transaction.
+    package func remember(_ peers: [Peer]) -> [String?] {
+        (try? database.write { db in try peers.map { try remember($0, in: db) } }) ?? peers.map { _ in nil }
     }
 
-    /// The key trusted for `name`, if any key was seen with it.
+    private func remember(_ peer: Peer, in db: Database) throws -> String? {
+        let skeleton = NameRules.skeleton(peer.name)
+        try db.execute(sql: """
+            INSERT OR IGNORE INTO knownPeer (signingKey, name, firstSeen, trusted, skeleton)
+            SELECT ?, ?, ?, NOT EXISTS (SELECT 1 FROM knownPeer WHERE skeleton = ? AND trusted), ?
+            WHERE (SELECT count(*) FROM knownPeer) < ?
+            """, arguments: [peer.signingKey, peer.name, peer.lastSeen, skeleton, skeleton, Self.limit])
+        let trusted = try Row.fetchOne(db, sql: "SELECT signingKey, name FROM knownPeer WHERE skeleton = ? AND trusted ORDER BY firstSeen LIMIT 1",
+                                       arguments: [skeleton])
+        guard let trusted, let key = trusted["signingKey"] as Data?, key != peer.signingKey else { return nil }
+        let talkedTo = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM conversation WHERE peerKey = ?)",
+                                         arguments: [peer.signingKey]) ?? false
+        return talkedTo ? nil : PeerIdentity.handle(name: trusted["name"], signingKey: key)
+    }
+
+    /// The key trusted for `name` (or a name that looks like it), if any key was seen with it.
     package func trustedKey(forName name: String) -> Data? {
         (try? database.read { db in
-            try Data.fetchOne(db, sql: "SELECT signingKey FROM knownPeer WHERE name = ? AND trusted ORDER BY firstSeen LIMIT 1", arguments: [name])
+            try Data.fetchOne(db, sql: "SELECT signingKey FROM knownPeer WHERE skeleton = ? AND trusted ORDER BY firstSeen LIMIT 1",
+                              arguments: [NameRules.skeleton(name)])
         }) ?? nil
     }
 
@@ -62,7 +71,7 @@ package struct TrustStore: Sendable {
             guard let key = keys.first(where: { PeerIdentity.fingerprint(of: $0) == fingerprint }) else {
                 throw TrustError.unknownKey(handle)
             }
-            try db.execute(sql: "UPDATE knownPeer SET trusted = (signingKey = ?) WHERE name = ?", arguments: [key, name])
+            try db.execute(sql: "UPDATE knownPeer SET trusted = (signingKey = ?) WHERE skeleton = ?", arguments: [key, NameRules.skeleton(name)])
             return PeerIdentity.handle(name: name, signingKey: key)
         }
     }
@@ -71,7 +80,7 @@ package struct TrustStore: Sendable {
 /// The table of trust on first use.
 package enum TrustSchema {
     /// Every migration of this table, in order.
-    package static let migrations = [knownPeers, trustedKeys]
+    package static let migrations = [knownPeers, trustedKeys, lookAlikes]
 
     package static let knownPeers = Migration("v5-known-peers") { db in
         // Every key seen nearby with its name: a known name with a new key is flagged.
@@ -90,6 +99,24 @@ package enum TrustSchema {
             UPDATE knownPeer SET trusted = 1 WHERE signingKey IN
             (SELECT signingKey FROM (SELECT signingKey, row_number() OVER (PARTITION BY name ORDER BY firstSeen) AS n
                                      FROM knownPeer) WHERE n = 1)
+            """)
+    }
+
+    package static let lookAlikes = Migration("v20-look-alike-names") { db in
+        // What each name looks like (`NameRules.skeleton`): one trusted key per look, so that
+        // `bоb` with a Cyrillic о is flagged beside a trusted `bob`, as `BOB` was. Of keys
+        // trusted under names that now look alike, the first seen stays trusted.
+        try db.execute(sql: "ALTER TABLE knownPeer ADD COLUMN skeleton TEXT NOT NULL DEFAULT ''")
+        let rows = try Row.fetchAll(db, sql: "SELECT signingKey, name FROM knownPeer")
+        for row in rows {
+            try db.execute(sql: "UPDATE knownPeer SET skeleton = ? WHERE signingKey = ?",
+                           arguments: [NameRules.skeleton(row["name"]), row["signingKey"] as Data])
+        }
+        try db.execute(sql: "CREATE INDEX knownPeer_skeleton ON knownPeer(skeleton)")
+        try db.execute(sql: """
+            UPDATE knownPeer SET trusted = 0 WHERE trusted AND signingKey NOT IN
+            (SELECT signingKey FROM (SELECT signingKey, row_number() OVER (PARTITION BY skeleton ORDER BY firstSeen) AS n
+                                     FROM knownPeer WHERE trusted) WHERE n = 1)
             """)
     }
 }

@@ -12,38 +12,51 @@ extension RoomsOnline {
     // MARK: Beacons (on the engine)
 
     func heard(_ beacon: Beacon, from sender: Data) {
-                let now = context.engine.now
+        let now = context.engine.now
         let me = context.identity.signingPublicKey
         let key = HeardKey(room: beacon.room, host: sender)
-        // Who beacons this room: the first key heard that is still beaconing (or us, hosting it).
-        let (forgedNow, place) = withState { state -> (Bool, Place) in
+        // Who beacons this room: us when we host it, its host when we are in it, else its
+        // owner (the first key heard that still beacons it, `RoomOwners`).
+        let (told, place) = withState { state -> (Int?, Place) in
             state.heard = state.heard.filter { now - $0.value.lastHeard < Self.silenceLimit }
             if beacon.closing {
                 state.heard[key] = nil
-                return (false, state.place)
+                state.owners.closed(beacon.room, by: sender)
+                return (nil, state.place)
             }
+            let owned = state.owners.heard(beacon.room, host: sender, now: now, silence: Self.silenceLimit)
+            let owner: Data?
+            switch state.place {
+            case .hosting(let hosting) where hosting.room == beacon.room: owner = me
+            case .guest(let guest) where guest.room == beacon.room: owner = guest.host
+            default: owner = owned
+            }
+            // Not owned: the table is full of rooms still beaconing; this one is not listed.
+            guard let owner else { return (nil, state.place) }
+            let forged = owner != sender
             if state.heard[key] == nil {
-                if state.heard.count >= Self.heardLimit, let stalest = state.heard.min(by: { $0.value.lastHeard < $1.value.lastHeard }) {
+                if state.heard.count >= Self.heardLimit {
+                    // The stalest beacon of a room whose owner it is not goes first; one owner's
+                    // is never forgotten for another's.
+                    let owners = state.owners
+                    guard let stalest = state.heard.filter({ owners.owner(of: $0.key.room) != $0.key.host })
+                        .min(by: { $0.value.lastHeard < $1.value.lastHeard }) else { return (nil, state.place) }
                     state.heard[stalest.key] = nil
                 }
-                let owner: Data?
-                switch state.place {
-                case .hosting(let hosting) where hosting.room == beacon.room: owner = me
-                case .guest(let guest) where guest.room == beacon.room: owner = guest.host
-                default: owner = state.heard.values.filter { $0.room == beacon.room }.min { $0.firstHeard < $1.firstHeard }?.host
-                }
-                state.heard[key] = Heard(room: beacon.room, host: sender, firstHeard: now, lastHeard: now,
-                                         forged: owner.map { $0 != sender } ?? false)
-                return (state.heard[key]!.forged, state.place)
+                state.heard[key] = Heard(room: beacon.room, host: sender, firstHeard: now, lastHeard: now, forged: forged)
+                // A forgery is told at most once a room every half minute (the rest counted).
+                return (forged ? state.forgeries.admit(beacon.room, now: now) : nil, state.place)
             }
             state.heard[key]!.lastHeard = now
-            return (false, state.place)
+            state.heard[key]!.forged = forged
+            return (nil, state.place)
         }
-        if forgedNow, isInterested(place) {
-            let owner = place.room == beacon.room ? place.hostKey(me: me) : nil
+        if let held = told, isInterested(place) {
+            let owner = place.room == beacon.room ? place.hostKey(me: me) : withState { $0.owners.owner(of: beacon.room) }
             let ownerName = owner.map { $0 == me ? "you" : name(of: $0, context) } ?? "another key"
             post(context, warning: "\(name(of: sender, context)) also beacons room \(beacon.room), which \(ownerName) "
-                 + (ownerName == "you" ? "host" : "hosts") + ": a forged beacon, not followed")
+                 + (ownerName == "you" ? "host" : "hosts") + ": a forged beacon, not followed"
+                 + (held > 0 ? " (and \(held) more since the last notice)" : ""))
         }
         switch place {
         case .guest(var guest) where guest.room == beacon.room && guest.host == sender:

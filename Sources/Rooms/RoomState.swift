@@ -73,3 +73,61 @@ extension RoomsOnline.Place {
         }
     }
 }
+
+/// Who owns each room number heard: the first key heard beaconing it that is still beaconing.
+/// Kept apart from the bounded list of beacons heard, so that beacons of other rooms (made-up
+/// ones, from made-up keys) never push a live owner out; a number whose owner fell silent less
+/// than `silence` ago gets no new owner. At most `capacity` rooms: past it, a new room is not
+/// owned (nor listed) until an owner falls silent.
+struct RoomOwners {
+    static let capacity = 1_024
+
+    struct Owner {
+        var host: Data
+        var lastHeard: Double
+    }
+
+    private(set) var owners: [RoomID: Owner] = [:]
+
+    /// A beacon of `room` by `host` at `now`: the room's owner (nil when the table is full of
+    /// live owners and this one is new).
+    mutating func heard(_ room: RoomID, host: Data, now: Double, silence: Double) -> Data? {
+        if let owner = owners[room], now - owner.lastHeard < silence {
+            if owner.host == host { owners[room]!.lastHeard = now }
+            return owner.host
+        }
+        if owners[room] == nil, owners.count >= Self.capacity {
+            owners = owners.filter { now - $0.value.lastHeard < silence }
+            guard owners.count < Self.capacity else { return nil }
+        }
+        owners[room] = Owner(host: host, lastHeard: now)
+        return host
+    }
+
+    /// The owner closed the room: its number is free at once.
+    mutating func closed(_ room: RoomID, by host: Data) {
+        if owners[room]?.host == host { owners[room] = nil }
+    }
+
+    func owner(of room: RoomID) -> Data? { owners[room]?.host }
+}
+
+/// Forgery notices, at most one a room every `gap` seconds; those held back are counted into
+/// the next. Bounded by the rooms told of within the gap.
+struct ForgeryNotices {
+    static let gap = 30.0
+    private var told: [RoomID: (at: Double, held: Int)] = [:]
+
+    /// Whether to tell of a forged beacon of `room` now, and how many were held back before it.
+    mutating func admit(_ room: RoomID, now: Double) -> Int? {
+        if let last = told[room], now - last.at < Self.gap {
+            told[room]!.held += 1
+            return nil
+        }
+        if told.count >= RoomOwners.capacity { told = told.filter { now - $0.value.at < Self.gap } }
+        let held = told[room]?.held ?? 0
+        told[room] = (now, 0)
+        return held
+    }
+}
+

@@ -19,6 +19,9 @@ final class RoomsOnline: Sendable {
     struct State {
         var place = Place.none
         var heard: [HeardKey: Heard] = [:]
+        /// Who owns each room number heard, kept apart from `heard`.
+        var owners = RoomOwners()
+        var forgeries = ForgeryNotices()
         var timer: Cancellable?
         /// Our lines not yet acknowledged by every member, by id, and each one's row and number.
         var copies = ReliableCopies<RoomLine>(maximumAttempts: RoomsOnline.attempts)
@@ -38,8 +41,9 @@ final class RoomsOnline: Sendable {
     /// heard for `memberLimit`.
     static let probeEvery = 2
     static let memberLimit = 15.0
-    /// Beacons remembered at most: a flood of made-up rooms must not grow the table.
-    static let heardLimit = 64
+    /// Beacons remembered at most: a flood of made-up rooms must not grow the table (a live
+    /// owner's is never the one forgotten: `RoomOwners`).
+    static let heardLimit = 256
     /// A copy of a line is sent this many times at most, with the backoff messages have, until
     /// acknowledged (`ReliableCopies`).
     static let attempts = 5

@@ -9,7 +9,13 @@ extension Character {
         guard let first = scalars.first else { return 0 }
         if scalars.count == 1 { return DisplayWidth.scalarWidth(first) }
         if scalars.contains("\u{FE0E}") { return 1 }
-        if scalars.contains("\u{FE0F}") || scalars.contains("\u{200D}") { return 2 }
+        // More emoji joined than any recommended sequence joins (a family's four): no terminal
+        // has one glyph for it, and each draws the parts side by side.
+        let joined = scalars.count { $0 == "\u{200D}" }
+        if joined >= DisplayWidth.longestJoinedSequence {
+            return scalars.split(separator: "\u{200D}").reduce(0) { $0 + DisplayWidth.partWidth($1) }
+        }
+        if scalars.contains("\u{FE0F}") || joined > 0 { return 2 }
         // Regional indicator pairs (flags) and emoji with skin-tone modifiers.
         if first.properties.isEmoji && scalars.contains(where: { $0.properties.isEmojiModifier || DisplayWidth.isRegionalIndicator($0) }) {
             return 2
@@ -53,6 +59,19 @@ extension String {
 }
 
 package enum DisplayWidth {
+    /// Joiners in the longest ZWJ sequence Unicode recommends, plus one: from there on a
+    /// sequence is drawn as its parts.
+    static let longestJoinedSequence = 4
+
+    /// One part of a ZWJ sequence drawn on its own: an emoji two columns, else its first scalar's.
+    static func partWidth<Part: Collection<Unicode.Scalar>>(_ part: Part) -> Int {
+        guard let first = part.first else { return 0 }
+        if part.contains("\u{FE0F}") || first.properties.isEmojiPresentation || part.contains(where: { $0.properties.isEmojiModifier }) {
+            return 2
+        }
+        return scalarWidth(first)
+    }
+
     static func isRegionalIndicator(_ scalar: Unicode.Scalar) -> Bool {
         (0x1F1E6...0x1F1FF).contains(scalar.value)
     }
@@ -78,6 +97,7 @@ package enum DisplayWidth {
         case 0x1100...0x115F, 0x231A...0x231B, 0x2329...0x232A, 0x2E80...0x303E, 0x3041...0x33FF,
              0x3400...0x4DBF, 0x4E00...0x9FFF, 0xA000...0xA4CF, 0xA960...0xA97F, 0xAC00...0xD7A3,
              0xF900...0xFAFF, 0xFE10...0xFE19, 0xFE30...0xFE6F, 0xFF00...0xFF60, 0xFFE0...0xFFE6,
+             0x16FE0...0x16FE4, 0x17000...0x18CFF, 0x1AFF0...0x1B2FF, 0x1F200...0x1F2FF,
              0x1F300...0x1F64F, 0x1F900...0x1F9FF, 0x1FA70...0x1FAFF, 0x20000...0x2FFFD, 0x30000...0x3FFFD:
             return true
         default:

@@ -1,3 +1,5 @@
+import Foundation
+
 /// What a username and an emoji avatar may be. One set of rules for both sides: a profile made
 /// here is checked with them, and so is every name and avatar a peer announces (a peer's that
 /// breaks them is dropped, not shown).
@@ -7,8 +9,18 @@ package enum NameRules {
     package static let maximumBytes = 128
     package static let maximumEmojiBytes = 32
 
+    /// Combining marks one character may carry: enough for any script's stacked vowels and
+    /// tones (Vietnamese has two, Tibetan four), not for a tower over the lines above.
+    package static let maximumMarks = 4
+    /// Emoji one ZWJ sequence may join: the longest Unicode recommends (a family, a kiss) join
+    /// four; a longer one is no recommended sequence, and terminals draw each of its parts.
+    package static let maximumJoinedEmoji = 4
+    /// The subdivision flags Unicode recommends (England, Scotland, Wales): the only places tag
+    /// characters may stand.
+    package static let subdivisionFlags: Set<String> = ["gbeng", "gbsct", "gbwls"]
+
     package enum Violation: Error, Equatable, Sendable, CustomStringConvertible {
-        case empty, tooLong, surroundingSpace, control, invisible, hash
+        case empty, tooLong, surroundingSpace, control, invisible, hash, stackedMarks, joinedEmoji
 
         package var description: String {
             switch self {
@@ -18,6 +30,8 @@ package enum NameRules {
             case .control: return "it contains control characters"
             case .invisible: return "it contains invisible or direction-changing characters"
             case .hash: return "'#' separates a name from its fingerprint"
+            case .stackedMarks: return "a character carries more than \(NameRules.maximumMarks) accents or marks"
+            case .joinedEmoji: return "it joins more than \(NameRules.maximumJoinedEmoji) emoji into one"
             }
         }
     }
@@ -31,9 +45,65 @@ package enum NameRules {
             let scalars = character.unicodeScalars
             if scalars.contains(where: { $0.properties.generalCategory == .control }) { return .control }
             if !isPrintable(character) { return .invisible }
+            if marks(in: character) > maximumMarks { return .stackedMarks }
+            if joinedEmoji(in: character) > maximumJoinedEmoji { return .joinedEmoji }
         }
         return name.contains("#") ? .hash : nil
     }
+
+    static func marks(in character: Character) -> Int {
+        character.unicodeScalars.count {
+            switch $0.properties.generalCategory {
+            case .nonspacingMark, .enclosingMark, .spacingMark: true
+            default: false
+            }
+        }
+    }
+
+    /// How many emoji a character joins with ZWJ (1 for one that joins none).
+    package static func joinedEmoji(in character: Character) -> Int {
+        character.unicodeScalars.count { $0.value == 0x200D } + 1
+    }
+
+    /// What a name looks like, for telling look-alikes apart: compatibility forms unfolded
+    /// (fullwidth letters, ligatures), accents and marks, invisible and variation characters
+    /// dropped, letters that look like Latin ones (Cyrillic а, е, о, р, с, х…, Greek ο, ν…, a
+    /// dotless ı, the digits 0 and 1, a capital I) taken as those, then lower case. `bob`, `BOB`,
+    /// `bób`, `bоb` with a Cyrillic о and `b0b` all look like `bob`.
+    package static func skeleton(_ name: String) -> String {
+        var result = ""
+        for scalar in name.decomposedStringWithCompatibilityMapping.unicodeScalars {
+            switch scalar.properties.generalCategory {
+            case .nonspacingMark, .enclosingMark, .spacingMark, .format, .control: continue
+            default: break
+            }
+            if (0xFE00...0xFE0F).contains(scalar.value) || (0xE0100...0xE01EF).contains(scalar.value) { continue }
+            if let latin = lookAlikes[scalar.value] {
+                result.unicodeScalars.append(latin)
+            } else {
+                result += String(scalar).lowercased()
+            }
+        }
+        return result
+    }
+
+    /// Letters and digits drawn like a Latin letter in common fonts, and that letter.
+    private static let lookAlikes: [UInt32: Unicode.Scalar] = {
+        var table: [UInt32: Unicode.Scalar] = [0x30: "o", 0x31: "l", 0x49: "l", 0x7C: "l", 0x131: "i", 0x269: "i", 0x261: "g"]
+        // Cyrillic, lower and capital.
+        for (letters, latin) in [("аА", "a"), ("вВ", "b"), ("еЕ", "e"), ("кК", "k"), ("мМ", "m"), ("нН", "h"), ("оО", "o"),
+                                 ("рР", "p"), ("сС", "c"), ("тТ", "t"), ("уУ", "y"), ("хХ", "x"), ("ѕЅ", "s"), ("іІ", "l"),
+                                 ("јЈ", "j"), ("ԁ", "d"), ("һ", "h"), ("ԛ", "q"), ("ԝ", "w")] as [(String, Unicode.Scalar)] {
+            for letter in letters.unicodeScalars { table[letter.value] = latin }
+        }
+        // Greek.
+        for (letters, latin) in [("αΑ", "a"), ("βΒ", "b"), ("εΕ", "e"), ("ηΗ", "h"), ("ιΙ", "l"), ("κΚ", "k"), ("μΜ", "m"),
+                                 ("νΝ", "v"), ("οΟ", "o"), ("ρΡ", "p"), ("τΤ", "t"), ("υΥ", "u"), ("χΧ", "x"), ("ζΖ", "z")]
+            as [(String, Unicode.Scalar)] {
+            for letter in letters.unicodeScalars { table[letter.value] = latin }
+        }
+        return table
+    }()
 
     /// True when `text` is exactly one emoji (what an emoji avatar must be).
     package static func isEmoji(_ text: String) -> Bool {
@@ -44,15 +114,19 @@ package enum NameRules {
     }
 
     /// No format characters (zero-width spaces, bidi controls, BOM…), separators other than a
-    /// space, private-use or surrogate code points; the joiners and tags that emoji sequences
-    /// are made of are allowed inside an emoji only.
+    /// space, private-use or surrogate code points; the joiner that emoji sequences are made of
+    /// is allowed inside an emoji only, and tag characters only in a recommended subdivision
+    /// flag (elsewhere they spell invisible text after a visible emoji).
     static func isPrintable(_ character: Character) -> Bool {
         let isEmoji = character.unicodeScalars.first?.properties.isEmoji ?? false
         for scalar in character.unicodeScalars {
             switch scalar.properties.generalCategory {
             case .format:
-                let joinsEmoji = scalar.value == 0x200D || (0xE0020...0xE007F).contains(scalar.value)
-                if !(isEmoji && joinsEmoji) { return false }
+                if (0xE0020...0xE007F).contains(scalar.value) {
+                    if !isSubdivisionFlag(character) { return false }
+                } else if !(isEmoji && scalar.value == 0x200D) {
+                    return false
+                }
             case .lineSeparator, .paragraphSeparator, .privateUse, .surrogate:
                 return false
             case .spaceSeparator where scalar.value != 0x20:
@@ -62,5 +136,14 @@ package enum NameRules {
             }
         }
         return true
+    }
+
+    /// 🏴 followed by the tag letters of a recommended subdivision and the cancel tag.
+    static func isSubdivisionFlag(_ character: Character) -> Bool {
+        let scalars = Array(character.unicodeScalars)
+        guard scalars.count > 2, scalars.first?.value == 0x1F3F4, scalars.last?.value == 0xE007F else { return false }
+        let tags = scalars.dropFirst().dropLast()
+        guard tags.allSatisfy({ (0xE0061...0xE007A).contains($0.value) || (0xE0030...0xE0039).contains($0.value) }) else { return false }
+        return subdivisionFlags.contains(String(String.UnicodeScalarView(tags.map { Unicode.Scalar($0.value - 0xE0000)! })))
     }
 }

@@ -134,7 +134,7 @@ struct BrokerIntegrationTests {
         defer { spy.kill() }
         for attempt in 1...50 where !spy.output.contains("spy/ready") {
             _ = try broker.client("mosquitto_pub", from: net.namespace(1), "-t spy/ready -m \(attempt)")
-            _ = spy.waitFor(timeout: 0.2) { $0.contains("spy/ready") }
+            _ = eventually(timeout: 0.2) { spy.output.contains("spy/ready") }
         }
         func sent() -> Int {
             runA.send("nearby stats")

@@ -24,7 +24,7 @@ import Testing
         /// `networks`: the transports' names and networks (one called `memory` when not given).
         init(_ name: String, at address: String? = nil, network: MemoryNetwork, scheduler: ManualScheduler,
              signer: Curve25519.Signing.PrivateKey = .init(), timing: PresenceTiming = PresenceTiming(interval: 1, jitter: 0, startupGap: 0.5),
-             networks: [(String, MemoryNetwork)]? = nil) {
+             networks: [(String, MemoryNetwork)]? = nil, observe: (@Sendable (PresenceEvent) -> Void)? = nil) {
             engine = Engine(scheduler: scheduler)
             transports = (networks ?? [("memory", network)]).map { MemoryTransport(network: $1, address: address ?? name, name: $0) }
             let events = self.events
@@ -32,11 +32,12 @@ import Testing
                                     announcement: Announcement(name: name, agreementKey: Data(repeating: 1, count: 32), plane: 0,
                                                                avatar: .none, unicastPort: 0, intervalMilliseconds: 0),
                                     engine: engine, random: SeededRandom(seed: 1)) { event in
+                observe?(event)
                 switch event {
                 case .arrived(let peer): events.append("+\(peer.name)")
                 case .left(let peer, let reason): events.append("-\(peer.name) \(reason)")
                 case .alsoOnlineElsewhere(let transport): events.append("also online elsewhere, by \(transport)")
-                case .changed, .transport, .olderSeance, .flooded: break
+                case .changed, .transport, .olderSeance, .flooded, .clockOff: break
                 }
             }
         }
@@ -137,7 +138,7 @@ import Testing
         defer { mallory.stop() }
         let forger = Curve25519.Signing.PrivateKey()
         for claimed in [ann.service.publicKey, Curve25519.Signing.PrivateKey().publicKey.rawRepresentation] {
-            var bytes = try Packet.encode(Goodbye(), signer: forger, timestamp: 1, sequence: 1)
+            var bytes = try Packet.encode(Goodbye(), signer: forger, timestamp: UInt64((crowd.scheduler.now - 1) * 1000), sequence: 1)
             bytes.replaceSubrange(8..<40, with: claimed)
             mallory.broadcast(bytes, as: .other)
         }

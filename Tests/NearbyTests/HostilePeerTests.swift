@@ -32,6 +32,40 @@ import Testing
         for good in ["bob", "Ünïcode 👻", "alice smith", "🚶‍♂️ walker", "日本語の名前"] {
             #expect(throws: Never.self) { try decodeAnnounce(name: good).get() }
         }
+    }
+
+    /// What held in the first round and what did not (issue 39): 17 emoji joined by ZWJ into no
+    /// recommended sequence; a letter under 60 combining accents; `bob🏴` followed by invisible
+    /// tag characters spelling text. The longest recommended sequences, Vietnamese and Tibetan
+    /// marks, and the flags of England, Scotland and Wales stay valid.
+    @Test func namesThatPoseAreRefused() {
+        let seventeen = Array(repeating: "👻", count: 17).joined(separator: "\u{200D}")
+        let tower = "a" + String(repeating: "\u{0301}", count: 60)
+        let tagged = "bob🏴" + String(String.UnicodeScalarView("evil".unicodeScalars.map { Unicode.Scalar($0.value + 0xE0000)! }))
+        let fakeFlag = "🏴" + String(String.UnicodeScalarView("usxx".unicodeScalars.map { Unicode.Scalar($0.value + 0xE0000)! }))
+            + "\u{E007F}"
+        #expect(NameRules.violation(seventeen) == .joinedEmoji)
+        #expect(NameRules.violation(tower) == .stackedMarks)
+        #expect(NameRules.violation(tagged) == .invisible)
+        #expect(NameRules.violation(fakeFlag) == .invisible)
+        for bad in [seventeen, tower, tagged, fakeFlag] {
+            #expect(throws: DecodeError.malformedPayload("name"), "\(bad.debugDescription)") { try decodeAnnounce(name: bad).get() }
+        }
+        let scotland = "🏴" + String(String.UnicodeScalarView("gbsct".unicodeScalars.map { Unicode.Scalar($0.value + 0xE0000)! })) + "\u{E007F}"
+        for good in ["👨‍👩‍👧‍👦 family", "👩‍❤️‍💋‍👨", "Nguyễn", "ཀྵྨཱ", "bob " + scotland, "e\u{0301}\u{0323}"] {
+            #expect(NameRules.violation(good) == nil, "\(good.debugDescription)")
+        }
+    }
+
+    /// Names that look like another once case, accents, invisible characters and look-alike
+    /// letters are set aside look the same.
+    @Test func lookAlikeNamesShareASkeleton() {
+        for lookAlike in ["BOB", "bób", "b\u{043E}b", "b0b", "ｂｏｂ", "b\u{03BF}b", "Bob\u{FE0F}"] {
+            #expect(NameRules.skeleton(lookAlike) == NameRules.skeleton("bob"), "\(lookAlike.debugDescription)")
+        }
+        #expect(NameRules.skeleton("bill") == NameRules.skeleton("biII"))
+        #expect(NameRules.skeleton("rob") != NameRules.skeleton("bob"))
+        #expect(NameRules.skeleton("日本") == "日本")
         for bad in ["ABC", "a", "👻👻", "\u{1B}]0;x\u{7}", "\u{202E}👻"] {
             #expect(throws: DecodeError.malformedPayload("emoji"), "\(bad.debugDescription)") {
                 try decodeAnnounce(name: "bob", avatar: .emoji(bad)).get()

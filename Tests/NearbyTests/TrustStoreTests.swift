@@ -31,4 +31,19 @@ import Testing
         #expect(throws: TrustStore.TrustError.unknownKey("bob#ffff")) { try trust.trust("bob#ffff") }
         #expect(throws: TrustStore.TrustError.noFingerprint) { try trust.trust("bob") }
     }
+
+    /// A key whose name only looks like a trusted one (a Cyrillic о, a zero, capitals) is
+    /// flagged as an impersonation of it, as another key with the very name is.
+    @Test func aLookAlikeNameIsFlaggedBesideTheTrustedOne() throws {
+        let directory = temporaryDirectory("trust")
+        defer { removeDirectory(directory) }
+        let trust = TrustStore(database: try testDatabase(directory + "/db.sqlite"))
+        let real = peer(1), realHandle = peer(1).handle
+        #expect(trust.remember(real) == nil)
+        for (key, name) in [(2, "b\u{043E}b"), (3, "B0B"), (4, "bób")] as [(UInt8, String)] {
+            #expect(trust.remember(peer(key, name)) == realHandle, "\(name.debugDescription)")
+            #expect(trust.trustedKey(forName: name) == real.signingKey)
+        }
+        #expect(trust.remember(peer(5, "rob")) == nil, "another name")
+    }
 }

@@ -6,6 +6,10 @@ import Terminal
         ("a", 1), ("é", 1), ("e\u{301}", 1), ("漢", 2), ("🧟", 2), ("🆘", 2),
         ("⬜️", 2), ("⬛️", 2), ("❤️", 2), ("🚶‍♂️", 2), ("🔦", 2), ("🚧", 2),
         ("👍🏽", 2), ("🇫🇷", 2), ("☺︎", 1), ("\u{200B}", 0), ("\t", 0),
+        // The longest recommended ZWJ sequences are one glyph; a longer made-up one is drawn as
+        // its parts; wide scripts are two columns a character.
+        ("👨‍👩‍👧‍👦", 2), ("👩‍❤️‍💋‍👨", 2), (Array(repeating: "👻", count: 17).joined(separator: "\u{200D}"), 34),
+        (String(repeating: "漢", count: 32), 64), ("𛀁", 2), ("𗀀", 2),
     ])
     func characterWidths(text: String, width: Int) {
         #expect(text.displayWidth == width, "\(text.unicodeScalars.map { String($0.value, radix: 16) })")
