@@ -96,6 +96,8 @@ package final class NearbyService: Sendable {
     let gate: ArrivalGate
     /// The longest the engine sleeps: a backstop, should a deadline be missed.
     static let longestSleep = 1.0
+    /// How long a newcomer waits after its first announcement before it asks who is there.
+    package static let queryDelay = 0.02...0.05
 
     /// - Parameters:
     ///   - ownAvatarPixels: the 16x16 RGBA avatar to hand out when asked, if it is an image.
@@ -392,11 +394,17 @@ package final class NearbyService: Sendable {
         let events = state.value.table.expire(now: now)
         if due { announce() }
         publishKept(now: now)
-        // A newcomer asks who is there right after saying who it is: everyone in range answers
-        // within a fraction of a second instead of at their next refresh.
+        // A newcomer asks who is there just after saying who it is: everyone in range answers
+        // within a fraction of a second instead of at their next refresh, at the address the
+        // announcement gave. The question waits a random 20–50 ms (RFC 6762 §5.2 has a newcomer
+        // wait too), so that newcomers starting together do not ask at once, and the
+        // announcement is in everywhere first: back to back, on a bridge of 500 hosts the two
+        // were a thousand frames at once, over what the kernel queues, and some asked without
+        // having been heard.
         if due, !state.value.queried {
             state.value.queried = true
-            send(Query())
+            let delay = state.update { Double.random(in: Self.queryDelay, using: &$0.random) }
+            engine.after(delay) { [weak self] in self?.send(Query()) }
         }
         for event in events { left(event) }
         events.forEach(onEvent)

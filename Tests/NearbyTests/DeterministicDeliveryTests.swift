@@ -19,6 +19,8 @@ import Testing
     @Test func aLostFragmentIsSentAgainAfterTheBackoff() throws {
         let world = try ChatWorld([("ann", .human), ("ben", .human)])
         let (ann, ben) = (world.nodes[0], world.nodes[1])
+        // Past the questions, their answers and the second announcements of coming online.
+        world.step(0.6)
         let benPeer = try #require(ann.service.peer(ben.identity.signingPublicKey))
         // A first message makes their session (a frame is only told apart from others once
         // its recipient can open it).
