@@ -57,7 +57,7 @@ test: setup-test $(TEST_PYTHON)
 # seed corpus in fuzz/corpus; new inputs it finds go to .build-fuzz/corpus, crashes to
 # .build-fuzz/crashes. The plain build of the same target replays the corpus (`make test` does).
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS  = packet tokenizer image broker
+FUZZ_TARGETS  = packet tokenizer image broker engine reassembly
 fuzz: setup
 	$(SWIFT) build --build-path .build-fuzz --sanitize=fuzzer --sanitize=address -Xswiftc -DFUZZING --product SeanceFuzz
 	scripts/fuzz .build-fuzz/debug/SeanceFuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)

@@ -100,7 +100,8 @@ let package = Package(
         ]),
         // libFuzzer targets for what is parsed by hand (`make fuzz`); a corpus replayer otherwise.
         .executableTarget(name: "SeanceFuzz", dependencies: [
-            "Wire", "Nearby", "Shell", "Terminal", "MQTT", .product(name: "Crypto", package: "swift-crypto"),
+            "Wire", "Nearby", "Shell", "Terminal", "MQTT", "App", "Accounts", "Curses", "Spectres", "Rooms", "Runtime", "Storage",
+            .product(name: "Crypto", package: "swift-crypto"),
         ]),
         // What the test targets share: temporary directories, a database of a given schema, sockets.
         .target(name: "TestSupport", dependencies: ["Storage"], path: "Tests/TestSupport"),
@@ -132,7 +133,7 @@ let package = Package(
         .testTarget(name: "VisionsTests", dependencies: ["TestSupport", "Visions", "Zombies", "Storage", "Terminal", "Shell"]),
         // The end-to-end tests run the built binary; they link the wire code only to play a
         // hostile peer (forged, flooding, replaying packets) against it.
-        .testTarget(name: "EndToEndTests", dependencies: ["Nearby", "Noise", .product(name: "Crypto", package: "swift-crypto")],
+        .testTarget(name: "EndToEndTests", dependencies: ["Nearby", "Noise", "Wire", .product(name: "Crypto", package: "swift-crypto")],
                     exclude: ["Fixtures"]),
     ]
 )

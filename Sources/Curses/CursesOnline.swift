@@ -79,10 +79,10 @@ final class CursesOnline: Sendable {
 
     /// A curse cast on us. Checked here, answered to the caster.
     private func received(_ cast: CurseCast, from sender: Data, peer: Peer?) {
-        guard cast.target == context.me else { return }
+        guard cast.target == context.me else { return context.presence.dropped("curse for another") }
         // The caster must be present (so its plane is known, from its own signed announcement)
         // and a Ghost; this shell must be Human.
-        guard let peer else { return }
+        guard let peer else { return context.presence.dropped("curse from a stranger") }
         let now = context.engine.now
         let outcome: CurseAnswer.Outcome
         let store = CurseStore(database: context.database)
@@ -98,7 +98,8 @@ final class CursesOnline: Sendable {
         } else {
             guard let curse = try? store.add(on: context.me, casterKey: peer.signingKey, casterName: peer.name,
                                              kind: cast.kind, castID: cast.id, startedAt: now, endsAt: now + Double(cast.minutes) * 60) else {
-                return  // The same casting again (a replay), or the database refused: nothing takes hold twice.
+                // The same casting again (a replay), or the database refused: nothing takes hold twice.
+                return context.presence.dropped("curse replayed")
             }
             state.value.active.append(curse)
             scheduleEnd(curse)
@@ -110,7 +111,9 @@ final class CursesOnline: Sendable {
 
     /// What became of a curse we cast.
     private func answered(_ answer: CurseAnswer, from peer: Peer?) {
-        guard answer.caster == context.me, let casting = state.value.pending.removeValue(forKey: answer.id) else { return }
+        guard answer.caster == context.me, let casting = state.value.pending.removeValue(forKey: answer.id) else {
+            return context.presence.dropped("curse answer to nothing asked")
+        }
         let target = casting.target
         let text: String
         switch answer.outcome {
@@ -125,7 +128,9 @@ final class CursesOnline: Sendable {
 
     /// A spell from a Human we cursed: we may not curse it for half an hour, and are told so.
     private func received(_ spell: SpellCast, from peer: Peer?) {
-        guard spell.target == context.me, let peer, Spells.phrases.contains(spell.phrase) else { return }
+        guard spell.target == context.me else { return context.presence.dropped("spell for another") }
+        guard let peer else { return context.presence.dropped("spell from a stranger") }
+        guard Spells.phrases.contains(spell.phrase) else { return context.presence.dropped("spell unknown") }
         let now = context.engine.now
         try? CurseStore(database: context.database).repel(context.me, from: peer.signingKey, until: now + Curses.repelSeconds)
         post("\(peer.shownHandle) repelled you with a spell (“\(SafeText.visible(spell.phrase))”): "

@@ -279,6 +279,10 @@ package final class NearbyService: Sendable {
     /// Counts a packet dropped, by reason (on the engine).
     func drop(_ reason: String) { state.value.statistics.dropped[reason, default: 0] += 1 }
 
+    /// A feature's handler dropped a packet it read (a replay, one meant for someone else, one
+    /// from a stranger): counted in `nearby stats` under `reason` (on the engine).
+    package func dropped(_ reason: String) { drop(reason) }
+
     // MARK: Sending (on the engine)
 
     /// Sends a packet to everyone in range on every transport (`kind` tells a broker where).
@@ -300,6 +304,13 @@ package final class NearbyService: Sendable {
             if let reply, routes.contains(reply) { return sendSealed([Kind.code] + body, to: peer, by: [reply]) }
             return sendSealed([Kind.code] + body, to: peer, by: everyRoute ? routes : Array(routes.prefix(1)))
         }
+    }
+
+    /// Sends a payload of kind `code` as it is, sealed in the peer's session: for harnesses that
+    /// speak the protocol byte by byte (the fuzzer's, whose payloads no kind would write).
+    @discardableResult
+    package func sendRaw(kind code: UInt8, body: [UInt8], to peer: Peer) -> Bool {
+        engine.sync { sendSealed([code] + body, to: peer, by: Array(directRoutes(of: peer).prefix(1))) }
     }
 
     /// The peer's direct routes, the preferred first.

@@ -36,12 +36,13 @@ extension RoomsOnline {
             let forged = owner != sender
             if state.heard[key] == nil {
                 if state.heard.count >= Self.heardLimit {
-                    // The stalest beacon of a room whose owner it is not goes first; one owner's
-                    // is never forgotten for another's.
+                    // The stalest forgery goes first, else the stalest beacon: ownership is kept
+                    // in `owners`, so what is forgotten here is only no longer listed (and an
+                    // owner's next beacon lists it again).
                     let owners = state.owners
-                    guard let stalest = state.heard.filter({ owners.owner(of: $0.key.room) != $0.key.host })
-                        .min(by: { $0.value.lastHeard < $1.value.lastHeard }) else { return (nil, state.place) }
-                    state.heard[stalest.key] = nil
+                    let stalest = state.heard.filter { owners.owner(of: $0.key.room) != $0.key.host }
+                        .min { $0.value.lastHeard < $1.value.lastHeard } ?? state.heard.min { $0.value.lastHeard < $1.value.lastHeard }
+                    if let stalest { state.heard[stalest.key] = nil }
                 }
                 state.heard[key] = Heard(room: beacon.room, host: sender, firstHeard: now, lastHeard: now, forged: forged)
                 // A forgery is told at most once a room every half minute (the rest counted).

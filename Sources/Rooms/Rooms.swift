@@ -225,6 +225,12 @@ final class RoomsOnline: Sendable {
         guard currentRoom != nil else { throw UserError("no beacon heard within \(Self.seconds(seconds)) (still listening)") }
     }
 
+    /// The beacons heard in the last 3 s, by room, the first heard first (`room scan`).
+    func beaconsHeard() -> [Heard] {
+        let now = context.engine.now
+        return withState { $0.heard.values.filter { now - $0.lastHeard < 3 } }.sorted { ($0.room, $0.firstHeard) < ($1.room, $1.firstHeard) }
+    }
+
     /// `room scan`: the beacons in range (listening a moment if need be), without joining.
     func scan(shell: Shell) throws {
         let context = try online()
@@ -241,7 +247,7 @@ final class RoomsOnline: Sendable {
             if !withState({ $0.watching }) { context.presence.subscribe(topic: Self.everyRoom, false) }
         }
         let now = context.engine.now, me = context.identity.signingPublicKey
-        let heard = withState { $0.heard.values.filter { now - $0.lastHeard < 3 } }.sorted { ($0.room, $0.firstHeard) < ($1.room, $1.firstHeard) }
+        let heard = beaconsHeard()
         let current = currentRoom
         guard !heard.isEmpty || current?.host == me else { return shell.console.print("no beacon in range") }
         if let current, current.host == me { shell.console.print("\(DisplayWidth.pad(current.room.description, to: 12)) hosted by you") }

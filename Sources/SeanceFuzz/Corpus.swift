@@ -1,6 +1,8 @@
 import Crypto
+import Curses
 import Foundation
 import Nearby
+import Rooms
 
 /// The seed corpus: real packets of every kind (the first byte 0 makes the packet target read
 /// them as they are; 1 and the kind make it re-sign a fuzzed payload), lines people type, and
@@ -44,6 +46,29 @@ enum Corpus {
         let brokers = ["mqtt://198.18.0.1", "mqtts://ann:s%40cret@broker.test:8884/", "mqtt://[2001:db8::1]:1883", "mqtt://a:b:c@h:1",
                        "MQTT://h:65535", "mqtt://h:0", "mqtt://[::1"]
         for (index, url) in brokers.enumerated() { files.append(("broker/url-\(index)", Array(url.utf8))) }
+        // The engine: a kind's index in the table, the tenths of a second to let pass, and a
+        // payload as each kind writes it (what names a recipient names another key than the
+        // harness's shell, which has a key of its own: the fuzzer finds the rest).
+        let target = other.signingKey, room = RoomID(major: 7, minor: 42), id = Data(repeating: 3, count: 16)
+        let engine: [any PacketKind] = payloads + [
+            CurseCast(target: target, kind: .silence, minutes: 5, id: id), CurseAnswer(caster: target, id: id, outcome: .tookHold),
+            SpellCast(target: target, phrase: "abracadabra"), Beacon(room: room, counter: 1, intervalMilliseconds: 1_000),
+            RoomProbe(room: room, nonce: 9, proximity: .near), RoomRoster(room: room, echo: 9, members: [.init(key: target, proximity: .far)]),
+            RoomMembership(room: room, action: .leave), RoomLineAck(room: room, host: target, id: id),
+        ]
+        for (index, payload) in engine.enumerated() {
+            let code = type(of: payload).code
+            files.append(("engine/kind-\(index)", [code - 1, UInt8(index % 3)] + (try! payload.encoded())))
+        }
+        // Reassembly: a message of three fragments in order, the same out of order and twice, and
+        // one that never ends.
+        func fragment(_ sequence: UInt16, last: Bool, _ text: String) -> [UInt8] {
+            [UInt8(sequence >> 8), UInt8(sequence & 0xFF), last ? 1 : 0, UInt8(text.utf8.count)] + Array(text.utf8)
+        }
+        files.append(("reassembly/in-order", fragment(1, last: false, "he") + fragment(2, last: false, "ll") + fragment(3, last: true, "o")))
+        files.append(("reassembly/shuffled", fragment(3, last: true, "o") + fragment(1, last: false, "he") + fragment(3, last: true, "o")
+                      + fragment(2, last: false, "ll") + fragment(4, last: true, "!")))
+        files.append(("reassembly/endless", (1...25).flatMap { fragment(UInt16($0), last: false, "x") }))
         for (name, bytes) in files {
             let path = directory + "/" + name
             try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)

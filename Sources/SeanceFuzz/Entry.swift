@@ -1,10 +1,10 @@
 import Foundation
 #if FUZZING
 /// libFuzzer's entry: the target is chosen by `SEANCE_FUZZ_TARGET` (packet, tokenizer, image,
-/// broker).
+/// broker, engine, reassembly).
 private let target: FuzzTarget = {
     let name = getenv("SEANCE_FUZZ_TARGET").map { String(cString: $0) } ?? "packet"
-    guard let target = FuzzTarget(rawValue: name) else { fatalError("SEANCE_FUZZ_TARGET: packet, tokenizer, image or broker") }
+    guard let target = FuzzTarget(rawValue: name) else { fatalError("SEANCE_FUZZ_TARGET: " + FuzzTarget.allCases.map(\.rawValue).joined(separator: ", ")) }
     return target
 }()
 

@@ -9,7 +9,7 @@ import Terminal
 /// What the fuzzer feeds: everything seance reads from outside that is parsed by hand.
 /// Each target also checks what must hold of whatever it accepted.
 enum FuzzTarget: String, CaseIterable {
-    case packet, tokenizer, image, broker
+    case packet, tokenizer, image, broker, engine, reassembly
 
     /// One input. Crashes, traps and sanitizer reports are the findings; a broken invariant
     /// traps too.
@@ -19,6 +19,44 @@ enum FuzzTarget: String, CaseIterable {
         case .tokenizer: Self.tokenizer(bytes)
         case .image: Self.image(bytes)
         case .broker: Self.broker(bytes)
+        case .engine: Self.harness.run(bytes)
+        case .reassembly: Self.reassembly(bytes)
+        }
+    }
+
+    /// Every kind through a shell online with every feature (`EngineHarness`), made on first use.
+    /// libFuzzer and the replay call targets from one thread only.
+    nonisolated(unsafe) static let harness: EngineHarness = {
+        do {
+            return try EngineHarness()
+        } catch {
+            fatalError("the engine harness did not start: \(error)")
+        }
+    }()
+
+    /// A conversation's fragments in any order, repeated, missing or out of the window: whole
+    /// messages come out once each, in order, of at most `maximumFragments` fragments, and no
+    /// more than the window is ever held. Each fragment: two bytes of sequence (from 1), a
+    /// flags byte (bit 0: the last of its message), a length byte and that much text.
+    static func reassembly(_ bytes: [UInt8]) {
+        var assembler = IncomingAssembler(delivered: 0)
+        var reader = bytes[...]
+        var handedOut: UInt32 = 0
+        while reader.count >= 4 {
+            let sequence = UInt32(reader[reader.startIndex]) << 8 | UInt32(reader[reader.startIndex + 1])
+            let flags = reader[reader.startIndex + 2], length = Int(reader[reader.startIndex + 3])
+            reader = reader.dropFirst(4)
+            let text = Data(reader.prefix(length))
+            reader = reader.dropFirst(length)
+            let outcome = assembler.receive(Fragment(sequence: sequence, isLast: flags & 1 == 1, sentAt: 1, text: text))
+            precondition(assembler.bufferedCount <= IncomingAssembler.bufferLimit, "more held than the window")
+            guard case .messages(let messages) = outcome else { continue }
+            for message in messages {
+                precondition(message.firstSequence == handedOut + 1, "a message out of order or twice")
+                precondition(message.lastSequence - message.firstSequence < UInt32(IncomingAssembler.maximumFragments))
+                handedOut = message.lastSequence
+            }
+            precondition(assembler.delivered == handedOut)
         }
     }
 

@@ -157,6 +157,30 @@ import Wire
         #expect(try CurseStore(database: nancy.database).active(on: nancy.identity.signingPublicKey, now: world.scheduler.now).isEmpty)
     }
 
+    /// A casting sent again (the same id) takes no second hold; a curse for someone else, an
+    /// answer to nothing cast and a spell nobody taught are dropped too: each counted in
+    /// `nearby stats` under its reason.
+    @Test func replayedAndStrayCursesAndSpellsAreCounted() throws {
+        let world = try ChatWorld([("ghost", .ghost), ("will", .human)])
+        let (ghost, will) = (world.nodes[0], world.nodes[1])
+        let id = Data(repeating: 7, count: 16)
+        try world.forgeCast(from: ghost, on: will, kind: .silence, id: id)
+        try world.forgeCast(from: ghost, on: will, kind: .silence, id: id)
+        #expect(try CurseStore(database: will.database).active(on: will.identity.signingPublicKey, now: world.scheduler.now).count == 1)
+        let ghostPeer = try #require(will.service.peer(ghost.identity.signingPublicKey))
+        let willPeer = try #require(ghost.service.peer(will.identity.signingPublicKey))
+        ghost.service.send(CurseCast(target: ghost.identity.signingPublicKey, kind: .blind, minutes: 5, id: Data(repeating: 8, count: 16)),
+                           to: willPeer)
+        will.service.send(CurseAnswer(caster: ghost.identity.signingPublicKey, id: Data(repeating: 9, count: 16), outcome: .tookHold),
+                          to: ghostPeer)
+        will.service.send(SpellCast(target: ghost.identity.signingPublicKey, phrase: "open sesame"), to: ghostPeer)
+        world.step(0)
+        let dropped = will.service.statistics.dropped.merging(ghost.service.statistics.dropped, uniquingKeysWith: +)
+        #expect(dropped["curse replayed"] == 1 && dropped["curse for another"] == 1)
+        // Two answers to nothing asked: will's own answer to the forged casting, and this one.
+        #expect(dropped["curse answer to nothing asked"] == 2 && dropped["spell unknown"] == 1, "\(dropped)")
+    }
+
     /// Of the five planes only a Ghost casts: a Dying, Hollow or Undead caster is refused by its
     /// own shell and, packet sent anyway, by the Human's, which reads the caster's plane from its
     /// signed announcement (a curse packet carries no plane to forge).

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import Wire
 
 /// Chat through real MQTT servers, started by each test on its own namespace hosts: mosquitto,
 /// and a three-node NATS cluster. The shells' hosts share no multicast unless a test says so.
@@ -157,6 +158,33 @@ struct BrokerIntegrationTests {
         runA.send("nearby stats")
         _ = runA.waitFor("sent ")
         #expect(spy.output.split(separator: "\n").filter { $0.hasPrefix("seance/presence/") }.count == 1, "\(spy.output)")
+    }
+
+    /// Announcements left retained on the broker by nobody alive: one stamped two hours ago
+    /// (advertising an hour, so it lasts 3.5 hours from its own time), one four hours ago. ann,
+    /// connecting, lists the first as seen two hours ago, not just now, and not the second,
+    /// which her statistics count as stale.
+    @Test func aStaleRetainedAnnouncementIsAsOldAsItSays() throws {
+        let (net, broker, a, _) = try mosquittoWorld(lan: false)
+        let now = UInt64(Date().timeIntervalSince1970 * 1000)
+        for (name, hoursAgo) in [("old", 2), ("older", 4)] {
+            let peer = FakePeer(port: 1)
+            let frame = try peer.packet(peer.announcement(name: name, intervalMilliseconds: 3_600_000),
+                                        timestamp: now - UInt64(hoursAgo) * 3_600_000)
+            let path = net.scratch.path + "/retained-\(name)"
+            _ = FileManager.default.createFile(atPath: path, contents: Data(frame))
+            let id = PeerIdentity.longFingerprint(of: peer.signing.publicKey.rawRepresentation)
+            _ = try broker.client("mosquitto_pub", from: net.namespace(1), "-r -q 1 -t seance/presence/\(id) -f \(path)")
+        }
+        let runA = try net.start(host: 2, data: a, name: "ann", arguments: ["--broker", broker.url, "--no-lan"],
+                                 lines: ["chat", "nearby", "nearby stats"])
+        defer { runA.kill() }
+        runA.waitFor("sent ")
+        let output = runA.finish()
+        let old = output.split(separator: "\n").filter { $0.contains("old#") && $0.contains(" seen ") }
+        #expect(old.count >= 1 && old.allSatisfy { $0.contains("seen 2h ago via broker") }, "\(output)")
+        #expect(!output.contains("older#"), "\(output)")
+        #expect(output.contains("stale 1"), "\(output)")
     }
 
     /// A shell killed with SIGKILL says no goodbye: the broker's will clears its retained

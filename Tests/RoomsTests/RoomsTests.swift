@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import GRDB
 import Nearby
@@ -241,6 +242,52 @@ import Wire
         // A newcomer joins the room's first key, not the forger heard last.
         try eve.rooms.listen()
         #expect(eve.rooms.currentRoom?.host == ann.identity.signingPublicKey)
+    }
+
+    /// A forger sends beacons of 300 other rooms from 300 keys it never announced, then ann's
+    /// room with its own key: ann stays the owner (the forger is the one flagged) and ben, who
+    /// listens, joins ann; twenty more forgers within half a minute make one notice for ann,
+    /// not twenty. ann silent for 5 s still owns her room; silent for 11 s, the number is free.
+    @Test func aFloodOfOtherRoomsCannotMakeAForgerTheOwner() throws {
+        let world = try ChatWorld([("ann", .human), ("ben", .human)])
+        world.step(1.5)
+        let (ann, ben) = (world.nodes[0], world.nodes[1])
+        try ann.rooms.host(room)
+        world.step(1)
+        _ = ann.notices()
+        func forge(_ room: RoomID, from source: String, key: Curve25519.Signing.PrivateKey = .init()) throws {
+            let beacon = try Packet.encode(Beacon(room: room, counter: 1, intervalMilliseconds: 1_000), signer: key,
+                                           timestamp: UInt64(world.scheduler.now * 1000), sequence: 1)
+            world.network.inject(beacon, from: source, by: "memory")
+        }
+        for n in 0..<300 { try forge(RoomID(major: 9, minor: UInt16(n)), from: "flood\(n)") }
+        let forger = Curve25519.Signing.PrivateKey()
+        try forge(room, from: "forger", key: forger)
+        world.step(0.5)
+        let heard = ben.rooms.beaconsHeard.filter { $0.room == room }
+        #expect(heard.first { !$0.forged }?.host == ann.identity.signingPublicKey)
+        #expect(heard.contains { $0.forged && $0.host == forger.publicKey.rawRepresentation })
+        #expect(ben.rooms.beaconsHeard.count <= RoomsOnline.heardLimit)
+        try ben.rooms.listen()
+        world.step(1)
+        #expect(ben.rooms.currentRoom?.host == ann.identity.signingPublicKey)
+        for n in 0..<20 {
+            try forge(room, from: "more\(n)")
+            world.step(1)
+        }
+        #expect(ann.notices().filter { $0.contains("also beacons room 1.2") }.count == 1)
+
+        // ann falls silent (no closing beacon); the forger beacons on.
+        try ben.rooms.leave()
+        world.network.setDown("ann", true)
+        world.step(5)
+        try forge(room, from: "forger", key: forger)
+        world.step(0.1)
+        #expect(ben.rooms.beaconsHeard.first { $0.host == forger.publicKey.rawRepresentation }?.forged == true)
+        world.step(6)
+        try forge(room, from: "forger", key: forger)
+        world.step(0.1)
+        #expect(ben.rooms.beaconsHeard.first { $0.host == forger.publicKey.rawRepresentation }?.forged == false)
     }
 
     /// Human ann hosts; Human ben, Dying cat and Ghost dan are guests. A line reaches exactly

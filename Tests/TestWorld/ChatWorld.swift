@@ -162,10 +162,11 @@ package final class ChatWorld: World {
     }
 
     /// A caster that skips its own checks: the packet, straight onto the network.
-    package func forgeCast(from caster: Node, on target: Node, kind: CurseKind, minutes: UInt8 = 5) throws {
+    /// `id`: the casting's (a new one when not given; the same again is a replay).
+    package func forgeCast(from caster: Node, on target: Node, kind: CurseKind, minutes: UInt8 = 5, id: Data? = nil) throws {
         guard let peer = caster.service.peer(target.identity.signingPublicKey) else { throw WorldError.notInRange }
         caster.service.send(CurseCast(target: target.identity.signingPublicKey, kind: kind, minutes: minutes,
-                                      id: Data((0..<16).map { _ in UInt8.random(in: 0...255) })), to: peer)
+                                      id: id ?? Data((0..<16).map { _ in UInt8.random(in: 0...255) })), to: peer)
         step(0)
     }
 }

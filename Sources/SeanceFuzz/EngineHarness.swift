@@ -1,0 +1,81 @@
+import Accounts
+import App
+import Crypto
+import Curses
+import Foundation
+import Nearby
+import Rooms
+import Runtime
+import Spectres
+import Storage
+import Wire
+
+/// One shell online as the program goes online (presence, delivery, curses, spectres, rooms,
+/// on a manual clock and an in-memory network), and a peer it lists with a session made: every
+/// kind of the kind table reaches the shell's `handle` from there, a broadcast signed by the
+/// peer, a direct kind sealed in their session, whatever its payload. Made once a process.
+final class EngineHarness {
+    let scheduler = ManualScheduler()
+    let network = MemoryNetwork()
+    let online: Online
+    let peer: NearbyService
+    let peerKey: Curve25519.Signing.PrivateKey
+    /// The shell, as the peer lists it.
+    let shell: Peer
+    /// Every kind number the table knows.
+    static let kinds: [UInt8] = Array(1...KindTable.messages)
+
+    init() throws {
+        let directory = FileManager.default.temporaryDirectory.path + "/seance-fuzz-\(getpid())"
+        try? FileManager.default.removeItem(atPath: directory)
+        let data = DataDirectory(path: directory)
+        try data.create()
+        let database = try SeanceDatabase(path: directory + "/seance.sqlite", schema: .seance)
+        let (profile, identity) = try ProfileStore(database: database, rounds: 1 << 10)
+            .create(name: "target", password: "fuzz-harness", avatar: nil, gift: true, now: scheduler.now)
+        let network = network
+        online = Online(battery: Battery(override: 100), timing: PresenceTiming(interval: 1, jitter: 0, startupGap: 0.5)) { _ in
+            [MemoryTransport(network: network, address: "target")]
+        }
+        let curses = Curses(login: LoginSession())
+        let spectres = Spectres(curses: curses)
+        online.add(curses)
+        online.add(spectres)
+        online.add(local: spectres)
+        online.add(Rooms())
+        var random = SeededRandom(seed: 1)
+        try online.goOnline(as: (profile, identity), database: database, dataDirectory: data, inbox: AsyncInbox(), scheduler: scheduler,
+                            random: &random)
+        peerKey = FuzzTarget.signer
+        peer = NearbyService(transport: MemoryTransport(network: network, address: "peer"), timing: PresenceTiming(interval: 1, jitter: 0),
+                             signer: peerKey, agreement: FuzzTarget.identity.agreement,
+                             announcement: Announcement(name: "peer", agreementKey: Data(repeating: 0, count: 32), plane: 4, avatar: .none,
+                                                        unicastPort: 0, intervalMilliseconds: 0),
+                             engine: Engine(scheduler: scheduler), random: SeededRandom(seed: 2)) { _ in }
+        try peer.start()
+        scheduler.advance(by: 1)
+        guard let shell = peer.peer(identity.signingPublicKey) else { throw HarnessError.notHeard }
+        self.shell = shell
+        // A first direct packet makes the session every later one travels in.
+        peer.sendRaw(kind: KindTable.read, body: [], to: shell)
+        scheduler.advance(by: 1)
+    }
+
+    enum HarnessError: Error { case notHeard }
+
+    /// One input: its first byte picks the kind, its second how long the clock then moves (in
+    /// tenths of a second, up to 2.5 s, so timers run too), the rest is the payload.
+    func run(_ bytes: [UInt8]) {
+        guard bytes.count >= 2 else { return }
+        let kind = Self.kinds[Int(bytes[0]) % Self.kinds.count]
+        let body = Array(bytes.dropFirst(2).prefix(Wire.maximumDatagram - Wire.headerSize - Wire.signatureSize))
+        if KindTable.broadcasts.contains(kind) {
+            let frame = try? Packet.encode(kind: kind, body: body, signer: peerKey, timestamp: UInt64(scheduler.now * 1000),
+                                           sequence: UInt32.random(in: 1...UInt32.max))
+            if let frame { network.inject(frame, from: "peer", by: "memory") }
+        } else {
+            peer.sendRaw(kind: kind, body: body, to: shell)
+        }
+        scheduler.advance(by: Double(bytes[1] % 26) / 10)
+    }
+}
