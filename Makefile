@@ -63,7 +63,8 @@ fuzz: setup
 	scripts/fuzz .build-fuzz/debug/SeanceFuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 bench: setup-test release $(TEST_PYTHON)
-	scripts/in-netns python3 bench/bench.py --binary .build/release/seance --python $(TEST_PYTHON) $(BENCH_ARGS)
+	scripts/in-netns python3 bench/bench.py --binary .build/release/seance --python $(TEST_PYTHON) \
+	    --kernel-backlog $$(cat /proc/sys/net/core/netdev_max_backlog) $(BENCH_ARGS)
 
 clean:
 	rm -rf .build

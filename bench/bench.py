@@ -639,6 +639,8 @@ def main():
     parser.add_argument("--python", default=".build/test-venv/bin/python3",
                         help="the tests' Python, with paho-mqtt, for the broker load scripts")
     parser.add_argument("--crowds", default="50,200,500", help="the sizes of the LAN crowds")
+    parser.add_argument("--kernel-backlog", type=int, help="net.core.netdev_max_backlog, read outside the namespace "
+                        "(which cannot see it), printed beside the crowds' drops")
     args = parser.parse_args()
     binary = os.path.abspath(args.binary)
     env = dict(os.environ, NO_COLOR="1")
@@ -658,7 +660,8 @@ def main():
             "sessions": lambda: sessions(binary, work, env, runs=10),
             "brokers": lambda: brokers(binary, work, env, count=5000),
             "crowds": lambda: crowds.lan_crowds(binary, work, env, sizes=[int(n) for n in args.crowds.split(",")],
-                                                settle=lambda n: max(5, (n + 1) / 20) + 5, watch=60, newcomer_runs=10),
+                                                settle=lambda n: max(5, (n + 1) / 20) + 5, watch=60, newcomer_runs=10,
+                                                kernel_backlog=args.kernel_backlog),
             "nats": lambda: nats_starts(work, starts=10, pings=500),
             "hostile": lambda: hostile.hostile(binary, work, env),
             "site": lambda: crowds.broker_site(binary, work, env, count=1000, runs=10, venv_python=os.path.abspath(args.python)),

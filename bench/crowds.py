@@ -123,7 +123,16 @@ def make_profiles(binary, work, env, password, count):
     return dirs
 
 
-def lan_crowds(binary, work, env, sizes, settle, watch, newcomer_runs):
+def backlog_drops():
+    """Packets the kernel dropped because a CPU's input backlog was full, since boot (the second
+    column of /proc/net/softnet_stat, one row a CPU). One kernel plays every host here: a
+    multicast to N hosts is N copies queued on the sending CPU at once, where on a real LAN each
+    host's own kernel takes one."""
+    with open("/proc/net/softnet_stat") as f:
+        return sum(int(row.split()[1], 16) for row in f if row.strip())
+
+
+def lan_crowds(binary, work, env, sizes, settle, watch, newcomer_runs, kernel_backlog=None):
     password = os.path.join(work, "password")
     section(f"crowds: {', '.join(map(str, sizes))} shells on one LAN (a namespace host each), watched by one more")
     started = time.perf_counter()
@@ -162,9 +171,14 @@ def lan_crowds(binary, work, env, sizes, settle, watch, newcomer_runs):
                                  refreshes_per_s=refreshes, shell_rss_mib=memory)
             print(f"N = {size:3}: observer lists {still:3}   CPU {cpu / elapsed * 100:6.3f} % of a core   RSS {rss:5.1f} MiB   "
                   f"link {packets:5.1f} presence packets/s ({refreshes:.1f} refreshes)   each shell {memory:4.1f} MiB RSS")
+            drops_before = backlog_drops()
             times = newcomer_discovery(binary, work, env, password, size, newcomer_runs, name=f"crowd_{size}_newcomer",
                                        label=f"N = {size:3}: newcomer lists all", polls=300, prefix=hosts.run(2))
-            results[size]["newcomer_median_s"] = sorted(times)[len(times) // 2] if times else None
+            drops = backlog_drops() - drops_before
+            results[size].update(newcomer_median_s=sorted(times)[len(times) // 2] if times else None, backlog_drops=drops,
+                                 kernel_backlog=kernel_backlog)
+            print(f"N = {size:3}: the harness kernel dropped {drops} packets over its backlog meanwhile "
+                  f"(net.core.netdev_max_backlog = {kernel_backlog or '?'})")
     finally:
         for proc in shells:
             proc.kill()

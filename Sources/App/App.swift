@@ -75,6 +75,7 @@ extension Schema {
         SearchSchema.search,
         SearchSchema.indexByRange,
         TrustSchema.lookAlikes,
+        TrustSchema.blocksAndMutes,
     ], backfills: [SearchSchema.indexing], commitSteps: [SearchSchema.keepingUp])
 
     /// Each feature's list, for the test that every one is in the order above.
@@ -199,6 +200,8 @@ package enum App {
         Spectres(curses: curses).register(in: shell, online: online)
         let rooms = Rooms()
         rooms.register(in: shell, online: online, goOnline: chat.goOnline)
+        // `mute` with no name in a room mutes the room.
+        chat.placeInView = { rooms.placeShown }
         let search = Search(login: profiles.session)
         search.register(in: shell)
         chat.search = search

@@ -38,6 +38,9 @@ package final class ChatMode {
     private var holdFirstArrivals = false
     /// What chat prints while online; made when going online.
     var notices: ChatNotices?
+    /// The place shown now that `mute` with no name mutes (a room: `room 1.2`), if any; set by
+    /// the app from the feature that shows it.
+    package var placeInView: () -> String? = { nil }
     /// How the terminal draws, known once the mode is registered; the console, whose line
     /// reader (made after registration) decides whether lines can be written over.
     private var capabilities = Capabilities.plain
@@ -108,6 +111,7 @@ package final class ChatMode {
             invocation.shell.console.print("\(shown) is now the trusted key for its name")
         })
         registerBattery(in: shell)
+        registerBlockCommands(in: shell)
         // Another profile, or none: this one is no longer announced.
         profiles.session.onChange.append { [unowned self, unowned shell] in
             if self.online.isOnline { self.takeOffline(shell) }
@@ -336,8 +340,8 @@ package final class ChatMode {
             }
         case .left(let peer, let reason):
             // An evicted peer was the least established of a full table: usually one of a
-            // flood of made-up keys, not worth a line each.
-            guard visible(peer), reason != .evicted else { return [] }
+            // flood of made-up keys, not worth a line each. A block is said by its command.
+            guard visible(peer), reason != .evicted, reason != .blocked else { return [] }
             return [styler.apply(.red, "-") + " \(named(peer)) " + (reason == .goodbye ? "left" : "is out of range")]
         case .transport(let name, .down(let why)):
             return [styler.apply(.yellow + .bold, "!") + " \(name): " + SafeText.visible(why)]

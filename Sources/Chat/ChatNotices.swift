@@ -100,6 +100,8 @@ final class ChatNotices: Sendable {
             }
         case .delivery(let delivery):
             hear(delivery)
+        case .blocked:
+            break
         }
     }
 
@@ -118,7 +120,7 @@ final class ChatNotices: Sendable {
                         .following(message, after: open.last, now: now)
                 })
                 open.markShown(message.id)
-            } else {
+            } else if !context.rules.isMuted(from.signingKey) {
                 let preview = ConversationView.preview(message.text, width: 40)
                 let sender = context.rules.shownName(of: from.signingKey) ?? from.shownHandle
                 inbox.post(styler.apply(.magenta, "✉") + " \(sender): \(preview)   (open \(sender))")

@@ -12,7 +12,9 @@ extension ChatMode {
         let peers = ArgumentKind.dynamic {
             var past: [Conversation] = []
             if let me = self.profiles.current?.identity.signingPublicKey, let database = try? shell.session.openDatabase() {
+                let blocked = self.blockedKeys(shell)
                 past = ((try? MessageStore(database: database).conversations(myKey: me)) ?? []).map(\.conversation)
+                    .filter { !blocked.contains($0.peerKey) }
             }
             return Self.peerCandidates(locals: self.localPeers(), present: self.service?.peers() ?? [], past: past)
         }
@@ -29,8 +31,9 @@ extension ChatMode {
                 shell.leaveMode()
             }
         }
-        shell.register(mode: "chat", "chats", summary: "your conversations: last message, time, unread and waiting counts") { shell, _ in
-            try self.listConversations(shell)
+        shell.register(mode: "chat", "chats", arguments: [.switch("--all", help: "with those of people you blocked")],
+                       summary: "your conversations: last message, time, unread and waiting counts") { shell, arguments in
+            try self.listConversations(all: arguments.isSet("--all"), shell)
         }
         shell.register(mode: "chat", "older", summary: "the page of messages before the ones shown") { shell, _ in
             try self.showOlder(shell)
@@ -108,6 +111,10 @@ extension ChatMode {
             return try open(answer, shell)
         }
         let conversation: Conversation
+        if let key = visible.first?.signingKey ?? past.first?.peerKey, PeerChoiceStore(database: store.database).keys(.blocked).contains(key) {
+            let handle = visible.first?.shownHandle ?? past.first!.shownHandle
+            throw UserError("you blocked \(handle): unblock \(handle) to talk again")
+        }
         if let peer = visible.first {
             conversation = try delivery.conversation(with: peer)
         } else if let earlier = past.first {
@@ -307,15 +314,26 @@ extension ChatMode {
         }
     }
 
-    private func listConversations(_ shell: Shell) throws {
+    private func listConversations(all: Bool, _ shell: Shell) throws {
         guard let me = profiles.current else { throw ProfileError.notLoggedIn }
         delivery?.settle()  // Lines just typed are written by now, and count as waiting.
-        let summaries = try MessageStore(database: try shell.session.openDatabase()).conversations(myKey: me.identity.signingPublicKey)
-        guard !summaries.isEmpty else { return shell.console.print("no conversations yet: open NAME") }
+        let database = try shell.session.openDatabase()
+        let choices = PeerChoiceStore(database: database)
+        let (blocked, muted) = (choices.keys(.blocked), choices.keys(.muted))
+        let everyone = try MessageStore(database: database).conversations(myKey: me.identity.signingPublicKey)
+        // Those of people blocked are kept, and shown only when asked for.
+        let summaries = all ? everyone : everyone.filter { !blocked.contains($0.conversation.peerKey) }
+        guard !summaries.isEmpty else {
+            return shell.console.print(everyone.isEmpty ? "no conversations yet: open NAME"
+                                                        : "no conversations but with people you blocked: chats --all")
+        }
         let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
         let entries = summaries.map { summary in
-            // What is new there, what has not reached them: "2 unread, 1 waiting".
-            let counts = [summary.unread > 0 ? "\(summary.unread) unread" : nil, summary.waiting > 0 ? "\(summary.waiting) waiting" : nil]
+            // What is new there, what has not reached them: "2 unread, 1 waiting"; and whether
+            // its person is blocked or muted.
+            let key = summary.conversation.peerKey
+            let counts = [blocked.contains(key) ? "blocked" : nil, muted.contains(key) ? "muted" : nil,
+                          summary.unread > 0 ? "\(summary.unread) unread" : nil, summary.waiting > 0 ? "\(summary.waiting) waiting" : nil]
             // Under amnesia the peers of conversations are strangers too.
             return ConversationView.ListEntry(handle: renamed(summary.conversation) ?? summary.conversation.shownHandle,
                                               when: summary.lastTime.map { view.sectionTitle($0, now: shell.session.clock()) } ?? "",

@@ -22,6 +22,11 @@ final class ArrivalGate: Sendable {
         /// The sources the flood limits dropped most from (a bounded few), and whether the
         /// user was told.
         var flooders = Flooders()
+        /// Keys the user blocked: every frame in their name is dropped first, unread; how
+        /// many of those were room beacons (a room they host cannot be joined: `room listen`
+        /// says so).
+        var blocked: Set<Data> = []
+        var blockedBeacons = 0
     }
 
     private let state: Mutex<State>
@@ -52,6 +57,22 @@ final class ArrivalGate: Sendable {
             state.limits.forget(key)
         }
     }
+
+    func block(_ keys: Set<Data>) { state.withLock { $0.blocked = keys } }
+
+    /// Whether a frame (of kind `type`) in `sender`'s name is dropped because the user blocked
+    /// the key (counted).
+    func dropsBlocked(_ sender: some Sequence<UInt8>, type: UInt8? = nil) -> Bool {
+        let key = Data(sender)
+        return state.withLock { state in
+            guard state.blocked.contains(key) else { return false }
+            state.dropped["blocked", default: 0] += 1
+            if type == KindTable.beacon { state.blockedBeacons += 1 }
+            return true
+        }
+    }
+
+    var blockedBeacons: Int { state.withLock { $0.blockedBeacons } }
 
     /// Whether `key` is in the table (an announcement of it was accepted).
     func knows(_ key: Data) -> Bool { state.withLock { $0.limits.isKnown(key) } }
@@ -163,6 +184,7 @@ extension NearbyService {
             guard bytes.count <= Wire.maximumDatagram else { return gate.drop(DecodeError.oversized.counterName) }
             if bytes[5] == KindTable.handshake, bytes.count >= HandshakeFrame.headerSize {
                 let sender = Data(bytes[8..<40])
+                guard !gate.dropsBlocked(sender) else { return }
                 // Only announced peers get an answer (the engine checks the key it proves): a
                 // stranger's message goes without touching anyone's allowance.
                 guard gate.knows(sender) else { return gate.drop(SessionTable.HandshakeError.unannounced.counterName) }
@@ -171,6 +193,8 @@ extension NearbyService {
             return engine.async { self.receiveSession(bytes, from: route) }
         }
         if let header = UncheckedHeader(bytes) {
+            // Someone the user blocked: nothing of theirs is read, answered or checked.
+            guard !gate.dropsBlocked(header.sender, type: header.type) else { return }
             if header.sender.elementsEqual(myKey) { return receiveInOurName(header, bytes, from: route) }
             if header.flags.contains(.answer), header.type == KindTable.announce,
                gate.isRedundant(header.sender, on: route.transport, now: engine.now) { return }

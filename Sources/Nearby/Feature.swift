@@ -72,6 +72,8 @@ package enum OnlineEvent: Sendable {
     case delivery(DeliveryEvent)
     /// Our own plane changed (the battery): who is in sight changes with it.
     case planeChanged(from: Plane, to: Plane)
+    /// The user blocked these keys just now (a room's host lets them go).
+    case blocked(Set<Data>)
 }
 
 /// Someone to talk to who is no network peer (a spectre): listed by `nearby`, opened like a

@@ -140,6 +140,7 @@ package final class Online {
         }
         delivery.attach(presence)
         self.context = context
+        choicesChanged()
         self.lock = lock
         do {
             try delivery.loadOutboxes()
@@ -157,6 +158,20 @@ package final class Online {
             }
         }
         return context
+    }
+
+    /// Blocks and mutes were changed in the database (`PeerChoiceStore`): the engine applies
+    /// them at once. A key newly blocked leaves the table and its sessions end, and every
+    /// frame in its name is dropped before any check from now on.
+    package func choicesChanged() {
+        guard let context else { return }
+        let store = PeerChoiceStore(database: context.database)
+        let (blocked, muted, places) = (store.keys(.blocked), store.keys(.muted), store.mutedPlaces())
+        context.engine.sync {
+            let newly = context.rules.choose(blocked: blocked, muted: muted, mutedPlaces: places)
+            context.presence.block(blocked)
+            if !newly.isEmpty { context.tellObservers(.blocked(newly)) }
+        }
     }
 
     /// The battery level was set: a new plane is announced at once.

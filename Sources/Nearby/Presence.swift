@@ -224,7 +224,8 @@ package enum PresenceEvent: Equatable, Sendable {
     case clockOff(name: String, handle: String, offset: Double)
 
     /// `evicted`: the table was full and this peer was the least established and stalest.
-    package enum LeaveReason: Sendable { case goodbye, expired, evicted }
+    /// `blocked`: the user blocked the key (said by the command, not as a departure).
+    package enum LeaveReason: Sendable { case goodbye, expired, evicted, blocked }
 }
 
 /// Everyone heard from, kept from announcements and goodbyes. Everything in it came from the
@@ -376,6 +377,12 @@ package struct PresenceTable: Sendable {
             return []
         }
         return [.left(remove(key, newest: peer.newest), .expired)]
+    }
+
+    /// The user blocked this key: it goes at once, if present.
+    package mutating func removeBlocked(_ key: Data) -> PresenceEvent? {
+        guard let peer = peers[key] else { return nil }
+        return .left(remove(key, newest: peer.newest), .blocked)
     }
 
     /// Routes of `transport` not confirmed since `since` are withdrawn: after a reconnection a

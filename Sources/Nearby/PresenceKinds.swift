@@ -65,6 +65,21 @@ extension NearbyService {
         state.value.sessions.forget(peer.signingKey)
     }
 
+    /// The keys the user blocked (on the engine): from now on every frame in their name is
+    /// dropped on the transports' threads before any check, so they get no answer, handshake
+    /// or acknowledgement; those present leave the table now, and their sessions with them.
+    package func block(_ keys: Set<Data>) {
+        gate.block(keys)
+        for key in keys {
+            guard let event = state.value.table.removeBlocked(key) else { continue }
+            left(event)
+            onEvent(event)
+        }
+    }
+
+    /// Room beacons dropped so far because their signer is blocked (from any thread).
+    package var blockedBeacons: Int { gate.blockedBeacons }
+
     /// Our announcement on the transports that refresh presence (the LAN); those that keep it
     /// have theirs from `publishKept`.
     func announce(as flags: FrameFlags = []) {

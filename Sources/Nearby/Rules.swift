@@ -20,6 +20,10 @@ package final class Rules: Sendable {
         var sight: [Sight] = []
         var outgoing: [Outgoing] = []
         var naming: [Naming] = []
+        /// The user's own choices (`PeerChoiceStore`): keys blocked and muted, places muted.
+        var blocked: Set<Data> = []
+        var muted: Set<Data> = []
+        var mutedPlaces: Set<String> = []
     }
 
     private let state: EngineBound<State>
@@ -36,6 +40,25 @@ package final class Rules: Sendable {
     package func addSight(_ rule: @escaping Sight) { state.value.sight.append(rule) }
     package func addOutgoing(_ rule: @escaping Outgoing) { state.value.outgoing.append(rule) }
     package func addNaming(_ rule: @escaping Naming) { state.value.naming.append(rule) }
+
+    /// Whether the user blocked this key: nothing of theirs is shown, stored or answered.
+    package func isBlocked(_ signingKey: Data) -> Bool { state.value.blocked.contains(signingKey) }
+
+    /// Whether what this key sends arrives silently: stored, never told above the prompt.
+    package func isMuted(_ signingKey: Data) -> Bool { state.value.muted.contains(signingKey) }
+
+    /// Whether a place (`room 1.2`) is muted.
+    package func isMuted(place: String) -> Bool { state.value.mutedPlaces.contains(place) }
+
+    /// The choices as stored; returns the keys newly blocked.
+    func choose(blocked: Set<Data>, muted: Set<Data>, mutedPlaces: Set<String>) -> Set<Data> {
+        defer {
+            state.value.blocked = blocked
+            state.value.muted = muted
+            state.value.mutedPlaces = mutedPlaces
+        }
+        return blocked.subtracting(state.value.blocked)
+    }
 
     /// Whether our plane reaches the peer's (what we may send it).
     package func canWrite(_ peer: Peer) -> Bool { Plane(wireValue: peer.announcement.plane).map(plane.canReach) ?? false }

@@ -75,7 +75,7 @@ extension RoomsOnline {
         if state.value.showing {
             let capabilities = capabilities
             context.inbox.post(.lines { [message] columns in ConversationView(capabilities: capabilities, columns: columns).bubble(message) })
-        } else {
+        } else if !context.rules.isMuted(sender) && !context.rules.isMuted(place: Self.place(line.room)) {
             let preview = ConversationView.preview(text, width: 40)
             post(context, "room \(line.room) · \(message.sender!): \(preview)   (room, to read it there)")
         }

@@ -40,6 +40,8 @@ package final class Rooms: Feature {
     /// The stored row of the room this shell is in, while its mode shows it (searched first).
     package var shownRoomRow: Int64? { showing ? live?.storedRoomRow : nil }
     package var isListening: Bool { live?.isListening ?? false }
+    /// The room shown now as a place `mute` mutes (`room 1.2`), if any.
+    package var placeShown: String? { showing ? currentRoom.map { RoomsOnline.place($0.room) } : nil }
     /// The beacons heard lately, as `room scan` lists them: room, signer, whether forged.
     package var beaconsHeard: [(room: RoomID, host: Data, forged: Bool)] { live?.beaconsHeard().map { ($0.room, $0.host, $0.forged) } ?? [] }
 

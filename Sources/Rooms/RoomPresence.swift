@@ -126,12 +126,39 @@ extension RoomsOnline {
             return (old, roster.members.map(\.key))
         }
         guard let change, !change.old.isEmpty || change.new.count > 1 else { return }
-        // Others coming and going (not the first roster, which is everyone already there).
-        let room = roster.room
-        if !change.old.isEmpty {
-            for key in change.new where !change.old.contains(key) && key != me { post(context, "\(name(of: key, context)) joined room \(room)") }
+        // Others coming and going (not the first roster, which is everyone already there);
+        // those blocked are counted once as they come, never named.
+        let room = roster.room, rules = context.rules
+        let blockedNew = change.new.filter { rules.isBlocked($0) && !change.old.contains($0) }
+        if !blockedNew.isEmpty {
+            post(context, (blockedNew.count == 1 ? "someone you blocked is" : "\(blockedNew.count) people you blocked are")
+                 + " in room \(room): their lines do not reach you, nor yours them")
         }
-        for key in change.old where !change.new.contains(key) && key != me { post(context, "\(name(of: key, context)) left room \(room)") }
+        if !change.old.isEmpty {
+            for key in change.new where !change.old.contains(key) && key != me && !rules.isBlocked(key) {
+                post(context, "\(name(of: key, context)) joined room \(room)")
+            }
+        }
+        for key in change.old where !change.new.contains(key) && key != me && !rules.isBlocked(key) {
+            post(context, "\(name(of: key, context)) left room \(room)")
+        }
+    }
+
+    /// The user blocked `keys`: a room we host lets them go (out of its roster, no member
+    /// writes to them or expects their lines); a room one of them hosts is left.
+    func blocked(_ keys: Set<Data>) {
+        switch place {
+        case .hosting(var hosting):
+            let gone = hosting.members.keys.filter(keys.contains)
+            guard !gone.isEmpty else { return }
+            gone.forEach { hosting.members[$0] = nil }
+            withState { $0.place = .hosting(hosting) }
+            sendRoster(context)
+        case .guest(let guest) where keys.contains(guest.host):
+            leaveRoom(context, guest, saying: "you blocked the host of room \(guest.room)", tellHost: false)
+        default:
+            break
+        }
     }
 
     func received(_ membership: RoomMembership, from sender: Data) {

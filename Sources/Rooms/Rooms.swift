@@ -35,6 +35,9 @@ final class RoomsOnline: Sendable {
     }
 
     static let beaconInterval = 1.0
+
+    /// How a room is named as a place that can be muted (`mute` in a room).
+    static func place(_ room: RoomID) -> String { "room \(room)" }
     /// A guest leaves when no beacon has come for this long.
     static let silenceLimit = 10.0
     /// A guest probes the host this often (every other second); the host forgets a guest not
@@ -74,6 +77,9 @@ final class RoomsOnline: Sendable {
         presence.handle(RoomMembership.self) { [self] membership, sender, _ in received(membership, from: sender) }
         presence.handle(RoomLine.self) { [self] line, sender, peer in received(line, from: sender, peer: peer) }
         presence.handle(RoomLineAck.self) { [self] ack, sender, _ in acknowledged(ack, from: sender) }
+        context.observe { [self] event in
+            if case .blocked(let keys) = event { blocked(keys) }
+        }
     }
 
     /// A host closes its room, a guest says it leaves: the transports still run when this is called.
@@ -217,12 +223,17 @@ final class RoomsOnline: Sendable {
 
     /// `room listen [--wait S]`.
     func listen(wait seconds: Double?, shell: Shell) throws {
+        let blockedBefore = context.presence.blockedBeacons
         try listen()
         if currentRoom == nil { shell.console.printProse("listening for beacons: you join the first room heard (/leave to stop)") }
         guard let seconds else { return }
         // Joining posts a notice, which wakes the shell to look again.
         _ = try shell.wait(upTo: seconds) { currentRoom != nil || !isListening }
-        guard currentRoom != nil else { throw UserError("no beacon heard within \(Self.seconds(seconds)) (still listening)") }
+        guard currentRoom != nil else {
+            // A room hosted by someone blocked is never joined: its beacons are not even read.
+            let only = context.presence.blockedBeacons > blockedBefore ? " but from people you blocked, whose rooms cannot be joined" : ""
+            throw UserError("no beacon heard within \(Self.seconds(seconds))\(only) (still listening)")
+        }
     }
 
     /// The beacons heard in the last 3 s, by room, the first heard first (`room scan`).

@@ -9,7 +9,7 @@ import Testing
         let released = ["v1-settings", "v2-zombies", "v3-visions", "v4-profiles", "v5-known-peers", "v6-conversations",
                         "v7-login-slots", "v8-message-numbers", "v9-trusted-keys", "v10-store", "v11-curses", "v12-rooms",
                         "v13-unread-by-peer", "v14-one-conversation-index", "v15-pages-by-number", "v16-delivered-by-counter",
-                        "v17-read-times", "v18-search", "v19-search-by-range", "v20-look-alike-names"]
+                        "v17-read-times", "v18-search", "v19-search-by-range", "v20-look-alike-names", "v21-blocks-and-mutes"]
         #expect(Array(Schema.seance.names.prefix(released.count)) == released)
     }
 

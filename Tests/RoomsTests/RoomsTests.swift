@@ -319,6 +319,58 @@ import Wire
         #expect(ghostCopies == 3)
     }
 
+    /// cat blocks ben in ann's room: told once, without his name, that someone she blocked is
+    /// there; his line reaches ann and not cat, hers reaches ann and not him. cat mutes the
+    /// room: its lines are stored, untold. ann, the host, blocks ben: he is out of the roster
+    /// and writes to nobody. ben hosting his own room: cat cannot join it, and is told why.
+    @Test func aBlockedMemberIsNeitherHeardNorWrittenTo() throws {
+        let world = try world()
+        let (ann, ben, cat) = (world.nodes[0], world.nodes[1], world.nodes[2])
+        func lines(_ node: ChatWorld.Node) throws -> [String] {
+            try node.database.read { db in try String.fetchAll(db, sql: "SELECT text FROM roomMessage WHERE NOT outgoing ORDER BY id") }
+        }
+        func choose(_ node: ChatWorld.Node, _ list: PeerChoiceStore.List, _ other: ChatWorld.Node) throws {
+            try PeerChoiceStore(database: node.database).add(other.identity.signingPublicKey, name: other.name, to: list, now: world.scheduler.now)
+            node.online.choicesChanged()
+        }
+        _ = cat.notices()
+        try choose(cat, .blocked, ben)
+        #expect(cat.service.peer(ben.identity.signingPublicKey) == nil)
+        _ = try ben.rooms.say("from ben")
+        _ = try cat.rooms.say("from cat")
+        world.step(1)
+        #expect(try lines(ann) == ["from ben", "from cat"])
+        #expect(try lines(cat) == [])
+        #expect(try lines(ben) == [])
+        #expect(cat.service.statistics.dropped["blocked", default: 0] > 0)
+        // Muted, a room keeps its lines and tells nothing of them.
+        try PeerChoiceStore(database: cat.database).setMuted(place: "room 1.2", true, now: world.scheduler.now)
+        cat.online.choicesChanged()
+        _ = cat.notices()
+        _ = try ann.rooms.say("quietly")
+        world.step(1)
+        #expect(try lines(cat) == ["quietly"])
+        #expect(!cat.notices().contains { $0.contains("quietly") })
+        // The host blocks him: out of the roster, he reaches nobody.
+        try choose(ann, .blocked, ben)
+        world.step(2)
+        #expect(try ann.rooms.members()?.contains { $0.name.hasPrefix("ben#") } == false)
+        _ = try? ben.rooms.say("anyone?")
+        world.step(1)
+        #expect(try lines(ann) == ["from ben", "from cat"])
+        #expect(try lines(cat) == ["quietly"])
+        // A room ben hosts cannot be joined by cat.
+        _ = try ben.rooms.leave()
+        _ = try cat.rooms.leave()
+        _ = try ann.rooms.close()
+        world.step(1)
+        try ben.rooms.host(RoomID(major: 3, minor: 4))
+        try cat.rooms.listen()
+        world.step(3)
+        #expect(cat.rooms.currentRoom == nil)
+        #expect(cat.service.blockedBeacons > 0)
+    }
+
     @Test func aLostCopyIsSentAgainAndStoredOnce() throws {
         let world = try world()
         let (ann, ben) = (world.nodes[0], world.nodes[1])
