@@ -190,21 +190,6 @@ def udp_ping_pong(rounds):
     return times
 
 
-def one_way(writer, reader, lines):
-    """One-way latencies (seconds) of `lines`, each written into `writer`'s standard input once
-    the one before came out of `reader`'s standard output: the same pipes-in, pipes-out method
-    for seance and for its references."""
-    times = []
-    for line in lines:
-        start = time.perf_counter()
-        writer.stdin.write(line + "\n")
-        writer.stdin.flush()
-        seen = wait_for_line(reader, line, 5)
-        if seen is not None:
-            times.append(seen - start)
-    return times
-
-
 SETS, ROUNDS = 5, 1000
 """Latencies: sets of pings, each after a set of its reference's (the two interleaved). A set's
 p99 is its 10th slowest ping: of 400 pings (the 4th) it moved by a fifth between runs."""

@@ -161,6 +161,21 @@ def wait_for_line(proc, needle, timeout):
     return None
 
 
+def one_way(writer, reader, lines):
+    """One-way latencies (seconds) of `lines`, each written into `writer`'s standard input once
+    the one before came out of `reader`'s standard output: the same pipes-in, pipes-out method
+    for seance and for its references."""
+    times = []
+    for line in lines:
+        start = time.perf_counter()
+        writer.stdin.write(line + "\n")
+        writer.stdin.flush()
+        seen = wait_for_line(reader, line, 5)
+        if seen is not None:
+            times.append(seen - start)
+    return times
+
+
 def count_arrivals(proc, quiet):
     """Peers proc reports arriving before it is quiet for `quiet` seconds: its "is nearby" lines,
     plus the ones its notice limit held back and counted in one line."""

@@ -4,8 +4,11 @@ in. Frames are signed before the flood starts (their timestamps spread over it, 
 fresh when it goes), so the rate is the wire's, not Python's signing.
 
     ip netns exec HOST python3 bench/flood.py --address 198.18.0.3 --rate 2000 --keys 300 --seconds 8
+
+Their names are x0, x1, … (`block x7 --yes` blocks one, once it has been heard).
 """
 import argparse
+import hashlib
 import socket
 import time
 
@@ -21,8 +24,9 @@ def main():
     parser.add_argument("--keys", type=int, default=300)
     parser.add_argument("--seconds", type=float, default=8)
     parser.add_argument("--start-in", type=float, default=6, help="seconds from now to the flood (signing comes first)")
+    parser.add_argument("--seed", help="make the keys from this text (the same keys in every run), else fresh ones")
     args = parser.parse_args()
-    identities = [Identity() for _ in range(args.keys)]
+    identities = [Identity(hashlib.sha256(f"{args.seed}/{n}".encode()).digest() if args.seed else None) for n in range(args.keys)]
     count = int(args.rate * args.seconds)
     start_ms = int((time.time() + args.start_in) * 1000)
     frames = [identities[n % args.keys].announcement(f"x{n % args.keys}", interval_ms=5000, timestamp_ms=start_ms + n * 1000 // args.rate)

@@ -15,8 +15,9 @@ ANNOUNCE = 1
 class Identity:
     """An Ed25519 signing key (what a profile is known by) and its frames' sequence numbers."""
 
-    def __init__(self):
-        self.key = Ed25519PrivateKey.generate()
+    def __init__(self, seed=None):
+        """`seed`: 32 bytes the key is made from (the same key in another process), else a fresh one."""
+        self.key = Ed25519PrivateKey.from_private_bytes(seed) if seed else Ed25519PrivateKey.generate()
         self.public = self.key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
         self.sequence = 0
 

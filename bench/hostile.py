@@ -7,6 +7,7 @@ import re
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 from common import Hosts, make_profile, next_line, percentile, record, section, wait_for_line
@@ -23,12 +24,16 @@ def shell(binary, data, name, password, env, prefix, *lines):
     return proc
 
 
+def flood(hosts, host, rate, keys, seconds, seed=None, start_in=6):
+    return subprocess.Popen([*hosts.run(host), sys.executable, FLOOD, "--address", hosts.address(host), "--rate", str(rate),
+                             "--keys", str(keys), "--seconds", str(seconds), "--start-in", str(start_in)]
+                            + (["--seed", seed] if seed else []), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+
 def window(ann, ben, hosts, floods, seconds, label):
-    """`seconds` of ben writing to ann every 50 ms while `floods` (host, rate, keys) run: ann's
-    CPU share, and each line's way from ben's input to ann's output."""
-    attackers = [subprocess.Popen([*hosts.run(host), sys.executable, FLOOD, "--address", hosts.address(host), "--rate", str(rate),
-                                   "--keys", str(keys), "--seconds", str(seconds)],
-                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) for host, rate, keys in floods]
+    """`seconds` of ben writing to ann every 50 ms while `floods` (host, rate, keys, seed) run:
+    ann's CPU share, and each line's way from ben's input to ann's output."""
+    attackers = [flood(hosts, host, rate, keys, seconds, seed) for host, rate, keys, seed in floods]
     for attacker in attackers:
         wait_for_line(attacker, "flooding", 120)
     before, began = cpu_seconds_precise(ann.pid), time.perf_counter()
@@ -69,22 +74,35 @@ def hostile(binary, work, env):
     make_profile(binary, b_dir, "ben", password, env)
     ann = shell(binary, a_dir, "ann", password, env, hosts.run(1))
     ben = shell(binary, b_dir, "ben", password, env, hosts.run(2), "open ann --wait 20")
+    # Nobody reads ben's bubbles: drained, or a full pipe would stop ben after some 130 lines.
+    threading.Thread(target=lambda: [None for _ in iter(lambda: ben.stdout.read(65536), "")], daemon=True).start()
     try:
         wait_for_line(ann, "ben#", 20)
         time.sleep(2)
+        # 300 keys heard once each (slowly, within every limit), then blocked: their flood is
+        # measured beside the same flood from 300 keys never heard.
+        announcer = flood(hosts, 3, 15, 300, 20, seed="blocked", start_in=1)
+        announcer.wait()
+        time.sleep(1)
+        ann.stdin.write("".join(f"block x{n} --yes\n" for n in range(300)) + "echo blocked-all\n")
+        ann.stdin.flush()
+        wait_for_line(ann, "blocked-all", 60)
         results = {}
         for name, floods, target in [("quiet", [], None),
-                                     ("one host", [(3, 2000, 300)], 0.10),
-                                     ("three hosts", [(3, 3334, 1000), (4, 3333, 1000), (5, 3333, 1000)], 0.20)]:
+                                     ("one host", [(3, 2000, 300, None)], 0.10),
+                                     ("one host, blocked keys", [(3, 2000, 300, "blocked")], None),
+                                     ("three hosts", [(3, 3334, 1000, None), (4, 3333, 1000, None), (5, 3333, 1000, None)], 0.20)]:
             share, latencies, sent = window(ann, ben, hosts, floods, 8, name.replace(" ", "-"))
             results[name] = dict(core_share=share, lines=sent, arrived=len(latencies),
                                  p50=percentile(latencies, 0.5) if latencies else None,
                                  p99=percentile(latencies, 0.99) if latencies else None)
-            rate = sum(rate for _, rate, _ in floods)
-            what = f"{rate:,}/s from {sum(k for _, _, k in floods):,} keys on {len(floods)} host{'s' * (len(floods) > 1)}" if floods else "no flood"
+            rate = sum(rate for _, rate, _, _ in floods)
+            blocked = " blocked" if any(seed for *_, seed in floods) else ""
+            what = (f"{rate:,}/s from {sum(k for _, _, k, _ in floods):,}{blocked} keys on {len(floods)} host{'s' * (len(floods) > 1)}"
+                    if floods else "no flood")
             lat = (f"p50 {results[name]['p50'] * 1e3:6.2f} ms  p99 {results[name]['p99'] * 1e3:6.2f} ms" if latencies else "none arrived")
-            print(f"{what:40} listener {share * 100:5.1f} % of a core   ben's lines {len(latencies)}/{sent} arrived, {lat}"
-                  + (f"   (target: at most {target * 100:.0f} %)" if target else "   (reference)"))
+            print(f"{what:48} listener {share * 100:5.1f} % of a core   ben's lines {len(latencies)}/{sent} arrived, {lat}"
+                  + (f"   (target: at most {target * 100:.0f} %)" if target else "   (reference)" if not floods else ""))
         after = stats(ann)
         listed = any("ben#" in line and " seen " in line for line in after)
         counts = next((line for line in after if line.startswith("sent ")), "")
