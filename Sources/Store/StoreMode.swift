@@ -127,7 +127,8 @@ package final class StoreMode {
     private func useCandle(_ shell: Shell) throws {
         let login = try login()
         guard let lifted = try ledger(shell).useCandle(profile: login.profile.id, curses: curses, now: shell.session.clock()) else {
-            return shell.console.print("no curse is on you: the candle is kept for when one is")
+            // Refused like every other action that cannot be done now (exit status 1 in a script).
+            throw UserError("no curse is on you: the candle is kept for when one is")
         }
         shell.console.print("the candle burns down, and \(lifted) is lifted")
     }
