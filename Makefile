@@ -5,11 +5,13 @@ SWIFT        ?= swift
 RELEASE_FLAGS = -c release --static-swift-stdlib
 BUILD_PACKAGES = libedit-dev libsqlite3-dev libstb-dev libmosquitto-dev pkg-config
 # What the tests use besides the build: namespaces and routes, packet loss, a terminal, a reference,
-# brokers (started by the tests themselves, inside their namespaces) and MQTT clients.
-TEST_PACKAGES  = iproute2 nftables tmux sqlite3 util-linux python3 python3-venv python3-cryptography time mosquitto mosquitto-clients nats-server
+# brokers (started by the tests themselves, inside their namespaces) and MQTT clients; groff to
+# read the manual page, and the three shells whose completions are loaded.
+TEST_PACKAGES  = iproute2 nftables tmux sqlite3 util-linux python3 python3-venv python3-cryptography time mosquitto mosquitto-clients nats-server \
+                 groff-base bash-completion zsh fish
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all setup setup-test build release run test bench fuzz clean
+.PHONY: all setup setup-test build release run test bench fuzz clean install uninstall
 
 all: build
 
@@ -37,6 +39,29 @@ release: setup
 
 run: release
 	./.build/release/seance $(ARGS)
+
+# `make install` (PREFIX, default /usr/local; DESTDIR for a staging root): the stripped release
+# binary, seance(1) and the completions of bash, zsh and fish where each shell looks for them,
+# all written by the binary itself (the manual page from its own registry and flags).
+PREFIX   ?= /usr/local
+BINDIR    = $(DESTDIR)$(PREFIX)/bin
+MANDIR    = $(DESTDIR)$(PREFIX)/share/man/man1
+BASHDIR   = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+ZSHDIR    = $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+FISHDIR   = $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+INSTALLED = $(BINDIR)/seance $(MANDIR)/seance.1 $(BASHDIR)/seance $(ZSHDIR)/_seance $(FISHDIR)/seance.fish
+install: release
+	install -d $(BINDIR) $(MANDIR) $(BASHDIR) $(ZSHDIR) $(FISHDIR)
+	install -m 755 -s .build/release/seance $(BINDIR)/seance
+	.build/release/seance --manual-page > .build/seance.1
+	install -m 644 .build/seance.1 $(MANDIR)/seance.1
+	for shell in bash zsh fish; do .build/release/seance --generate-completion-script $$shell > .build/seance.$$shell || exit 1; done
+	install -m 644 .build/seance.bash $(BASHDIR)/seance
+	install -m 644 .build/seance.zsh $(ZSHDIR)/_seance
+	install -m 644 .build/seance.fish $(FISHDIR)/seance.fish
+
+uninstall:
+	rm -f $(INSTALLED)
 
 # Python packages of the tests and benchmarks, in a virtual environment of their own (nothing
 # is installed system-wide): an independent Noise implementation for NoiseTests (noiseprotocol,

@@ -53,6 +53,8 @@ class LinkCounter(threading.Thread):
                 data = self.sock.recv(2048)
             except socket.timeout:
                 continue
+            except OSError:  # Closed by stop().
+                break
             if len(data) < 8 or data[:4] != b"SEAN" or data[4] != 2:
                 continue
             kind = {1: "answer" if struct.unpack(">H", data[6:8])[0] & 1 else "refresh", 8: "query"}.get(data[5])

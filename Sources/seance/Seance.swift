@@ -1,5 +1,6 @@
 import App
 import ArgumentParser
+import Foundation
 import Glibc
 import Terminal
 
@@ -16,7 +17,8 @@ struct Seance: ParsableCommand {
             """,
         version: App.version)
 
-    @Option(name: .customLong("data-dir"), help: ArgumentHelp("Where the database and history live.", valueName: "dir"))
+    @Option(name: .customLong("data-dir"), help: ArgumentHelp("Where the database and history live.", valueName: "dir"),
+            completion: .directory)
     var dataDirectory: String?
 
     @Option(help: ArgumentHelp("Make every random choice reproducible.", valueName: "n"))
@@ -60,7 +62,7 @@ struct Seance: ParsableCommand {
     @Option(help: help("broker"))
     var broker: String?
 
-    @Option(name: .customLong("broker-ca"), help: help("broker-ca"))
+    @Option(name: .customLong("broker-ca"), help: help("broker-ca"), completion: .file(extensions: ["pem", "crt"]))
     var brokerCA: String?
 
     @Option(name: .customLong("broker-prefix"), help: help("broker-prefix"))
@@ -69,18 +71,25 @@ struct Seance: ParsableCommand {
     @Option(help: help("linger"))
     var linger: String?
 
-    @Option(help: help("conversation"))
+    @Option(help: help("conversation"), completion: .list(["bubbles", "compact"]))
     var conversation: String?
 
     @Flag(name: .customLong("no-lan"), help: ArgumentHelp(Settings.named("no-lan")!.help))
     var noLAN = false
 
-    @Argument(help: ArgumentHelp("A file of commands to run.", valueName: "script"))
+    @Argument(help: ArgumentHelp("A file of commands to run.", valueName: "script"), completion: .file())
     var script: String?
 
     /// The common flags are read without the full parser's reflection (most of start-up);
     /// anything else — help, a mistake — goes to it.
     static func main() {
+        // The manual page, for `make install`: written from the flags as this parser knows
+        // them and the shell's own registry.
+        if Array(CommandLine.arguments.dropFirst()) == ["--manual-page"] {
+            print(App.manualPage(abstract: configuration.abstract, discussion: configuration.discussion, options: manualOptions()),
+                  terminator: "")
+            return
+        }
         if let options = LaunchOptions(commonFlags: Array(CommandLine.arguments.dropFirst())) {
             Glibc.exit(App.run(options).exitStatus)
         }
@@ -134,6 +143,28 @@ struct Seance: ParsableCommand {
 }
 
 extension ColorMode: ExpressibleByArgument {}
+
+/// The flags and the argument as the parser describes them (its own dump: what `--help` prints).
+private func manualOptions() -> [ManualOption] {
+    struct Dump: Decodable {
+        struct Command: Decodable { var arguments: [Argument] }
+        struct Argument: Decodable {
+            struct Name: Decodable { var kind: String; var name: String }
+            var kind: String
+            var names: [Name]?
+            var valueName: String?
+            var abstract: String?
+            var shouldDisplay: Bool
+        }
+        var command: Command
+    }
+    guard let dump = try? JSONDecoder().decode(Dump.self, from: Data(Seance._dumpHelp().utf8)) else { return [] }
+    return dump.command.arguments.filter(\.shouldDisplay).map { argument in
+        let names = (argument.names ?? []).map { ($0.kind == "short" ? "-" : "--") + $0.name }
+        return ManualOption(names: argument.kind == "positional" ? [] : names,
+                                 value: argument.kind == "flag" ? nil : argument.valueName, help: argument.abstract ?? "")
+    }
+}
 
 /// A chat setting's help, from its one declaration.
 private func help(_ key: String) -> ArgumentHelp {
