@@ -190,6 +190,8 @@ def lan_crowds(binary, work, env, sizes, settle, watch, newcomer_runs, kernel_ba
         link.stop()
         hosts.close()
     small, large = results[min(sizes)], results[max(sizes)]
+    if len(results) < 2:
+        return record("crowds", **{str(size): figures for size, figures in results.items()})
     per_peer = (large["rss_mib"] - small["rss_mib"]) * 1024 / (max(sizes) - min(sizes))
     record("crowds", **{str(size): figures for size, figures in results.items()}, memory_per_peer_kib=per_peer)
     print(f"observer CPU, N = {max(sizes)} over N = {min(sizes)}:   {large['core_share'] / small['core_share']:5.2f} x   (target: at most 2x)")

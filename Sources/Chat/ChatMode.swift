@@ -212,9 +212,13 @@ package final class ChatMode {
         guard let context else { throw UserError("you are offline: chat brings you online") }
         let now = shell.session.clock()
         // Renamed by a rule (amnesia): no avatar, no fingerprint either.
-        let (visible, names) = context.engine.sync {
+        // One visit to the engine for the whole list (a crowd of 500 made it 500 visits, each
+        // queued behind whatever the engine was doing). How each is reached, the preferred
+        // way first: lan, broker, or lan+broker.
+        let (visible, names, vias) = context.engine.sync {
             let visible = context.presence.peers().filter(context.rules.canSee)
-            return (visible, visible.map { context.rules.shownName(of: $0.signingKey) })
+            return (visible, visible.map { context.rules.shownName(of: $0.signingKey) },
+                    visible.map { context.presence.routesByPreference(of: $0).joined(separator: "+") })
         }
         let locals = localPeers()
         guard !visible.isEmpty || !locals.isEmpty else { return shell.console.print("nobody you can see is nearby") }
@@ -228,12 +232,10 @@ package final class ChatMode {
         }
         let trust = TrustStore(database: context.database)
         var rows: [String] = []
-        for (peer, renamed) in zip(visible, names) {
+        for ((peer, renamed), via) in zip(zip(visible, names), vias) {
             let plane = Plane(wireValue: peer.announcement.plane)?.name ?? "?"
             let age = Self.age(now - peer.lastSaid)
             let avatar = renamed == nil ? avatarCell(peer, service: context.presence, capabilities: shell.capabilities) : ""
-            // How it is reached, the preferred way first: lan, broker, or lan+broker.
-            let via = context.presence.routeNames(of: peer).joined(separator: "+")
             // A key using a name trusted for another key stays marked, every listing.
             let note = renamed == nil ? Self.trustNote(trust.trustedKey(forName: peer.name), peer.signingKey) : ""
             rows.append("\(DisplayWidth.pad(avatar, to: 2)) \(DisplayWidth.pad(renamed ?? peer.shownHandle, to: nameWidth)) "

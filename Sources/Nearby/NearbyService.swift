@@ -222,8 +222,11 @@ package final class NearbyService: Sendable {
         }
     }
 
-    /// The names of the transports a peer is heard on, the preferred first (for `nearby`).
-    package func routeNames(of peer: Peer) -> [String] { engine.sync { directRoutes(of: peer).map(\.transport) } }
+    /// The names of the transports a peer is heard on, the preferred first (from any thread).
+    package func routeNames(of peer: Peer) -> [String] { engine.sync { routesByPreference(of: peer) } }
+
+    /// The same, on the engine (`nearby` asks for a whole crowd in one visit).
+    package func routesByPreference(of peer: Peer) -> [String] { directRoutes(of: peer).map(\.transport) }
 
     /// Broadcasts on `topic` wanted, or no longer, on every transport (a broker subscribes to
     /// it only then; the LAN hears everything anyway).
