@@ -93,20 +93,16 @@ extension ChatMode {
             guard let conversation = openConversation else { throw UserError("whom? give a name (or open their conversation first)") }
             return .init(signingKey: conversation.peerKey, name: conversation.peerName, since: 0)
         }
-        let (name, fingerprint) = PeerIdentity.split(wanted)
         let me = profiles.current!.identity.signingPublicKey
-        let talkedTo = try MessageStore(database: store.database).conversations(myKey: me, peerName: name)
-            .filter { fingerprint == nil || PeerIdentity.fingerprint(of: $0.peerKey) == fingerprint }
+        let talkedTo = try MessageStore(database: store.database).conversations(myKey: me, peerName: PeerIdentity.split(wanted).name)
+            .filter { PeerIdentity.answers(wanted, name: $0.peerName, signingKey: $0.peerKey) }
             .map { PeerChoiceStore.Choice(signingKey: $0.peerKey, name: $0.peerName, since: 0) }
         return try pick(wanted, among: try store.seen(wanted) + talkedTo, shell)
     }
 
     /// Whom `wanted` means among those on `list`.
     private func chosen(_ wanted: String, in list: PeerChoiceStore.List, _ shell: Shell) throws -> PeerChoiceStore.Choice {
-        let (name, fingerprint) = PeerIdentity.split(wanted)
-        let matching = try choices(shell).all(list).filter {
-            $0.name.caseInsensitiveCompare(name) == .orderedSame && (fingerprint == nil || PeerIdentity.fingerprint(of: $0.signingKey) == fingerprint)
-        }
+        let matching = try choices(shell).all(list).filter { PeerIdentity.answers(wanted, name: $0.name, signingKey: $0.signingKey) }
         guard !matching.isEmpty else { throw UserError("\(SafeText.visible(wanted)) is not \(list == .blocked ? "blocked" : "muted")") }
         return try pick(wanted, among: matching, shell)
     }

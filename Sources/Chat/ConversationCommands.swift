@@ -82,11 +82,11 @@ extension ChatMode {
             return
         }
         guard let me = profiles.current else { throw ProfileError.notLoggedIn }
-        let (name, fingerprint) = PeerIdentity.split(wanted)
+        let name = PeerIdentity.split(wanted).name
         let visible = visiblePeers(matching: wanted)
         let store = MessageStore(database: try shell.session.openDatabase())
         let past = try store.conversations(myKey: me.identity.signingPublicKey, peerName: name).filter {
-            fingerprint == nil || PeerIdentity.fingerprint(of: $0.peerKey) == fingerprint
+            PeerIdentity.answers(wanted, name: $0.peerName, signingKey: $0.peerKey)
         }
         // Everyone the name could mean, in sight or talked to before: more than one key is a
         // question to ask (at a terminal; a script is told to say which), never a silent pick.

@@ -79,11 +79,10 @@ package struct PeerChoiceStore: Sendable {
     /// Every key seen with a name (`bob`, `BOB`: names are matched without case) or, given
     /// `name#fingerprint`, that one key: whom `block NAME` could mean.
     package func seen(_ wanted: String) throws -> [Choice] {
-        let (name, fingerprint) = PeerIdentity.split(wanted)
-        return try database.read { db in
+        try database.read { db in
             try Row.fetchAll(db, sql: "SELECT signingKey, name, firstSeen FROM knownPeer WHERE name = ? ORDER BY firstSeen",
-                             arguments: [name]).map { Choice(signingKey: $0["signingKey"], name: $0["name"], since: $0["firstSeen"]) }
-        }.filter { fingerprint == nil || PeerIdentity.fingerprint(of: $0.signingKey) == fingerprint }
+                             arguments: [PeerIdentity.split(wanted).name]).map { Choice(signingKey: $0["signingKey"], name: $0["name"], since: $0["firstSeen"]) }
+        }.filter { PeerIdentity.answers(wanted, name: $0.name, signingKey: $0.signingKey) }
     }
 }
 

@@ -164,10 +164,7 @@ package struct Peer: Equatable, Sendable {
     package var handle: String { PeerIdentity.handle(name: name, signingKey: signingKey) }
 
     /// Whether `wanted` (a name, any case, or `name#fp`) can mean this peer.
-    package func answers(to wanted: String) -> Bool {
-        let (name, fingerprint) = PeerIdentity.split(wanted)
-        return self.name.caseInsensitiveCompare(name) == .orderedSame && (fingerprint == nil || self.fingerprint == fingerprint)
-    }
+    package func answers(to wanted: String) -> Bool { PeerIdentity.answers(wanted, name: name, signingKey: signingKey) }
 
     /// The routes not expired at `now` (as `timing` counts), ranked by `preference` (transport
     /// names, the preferred first); a route still live is never passed over for a stale one.

@@ -36,13 +36,14 @@ extension RoomsOnline {
             let forged = owner != sender
             if state.heard[key] == nil {
                 if state.heard.count >= Self.heardLimit {
-                    // The stalest forgery goes first, else the stalest beacon: ownership is kept
-                    // in `owners`, so what is forgotten here is only no longer listed (and an
-                    // owner's next beacon lists it again).
+                    // The stalest forgery goes first, else the stalest beacon (one pass): ownership
+                    // is kept in `owners`, so what is forgotten here is only no longer listed (and
+                    // an owner's next beacon lists it again).
                     let owners = state.owners
-                    let stalest = state.heard.filter { owners.owner(of: $0.key.room) != $0.key.host }
-                        .min { $0.value.lastHeard < $1.value.lastHeard } ?? state.heard.min { $0.value.lastHeard < $1.value.lastHeard }
-                    if let stalest { state.heard[stalest.key] = nil }
+                    func rank(_ heard: (key: HeardKey, value: Heard)) -> (Int, Double) {
+                        (owners.owner(of: heard.key.room) == heard.key.host ? 1 : 0, heard.value.lastHeard)
+                    }
+                    if let stalest = state.heard.min(by: { rank($0) < rank($1) }) { state.heard[stalest.key] = nil }
                 }
                 state.heard[key] = Heard(room: beacon.room, host: sender, firstHeard: now, lastHeard: now, forged: forged)
                 // A forgery is told at most once a room every half minute (the rest counted).

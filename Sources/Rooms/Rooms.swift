@@ -44,8 +44,8 @@ final class RoomsOnline: Sendable {
     /// heard for `memberLimit`.
     static let probeEvery = 2
     static let memberLimit = 15.0
-    /// Beacons remembered at most: a flood of made-up rooms must not grow the table (a live
-    /// owner's is never the one forgotten: `RoomOwners`).
+    /// Beacons remembered at most: a flood of made-up rooms must not grow the table (who owns a
+    /// room is kept apart, in `RoomOwners`: what is forgotten here is only no longer listed).
     static let heardLimit = 256
     /// A copy of a line is sent this many times at most, with the backoff messages have, until
     /// acknowledged (`ReliableCopies`).

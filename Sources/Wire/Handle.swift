@@ -26,6 +26,13 @@ package enum PeerIdentity {
     /// `name#fp`: the name as given, and the key's fingerprint.
     package static func handle(name: String, signingKey: Data) -> String { name + "#" + fingerprint(of: signingKey) }
 
+    /// Whether `wanted` (a name, or `name#fp`) means the key `signingKey` known as `name`:
+    /// the names alike but for case, and the fingerprint, when given, its own.
+    package static func answers(_ wanted: String, name: String, signingKey: Data) -> Bool {
+        let (wantedName, fingerprint) = split(wanted)
+        return name.caseInsensitiveCompare(wantedName) == .orderedSame && (fingerprint == nil || self.fingerprint(of: signingKey) == fingerprint)
+    }
+
     /// A handle as typed, split at its last `#`: the name, and the fingerprint (lower-cased)
     /// when one was given.
     package static func split(_ handle: String) -> (name: String, fingerprint: String?) {
