@@ -91,7 +91,7 @@ package enum App {
     /// The environment variables seance reads, and nothing else.
     static func environment() -> [String: String] {
         var result: [String: String] = [:]
-        for key in ["TERM", "NO_COLOR", "COLORTERM", "HOME", "XDG_DATA_HOME", "COLUMNS"] {
+        for key in ["TERM", "NO_COLOR", "COLORTERM", "HOME", "XDG_DATA_HOME", "COLUMNS", "TMUX"] {
             if let value = getenv(key) { result[key] = String(cString: value) }
         }
         return result
@@ -142,6 +142,10 @@ package enum App {
             network = try Settings.resolve(flags: options.settings, file: file)
         } catch {
             return .startFailed(String(describing: error))
+        }
+        // Alerts draw a person's attention: never a script's.
+        if interactive, network.notify != .off {
+            console.attention = Attention(mode: network.notify, showsText: network.notifyText, throughTmux: environment["TMUX"] != nil)
         }
         let battery = Battery(override: options.battery)
         let profiles = Profiles()

@@ -42,7 +42,9 @@ extension App {
                           ("NO_COLOR", "Set and not empty: no colour unless --color always."),
                           ("COLORTERM", "truecolor or 24bit: colours in 24 bits."),
                           ("TERM", "dumb: no colour and no line editing; a 256color terminal gets 256 colours."),
-                          ("COLUMNS", "The width to draw to when it cannot be asked of the terminal.")],
+                          ("COLUMNS", "The width to draw to when it cannot be asked of the terminal."),
+                          ("TMUX", "Set (inside tmux): desktop notifications are wrapped to pass through tmux, which shows them "
+                           + "where its allow-passthrough option is on.")],
             exitStatus: ["0: every command succeeded (at a terminal: always, once seance ends).",
                          "1: in a script, -c or a pipe, some command failed (each error is printed on standard error "
                          + "as 'line N: message'); or seance could not start (a bad flag, an unreadable data directory "

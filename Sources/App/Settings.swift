@@ -2,6 +2,7 @@ import ChatViews
 import LAN
 import MQTT
 import Nearby
+import Shell
 import Storage
 
 /// Where and how chat goes online, resolved from the flags, `seance.conf` and the defaults.
@@ -17,6 +18,10 @@ package struct NetworkConfiguration: Sendable, Equatable {
     package var linger = 2.0
     /// How conversations are drawn.
     package var conversationLayout = ConversationLayout.bubbles
+    /// How what arrives for the user is told at a terminal: the bell, a desktop notification too, or nothing.
+    package var notify = Attention.Mode.bell
+    /// A desktop notification carries the message's text too.
+    package var notifyText = false
 
     package init() {}
 
@@ -142,15 +147,34 @@ package enum Settings {
             }
             config.conversationLayout = layout
         },
+        Setting(key: "notify", valueName: "bell|desktop|off",
+                help: "When something arrives for you while you look elsewhere, at a terminal: ring the bell (once a burst), "
+                    + "also send a desktop notification through the terminal (OSC 777 and 9), or nothing (default bell).",
+                repeatable: false) { config, values in
+            guard let mode = Attention.Mode(rawValue: values.last!.lowercased()) else {
+                throw SettingsError(description: "notify must be bell, desktop or off, not '\(values.last!)'")
+            }
+            config.notify = mode
+        },
+        Setting(key: "notify-text", valueName: "yes|no",
+                help: "Desktop notifications show the message's text, not only who wrote (default no).",
+                repeatable: false) { config, values in
+            config.notifyText = try yesOrNo(values.last!, key: "notify-text")
+        },
         Setting(key: "no-lan", valueName: "yes|no",
                 help: "Chat through the broker only, not on the local network.", repeatable: false) { config, values in
-            switch values.last!.lowercased() {
-            case "", "yes", "true", "on", "1": config.lanEnabled = false
-            case "no", "false", "off", "0": config.lanEnabled = true
-            default: throw SettingsError(description: "no-lan must be yes or no, not '\(values.last!)'")
-            }
+            config.lanEnabled = try !yesOrNo(values.last!, key: "no-lan")
         },
     ]
+
+    /// A yes-or-no setting's value; given with no value (a flag), yes.
+    private static func yesOrNo(_ value: String, key: String) throws(SettingsError) -> Bool {
+        switch value.lowercased() {
+        case "", "yes", "true", "on", "1": return true
+        case "no", "false", "off", "0": return false
+        default: throw SettingsError(description: "\(key) must be yes or no, not '\(value)'")
+        }
+    }
 
     package static func named(_ key: String) -> Setting? { all.first { $0.key == key } }
 

@@ -101,7 +101,13 @@ package final class ChatMode {
         }
         shell.onExit.append { [unowned self, unowned shell] in self.goOffline(telling: shell.console) }
         let ascii = shell.capabilities.ascii
-        shell.promptMarks.append { [unowned self] in self.online.isOnline ? (ascii ? "*" : "●") : "" }
+        // Online, and at a terminal how many messages wait to be read (`chat●2>`), as a phone's badge.
+        let interactive = shell.capabilities.interactive
+        shell.promptMarks.append { [unowned self] in
+            guard let context = self.context else { return "" }
+            let unread = interactive ? (try? MessageStore(database: context.database).unreadCount(myKey: context.me)) ?? 0 : 0
+            return (ascii ? "*" : "●") + (unread > 0 ? String(unread) : "")
+        }
         shell.console.redrawAfterResize = { [unowned self, unowned shell] in self.redrawAfterResize(shell) }
         shell.register(Command("trust", scope: .mode("chat"),
                                arguments: [.positional("peer", help: "name#fingerprint of the key to trust for that name")],

@@ -1,6 +1,7 @@
 import ChatViews
 import Foundation
 import Nearby
+import Runtime
 import Shell
 import Terminal
 
@@ -123,7 +124,8 @@ final class ChatNotices: Sendable {
             } else if !context.rules.isMuted(from.signingKey) {
                 let preview = ConversationView.preview(message.text, width: 40)
                 let sender = context.rules.shownName(of: from.signingKey) ?? from.shownHandle
-                inbox.post(styler.apply(.magenta, "✉") + " \(sender): \(preview)   (open \(sender))")
+                inbox.post(styler.apply(.magenta, "✉") + " \(sender): \(preview)   (open \(sender))",
+                           alert: Alert(who: sender, what: "wrote to you", text: message.text))
             }
         case .stateChanged(let conversation, let numbers, let state):
             guard self.state.value.open?.id == conversation, !numbers.isEmpty else { return }
@@ -138,6 +140,13 @@ final class ChatNotices: Sendable {
                     ConversationView(capabilities: capabilities, columns: columns).statusTail(number: number, state: state)
                 }
             }) { missed in line(missed.map(\.id)) })
+        case .awaitedArrived(let conversation, let peer, let waiting):
+            // Whoever has the conversation open sees its states change; a muted person comes quietly.
+            guard state.value.open?.id != conversation, !context.rules.isMuted(peer.signingKey),
+                  context.rules.allowsSight(of: peer) else { return }
+            let name = context.rules.shownName(of: peer.signingKey) ?? peer.shownHandle
+            let what = waiting == 1 ? "your waiting message goes now" : "your \(waiting) waiting messages go now"
+            inbox.post(styler.apply(.magenta, "✉") + " \(name) is here: \(what)", alert: Alert(who: name, what: "is here"))
         case .notStored(_, let numbers, let reason):
             // Said wherever the user is: a line they typed was neither kept nor sent.
             guard let which = ChatMode.span(numbers) else { return }

@@ -1,6 +1,7 @@
 import ChatViews
 import Foundation
 import Nearby
+import Runtime
 import Shell
 import Storage
 import Store
@@ -104,7 +105,8 @@ final class CursesOnline: Sendable {
             state.value.active.append(curse)
             scheduleEnd(curse)
             outcome = .tookHold
-            post("\(name(of: peer)) cursed you with \(cast.kind.rawValue) for \(cast.minutes) min: \(cast.kind.effect)")
+            post("\(name(of: peer)) cursed you with \(cast.kind.rawValue) for \(cast.minutes) min: \(cast.kind.effect)",
+                 alert: Alert(who: name(of: peer), what: "cursed you with \(cast.kind.rawValue)"))
         }
         context.presence.send(CurseAnswer(caster: peer.signingKey, id: cast.id, outcome: outcome), to: peer)
     }
@@ -218,7 +220,8 @@ final class CursesOnline: Sendable {
         context.rules.shownName(of: curse.casterKey) ?? SafeText.visible(curse.casterHandle)
     }
 
-    private func post(_ text: String) {
-        context.inbox.post(styler.apply(.magenta + .bold, "☠") + " " + text)
+    private func post(_ text: String, alert: Alert? = nil) {
+        let line = styler.apply(.magenta + .bold, "☠") + " " + text
+        if let alert { context.inbox.post(line, alert: alert) } else { context.inbox.post(line) }
     }
 }

@@ -11,6 +11,8 @@ package enum DeliveryEvent: Sendable {
     case stateChanged(conversation: Int64, numbers: [Int64], state: ChatMessage.State)
     /// Your messages could not be written (the database refused): they were not sent.
     case notStored(conversation: Int64, numbers: [Int64], reason: String)
+    /// A peer that messages of yours waited for came into reach: they go now.
+    case awaitedArrived(conversation: Int64, peer: Peer, waiting: Int)
 }
 
 /// What delivery sends: a packet of one of its four kinds.
@@ -257,20 +259,29 @@ package final class DeliveryService: Sendable {
         }
     }
 
-    /// A peer came (back) into range: its outbox is loaded and everything is sent at once.
-    package func peerArrived(_ peer: Peer) {
-        engine.sync { loadOutbox(of: peer) }
+    /// A peer came (back) into range (`returned`: it was out of sight, not just changed): its
+    /// outbox is loaded and everything is sent at once.
+    package func peerArrived(_ peer: Peer, returned: Bool = false) {
+        engine.sync {
+            let waiting = loadOutbox(of: peer)
+            if returned, waiting > 0, let conversation = links[peer.signingKey]?.conversation {
+                onEvent(.awaitedArrived(conversation: conversation, peer: peer, waiting: waiting))
+            }
+        }
     }
 
-    func loadOutbox(of peer: Peer) {
+    /// Queues what the outbox holds for `peer`; how many messages that is.
+    @discardableResult
+    func loadOutbox(of peer: Peer) -> Int {
         guard let conversation = try? store.existingConversation(myKey: myKey, peerKey: peer.signingKey),
-              let outbox = try? store.outbox(conversation.id), !outbox.isEmpty else { return }
+              let outbox = try? store.outbox(conversation.id), !outbox.isEmpty else { return 0 }
         let now = clock()
         try? withLink(conversation) { link in
             for message in outbox { link.queue.enqueue(Self.fragments(message.row), message: message.id, now: now) }
             link.queue.restart(now: now)
         }
         rearm()
+        return outbox.count
     }
 
     /// A transport came back (a broker reconnected): what waits for an acknowledgement goes

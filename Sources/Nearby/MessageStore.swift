@@ -134,6 +134,18 @@ package struct MessageStore: Sendable {
         try database.read { db in try Self.fetch(db, sql: "SELECT * FROM conversation WHERE id = ?", [id]) }
     }
 
+    /// Messages received and not read yet, from people neither muted nor blocked: the count the
+    /// prompt shows.
+    package func unreadCount(myKey: Data) throws -> Int {
+        try database.read { db in
+            try Int.fetchOne(db, sql: """
+                SELECT coalesce(sum(unread), 0) FROM conversation WHERE myKey = ? AND unread > 0
+                AND peerKey NOT IN (SELECT signingKey FROM \(PeerChoiceStore.List.muted.rawValue))
+                AND peerKey NOT IN (SELECT signingKey FROM \(PeerChoiceStore.List.blocked.rawValue))
+                """, arguments: [myKey]) ?? 0
+        }
+    }
+
     package func conversations(myKey: Data) throws -> [ConversationSummary] {
         try database.read { db in
             try Row.fetchAll(db, sql: """

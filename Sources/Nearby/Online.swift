@@ -89,7 +89,8 @@ package final class Online {
         @Sendable func handle(_ event: PresenceEvent) {
             tell(.presence(event))
             switch event {
-            case .arrived(let peer), .changed(_, let peer): delivered.value?.peerArrived(peer)
+            case .arrived(let peer): delivered.value?.peerArrived(peer, returned: true)
+            case .changed(_, let peer): delivered.value?.peerArrived(peer)
             // What was sent while the broker was away was dropped (never queued in the client).
             case .transport(_, .up): delivered.value?.transportReturned()
             default: break

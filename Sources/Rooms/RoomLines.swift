@@ -1,6 +1,7 @@
 import ChatViews
 import Foundation
 import Nearby
+import Runtime
 import Shell
 import Storage
 import Terminal
@@ -77,7 +78,8 @@ extension RoomsOnline {
             context.inbox.post(.lines { [message] columns in ConversationView(capabilities: capabilities, columns: columns).bubble(message) })
         } else if !context.rules.isMuted(sender) && !context.rules.isMuted(place: Self.place(line.room)) {
             let preview = ConversationView.preview(text, width: 40)
-            post(context, "room \(line.room) · \(message.sender!): \(preview)   (room, to read it there)")
+            post(context, "room \(line.room) · \(message.sender!): \(preview)   (room, to read it there)",
+                 alert: Alert(who: message.sender!, what: "wrote in room \(line.room)", text: text))
         }
     }
 

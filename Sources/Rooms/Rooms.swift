@@ -2,6 +2,7 @@ import Accounts
 import ChatViews
 import Foundation
 import Nearby
+import Runtime
 import Shell
 import Storage
 import Terminal
@@ -360,8 +361,9 @@ final class RoomsOnline: Sendable {
         return "#" + PeerIdentity.fingerprint(of: key)
     }
 
-    func post(_ context: FeatureContext, _ text: String) {
-        context.inbox.post(styler.apply(.cyan, capabilities.ascii ? "@" : "◎") + " " + text)
+    func post(_ context: FeatureContext, _ text: String, alert: Alert? = nil) {
+        let line = styler.apply(.cyan, capabilities.ascii ? "@" : "◎") + " " + text
+        if let alert { context.inbox.post(line, alert: alert) } else { context.inbox.post(line) }
     }
 
     func post(_ context: FeatureContext, warning text: String) {

@@ -45,6 +45,12 @@ package final class AsyncInbox: Sendable {
         if wakeNeeded { writeWakeByte() }
     }
 
+    /// Queues a line and the alert that goes with it (something arrived for the user).
+    package func post(_ line: String, alert: Alert) {
+        post(.line(line))
+        post(.alert(alert))
+    }
+
     /// Wakes the reader without a line (a signal handler uses the same pipe directly).
     package func wake() {
         state.withLock { $0.woken = true }
@@ -85,6 +91,7 @@ package final class AsyncInbox: Sendable {
             case .line(let line): return [line]
             case .lines(let render): return render(columns)
             case .update(let overwrites, let otherwise): return otherwise(overwrites).map { [$0] } ?? []
+            case .alert: return []
             }
         }
     }
@@ -105,6 +112,24 @@ package enum Notice: Sendable {
     /// for the others (scrolled away, or no screen to follow: a pipe), `otherwise` gives the line
     /// to print instead, if any.
     case update([Overwrite], otherwise: @Sendable ([Overwrite]) -> String?)
+    /// Something arrived for the user while they look elsewhere: at a terminal the shell rings
+    /// the bell (and notifies the desktop, when asked to); it prints nothing.
+    case alert(Alert)
+}
+
+/// What an alert says: who, what happened, and the text of it (shown on the desktop only with
+/// `notify-text = yes`). `who` and `text` come from the network: whoever shows them sanitizes.
+package struct Alert: Sendable, Equatable {
+    package var who: String
+    /// What they did, after their name: "wrote to you", "cursed you", …
+    package var what: String
+    package var text: String?
+
+    package init(who: String, what: String, text: String? = nil) {
+        self.who = who
+        self.what = what
+        self.text = text
+    }
 }
 
 /// Text to write over the right end of the line printed with `mark` (a message's state at the

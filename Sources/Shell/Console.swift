@@ -29,6 +29,8 @@ package final class Console {
     /// Where marked lines are on the screen: followed only at a terminal that can move the
     /// cursor back up (`followScreen`).
     private(set) var screen: ScreenRows?
+    /// How alerts are told (the bell, a desktop notification); nil: not at all (a script).
+    package var attention: Attention?
     /// Captured output, for tests that drive the shell without a process.
     private var capture: [String]?
     /// The rows the line accepted last took with its prompt, while nothing has been written
@@ -156,6 +158,7 @@ package final class Console {
         let notices = inbox.drain()
         guard !notices.isEmpty else { return }
         var lines: [String] = []
+        var alerts: [Alert] = []
         func printLines() {
             guard !lines.isEmpty else { return }
             if let printAbovePrompt {
@@ -177,9 +180,16 @@ package final class Console {
                 // Now, while the cursor is where the rows were counted from.
                 if missed.count < overwrites.count { flush() }
                 if let line = otherwise(missed) { lines.append(line) }
+            case .alert(let alert):
+                alerts.append(alert)
             }
         }
         printLines()
+        // After the lines they go with: the bell rings when they are there to read.
+        if !alerts.isEmpty, let escapes = attention?.escapes(for: alerts, now: SystemTime.monotonic()), !escapes.isEmpty {
+            writeUnfollowed(escapes)
+            flush()
+        }
     }
 
     static func writeAll(_ fd: Int32, _ bytes: [UInt8]) {

@@ -74,6 +74,12 @@ struct Seance: ParsableCommand {
     @Option(help: help("conversation"), completion: .list(["bubbles", "compact"]))
     var conversation: String?
 
+    @Option(help: help("notify"), completion: .list(["bell", "desktop", "off"]))
+    var notify: String?
+
+    @Option(name: .customLong("notify-text"), help: help("notify-text"), completion: .list(["yes", "no"]))
+    var notifyText: String?
+
     @Flag(name: .customLong("no-lan"), help: ArgumentHelp(Settings.named("no-lan")!.help))
     var noLAN = false
 
@@ -136,6 +142,8 @@ struct Seance: ParsableCommand {
         settings["broker-prefix"] = brokerPrefix.map { [$0] }
         settings["linger"] = linger.map { [$0] }
         settings["conversation"] = conversation.map { [$0] }
+        settings["notify"] = notify.map { [$0] }
+        settings["notify-text"] = notifyText.map { [$0] }
         settings["no-lan"] = noLAN ? ["yes"] : nil
         options.settings = settings
         return options

@@ -23,7 +23,7 @@ import Testing
         #expect(throws: SettingsError(description: "seance.conf:2: port must be a number, not 'many'")) {
             try ConfigFile.parse("group = 239.1.1.1\nport = many\n", path: "seance.conf")
         }
-        #expect(throws: SettingsError(description: "seance.conf:1: unknown setting 'colour' (group, port, interface, announce-interval, broker, broker-ca, broker-prefix, linger, conversation, no-lan)")) {
+        #expect(throws: SettingsError(description: "seance.conf:1: unknown setting 'colour' (group, port, interface, announce-interval, broker, broker-ca, broker-prefix, linger, conversation, notify, notify-text, no-lan)")) {
             try ConfigFile.parse("colour = red", path: "seance.conf")
         }
         #expect(throws: SettingsError(description: "seance.conf:1: expected 'key = value'")) {
@@ -45,16 +45,31 @@ import Testing
     /// The same check whichever source a value comes from.
     @Test func valuesAreChecked() {
         for (key, value) in [("group", "198.18.0.1"), ("group", "239.1.1"), ("port", "0"), ("port", "x"), ("announce-interval", "0.001"),
-                             ("linger", "-1"), ("linger", "soon"), ("linger", "nan"), ("conversation", "irc")] {
+                             ("linger", "-1"), ("linger", "soon"), ("linger", "nan"), ("conversation", "irc"),
+                             ("notify", "loud"), ("notify-text", "maybe")] {
             #expect(throws: SettingsError.self) { try Settings.resolve(flags: SettingValues([(key, value)]), file: SettingValues()) }
             #expect(throws: SettingsError.self) { try ConfigFile.parse("\(key) = \(value)", path: "seance.conf") }
+        }
+    }
+
+    /// The bell by default; a desktop notification, with the text only when asked; or nothing.
+    @Test func notificationSettings() throws {
+        let defaults = try Settings.resolve(flags: SettingValues(), file: SettingValues())
+        #expect(defaults.notify == .bell && !defaults.notifyText)
+        let file = try ConfigFile.parse("notify = Desktop\nnotify-text = yes\n", path: "seance.conf")
+        let desktop = try Settings.resolve(flags: SettingValues(), file: file)
+        #expect(desktop.notify == .desktop && desktop.notifyText)
+        let silenced = try Settings.resolve(flags: SettingValues([("notify", "off")]), file: file)
+        #expect(silenced.notify == .off)
+        #expect(throws: SettingsError(description: "--notify must be bell, desktop or off, not 'loud'")) {
+            try Settings.resolve(flags: SettingValues([("notify", "loud")]), file: SettingValues())
         }
     }
 
     /// Every setting's help says what it is; a default, where there is one, is the real one.
     @Test func helpComesFromTheDeclaration() throws {
         #expect(Settings.all.map(\.key) == ["group", "port", "interface", "announce-interval", "broker", "broker-ca", "broker-prefix", "linger",
-                                             "conversation", "no-lan"])
+                                             "conversation", "notify", "notify-text", "no-lan"])
         #expect(try #require(Settings.named("linger")).help.contains("default 2)"))
         #expect(try #require(Settings.named("port")).help.contains("47777"))
         #expect(try #require(Settings.named("announce-interval")).help.contains("default 5)"))

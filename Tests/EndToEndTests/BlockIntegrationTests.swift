@@ -76,5 +76,7 @@ struct BlockIntegrationTests {
         #expect(runA.waitFor("unmuted ben#"))
         runB.send("now out loud")
         #expect(runA.waitFor { $0.split(separator: "\n").contains { $0.contains("✉") && $0.contains("now out loud") } })
+        // A script is never rung at (issue 37): no bell, no notification, in its output.
+        #expect(!runA.output.contains("\u{7}") && !runA.output.contains("\u{1B}]"))
     }
 }

@@ -36,11 +36,11 @@ import Testing
 
     /// ann logged in at a terminal, ben's profile made, and the network arguments for both: a
     /// port of their own, so that the anns and bens of other tests are not in sight.
-    private func annLoggedInAtATerminal() throws -> (term: TerminalSession, password: String, network: [String]) {
+    private func annLoggedInAtATerminal(_ arguments: [String] = []) throws -> (term: TerminalSession, password: String, network: [String]) {
         let password = scratch.write("password", "correct horse\n")
         try annAndBen(password)
         let network = ["--announce-interval", "0.2", "--interface", "lo", "--port", "\(UInt16.random(in: 20_000...60_000))"]
-        let term = try TerminalSession(arguments: network + ["--no-anim"], scratch: scratch)
+        let term = try TerminalSession(arguments: network + ["--no-anim"] + arguments, scratch: scratch)
         try term.type("login ann --password-file \(password)")
         try term.press("Enter")
         return (term, password, network)
@@ -423,6 +423,90 @@ import Testing
         try term.type(" on")
         try term.press("Enter")
         try term.waitFor { stateRow($0).under == "#2 delivered" }
+    }
+
+    /// ann in chat at a terminal whose raw output is recorded (`raw()`), with ben in sight
+    /// (the caller ends him).
+    private func annWithBenInSight(_ arguments: [String]) throws -> (term: TerminalSession, ben: TestNetwork.Run, raw: () -> String) {
+        let (term, password, network) = try annLoggedInAtATerminal(arguments)
+        let rawPath = scratch.path + "/raw-output-" + UUID().uuidString.prefix(8)
+        // Every byte seance writes to its terminal, escapes included, before tmux reads them.
+        try term.tmux(["pipe-pane", "-o", "cat >> '\(rawPath)'"])
+        try term.type("chat")
+        try term.press("Enter")
+        try term.waitFor { $0.contains("announcing ann#") }
+        let ben = try ben(["login ben --password-file \(password)", "chat"], network)
+        try term.waitFor { $0.contains("+ 👤 ben#") }
+        return (term, ben, { (try? String(contentsOfFile: rawPath, encoding: .utf8)) ?? "" })
+    }
+
+    private func bellFlag(_ term: TerminalSession) throws -> String {
+        try term.tmux(["display-message", "-p", "#{window_bell_flag}"]).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// A message outside its conversation rings the bell once for a burst and counts in the
+    /// prompt until it is read; a muted person's neither (issue 37, item 4).
+    @Test(.enabled(if: inPrivateNetwork, "opens sockets: only inside scripts/in-netns"))
+    func aMessageElsewhereRingsTheBellOnceAndCountsInThePrompt() throws {
+        let (term, ben, raw) = try annWithBenInSight([])
+        defer { end(ben) }
+        try term.type("mute ben")
+        try term.press("Enter")
+        try term.waitFor { $0.contains("muted") }
+        ben.send("open ann --wait 30")
+        ben.send("muted words")
+        // Stored and counted in `chats`, but no bell, no notice, no count in the prompt.
+        for attempt in 0..<100 where !(try term.screen()).contains("muted, 1 unread") {
+            try term.type("chats")
+            try term.press("Enter")
+            try term.waitFor { $0.hasSuffix("ann@chat●>") }
+            if attempt > 0 { usleep(100_000) }
+        }
+        var screen = try term.waitFor { $0.contains("muted, 1 unread") && $0.hasSuffix("ann@chat●>") }
+        #expect(!screen.contains("✉"), "\(screen)")
+        #expect(try bellFlag(term) == "0" && !raw().contains("\u{7}"))
+        try term.type("unmute ben")
+        try term.press("Enter")
+        ben.send("first")
+        ben.send("second")
+        screen = try term.waitFor { $0.contains(": second   (open ben#") && $0.hasSuffix("ann@chat●3>") }
+        #expect(try bellFlag(term) == "1")
+        // One bell for the two, and nothing but the bell unless a desktop notification is asked for.
+        #expect(raw().filter { $0 == "\u{7}" }.count == 1, "\(raw().debugDescription)")
+        #expect(!raw().contains("]777;") && !raw().contains("]9;"))
+        // Read, the count is gone.
+        try term.type("open ben")
+        try term.press("Enter")
+        try term.waitFor { $0.contains("│ second │") && $0.hasSuffix("ann@chat:ben●>") }
+        try term.type("/back")
+        try term.press("Enter")
+        try term.waitFor { $0.hasSuffix("\nann@chat●>") }
+    }
+
+    /// `--notify desktop` sends a desktop notification through the terminal with who wrote,
+    /// not what; `--notify off` neither rings nor notifies.
+    @Test(.enabled(if: inPrivateNetwork, "opens sockets: only inside scripts/in-netns"))
+    func desktopNotificationsGoOutOnlyWhenAskedFor() throws {
+        do {
+            let (term, ben, raw) = try annWithBenInSight(["--notify", "desktop"])
+            defer { end(ben) }
+            ben.send("open ann --wait 30")
+            ben.send("secret words")
+            try term.waitFor { $0.contains(": secret words   (open ben#") }
+            let output = raw()
+            #expect(output.contains("]777;notify;seance;ben#") && output.contains("]9;seance: ben#")
+                        && output.contains(" wrote to you\u{7}"), "\(output.debugDescription)")
+            // Inside tmux the notification is wrapped to pass through it.
+            #expect(output.contains("\u{1B}Ptmux;\u{1B}\u{1B}]777;") && !output.contains("secret words\u{7}"))
+            #expect(try bellFlag(term) == "1")
+        }
+        let (term, ben, raw) = try annWithBenInSight(["--notify", "off"])
+        defer { end(ben) }
+        ben.send("open ann --wait 30")
+        ben.send("quiet words")
+        // The first part's message is unread still: two.
+        try term.waitFor { $0.contains(": quiet words   (open ben#") && $0.hasSuffix("ann@chat●2>") }
+        #expect(try bellFlag(term) == "0" && !raw().contains("\u{7}"))
     }
 
     /// The state under your bubble moves forward where it is (sending, delivered, read), not as
