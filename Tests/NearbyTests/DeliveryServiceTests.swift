@@ -32,6 +32,8 @@ final class Pair: Sendable {
     /// Packets in flight from each side, in order; tests deliver them by hand.
     let toBob = Shared<[Packet]>([]), toAlice = Shared<[Packet]>([])
     let received = Shared<[String]>([])
+    /// How many messages waited for bob each time alice was told he came into reach.
+    let awaited = Shared<[Int]>([])
     let directory: String
     /// Each side's engine: `settle` waits until what each was given to do is done (a receiver's
     /// acknowledgement follows what it was already given).
@@ -41,8 +43,10 @@ final class Pair: Sendable {
         directory = temporaryDirectory("delivery")
         aliceStore = MessageStore(database: try testDatabase(directory + "/a.sqlite"))
         bobStore = MessageStore(database: try testDatabase(directory + "/b.sqlite"))
-        let alicePlane = self.alicePlane, bobPlane = self.bobPlane, received = self.received
-        aliceDelivery = DeliveryService(store: aliceStore, identity: alice, myPlane: { alicePlane.withLock { $0 } }, engine: aliceEngine, clock: { 0 }) { _ in }
+        let alicePlane = self.alicePlane, bobPlane = self.bobPlane, received = self.received, awaited = self.awaited
+        aliceDelivery = DeliveryService(store: aliceStore, identity: alice, myPlane: { alicePlane.withLock { $0 } }, engine: aliceEngine, clock: { 0 }) { event in
+            if case .awaitedArrived(_, _, let waiting) = event { awaited.withLock { $0.append(waiting) } }
+        }
         bobDelivery = DeliveryService(store: bobStore, identity: bob, myPlane: { bobPlane.withLock { $0 } }, engine: bobEngine, clock: { 0 }) { event in
             if case .received(_, let message, _) = event { received.withLock { $0.append(message.text) } }
         }
@@ -182,6 +186,25 @@ final class MessageCommits: TransactionObserver, Sendable {
         for packet in pair.toBob.take() { pair.bobDelivery.receive(packet, from: route) }
         #expect(commits.count == 2)
         #expect(pair.received.withLock { $0.count } == 4)
+    }
+
+    /// Someone your messages waited for coming into reach is told (the shell rings for it),
+    /// with how many go now; a peer that only changed, or for whom nothing waits, is not.
+    @Test func aPeerTheOutboxWaitedForIsToldWhenTheyCome() throws {
+        let pair = try Pair()
+        let conversation = try pair.conversationAtAlice()
+        _ = try pair.aliceDelivery.send("one", in: conversation)
+        _ = try pair.aliceDelivery.send("two", in: conversation)
+        _ = pair.toBob.take()  // Lost: bob was not there after all.
+        let bob = Pair.peer(pair.bob, "bob", .human)
+        pair.aliceDelivery.peerArrived(bob)
+        #expect(pair.awaited.withLock { $0 }.isEmpty)
+        pair.aliceDelivery.peerArrived(bob, returned: true)
+        #expect(pair.awaited.withLock { $0 } == [2])
+        pair.exchange()
+        #expect(try pair.aliceStore.outbox(conversation.id).isEmpty)
+        pair.aliceDelivery.peerArrived(bob, returned: true)
+        #expect(pair.awaited.withLock { $0 } == [2])
     }
 
     /// A line typed alone is written and sent before `send` returns (in the engine's turn, on
