@@ -11,7 +11,7 @@ TEST_PACKAGES  = iproute2 nftables tmux sqlite3 util-linux python3 python3-venv 
                  groff-base bash-completion zsh fish
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all setup setup-test build release run test bench fuzz clean install uninstall
+.PHONY: all setup setup-test build release run test bench fuzz clean install uninstall screenshots
 
 all: build
 
@@ -62,6 +62,13 @@ install: release
 
 uninstall:
 	rm -f $(INSTALLED)
+
+# The README's pictures, remade from real sessions after a change of the views: seance in tmux
+# inside a private namespace, drawn by Debian's headless Chromium with DejaVu and Noto Color Emoji.
+SCREENSHOT_PACKAGES = tmux chromium fonts-dejavu-core fonts-noto-color-emoji iproute2 util-linux python3
+screenshots: release
+	$(call install_missing,$(SCREENSHOT_PACKAGES))
+	scripts/screenshots --binary .build/release/seance --out docs/screenshots
 
 # Python packages of the tests and benchmarks, in a virtual environment of their own (nothing
 # is installed system-wide): an independent Noise implementation for NoiseTests (noiseprotocol,
