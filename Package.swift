@@ -83,12 +83,18 @@ let package = Package(
             "ChatViews", "Nearby", "Wire", "Accounts", "Shell", "Storage", "Terminal",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
+        // Transfers: pictures and files in conversations, fragmented, acknowledged and resumed.
+        .target(name: "Transfers", dependencies: [
+            "ChatViews", "Nearby", "Wire", "Accounts", "Shell", "Storage", "Terminal",
+            .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
         // Search: the full-text index of every conversation and room, and `search`.
         .target(name: "Search", dependencies: [
             "Accounts", "ChatViews", "Nearby", "Shell", "Storage", "Terminal",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
-        .target(name: "App", dependencies: ["Shell", "Terminal", "Storage", "Zombies", "Visions", "Chat", "ChatViews", "Nearby", "Store", "Accounts", "LAN", "MQTT", "Curses", "Spectres", "Rooms", "Search"]),
+        .target(name: "App", dependencies: ["Shell", "Terminal", "Storage", "Zombies", "Visions", "Chat", "ChatViews", "Nearby", "Store", "Accounts", "LAN", "MQTT", "Curses", "Spectres", "Rooms", "Search", "Transfers"]),
         .executableTarget(name: "seance", dependencies: [
             "App",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -12,6 +12,7 @@ import Shell
 import Storage
 import Store
 import Terminal
+import Transfers
 import Visions
 import Zombies
 
@@ -76,12 +77,13 @@ extension Schema {
         SearchSchema.indexByRange,
         TrustSchema.lookAlikes,
         TrustSchema.blocksAndMutes,
+        TransfersSchema.transfers,
     ], backfills: [SearchSchema.indexing], commitSteps: [SearchSchema.keepingUp])
 
     /// Each feature's list, for the test that every one is in the order above.
     static let features: [[Migration]] = [[.settings], ZombiesSchema.migrations, VisionsSchema.migrations, AccountsSchema.migrations,
                                          NearbySchema.migrations, TrustSchema.migrations, StoreSchema.migrations, CursesSchema.migrations,
-                                         RoomsSchema.migrations, SearchSchema.migrations]
+                                         RoomsSchema.migrations, SearchSchema.migrations, TransfersSchema.migrations]
 }
 
 /// Builds the shell with every mode and runs it.
@@ -91,7 +93,7 @@ package enum App {
     /// The environment variables seance reads, and nothing else.
     static func environment() -> [String: String] {
         var result: [String: String] = [:]
-        for key in ["TERM", "NO_COLOR", "COLORTERM", "HOME", "XDG_DATA_HOME", "COLUMNS", "TMUX"] {
+        for key in ["TERM", "NO_COLOR", "COLORTERM", "HOME", "XDG_DATA_HOME", "XDG_DOWNLOAD_DIR", "COLUMNS", "TMUX"] {
             if let value = getenv(key) { result[key] = String(cString: value) }
         }
         return result
@@ -149,7 +151,8 @@ package enum App {
         }
         let battery = Battery(override: options.battery)
         let profiles = Profiles()
-        registerModes(in: shell, profiles: profiles, battery: battery, network: network, animate: !options.noAnimation)
+        registerModes(in: shell, profiles: profiles, battery: battery, network: network, animate: !options.noAnimation,
+                      environment: environment)
         profiles.register(in: shell)
 
         let reader: LineReader
@@ -187,7 +190,8 @@ package enum App {
         return succeeded || interactive ? .success : .commandFailed
     }
 
-    static func registerModes(in shell: Shell, profiles: Profiles, battery: Battery, network: NetworkConfiguration, animate: Bool) {
+    static func registerModes(in shell: Shell, profiles: Profiles, battery: Battery, network: NetworkConfiguration, animate: Bool,
+                              environment: [String: String] = [:]) {
         ZombiesMode().register(in: shell)
         VisionsMode().register(in: shell)
         let online = Online(battery: battery, timing: network.timing) { signingKey in
@@ -211,6 +215,17 @@ package enum App {
         chat.search = search
         // Where the user is, searched first: the open conversation, or the room shown.
         search.here = { chat.openConversationRow.map(Search.Here.conversation) ?? rooms.shownRoomRow.map(Search.Here.room) }
+        // Pictures and files: in the conversation or room shown, to a person by name.
+        let transfers = Transfers(login: profiles.session)
+        transfers.register(in: shell, online: online, goOnline: chat.goOnline)
+        transfers.conversationInView = { chat.conversationInView }
+        transfers.conversationNamed = { name, shell in try chat.conversation(named: name, shell) }
+        transfers.roomMembers = { rooms.membersInView }
+        transfers.home = environment["HOME"]
+        transfers.downloads = environment["XDG_DOWNLOAD_DIR"] ?? (environment["HOME"] ?? ".") + "/Downloads"
+        chat.conversationShown.append { transfers.show(conversation: $0) }
+        chat.openFile = { number, shell in try transfers.open(number, in: chat.conversationInView, shell) }
+        chat.statistics.append { transfers.statistics() }
         let store = StoreMode(session: profiles.session)
         store.curses = curses
         store.register(in: shell)

@@ -16,8 +16,19 @@ package final class ChatMode {
     var openLocal: LocalPeer?
     /// The conversation `open` chose, and the oldest message shown of it (for `older`).
     var openConversation: Conversation? {
-        didSet { if openConversation == nil { notices?.setOpen(nil) } }
+        didSet {
+            if openConversation == nil { notices?.setOpen(nil) }
+            if openConversation?.id != oldValue?.id { conversationShown.forEach { $0(openConversation?.id) } }
+        }
     }
+    /// The conversation open now, for features that act in it (`/send`).
+    package var conversationInView: Conversation? { openConversation }
+    /// Told (on the shell's thread) whenever the conversation shown changes: its row, or nil.
+    package var conversationShown: [(Int64?) -> Void] = []
+    /// `open N` in a conversation: file N of it, drawn large; false when it has none of that number.
+    package var openFile: ((Int64, Shell) throws -> Bool)?
+    /// More lines for `nearby stats`, from features (transfers).
+    package var statistics: [() -> [String]] = []
     /// How conversations are drawn: bubbles, or compact (`/compact`, `conversation` in seance.conf).
     var layout: ConversationLayout
     var oldestShown: Int64?
@@ -292,6 +303,7 @@ package final class ChatMode {
         let sessions = stats.sessions
         shell.console.print("sessions: \(sessions.open) open, \(sessions.established) made (\(sessions.started) started here, "
                             + "\(sessions.answered) answered), \(sessions.rekeyed) rekeyed")
+        for feature in statistics { feature().forEach { shell.console.print($0) } }
     }
 
     /// A peer's avatar in two columns: its picture (once fetched) as a colour swatch, else a glyph.

@@ -72,6 +72,8 @@ extension ChatMode {
     /// Finds the peer: present ones first (`name#fp` picks between equal names), then past
     /// conversations.
     private func open(_ wanted: String, _ shell: Shell) throws {
+        // In a conversation, a number is one of its files (a picture drawn large).
+        if openConversation != nil, let number = Int64(wanted), let openFile, try openFile(number, shell) { return }
         if isResultNumber(wanted) { return try openResult(Int(wanted)!, shell) }
         let delivery = try requireDelivery()
         if let local = localPeers().first(where: { $0.name.caseInsensitiveCompare(wanted) == .orderedSame }) {
@@ -81,6 +83,16 @@ extension ChatMode {
             shell.console.printProse(shell.styler.dim("every line you type is said to it; /back to leave it"))
             return
         }
+        let conversation = try self.conversation(named: wanted, shell)
+        openConversation = conversation
+        try printNewestPage(of: conversation, store: MessageStore(database: try shell.session.openDatabase()), delivery: delivery, shell)
+    }
+
+    /// The conversation `wanted` (a name, or `name#fp`) means: with a present peer first, then
+    /// a past one; made when it is new. More than one person it could mean is asked about at a
+    /// terminal and an error in a script; a person blocked is refused.
+    package func conversation(named wanted: String, _ shell: Shell) throws -> Conversation {
+        let delivery = try requireDelivery()
         guard let me = profiles.current else { throw ProfileError.notLoggedIn }
         let name = PeerIdentity.split(wanted).name
         let visible = visiblePeers(matching: wanted)
@@ -103,27 +115,20 @@ extension ChatMode {
             shell.console.print("several peers are called \(SafeText.visible(name)):")
             for (index, choice) in choices.enumerated() { shell.console.print("  \(index + 1)  \(choice.1)") }
             let answer = try shell.ask("which one? (1–\(choices.count), or name#fingerprint) ", field: "peer").trimmingCharacters(in: .whitespaces)
-            if let number = Int(answer), choices.indices.contains(number - 1) { return try open(choices[number - 1].0, shell) }
+            if let number = Int(answer), choices.indices.contains(number - 1) { return try conversation(named: choices[number - 1].0, shell) }
             guard choices.contains(where: { PeerIdentity.split($0.0).fingerprint == PeerIdentity.split(answer).fingerprint }),
                   PeerIdentity.split(answer).fingerprint != nil else {
                 throw UserError("'\(SafeText.visible(answer))' is none of them: give a number from 1 to \(choices.count)")
             }
-            return try open(answer, shell)
+            return try conversation(named: answer, shell)
         }
-        let conversation: Conversation
         if let key = visible.first?.signingKey ?? past.first?.peerKey, PeerChoiceStore(database: store.database).keys(.blocked).contains(key) {
             let handle = visible.first?.shownHandle ?? past.first!.shownHandle
             throw UserError("you blocked \(handle): unblock \(handle) to talk again")
         }
-        if let peer = visible.first {
-            conversation = try delivery.conversation(with: peer)
-        } else if let earlier = past.first {
-            conversation = earlier
-        } else {
-            throw UserError("nobody called \(SafeText.visible(wanted)) is in sight, and you have no conversation with them")
-        }
-        openConversation = conversation
-        try printNewestPage(of: conversation, store: store, delivery: delivery, shell)
+        if let peer = visible.first { return try delivery.conversation(with: peer) }
+        if let earlier = past.first { return earlier }
+        throw UserError("nobody called \(SafeText.visible(wanted)) is in sight, and you have no conversation with them")
     }
 
     /// From now on what arrives in `conversation` is drawn below the page (in `view`'s

@@ -19,6 +19,14 @@ extension RoomsOnline {
         }
     }
 
+    /// The members in reach that our plane reaches (a file sent in the room goes to each).
+    func reachableMembers() -> [Peer]? {
+        let me = context.me
+        return context.engine.sync {
+            audience(state.value, me: me).map { $0.members.compactMap(context.presence.peer).filter(context.rules.canWrite) }
+        }
+    }
+
     /// Says `text` to every member our plane reaches; stored, and its bubble returned.
     func say(_ text: String) throws -> ChatMessage {
         let size = text.utf8.count

@@ -45,6 +45,9 @@ package final class Rooms: Feature {
     /// The beacons heard lately, as `room scan` lists them: room, signer, whether forged.
     package var beaconsHeard: [(room: RoomID, host: Data, forged: Bool)] { live?.beaconsHeard().map { ($0.room, $0.host, $0.forged) } ?? [] }
 
+    /// While a room is shown: its members our plane reaches (nil when no room is shown).
+    package var membersInView: [Peer]? { showing ? live?.reachableMembers() : nil }
+
     @discardableResult
     package func host(_ room: RoomID) throws -> String { try requireOnline().host(room) }
     package func listen() throws { try requireOnline().listen() }

@@ -90,6 +90,7 @@ package final class AsyncInbox: Sendable {
             switch notice {
             case .line(let line): return [line]
             case .lines(let render): return render(columns)
+            case .markedLines(let render): return render(columns).map(\.text)
             case .update(let overwrites, let otherwise): return otherwise(overwrites).map { [$0] } ?? []
             case .alert: return []
             }
@@ -108,6 +109,9 @@ package enum Notice: Sendable {
     /// Lines laid out for the terminal's width when they are printed (a bubble: the window
     /// may have been resized since the notice was made).
     case lines(@Sendable (_ columns: Int) -> [String])
+    /// As `lines`, some of them marked to be written over later (`update`): a transfer's
+    /// progress under its bubble.
+    case markedLines(@Sendable (_ columns: Int) -> [MarkedLine])
     /// Lines printed earlier with these marks, written over where they are still on the screen;
     /// for the others (scrolled away, or no screen to follow: a pipe), `otherwise` gives the line
     /// to print instead, if any.
@@ -115,6 +119,17 @@ package enum Notice: Sendable {
     /// Something arrived for the user while they look elsewhere: at a terminal the shell rings
     /// the bell (and notifies the desktop, when asked to); it prints nothing.
     case alert(Alert)
+}
+
+/// A line of output, and the name it is written over by later, if any.
+package struct MarkedLine: Sendable, Equatable {
+    package var text: String
+    package var mark: String?
+
+    package init(_ text: String, mark: String? = nil) {
+        self.text = text
+        self.mark = mark
+    }
 }
 
 /// What an alert says: who, what happened, and the text of it (shown on the desktop only with

@@ -19,7 +19,7 @@ package final class Console {
     private let outputFD: Int32
     private let errorFD: Int32
     /// Set by the interactive reader: prints async lines above the prompt while a line is edited.
-    var printAbovePrompt: (([String]) -> Void)?
+    var printAbovePrompt: (([MarkedLine]) -> Void)?
     /// Set by the interactive reader: while a line is edited, the rows of it above and below the
     /// cursor (nil when none is).
     var editArea: (() -> (aboveCursor: Int, belowCursor: Int)?)?
@@ -157,29 +157,31 @@ package final class Console {
     package func printPending() {
         let notices = inbox.drain()
         guard !notices.isEmpty else { return }
-        var lines: [String] = []
+        var lines: [MarkedLine] = []
         var alerts: [Alert] = []
         func printLines() {
             guard !lines.isEmpty else { return }
             if let printAbovePrompt {
                 printAbovePrompt(lines)
             } else {
-                for line in lines { print(line) }
+                writeLines(lines)
             }
             lines.removeAll()
         }
         for notice in notices {
             switch notice {
             case .line(let line):
-                lines += prose(line)
+                lines += prose(line).map { MarkedLine($0) }
             case .lines(let render):
+                lines += render(columns).map { MarkedLine($0) }
+            case .markedLines(let render):
                 lines += render(columns)
             case .update(let overwrites, let otherwise):
                 printLines()  // The marks' distances as they are after those lines.
                 let missed = overwrites.filter { !overwrite($0.mark, with: $0.render(columns)) }
                 // Now, while the cursor is where the rows were counted from.
                 if missed.count < overwrites.count { flush() }
-                if let line = otherwise(missed) { lines.append(line) }
+                if let line = otherwise(missed) { lines.append(MarkedLine(line)) }
             case .alert(let alert):
                 alerts.append(alert)
             }
@@ -189,6 +191,13 @@ package final class Console {
         if !alerts.isEmpty, let escapes = attention?.escapes(for: alerts, now: SystemTime.monotonic()), !escapes.isEmpty {
             writeUnfollowed(escapes)
             flush()
+        }
+    }
+
+    /// Writes lines, remembering where the marked ones are (as `print(_:mark:)` does).
+    func writeLines(_ lines: [MarkedLine]) {
+        for line in lines {
+            if let mark = line.mark { print(line.text, mark: mark) } else { print(line.text) }
         }
     }
 

@@ -319,16 +319,13 @@ package final class EditLineReader: LineReader {
 
     /// Moves to the start of the edit area, clears it, prints `lines`, and lets libedit redraw the
     /// prompt and the half-typed line below them, cursor where it was.
-    private func printAbovePrompt(_ lines: [String]) {
-        guard isEditing else {
-            console.write(lines.joined(separator: "\n") + "\n")
-            return
-        }
+    private func printAbovePrompt(_ lines: [MarkedLine]) {
+        guard isEditing else { return console.writeLines(lines) }
         let rowsAbove = editRows().aboveCursor
         // The move up to the start of the line being edited is not output: the rows followed
         // end where that line begins.
         console.writeUnfollowed((rowsAbove > 0 ? "\u{1B}[\(rowsAbove)A" : "") + "\r\u{1B}[J")
-        console.write(lines.joined(separator: "\n") + "\n")
+        console.writeLines(lines)
         console.flush()
         if let label = promptLabel?(), shownLabel != nil, label != shownLabel {
             shownLabel = label

@@ -63,6 +63,12 @@ package enum KindTable {
     /// frame sealed under a session's keys, which carries every direct kind.
     package static let handshake: UInt8 = 19
     package static let sealed: UInt8 = 20
+    /// Transfers (the `Transfers` target): a file offered, the answer to it (or either side
+    /// stopping it), one chunk of it, and how far the receiver has stored.
+    package static let fileOffer: UInt8 = 21
+    package static let fileAnswer: UInt8 = 22
+    package static let fileChunk: UInt8 = 23
+    package static let fileChunkAck: UInt8 = 24
     /// Kinds that travel signed, to everyone in range. Every other kind is direct and travels
     /// only inside a session: a signed frame of one is dropped unchecked.
     package static let broadcasts: Set<UInt8> = [announce, goodbye, query, beacon]

@@ -1,0 +1,142 @@
+/// The sender's side of one transfer: which chunks to send now. At most `size` chunks are in
+/// flight past the last one the receiver stored; a chunk goes again when the receiver says it
+/// has later ones but not it (a hole, sent again once a round trip has passed) or when nothing
+/// came back in time (the timeout, doubled while nothing moves). A pure value: the caller sends
+/// what it says and arms a timer for `deadline`.
+package struct SendWindow: Sendable, Equatable {
+    /// Chunks in flight at most: a window's worth of memory at each end (256 × 1,100 bytes).
+    package static let size = 256
+    package let count: Int
+    /// Every chunk below this is stored by the receiver.
+    package private(set) var stored = 0
+    /// The next chunk never sent.
+    private var next = 0
+    /// Chunks past `stored` the receiver holds already.
+    private var held: Set<Int> = []
+    /// Chunks in flight: when each went last.
+    private var sentAt: [Int: Double] = [:]
+    /// The smoothed round trip, and how much the timeout is stretched while nothing moves.
+    private(set) var roundTrip = 0.05
+    private var backoff = 1.0
+
+    package init(count: Int, from stored: Int = 0) {
+        self.count = count
+        self.stored = min(max(0, stored), count)
+        next = self.stored
+    }
+
+    package var isComplete: Bool { stored >= count }
+
+    /// How long a chunk waits for news of it before it goes again.
+    var timeout: Double { min(2, max(0.02, 2 * roundTrip) * backoff) }
+
+    /// The chunks to send now: those overdue, then new ones while the window has room.
+    package mutating func due(now: Double) -> [Int] {
+        var chunks = sentAt.filter { now - $0.value >= timeout }.map(\.key)
+        if !chunks.isEmpty { backoff = min(backoff * 2, 64) }
+        while next < count && next < stored + Self.size {
+            chunks.append(next)
+            next += 1
+        }
+        for chunk in chunks { sentAt[chunk] = now }
+        return chunks.sorted()
+    }
+
+    /// When a chunk in flight falls overdue, if any is.
+    package var deadline: Double? { sentAt.values.min().map { $0 + timeout } }
+
+    /// The receiver stored every chunk below `stored` and holds those `held` marks. A chunk it
+    /// lacks below what it holds goes again once a round trip has passed since it went (the
+    /// next `due`). False when it says nothing new or nothing possible.
+    @discardableResult
+    package mutating func acknowledged(stored newStored: Int, held bits: UInt64, now: Double) -> Bool {
+        guard newStored <= count, newStored >= stored else { return false }  // A late one says less.
+        var progressed = false
+        if newStored > stored {
+            if let went = sentAt[newStored - 1] { roundTrip += (max(0, now - went) - roundTrip) / 8 }
+            for chunk in stored..<newStored { sentAt[chunk] = nil }
+            held = held.filter { $0 >= newStored }
+            stored = newStored
+            next = max(next, stored)
+            progressed = true
+        }
+        var highest = -1
+        for bit in 0..<64 where bits & (1 << UInt64(bit)) != 0 {
+            let chunk = stored + 1 + bit
+            guard chunk < next else { break }
+            if held.insert(chunk).inserted { progressed = true }
+            sentAt[chunk] = nil
+            highest = chunk
+        }
+        // Holes below the highest chunk held: overdue once a round trip has passed.
+        for (chunk, went) in sentAt where chunk < highest && now - went >= roundTrip {
+            sentAt[chunk] = now - timeout
+        }
+        if progressed { backoff = 1 }
+        return progressed
+    }
+}
+
+/// The receiver's side of one transfer: chunks that arrive in order are written (the caller
+/// writes `unwritten` and calls `written`), those ahead of a gap wait in memory, at most a
+/// window of them. A pure value.
+package struct ReceiveWindow: Sendable, Equatable {
+    package let count: Int
+    package let chunkSize: Int
+    package let size: Int
+    /// Every chunk below this is in the database.
+    package private(set) var stored: Int
+    /// Chunks that follow `stored` in order, to write next.
+    package private(set) var unwritten: [[UInt8]] = []
+    /// Chunks ahead of a gap.
+    private var held: [Int: [UInt8]] = [:]
+
+    package init(count: Int, chunkSize: Int, size: Int, stored: Int = 0) {
+        self.count = count
+        self.chunkSize = chunkSize
+        self.size = size
+        self.stored = stored
+    }
+
+    /// The length chunk `index` must have: the chunk size, but for the last.
+    func length(of index: Int) -> Int { index == count - 1 ? size - chunkSize * (count - 1) : chunkSize }
+
+    package enum Taken: Equatable, Sendable {
+        /// It continues what will be written.
+        case inOrder
+        /// It waits for those before it.
+        case held
+        /// Had already, or outside the window.
+        case duplicate
+        /// Not a chunk of this file: wrong index or length.
+        case invalid
+    }
+
+    package mutating func take(_ index: Int, _ data: [UInt8]) -> Taken {
+        guard index >= 0, index < count, data.count == length(of: index) else { return .invalid }
+        let first = stored + unwritten.count
+        guard index >= first, index < stored + SendWindow.size, held[index] == nil else { return .duplicate }
+        guard index == first else {
+            held[index] = data
+            return .held
+        }
+        unwritten.append(data)
+        while let following = held.removeValue(forKey: stored + unwritten.count) { unwritten.append(following) }
+        return .inOrder
+    }
+
+    /// `unwritten` is in the database now.
+    package mutating func written() {
+        stored += unwritten.count
+        unwritten = []
+    }
+
+    package var isComplete: Bool { stored >= count }
+
+    /// What the acknowledgement says: the chunks stored, and which of the 64 after them are held.
+    package var acknowledgement: (stored: Int, held: UInt64) {
+        var bits: UInt64 = 0
+        for index in held.keys where index > stored && index <= stored + 64 { bits |= 1 << UInt64(index - stored - 1) }
+        return (stored, bits)
+    }
+}

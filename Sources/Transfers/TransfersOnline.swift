@@ -1,0 +1,514 @@
+import ChatViews
+import Foundation
+import Nearby
+import Runtime
+import Shell
+import Terminal
+
+/// Transfers while online: the engine's part. Offers go until answered (again whenever the
+/// peer comes back, which is how a transfer resumes: the answer says where the receiver
+/// stopped); chunks go a window at a time (`SendWindow`), are written in order as they come
+/// (`ReceiveWindow`) and acknowledged once written, so that a kill at any moment loses only
+/// what was not acknowledged yet. Everything here runs on the engine.
+final class TransfersOnline: Sendable {
+    /// A file of ours going to one peer.
+    struct Sending {
+        var transfer: Transfer
+        /// Once the peer accepted (from where it stopped).
+        var window: SendWindow?
+        /// The window's chunks, read from the database once each.
+        var cache: [Int: [UInt8]] = [:]
+        var offeredAt = -Double.infinity
+        var progress: Progress?
+    }
+
+    /// A file coming from one peer, accepted.
+    struct Receiving {
+        var transfer: Transfer
+        var window: ReceiveWindow
+        var flushScheduled = false
+        var progress: Progress
+    }
+
+    /// Where a transfer's rate is measured from, and when its bar was last drawn.
+    struct Progress {
+        var since: Double
+        var from: Int
+        var shownAt = -Double.infinity
+    }
+
+    struct Key: Hashable {
+        var peer: Data
+        var id: Data
+    }
+
+    struct State {
+        var sending: [Data: Sending] = [:]
+        var receiving: [Key: Receiving] = [:]
+        var timer: Cancellable?
+        /// Offers refused and chunks dropped, by reason (`nearby stats`).
+        var refused: [String: Int] = [:]
+        /// Chunks of transfers not known here, looked up once each (a flood of made-up ids
+        /// must not cost a database read a chunk).
+        var unknown: Set<Key> = []
+    }
+
+    /// A peer may hold this much of our disk in unfinished transfers, and have this many
+    /// offers unfinished at once.
+    static let quota = 64 << 20
+    static let unfinishedLimit = 16
+    /// Pictures up to this size from someone we have a conversation with are accepted at once.
+    static let automaticLimit = 1 << 20
+    /// Offers go again this often until answered (while the receiver asks its user, less often).
+    static let offerInterval = 1.0
+    static let askingInterval = 5.0
+    static let tick = 0.02
+    /// The bar under a transfer is drawn again at most this often.
+    static let progressInterval = 0.25
+
+    let context: FeatureContext
+    let state: EngineBound<State>
+    let capabilities: Capabilities
+    /// The terminal can write over lines printed earlier (the bar is updated in place).
+    let overwrites: Bool
+    /// The conversation shown in the shell now (set by chat through `Transfers`).
+    let inView: EngineBound<Int64?>
+
+    init(_ context: FeatureContext, capabilities: Capabilities, overwrites: Bool) {
+        self.context = context
+        self.capabilities = capabilities
+        self.overwrites = overwrites
+        state = EngineBound(State(), engine: context.engine)
+        inView = EngineBound(nil, engine: context.engine)
+    }
+
+    var store: TransferStore { TransferStore(database: context.database) }
+
+    func start() {
+        let presence = context.presence
+        presence.handle(FileOffer.self) { [self] offer, sender, peer in offered(offer, from: sender, peer: peer) }
+        presence.handle(FileAnswer.self) { [self] answer, sender, _ in answered(answer, from: sender) }
+        presence.handle(FileChunk.self) { [self] chunk, sender, _ in received(chunk, from: sender) }
+        presence.handle(FileChunkAck.self) { [self] ack, sender, _ in acknowledged(ack, from: sender) }
+        context.observe { [self] event in
+            // Someone our files wait for came back: the offer goes again, and its answer
+            // says where to go on from.
+            if case .presence(.arrived(let peer)) = event {
+                for (id, sending) in state.value.sending where sending.transfer.peerKey == peer.signingKey {
+                    state.value.sending[id]?.offeredAt = -.infinity
+                }
+                tick()
+            }
+        }
+        // What was moving when we last went offline goes on.
+        for transfer in (try? store.transfers(myKey: context.me, unfinished: true)) ?? [] where transfer.outgoing {
+            state.value.sending[transfer.transferID] = Sending(transfer: transfer)
+        }
+        ensureTimer()
+    }
+
+    func stop() {
+        state.value.timer?.cancel()
+        state.value.timer = nil
+    }
+
+    // MARK: Ours
+
+    /// Starts sending `transfer` (stored just now by the shell).
+    func send(_ transfer: Transfer) {
+        state.value.sending[transfer.transferID] = Sending(transfer: transfer)
+        ensureTimer()
+        tick()
+    }
+
+    private func ensureTimer() {
+        guard state.value.timer == nil, !state.value.sending.isEmpty else { return }
+        state.value.timer = context.engine.every(Self.tick) { [weak self] in self?.tick() }
+    }
+
+    /// Offers that are due go, chunks that are due go, bars are drawn.
+    func tick() {
+        let now = context.engine.now
+        for id in Array(state.value.sending.keys) {
+            guard var sending = state.value.sending[id], let peer = reachable(sending.transfer.peerKey) else { continue }
+            switch sending.transfer.state {
+            case .offered, .asking:
+                let interval = sending.transfer.state == .asking ? Self.askingInterval : Self.offerInterval
+                if now - sending.offeredAt >= interval {
+                    sending.offeredAt = now
+                    context.presence.send(sending.transfer.offer, to: peer)
+                }
+            case .moving:
+                guard var window = sending.window else {
+                    // Resumed from the database: the offer finds out where the receiver is.
+                    if now - sending.offeredAt >= Self.offerInterval {
+                        sending.offeredAt = now
+                        context.presence.send(sending.transfer.offer, to: peer)
+                    }
+                    break
+                }
+                let due = window.due(now: now)
+                sending.window = window
+                sendChunks(due, of: &sending, to: peer)
+                showProgress(of: sending.transfer, stored: window.stored, progress: &sending.progress, now: now)
+            default:
+                break
+            }
+            state.value.sending[id] = sending
+        }
+        if state.value.sending.isEmpty {
+            stop()
+        }
+    }
+
+    private func sendChunks(_ indices: [Int], of sending: inout Sending, to peer: Peer) {
+        guard !indices.isEmpty else { return }
+        let missing = indices.filter { sending.cache[$0] == nil }
+        if !missing.isEmpty, let read = try? store.chunks(missing, of: sending.transfer.number) {
+            sending.cache.merge(read) { old, _ in old }
+        }
+        for index in indices {
+            guard let data = sending.cache[index] else { continue }
+            context.presence.send(FileChunk(id: sending.transfer.transferID, index: UInt32(index), data: data), to: peer)
+        }
+    }
+
+    /// The peer with this key if it is in reach and our plane reaches it.
+    private func reachable(_ key: Data) -> Peer? {
+        guard let peer = context.presence.peer(key), context.rules.canWrite(peer) else { return nil }
+        return peer
+    }
+
+    private func answered(_ answer: FileAnswer, from sender: Data) {
+        guard var sending = state.value.sending[answer.id], sending.transfer.peerKey == sender else {
+            // Theirs, stopped by its sender.
+            if answer.decision == .cancel { return cancelled(Key(peer: sender, id: answer.id)) }
+            return context.presence.dropped("file answer to nothing offered")
+        }
+        let transfer = sending.transfer
+        let now = context.engine.now
+        switch answer.decision {
+        case .accept:
+            let from = min(Int(answer.stored), transfer.chunkCount)
+            sending.window = SendWindow(count: transfer.chunkCount, from: from)
+            sending.cache = sending.cache.filter { $0.key >= from }
+            sending.progress = Progress(since: now, from: from)
+            if transfer.state != .moving {
+                sending.transfer.state = .moving
+                try? store.set(transfer.number, state: .moving)
+            }
+            state.value.sending[answer.id] = sending
+            tick()
+        case .asking:
+            guard transfer.state == .offered else { return }
+            sending.transfer.state = .asking
+            state.value.sending[answer.id] = sending
+            try? store.set(transfer.number, state: .asking)
+            tell(sending.transfer, stored: 0, line: "\(name(of: sender)) is asked whether to take \(TransferView.shownName(transfer.name))")
+        case .complete:
+            finish(sending.transfer, as: .complete)
+        case .decline:
+            finish(sending.transfer, as: .declined, reason: "\(name(of: sender)) said no")
+        case .cancel:
+            finish(sending.transfer, as: .cancelled, reason: "\(name(of: sender)) stopped it")
+        case .refuse:
+            finish(sending.transfer, as: .failed, reason: "\(name(of: sender))'s seance refused it (more than one person may send it at once)")
+        }
+    }
+
+    private func acknowledged(_ ack: FileChunkAck, from sender: Data) {
+        guard var sending = state.value.sending[ack.id], sending.transfer.peerKey == sender, var window = sending.window else {
+            return context.presence.dropped("file acknowledgement to nothing sent")
+        }
+        let now = context.engine.now
+        guard window.acknowledged(stored: Int(ack.stored), held: ack.held, now: now) else { return }
+        sending.cache = sending.cache.filter { $0.key >= window.stored }
+        sending.window = window
+        guard !window.isComplete else { return finish(sending.transfer, as: .complete) }
+        if let peer = reachable(sender) {
+            sendChunks(window.due(now: now), of: &sending, to: peer)
+            sending.window = window
+        }
+        state.value.sending[ack.id] = sending
+    }
+
+    /// Ours ended: stored, told, forgotten here.
+    private func finish(_ transfer: Transfer, as end: Transfer.State, reason: String? = nil) {
+        state.value.sending[transfer.transferID] = nil
+        var ended = transfer
+        ended.state = end
+        ended.reason = reason
+        try? store.set(transfer.number, state: end, stored: end == .complete ? transfer.chunkCount : nil, reason: reason)
+        let what = "\(transfer.picture ? "picture" : "file") \(transfer.number) (\(TransferView.shownName(transfer.name)))"
+        let line = end == .complete ? "\(what) delivered to \(name(of: transfer.peerKey))"
+            : "\(what) to \(name(of: transfer.peerKey)): \(end.rawValue)" + (reason.map { ", " + $0 } ?? "")
+        tell(ended, stored: end == .complete ? transfer.chunkCount : 0, line: line)
+    }
+
+    // MARK: Theirs
+
+    private func offered(_ offer: FileOffer, from sender: Data, peer: Peer?) {
+        guard let peer, let theirs = Plane(wireValue: peer.announcement.plane), theirs.canReach(context.rules.plane) else {
+            return context.presence.dropped("file offer from nobody in reach")
+        }
+        let key = Key(peer: sender, id: offer.id)
+        if let receiving = state.value.receiving[key] {
+            return answer(offer.id, .accept, stored: receiving.window.stored, to: peer)
+        }
+        let messages = MessageStore(database: context.database)
+        let now = context.engine.now
+        let existing = try? messages.existingConversation(myKey: context.me, peerKey: sender)
+        if let existing, let known = try? store.incoming(offer.id, in: existing.id) {
+            return resume(known, offer: offer, peer: peer)
+        }
+        guard let holding = try? store.holding(of: sender, myKey: context.me) else { return }
+        guard holding.unfinished < Self.unfinishedLimit else {
+            refuse("more than \(Self.unfinishedLimit) unfinished from one person")
+            return answer(offer.id, .refuse, to: peer)
+        }
+        let knownPerson = existing.map { (try? store.hasMessages($0.id)) ?? false } ?? false
+        let automatic = offer.picture && Int(offer.size) <= Self.automaticLimit && knownPerson && holding.bytes + Int(offer.size) <= Self.quota
+        guard let conversation = try? messages.conversation(myKey: context.me, peerKey: sender, peerName: peer.name,
+                                                            peerAgreementKey: peer.announcement.agreementKey, now: now),
+              let (transfer, _) = try? store.offered(offer, in: conversation, state: automatic ? .moving : .asking, now: now) else { return }
+        if automatic {
+            accept(transfer, peer: peer)
+        } else {
+            answer(offer.id, .asking, to: peer)
+            let who = name(of: sender)
+            let what = "\(transfer.picture ? "a picture" : "a file"), \(TransferView.size(transfer.size))"
+            let line = "\(who) offers \(TransferView.shownName(transfer.name)) (\(what)): /accept \(transfer.number) or /decline \(transfer.number)"
+            tell(transfer, stored: 0, line: line, alert: Alert(who: who, what: "offers you a file"))
+        }
+    }
+
+    /// An offer of a transfer stored already (sent again, or after either side came back).
+    private func resume(_ transfer: Transfer, offer: FileOffer, peer: Peer) {
+        switch transfer.state {
+        case .moving: accept(transfer, peer: peer)
+        case .complete: answer(offer.id, .complete, stored: transfer.chunkCount, to: peer)
+        case .asking: answer(offer.id, .asking, to: peer)
+        case .declined: answer(offer.id, .decline, to: peer)
+        case .cancelled, .failed, .offered: answer(offer.id, .cancel, to: peer)
+        }
+    }
+
+    /// Takes `transfer` (accepted at once, by `/accept`, or resumed): from what is stored on.
+    func accept(_ transfer: Transfer, peer: Peer?) {
+        let key = Key(peer: transfer.peerKey, id: transfer.transferID)
+        let now = context.engine.now
+        if state.value.receiving[key] == nil {
+            let window = ReceiveWindow(count: transfer.chunkCount, chunkSize: transfer.chunkSize, size: transfer.size, stored: transfer.stored)
+            state.value.receiving[key] = Receiving(transfer: transfer, window: window, progress: Progress(since: now, from: transfer.stored))
+            state.value.unknown.remove(key)
+            if transfer.stored == 0 {
+                tell(transfer, stored: 0, line: "\(name(of: transfer.peerKey)) sends \(TransferView.shownName(transfer.name)) "
+                     + "(\(transfer.picture ? "a picture" : "a file"), \(TransferView.size(transfer.size)))")
+            }
+        }
+        if let peer { answer(transfer.transferID, .accept, stored: state.value.receiving[key]!.window.stored, to: peer) }
+    }
+
+    private func received(_ chunk: FileChunk, from sender: Data) {
+        let key = Key(peer: sender, id: chunk.id)
+        if state.value.receiving[key] == nil {
+            // After a restart here, the sender goes on where it was: the transfer is found again.
+            guard !state.value.unknown.contains(key) else { return context.presence.dropped("file chunk of nothing accepted") }
+            let conversation = try? MessageStore(database: context.database).existingConversation(myKey: context.me, peerKey: sender)
+            guard let conversation, let transfer = try? store.incoming(chunk.id, in: conversation.id), transfer.state == .moving else {
+                if state.value.unknown.count >= 256 { state.value.unknown.removeAll() }
+                state.value.unknown.insert(key)
+                return context.presence.dropped("file chunk of nothing accepted")
+            }
+            accept(transfer, peer: context.presence.peer(sender))
+        }
+        guard var receiving = state.value.receiving[key] else { return }
+        switch receiving.window.take(Int(chunk.index), chunk.data) {
+        case .invalid:
+            return refuse("file chunk of the wrong size or place")
+        case .duplicate, .held, .inOrder:
+            break
+        }
+        if !receiving.flushScheduled {
+            receiving.flushScheduled = true
+            // After the chunks already handed to the engine: they are written together.
+            context.engine.async { [weak self] in self?.flush(key) }
+        }
+        state.value.receiving[key] = receiving
+    }
+
+    /// Writes what came in order, acknowledges it, and finishes a complete transfer.
+    private func flush(_ key: Key) {
+        guard var receiving = state.value.receiving[key] else { return }
+        receiving.flushScheduled = false
+        let unwritten = receiving.window.unwritten
+        if !unwritten.isEmpty {
+            do {
+                try store.received(unwritten, from: receiving.window.stored, in: receiving.transfer.number)
+                receiving.window.written()
+            } catch {
+                // Not acknowledged: the sender sends it again.
+                state.value.receiving[key] = receiving
+                return
+            }
+        }
+        let (stored, held) = receiving.window.acknowledgement
+        if let peer = context.presence.peer(key.peer) {
+            context.presence.send(FileChunkAck(id: key.id, stored: UInt32(stored), held: held), to: peer)
+        }
+        let now = context.engine.now
+        showProgress(of: receiving.transfer, stored: stored, progress: &receiving.progress, now: now)
+        state.value.receiving[key] = receiving
+        if receiving.window.isComplete { complete(key) }
+    }
+
+    /// Every chunk is in: the hash over all of them decides whether it is shown.
+    private func complete(_ key: Key) {
+        guard let receiving = state.value.receiving.removeValue(forKey: key) else { return }
+        var transfer = receiving.transfer
+        if (try? store.hash(of: transfer.number)) == transfer.sha256 {
+            transfer.state = .complete
+            try? store.set(transfer.number, state: .complete, stored: transfer.chunkCount)
+            tellArrived(transfer, sender: name(of: transfer.peerKey))
+        } else {
+            transfer.state = .failed
+            transfer.reason = "it was damaged on the way (its hash did not match): nothing was kept"
+            try? store.set(transfer.number, state: .failed, reason: transfer.reason)
+            if let peer = context.presence.peer(key.peer) { answer(key.id, .cancel, to: peer) }
+            tell(transfer, stored: 0, line: "\(TransferView.shownName(transfer.name)) from \(name(of: key.peer)): failed, \(transfer.reason!)")
+        }
+    }
+
+    /// Stopped by its sender.
+    private func cancelled(_ key: Key) {
+        let conversation = try? MessageStore(database: context.database).existingConversation(myKey: context.me, peerKey: key.peer)
+        guard let conversation, var transfer = try? store.incoming(key.id, in: conversation.id), !transfer.state.isFinal else {
+            return context.presence.dropped("file answer to nothing offered")
+        }
+        state.value.receiving[key] = nil
+        transfer.state = .cancelled
+        transfer.reason = "\(name(of: key.peer)) stopped it"
+        try? store.set(transfer.number, state: .cancelled, reason: transfer.reason)
+        tell(transfer, stored: 0, line: "\(TransferView.shownName(transfer.name)) from \(name(of: key.peer)): cancelled, \(transfer.reason!)")
+    }
+
+    /// The user stopped, declined or accepted a transfer (from the shell, through the engine).
+    func stopped(_ transfer: Transfer, as end: Transfer.State) {
+        state.value.sending[transfer.transferID] = nil
+        state.value.receiving[Key(peer: transfer.peerKey, id: transfer.transferID)] = nil
+        try? store.set(transfer.number, state: end, reason: "you stopped it")
+        if let peer = context.presence.peer(transfer.peerKey) {
+            answer(transfer.transferID, end == .declined ? .decline : .cancel, to: peer)
+        }
+    }
+
+    /// Accepts `/accept N`: false when it would take the sender past its quota.
+    func accepted(_ transfer: Transfer) throws {
+        let holding = try store.holding(of: transfer.peerKey, myKey: context.me)
+        guard holding.bytes + transfer.size <= Self.quota else {
+            refuse("over a person's \(Self.quota >> 20) MiB")
+            throw UserError("\(name(of: transfer.peerKey)) already holds \(TransferView.size(holding.bytes)) of your disk in unfinished files: "
+                            + "taking this one would pass the \(Self.quota >> 20) MiB one person may hold (cancel one first)")
+        }
+        try store.set(transfer.number, state: .moving)
+        var moving = transfer
+        moving.state = .moving
+        accept(moving, peer: context.presence.peer(transfer.peerKey))
+    }
+
+    private func answer(_ id: Data, _ decision: FileAnswer.Decision, stored: Int = 0, to peer: Peer) {
+        context.presence.send(FileAnswer(id: id, decision: decision, stored: UInt32(stored)), to: peer)
+    }
+
+    private func refuse(_ reason: String) {
+        state.value.refused[reason, default: 0] += 1
+        context.presence.dropped("file: " + reason)
+    }
+
+    /// Stored, how far it has come (what `transfers` shows of those moving).
+    func stored(of transfer: Transfer) -> Int {
+        if let sending = state.value.sending[transfer.transferID] { return sending.window?.stored ?? transfer.stored }
+        return state.value.receiving[Key(peer: transfer.peerKey, id: transfer.transferID)]?.window.stored ?? transfer.stored
+    }
+
+    var refusals: [String: Int] { state.value.refused }
+
+    // MARK: What the user sees
+
+    func name(of key: Data) -> String {
+        context.rules.shownName(of: key) ?? context.presence.peer(key)?.shownHandle
+            ?? ((try? MessageStore(database: context.database).existingConversation(myKey: context.me, peerKey: key))??.shownHandle ?? "someone")
+    }
+
+    /// The picture of a complete transfer, if it is one that decodes.
+    static func picture(_ transfer: Transfer, store: TransferStore) -> RGBAImage? {
+        guard transfer.picture, let bytes = try? store.contents(of: transfer.number) else { return nil }
+        return try? ImageDecoder.decode(bytes)
+    }
+
+    /// A line about `transfer`; at a terminal with its bar under it, written over as it moves.
+    private func tell(_ transfer: Transfer, stored: Int, line: String, alert: Alert? = nil) {
+        let inbox = context.inbox
+        let (capabilities, overwrites) = (self.capabilities, self.overwrites)
+        if overwrites, !transfer.state.isFinal {
+            inbox.post(.markedLines { columns in
+                [MarkedLine(line), MarkedLine(TransferView(capabilities: capabilities, columns: columns).progressRow(transfer, stored: stored, rate: nil),
+                                              mark: Transfers.progressMark(transfer.number))]
+            })
+        } else if overwrites {
+            // Under its bubble when that is still on the screen; a line otherwise.
+            inbox.post(.update([Overwrite(mark: Transfers.progressMark(transfer.number), id: transfer.number) { columns in
+                TransferView(capabilities: capabilities, columns: columns).progressRow(transfer, stored: stored, rate: nil)
+            }]) { _ in line })
+        } else {
+            inbox.post(line)
+        }
+        if let alert { inbox.post(.alert(alert)) }
+    }
+
+    /// A file of theirs is complete: in the conversation shown, its bubble (a picture drawn);
+    /// elsewhere a line, and the bell.
+    private func tellArrived(_ transfer: Transfer, sender: String) {
+        let inbox = context.inbox
+        let (capabilities, store) = (capabilities, store)
+        let what = "\(transfer.picture ? "picture" : "file") \(transfer.number)"
+        if inView.value == transfer.conversation {
+            if overwrites {
+                inbox.post(.update([Overwrite(mark: Transfers.progressMark(transfer.number), id: transfer.number) { columns in
+                    TransferView(capabilities: capabilities, columns: columns).progressRow(transfer, stored: transfer.chunkCount, rate: nil)
+                }]) { _ in nil })
+            }
+            // Decoded where it is drawn, on the shell's thread (the decoder is the visions' too).
+            inbox.post(.lines { columns in
+                let view = TransferView(capabilities: capabilities, columns: columns)
+                return view.bubble(transfer, picture: Self.picture(transfer, store: store), sender: sender)
+                    + [view.progressRow(transfer, stored: transfer.chunkCount, rate: nil)]
+            })
+        } else if !context.rules.isMuted(transfer.peerKey) {
+            inbox.post(Styler(capabilities).apply(.magenta, capabilities.ascii ? "*" : "✉") + " \(sender) sent \(what) "
+                       + "(\(TransferView.shownName(transfer.name)), \(TransferView.size(transfer.size)))   (open \(sender))",
+                       alert: Alert(who: sender, what: "sent you \(transfer.picture ? "a picture" : "a file")"))
+        }
+        if !overwrites, inView.value == transfer.conversation {
+            inbox.post("\(what) received from \(sender)")
+        }
+    }
+
+    /// The bar under a transfer, written over in place at a terminal (scripts get no bars).
+    private func showProgress(of transfer: Transfer, stored: Int, progress: inout Progress?, now: Double) {
+        guard var current = progress else { return }
+        showProgress(of: transfer, stored: stored, progress: &current, now: now)
+        progress = current
+    }
+
+    private func showProgress(of transfer: Transfer, stored: Int, progress: inout Progress, now: Double) {
+        guard overwrites, now - progress.shownAt >= Self.progressInterval else { return }
+        progress.shownAt = now
+        let elapsed = now - progress.since
+        let rate = elapsed > 0.2 ? Double((stored - progress.from) * transfer.chunkSize) / elapsed : nil
+        let capabilities = capabilities
+        context.inbox.post(.update([Overwrite(mark: Transfers.progressMark(transfer.number), id: transfer.number) { columns in
+            TransferView(capabilities: capabilities, columns: columns).progressRow(transfer, stored: stored, rate: rate)
+        }]) { _ in nil })
+    }
+}
