@@ -25,6 +25,7 @@ from common import *  # noqa: F401,F403 (the helpers every section shares)
 from common import FIGURES, STALLED
 import crowds
 import hostile
+import transfers as transfer_bench
 
 
 def startup(binary, work, env, runs):
@@ -620,7 +621,7 @@ def main():
     parser.add_argument("--commands", type=int, default=100_000)
     parser.add_argument("--json", default=".build/bench.json", help="where to write the figures")
     parser.add_argument("--only", default="", help="comma-separated sections to run (default: all): "
-                        "startup,batch,visions,nearby,conversations,search,sessions,brokers,nats,crowds,site,hostile")
+                        "startup,batch,visions,nearby,conversations,search,sessions,brokers,nats,crowds,site,hostile,transfers")
     parser.add_argument("--python", default=".build/test-venv/bin/python3",
                         help="the tests' Python, with paho-mqtt, for the broker load scripts")
     parser.add_argument("--crowds", default="50,200,500", help="the sizes of the LAN crowds")
@@ -649,6 +650,7 @@ def main():
                                                 kernel_backlog=args.kernel_backlog),
             "nats": lambda: nats_starts(work, starts=10, pings=500),
             "hostile": lambda: hostile.hostile(binary, work, env),
+            "transfers": lambda: transfer_bench.transfers(binary, work, env),
             "site": lambda: crowds.broker_site(binary, work, env, count=1000, runs=10, venv_python=os.path.abspath(args.python)),
         }
         chosen = [name for name in args.only.split(",") if name] or list(sections)

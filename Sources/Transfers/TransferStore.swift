@@ -9,6 +9,8 @@ import Terminal
 /// commands take (`/open N`, `/save N`, `/cancel N`): the row's, unique on this profile.
 package struct Transfer: Equatable, Sendable {
     package enum State: String, Sendable {
+        /// Ours, its bytes being read and stored (`send`): nothing else sees it yet.
+        case storing
         /// Ours, offered and not answered yet.
         case offered
         /// Theirs, waiting for `/accept` (ours: waiting for theirs).
@@ -84,40 +86,68 @@ package struct TransferStore: Sendable {
         guard info.st_size > 0 else { throw TransferError.empty(path: path) }
         guard info.st_size <= FileOffer.maximumSize else { throw TransferError.tooLarge(path: path, size: Int(info.st_size)) }
         let chunkSize = Int(FileChunk.maximumData)
-        return try database.write { db in
+        // Written a mebibyte a transaction, as `storing` until the last: the engine writes between
+        // them (a 16 MiB file in one transaction held its writes back half a second), and what a
+        // kill leaves half-stored is never offered (`removeUnstored`).
+        let row = try database.write { db in
             try db.execute(sql: """
                 INSERT INTO transfer (transferId, conversationId, outgoing, name, picture, size, chunkSize, sha256, state, stored, sentAt)
-                VALUES (?, ?, 1, ?, 0, 0, ?, zeroblob(32), 'offered', 0, ?)
+                VALUES (?, ?, 1, ?, 0, 0, ?, zeroblob(32), 'storing', 0, ?)
                 """, arguments: [id, conversation.id, name, chunkSize, now])
-            let row = db.lastInsertedRowID
+            return db.lastInsertedRowID
+        }
+        do {
             var hash = SHA256()
-            var size = 0, index = 0, head: [UInt8] = []
+            var size = 0, index = 0, head: [UInt8] = [], ended = false
             var buffer = [UInt8](repeating: 0, count: chunkSize)
-            while true {
-                // A whole chunk at a time (a pipe or a slow disk may give less per read).
-                var filled = 0
-                while filled < chunkSize {
-                    let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, chunkSize - filled) }
-                    if n < 0 && errno == EINTR { continue }
-                    guard n >= 0 else { throw TransferError.unreadable(path: path, reason: String(cString: strerror(errno))) }
-                    if n == 0 { break }
-                    filled += n
+            while !ended {
+                var batch: [[UInt8]] = []
+                while !ended && batch.count < (1 << 20) / chunkSize {
+                    // A whole chunk at a time (a pipe or a slow disk may give less per read).
+                    var filled = 0
+                    while filled < chunkSize {
+                        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, chunkSize - filled) }
+                        if n < 0 && errno == EINTR { continue }
+                        guard n >= 0 else { throw TransferError.unreadable(path: path, reason: String(cString: strerror(errno))) }
+                        if n == 0 { break }
+                        filled += n
+                    }
+                    ended = filled < chunkSize
+                    guard filled > 0 else { break }
+                    let chunk = Array(buffer[..<filled])
+                    size += filled
+                    guard size <= FileOffer.maximumSize else { throw TransferError.tooLarge(path: path, size: size) }
+                    if head.count < 64 { head += chunk.prefix(64 - head.count) }
+                    hash.update(data: chunk)
+                    batch.append(chunk)
                 }
-                guard filled > 0 else { break }
-                let chunk = Array(buffer[..<filled])
-                size += filled
-                guard size <= FileOffer.maximumSize else { throw TransferError.tooLarge(path: path, size: size) }
-                if head.count < 64 { head += chunk.prefix(64 - head.count) }
-                hash.update(data: chunk)
-                try db.execute(sql: "INSERT INTO transferChunk (transfer, idx, data) VALUES (?, ?, ?)", arguments: [row, index, Data(chunk)])
-                index += 1
-                if filled < chunkSize { break }
+                try database.write { db in
+                    let insert = try db.cachedStatement(sql: "INSERT INTO transferChunk (transfer, idx, data) VALUES (?, ?, ?)")
+                    for chunk in batch {
+                        try insert.execute(arguments: [row, index, Data(chunk)])
+                        index += 1
+                    }
+                }
             }
             guard size > 0 else { throw TransferError.empty(path: path) }
             let picture = ImageHeader.parse(head) != nil
-            try db.execute(sql: "UPDATE transfer SET size = ?, picture = ?, sha256 = ? WHERE id = ?",
-                           arguments: [size, picture, Data(hash.finalize()), row])
-            return try Self.transfer(db, row)!
+            return try database.write { db in
+                try db.execute(sql: "UPDATE transfer SET size = ?, picture = ?, sha256 = ?, state = 'offered' WHERE id = ?",
+                               arguments: [size, picture, Data(hash.finalize()), row])
+                guard let stored = try Self.transfer(db, row) else { throw TransferError.unreadable(path: path, reason: "it was removed meanwhile") }
+                return stored
+            }
+        } catch {
+            _ = try? database.write { db in try db.execute(sql: "DELETE FROM transfer WHERE id = ?", arguments: [row]) }
+            throw error
+        }
+    }
+
+    /// Files a kill stopped while they were being stored at `/send`: never offered, removed.
+    package func removeUnstored(myKey: Data) throws {
+        try database.write { db in
+            try db.execute(sql: "DELETE FROM transfer WHERE state = 'storing' AND conversationId IN (SELECT id FROM conversation WHERE myKey = ?)",
+                           arguments: [myKey])
         }
     }
 
@@ -141,9 +171,13 @@ package struct TransferStore: Sendable {
     /// Chunks received in order, from `first` on, and how far the transfer has come: one transaction.
     package func received(_ chunks: [[UInt8]], from first: Int, in number: Int64) throws {
         try database.write { db in
+            // One statement, compiled once, for every chunk (compiling it each time was a tenth of a chunk's cost).
+            let insert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO transferChunk (transfer, idx, data) VALUES (?, ?, ?)")
             for (offset, chunk) in chunks.enumerated() {
-                try db.execute(sql: "INSERT OR REPLACE INTO transferChunk (transfer, idx, data) VALUES (?, ?, ?)",
-                               arguments: [number, first + offset, Data(chunk)])
+                try chunk.withUnsafeBytes { bytes in
+                    try insert.execute(arguments: [number, first + offset, Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: bytes.baseAddress!),
+                                                                               count: bytes.count, deallocator: .none)])
+                }
             }
             try db.execute(sql: "UPDATE transfer SET stored = ? WHERE id = ? AND stored < ?",
                            arguments: [first + chunks.count, number, first + chunks.count])

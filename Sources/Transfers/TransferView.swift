@@ -77,7 +77,7 @@ package struct TransferView: Sendable {
         let label = "\(transfer.picture ? "picture" : "file") \(transfer.number)"
         let status: String
         switch transfer.state {
-        case .moving, .offered:
+        case .moving, .offered, .storing:
             let done = min(transfer.size, stored * transfer.chunkSize)
             let fraction = Double(done) / Double(max(1, transfer.size))
             let filled = Int(fraction * Double(Self.barWidth))

@@ -100,7 +100,8 @@ final class TransfersOnline: Sendable {
                 tick()
             }
         }
-        // What was moving when we last went offline goes on.
+        // What was moving when we last went offline goes on; what a kill left half-stored goes.
+        try? store.removeUnstored(myKey: context.me)
         for transfer in (try? store.transfers(myKey: context.me, unfinished: true)) ?? [] where transfer.outgoing {
             state.value.sending[transfer.transferID] = Sending(transfer: transfer)
         }
@@ -130,46 +131,50 @@ final class TransfersOnline: Sendable {
     func tick() {
         let now = context.engine.now
         for id in Array(state.value.sending.keys) {
-            guard var sending = state.value.sending[id], let peer = reachable(sending.transfer.peerKey) else { continue }
-            switch sending.transfer.state {
-            case .offered, .asking:
-                let interval = sending.transfer.state == .asking ? Self.askingInterval : Self.offerInterval
-                if now - sending.offeredAt >= interval {
-                    sending.offeredAt = now
-                    context.presence.send(sending.transfer.offer, to: peer)
+            guard let transfer = state.value.sending[id]?.transfer, let peer = reachable(transfer.peerKey) else { continue }
+            switch transfer.state {
+            case .offered, .asking, .moving:
+                // Moving but resumed from the database (no window yet): the offer finds out
+                // where the receiver is.
+                let waiting = transfer.state != .moving || state.value.sending[id]!.window == nil
+                let interval = transfer.state == .asking ? Self.askingInterval : Self.offerInterval
+                if waiting, now - state.value.sending[id]!.offeredAt >= interval {
+                    state.value.sending[id]!.offeredAt = now
+                    context.presence.send(transfer.offer, to: peer)
                 }
-            case .moving:
-                guard var window = sending.window else {
-                    // Resumed from the database: the offer finds out where the receiver is.
-                    if now - sending.offeredAt >= Self.offerInterval {
-                        sending.offeredAt = now
-                        context.presence.send(sending.transfer.offer, to: peer)
-                    }
-                    break
-                }
-                let due = window.due(now: now)
-                sending.window = window
-                sendChunks(due, of: &sending, to: peer)
-                showProgress(of: sending.transfer, stored: window.stored, progress: &sending.progress, now: now)
+                if !waiting { sendDue(id, to: peer, now: now) }
             default:
                 break
             }
-            state.value.sending[id] = sending
         }
         if state.value.sending.isEmpty {
             stop()
         }
     }
 
-    private func sendChunks(_ indices: [Int], of sending: inout Sending, to peer: Peer) {
-        guard !indices.isEmpty else { return }
-        let missing = indices.filter { sending.cache[$0] == nil }
-        if !missing.isEmpty, let read = try? store.chunks(missing, of: sending.transfer.number) {
-            sending.cache.merge(read) { old, _ in old }
+    /// Sends what the window of `id` says is due, and draws its bar.
+    private func sendDue(_ id: Data, to peer: Peer, now: Double) {
+        // In place: a copy of the sending state would copy its window's chunks each time.
+        guard state.value.sending[id]?.window != nil else { return }
+        let due = state.value.sending[id]!.window!.due(now: now)
+        let chunks = chunks(due, of: id)
+        for chunk in chunks { context.presence.send(chunk, to: peer) }
+        let (transfer, stored) = (state.value.sending[id]!.transfer, state.value.sending[id]!.window!.stored)
+        if var progress = state.value.sending[id]!.progress {
+            showProgress(of: transfer, stored: stored, progress: &progress, now: now)
+            state.value.sending[id]!.progress = progress
         }
-        for index in indices {
-            guard let data = sending.cache[index] else { continue }
-            context.presence.send(FileChunk(id: sending.transfer.transferID, index: UInt32(index), data: data), to: peer)
+    }
+
+    /// The chunks `indices` of `id`, from the window's cache, read from the database once.
+    private func chunks(_ indices: [Int], of id: Data) -> [FileChunk] {
+        guard !indices.isEmpty, let number = state.value.sending[id]?.transfer.number else { return [] }
+        let missing = indices.filter { state.value.sending[id]!.cache[$0] == nil }
+        if !missing.isEmpty, let read = try? store.chunks(missing, of: number) {
+            for (index, data) in read { state.value.sending[id]!.cache[index] = data }
+        }
+        return indices.compactMap { index in
+            state.value.sending[id]!.cache[index].map { FileChunk(id: id, index: UInt32(index), data: $0) }
         }
     }
 
@@ -217,19 +222,18 @@ final class TransfersOnline: Sendable {
     }
 
     private func acknowledged(_ ack: FileChunkAck, from sender: Data) {
-        guard var sending = state.value.sending[ack.id], sending.transfer.peerKey == sender, var window = sending.window else {
+        guard let sending = state.value.sending[ack.id], sending.transfer.peerKey == sender, sending.window != nil else {
             return context.presence.dropped("file acknowledgement to nothing sent")
         }
         let now = context.engine.now
-        guard window.acknowledged(stored: Int(ack.stored), held: ack.held, now: now) else { return }
-        sending.cache = sending.cache.filter { $0.key >= window.stored }
-        sending.window = window
+        guard state.value.sending[ack.id]!.window!.acknowledged(stored: Int(ack.stored), held: ack.held, now: now) else { return }
+        let window = state.value.sending[ack.id]!.window!
         guard !window.isComplete else { return finish(sending.transfer, as: .complete) }
-        if let peer = reachable(sender) {
-            sendChunks(window.due(now: now), of: &sending, to: peer)
-            sending.window = window
+        // What the receiver stored leaves the cache.
+        for index in state.value.sending[ack.id]!.cache.keys where index < window.stored {
+            state.value.sending[ack.id]!.cache[index] = nil
         }
-        state.value.sending[ack.id] = sending
+        if let peer = reachable(sender) { sendDue(ack.id, to: peer, now: now) }
     }
 
     /// Ours ended: stored, told, forgotten here.
@@ -289,7 +293,7 @@ final class TransfersOnline: Sendable {
         case .complete: answer(offer.id, .complete, stored: transfer.chunkCount, to: peer)
         case .asking: answer(offer.id, .asking, to: peer)
         case .declined: answer(offer.id, .decline, to: peer)
-        case .cancelled, .failed, .offered: answer(offer.id, .cancel, to: peer)
+        case .cancelled, .failed, .offered, .storing: answer(offer.id, .cancel, to: peer)
         }
     }
 
@@ -322,44 +326,36 @@ final class TransfersOnline: Sendable {
             }
             accept(transfer, peer: context.presence.peer(sender))
         }
-        guard var receiving = state.value.receiving[key] else { return }
-        switch receiving.window.take(Int(chunk.index), chunk.data) {
-        case .invalid:
+        guard state.value.receiving[key] != nil else { return }
+        // In place: a copy would copy every chunk waiting to be written.
+        if state.value.receiving[key]!.window.take(Int(chunk.index), chunk.data) == .invalid {
             return refuse("file chunk of the wrong size or place")
-        case .duplicate, .held, .inOrder:
-            break
         }
-        if !receiving.flushScheduled {
-            receiving.flushScheduled = true
+        if !state.value.receiving[key]!.flushScheduled {
+            state.value.receiving[key]!.flushScheduled = true
             // After the chunks already handed to the engine: they are written together.
             context.engine.async { [weak self] in self?.flush(key) }
         }
-        state.value.receiving[key] = receiving
     }
 
     /// Writes what came in order, acknowledges it, and finishes a complete transfer.
     private func flush(_ key: Key) {
-        guard var receiving = state.value.receiving[key] else { return }
-        receiving.flushScheduled = false
+        guard let receiving = state.value.receiving[key] else { return }
+        state.value.receiving[key]!.flushScheduled = false
         let unwritten = receiving.window.unwritten
         if !unwritten.isEmpty {
-            do {
-                try store.received(unwritten, from: receiving.window.stored, in: receiving.transfer.number)
-                receiving.window.written()
-            } catch {
-                // Not acknowledged: the sender sends it again.
-                state.value.receiving[key] = receiving
-                return
-            }
+            // Not acknowledged when the database refuses: the sender sends it again.
+            guard (try? store.received(unwritten, from: receiving.window.stored, in: receiving.transfer.number)) != nil else { return }
+            state.value.receiving[key]!.window.written()
         }
-        let (stored, held) = receiving.window.acknowledgement
+        let (stored, held) = state.value.receiving[key]!.window.acknowledgement
         if let peer = context.presence.peer(key.peer) {
             context.presence.send(FileChunkAck(id: key.id, stored: UInt32(stored), held: held), to: peer)
         }
-        let now = context.engine.now
-        showProgress(of: receiving.transfer, stored: stored, progress: &receiving.progress, now: now)
-        state.value.receiving[key] = receiving
-        if receiving.window.isComplete { complete(key) }
+        var progress = receiving.progress
+        showProgress(of: receiving.transfer, stored: stored, progress: &progress, now: context.engine.now)
+        state.value.receiving[key]!.progress = progress
+        if state.value.receiving[key]!.window.isComplete { complete(key) }
     }
 
     /// Every chunk is in: the hash over all of them decides whether it is shown.

@@ -1,0 +1,132 @@
+"""Transfers: a file between two seance shells on two namespace hosts, beside nc sending the same
+file over TCP between the same hosts in the same run; the memory of both shells while it moves.
+Nothing here leaves the benchmark's namespace."""
+import os
+import statistics
+import subprocess
+import threading
+import time
+
+from common import Hosts, cpu_seconds, make_profile, next_line, record, rss_mib, section, wait_for_line
+
+
+def nc_seconds(hosts, path, port):
+    """Seconds for nc to carry the file from host 1 to host 2 (the listener writes it away)."""
+    listener = subprocess.Popen(hosts.run(2) + ["nc", "-l", "-N", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.2)  # The listener is bound (nc prints nothing to wait for).
+    start = time.perf_counter()
+    with open(path, "rb") as source:
+        subprocess.run(hosts.run(1) + ["nc", "-N", hosts.address(2), str(port)], stdin=source, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    listener.wait(timeout=60)
+    return time.perf_counter() - start
+
+
+class PeakMemory(threading.Thread):
+    """The highest RSS (MiB) of a process, sampled every 20 ms until stopped."""
+
+    def __init__(self, pid):
+        super().__init__(daemon=True)
+        self.pid, self.peak, self.running = pid, 0.0, True
+        self.start()
+
+    def run(self):
+        while self.running:
+            self.peak = max(self.peak, rss_mib(self.pid) or 0)
+            time.sleep(0.02)
+
+    def stop(self):
+        self.running = False
+        self.join()
+        return self.peak
+
+
+def shell(hosts, host, binary, data, name, password, env):
+    proc = subprocess.Popen(hosts.run(host) + [binary, "--data-dir", data, "--announce-interval", "0.5"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True, bufsize=1)
+    proc.stdin.write(f"login {name} --password-file {password}\nchat\n")
+    proc.stdin.flush()
+    return proc
+
+
+def one_transfer(binary, work, env, hosts, password, path, tag):
+    """(seconds to store the file at the sender, seconds from the receiver's accept to the whole
+    file stored and checked there, each shell's RSS growth in MiB while it moved)."""
+    ann_data, ben_data = os.path.join(work, f"ann-{tag}"), os.path.join(work, f"ben-{tag}")
+    make_profile(binary, ann_data, "ann", password, env)
+    make_profile(binary, ben_data, "ben", password, env)
+    ann = shell(hosts, 1, binary, ann_data, "ann", password, env)
+    ben = shell(hosts, 2, binary, ben_data, "ben", password, env)
+    try:
+        ann.stdin.write("open ben --wait 30\n/back\necho ready\n")
+        ann.stdin.flush()
+        if wait_for_line(ann, "ready", 30) is None:
+            raise RuntimeError("ann never saw ben")
+        time.sleep(1)  # Both at rest: what they hold before the file.
+        before = {name: rss_mib(proc.pid) for name, proc in [("ann", ann), ("ben", ben)]}
+        sent = time.perf_counter()
+        ann.stdin.write(f"send ben {path}\n")
+        ann.stdin.flush()
+        if wait_for_line(ann, "sending file", 60) is None:
+            raise RuntimeError("ann never sent it")
+        stored = time.perf_counter() - sent
+        offered = None
+        while (line := next_line(ben, 60)) is not None:
+            if "offers" in line:
+                offered = line.rsplit("/accept ", 1)[1].split()[0]
+                break
+        if offered is None:
+            raise RuntimeError("ben was never offered it")
+        peaks = {name: PeakMemory(proc.pid) for name, proc in [("ann", ann), ("ben", ben)]}
+        cpu_before = {name: cpu_seconds(proc.pid) for name, proc in [("ann", ann), ("ben", ben)]}
+        accepted = time.perf_counter()
+        ben.stdin.write(f"accept {offered}\n")
+        ben.stdin.flush()
+        if wait_for_line(ben, " sent file ", 300) is None:
+            raise RuntimeError("the file never arrived")
+        moved = time.perf_counter() - accepted
+        cpu = {name: (cpu_seconds(proc.pid) - cpu_before[name]) / moved for name, proc in [("ann", ann), ("ben", ben)]}
+        growth = {name: peaks[name].stop() - before[name] for name in peaks}
+        return stored, moved, growth, cpu
+    finally:
+        for proc in (ann, ben):
+            proc.kill()
+            proc.wait()
+
+
+def transfers(binary, work, env, runs=3):
+    section("transfers: a 16 MiB file between two namespace hosts, beside nc (TCP) carrying it in the same run")
+    hosts = Hosts(2, "tx")
+    password = os.path.join(work, "password")
+    try:
+        files = {}
+        for mib in (4, 16):
+            files[mib] = os.path.join(work, f"file-{mib}.bin")
+            with open(files[mib], "wb") as f:
+                f.write(os.urandom(mib << 20))
+        size = 16 << 20
+        nc_times, seance_times, store_times, growths, cpus = [], [], [], {4: [], 16: []}, []
+        for run in range(runs):
+            nc_times.append(nc_seconds(hosts, files[16], 5600 + run))
+            stored, moved, growth, cpu = one_transfer(binary, work, env, hosts, password, files[16], f"16-{run}")
+            cpus.append(cpu)
+            seance_times.append(moved)
+            store_times.append(stored)
+            growths[16].append(max(growth.values()))
+            _, _, small, _ = one_transfer(binary, work, env, hosts, password, files[4], f"4-{run}")
+            growths[4].append(max(small.values()))
+        nc_rate = size / statistics.median(nc_times) / (1 << 20)
+        rate = size / statistics.median(seance_times) / (1 << 20)
+        print(f"nc (TCP), 16 MiB          median {nc_rate:8.1f} MiB/s   ({', '.join(f'{t:.2f}' for t in nc_times)} s)")
+        print(f"seance, accept to stored  median {rate:8.1f} MiB/s   ({', '.join(f'{t:.2f}' for t in seance_times)} s)"
+              f"   = {rate / nc_rate:.3f} of nc's (target: at least 0.25)")
+        print(f"CPU while it moves (of one core)   sender {statistics.median(c['ann'] for c in cpus):.0%}, "
+              f"receiver {statistics.median(c['ben'] for c in cpus):.0%}")
+        print(f"the sender reads and stores it first   median {statistics.median(store_times):.2f} s")
+        print(f"memory growth while it moves, the larger of the two shells:"
+              f" 4 MiB file {statistics.median(growths[4]):.1f} MiB, 16 MiB file {statistics.median(growths[16]):.1f} MiB"
+              f" (a window of chunks is {256 * 1100 / (1 << 20):.2f} MiB)")
+        record("transfer_16mib", nc_mib_s=nc_rate, seance_mib_s=rate, ratio=rate / nc_rate, store_s=statistics.median(store_times),
+               growth_4mib=statistics.median(growths[4]), growth_16mib=statistics.median(growths[16]))
+    finally:
+        hosts.close()
