@@ -113,9 +113,11 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["Storage"], path: "Tests/TestSupport"),
         // The one harness of the tests that run engines: a manual clock, in-memory networks, and
         // shells online as the program goes online; and a database with every feature's tables.
-        .target(name: "TestWorld", dependencies: ["TestSupport", "App", "Nearby", "Curses", "Spectres", "Rooms", "Accounts", "Shell", "Terminal"],
+        .target(name: "TestWorld", dependencies: ["TestSupport", "App", "Nearby", "Curses", "Spectres", "Rooms", "Transfers", "Accounts", "Shell", "Terminal"],
                 path: "Tests/TestWorld"),
         .testTarget(name: "RoomsTests", dependencies: ["TestWorld", "Rooms", "Chat", "Nearby", "Wire", "Shell", "Terminal", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "TransfersTests", dependencies: ["TestWorld", "Transfers", "Nearby", "Wire", "Storage", "Runtime", "Terminal",
+                                                         .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "TerminalTests", dependencies: ["Terminal", "Runtime"]),
         .testTarget(name: "ShellTests", dependencies: ["TestSupport", "Shell", "Terminal", "Storage"]),
         .testTarget(name: "StorageTests", dependencies: ["TestSupport", "Storage", "Runtime"]),

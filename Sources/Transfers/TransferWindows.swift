@@ -18,6 +18,10 @@ package struct SendWindow: Sendable, Equatable {
     /// The smoothed round trip, and how much the timeout is stretched while nothing moves.
     private(set) var roundTrip = 0.05
     private var backoff = 1.0
+    /// Holes found by what is held after them, not yet sent again: they are no timeout.
+    private var lateOnes = 0
+    /// Chunks held after a hole before it is taken for lost.
+    static let reorderingAllowance = 3
 
     package init(count: Int, from stored: Int = 0) {
         self.count = count
@@ -33,7 +37,9 @@ package struct SendWindow: Sendable, Equatable {
     /// The chunks to send now: those overdue, then new ones while the window has room.
     package mutating func due(now: Double) -> [Int] {
         var chunks = sentAt.filter { now - $0.value >= timeout }.map(\.key)
-        if !chunks.isEmpty { backoff = min(backoff * 2, 64) }
+        // Only a timeout stretches the next one: holes found by what is held after them do not.
+        if chunks.count > lateOnes { backoff = min(backoff * 2, 64) }
+        lateOnes = 0
         while next < count && next < stored + Self.size {
             chunks.append(next)
             next += 1
@@ -49,8 +55,8 @@ package struct SendWindow: Sendable, Equatable {
     /// lacks below what it holds goes again once a round trip has passed since it went (the
     /// next `due`). False when it says nothing new or nothing possible.
     @discardableResult
-    package mutating func acknowledged(stored newStored: Int, held bits: UInt64, now: Double) -> Bool {
-        guard newStored <= count, newStored >= stored else { return false }  // A late one says less.
+    package mutating func acknowledged(stored newStored: Int, held bits: [UInt64], now: Double) -> Bool {
+        guard newStored <= count, newStored >= stored, bits.count * 64 <= FileChunkAck.heldBits else { return false }  // A late one says less.
         var progressed = false
         if newStored > stored {
             if let went = sentAt[newStored - 1] { roundTrip += (max(0, now - went) - roundTrip) / 8 }
@@ -60,17 +66,22 @@ package struct SendWindow: Sendable, Equatable {
             next = max(next, stored)
             progressed = true
         }
-        var highest = -1
-        for bit in 0..<64 where bits & (1 << UInt64(bit)) != 0 {
+        var heldNow: [Int] = []
+        for bit in 0..<bits.count * 64 where bits[bit / 64] & (1 << UInt64(bit % 64)) != 0 {
             let chunk = stored + 1 + bit
             guard chunk < next else { break }
             if held.insert(chunk).inserted { progressed = true }
             sentAt[chunk] = nil
-            highest = chunk
+            heldNow.append(chunk)
         }
-        // Holes below the highest chunk held: overdue once a round trip has passed.
-        for (chunk, went) in sentAt where chunk < highest && now - went >= roundTrip {
-            sentAt[chunk] = now - timeout
+        // A hole with three chunks held after it (a reordering rarely holds back three), sent
+        // more than a round trip ago: overdue now, not at the timeout.
+        if heldNow.count >= Self.reorderingAllowance {
+            let limit = heldNow[heldNow.count - Self.reorderingAllowance]
+            for (chunk, went) in sentAt where chunk < limit && now - went >= roundTrip * 1.25 {
+                sentAt[chunk] = now - timeout
+                lateOnes += 1
+            }
         }
         if progressed { backoff = 1 }
         return progressed
@@ -133,10 +144,13 @@ package struct ReceiveWindow: Sendable, Equatable {
 
     package var isComplete: Bool { stored >= count }
 
-    /// What the acknowledgement says: the chunks stored, and which of the 64 after them are held.
-    package var acknowledgement: (stored: Int, held: UInt64) {
-        var bits: UInt64 = 0
-        for index in held.keys where index > stored && index <= stored + 64 { bits |= 1 << UInt64(index - stored - 1) }
+    /// What the acknowledgement says: the chunks stored, and which of the window after them are held.
+    package var acknowledgement: (stored: Int, held: [UInt64]) {
+        var bits: [UInt64] = [0, 0, 0, 0]
+        for index in held.keys where index > stored && index <= stored + FileChunkAck.heldBits {
+            let bit = index - stored - 1
+            bits[bit / 64] |= 1 << UInt64(bit % 64)
+        }
         return (stored, bits)
     }
 }

@@ -6,6 +6,7 @@ import Rooms
 import Shell
 import Spectres
 import Terminal
+import Transfers
 import Wire
 
 package enum WorldError: Error { case notInRange }
@@ -43,6 +44,7 @@ package final class ChatWorld: World {
         package let curses: Curses
         package let spectres: Spectres
         package let rooms = Rooms()
+        package let transfers = Transfers(login: LoginSession())
         package let inbox = AsyncInbox()
         package let database: SeanceDatabase
         let dataDirectory: DataDirectory
@@ -66,6 +68,7 @@ package final class ChatWorld: World {
             online.add(spectres)
             online.add(local: spectres)
             online.add(rooms)
+            online.add(transfers)
         }
 
         /// A battery level on each plane.

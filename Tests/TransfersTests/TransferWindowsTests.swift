@@ -1,0 +1,109 @@
+import Runtime
+import Testing
+@testable import Transfers
+
+/// The two ends of a transfer as pure values: what goes, what is written, on a manual clock.
+@Suite struct TransferWindowsTests {
+    static func chunk(_ index: Int, count: Int, chunkSize: Int, size: Int) -> [UInt8] {
+        [UInt8](repeating: UInt8(index % 251), count: index == count - 1 ? size - chunkSize * (count - 1) : chunkSize)
+    }
+
+    /// 1,000 chunks through 10 % loss both ways, duplicates and reordering: every chunk is
+    /// written once, in order, and no more than a window is ever in flight past what was stored.
+    @Test(arguments: [1, 2, 3] as [UInt64])
+    func everyChunkIsWrittenOnceInOrderThroughLoss(seed: UInt64) {
+        var random = SeededRandom(seed: seed)
+        let (count, chunkSize) = (1_000, 10)
+        let size = count * chunkSize - 3
+        var sender = SendWindow(count: count)
+        var receiver = ReceiveWindow(count: count, chunkSize: chunkSize, size: size)
+        var written: [[UInt8]] = []
+        var chunksInFlight: [(at: Double, index: Int)] = []
+        var acksInFlight: [(at: Double, stored: Int, held: [UInt64])] = []
+        var now = 0.0, sent = 0, highestSent = -1
+        while !sender.isComplete && now < 120 {
+            now += 0.001
+            for index in sender.due(now: now) {
+                sent += 1
+                highestSent = max(highestSent, index)
+                #expect(index < sender.stored + SendWindow.size)
+                guard Double.random(in: 0..<1, using: &random) >= 0.1 else { continue }
+                chunksInFlight.append((now + Double.random(in: 0.001...0.005, using: &random), index))
+                if Double.random(in: 0..<1, using: &random) < 0.05 { chunksInFlight.append((now + 0.006, index)) }
+            }
+            let arrived = chunksInFlight.filter { $0.at <= now }
+            chunksInFlight.removeAll { $0.at <= now }
+            guard !arrived.isEmpty else { continue }
+            for (_, index) in arrived { _ = receiver.take(index, Self.chunk(index, count: count, chunkSize: chunkSize, size: size)) }
+            written += receiver.unwritten
+            receiver.written()
+            let ack = receiver.acknowledgement
+            if Double.random(in: 0..<1, using: &random) >= 0.1 { acksInFlight.append((now + 0.002, ack.stored, ack.held)) }
+            for ack in acksInFlight where ack.at <= now { sender.acknowledged(stored: ack.stored, held: ack.held, now: now) }
+            acksInFlight.removeAll { $0.at <= now }
+        }
+        #expect(sender.isComplete && receiver.isComplete)
+        #expect(written == (0..<count).map { Self.chunk($0, count: count, chunkSize: chunkSize, size: size) })
+        // Loss costs resends, not a resend of everything.
+        #expect(sent < count * 3 / 2, "\(sent) chunks sent for \(count)")
+    }
+
+    /// An acknowledgement that arrives late says less than one before it: nothing goes back.
+    @Test func aLateAcknowledgementChangesNothing() {
+        var sender = SendWindow(count: 100)
+        _ = sender.due(now: 0)
+        let forward = sender.acknowledged(stored: 50, held: [0], now: 0.01)
+        let back = sender.acknowledged(stored: 20, held: [0b111], now: 0.02)
+        let beyond = sender.acknowledged(stored: 101, held: [0], now: 0.03)  // More than there is.
+        #expect(forward && !back && !beyond && sender.stored == 50)
+    }
+
+    /// A hole below chunks the receiver holds goes again once a round trip has passed, not the
+    /// chunks it holds; with no news at all, the oldest go again at the timeout.
+    @Test func holesGoAgainAndWhatIsHeldDoesNot() {
+        var sender = SendWindow(count: 10)
+        let first = sender.due(now: 0)
+        #expect(first == Array(0..<10))
+        // The receiver stored 0–2, lacks 3, holds 4–9.
+        sender.acknowledged(stored: 3, held: [0b111111], now: 0.2)
+        let hole = sender.due(now: 0.2), next = sender.due(now: 0.21)
+        #expect(hole == [3] && next.isEmpty)
+        sender.acknowledged(stored: 10, held: [0], now: 0.3)
+        #expect(sender.isComplete && sender.deadline == nil)
+        var silent = SendWindow(count: 3)
+        _ = silent.due(now: 0)
+        let early = silent.due(now: 0.01)
+        let late = silent.due(now: silent.deadline!)
+        #expect(early.isEmpty && late == [0, 1, 2])
+    }
+
+    /// A transfer that resumes starts from what the receiver stored.
+    @Test func aResumedWindowStartsWhereTheReceiverStopped() {
+        var sender = SendWindow(count: 1_000, from: 600)
+        let first = sender.due(now: 0)
+        #expect(first.first == 600 && first.count == SendWindow.size)
+    }
+
+    /// What is not a chunk of this file is refused: a wrong length, an index out of the file
+    /// or past the window; one had already is a duplicate.
+    @Test func theReceiverTakesOnlyChunksOfTheFile() {
+        var receiver = ReceiveWindow(count: 1_000, chunkSize: 10, size: 9_995)
+        func take(_ index: Int, _ byte: UInt8, _ length: Int = 10) -> ReceiveWindow.Taken {
+            receiver.take(index, [UInt8](repeating: byte, count: length))
+        }
+        #expect(take(0, 0, 9) == .invalid)
+        #expect(take(1_000, 0) == .invalid)
+        #expect(take(-1, 0) == .invalid)
+        #expect(take(999, 0) == .invalid)  // The last is 5 long.
+        #expect(take(SendWindow.size, 0) == .duplicate)  // Past the window: not kept.
+        #expect(take(2, 2) == .held)
+        #expect(take(2, 2) == .duplicate)
+        #expect(receiver.acknowledgement.held == [0b10, 0, 0, 0])
+        #expect(take(0, 0) == .inOrder)
+        #expect(take(1, 1) == .inOrder)
+        #expect(receiver.unwritten.count == 3)
+        receiver.written()
+        #expect(receiver.acknowledgement.stored == 3 && receiver.acknowledgement.held == [0, 0, 0, 0])
+        #expect(take(1, 1) == .duplicate)
+    }
+}
