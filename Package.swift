@@ -116,7 +116,7 @@ let package = Package(
         .target(name: "TestWorld", dependencies: ["TestSupport", "App", "Nearby", "Curses", "Spectres", "Rooms", "Transfers", "Accounts", "Shell", "Terminal"],
                 path: "Tests/TestWorld"),
         .testTarget(name: "RoomsTests", dependencies: ["TestWorld", "Rooms", "Chat", "Nearby", "Wire", "Shell", "Terminal", .product(name: "GRDB", package: "GRDB.swift")]),
-        .testTarget(name: "TransfersTests", dependencies: ["TestWorld", "Transfers", "Nearby", "Wire", "Storage", "Runtime", "Terminal",
+        .testTarget(name: "TransfersTests", dependencies: ["TestWorld", "Transfers", "Nearby", "Wire", "Storage", "Runtime", "Terminal", "Shell",
                                                          .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "TerminalTests", dependencies: ["Terminal", "Runtime"]),
         .testTarget(name: "ShellTests", dependencies: ["TestSupport", "Shell", "Terminal", "Storage"]),

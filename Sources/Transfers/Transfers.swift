@@ -197,7 +197,7 @@ package final class Transfers: Feature {
     /// What `nearby stats` adds: transfers moving and waiting, what each person holds of the
     /// disk in unfinished ones against the quota, and the refusals by reason.
     package func statistics() -> [String] {
-        guard let live, let me = try? myKey(), let unfinished = try? TransferStore(database: live.context.database).transfers(myKey: me, unfinished: true)
+        guard let live, let unfinished = try? TransferStore(database: live.context.database).transfers(myKey: live.context.me, unfinished: true)
         else { return [] }
         let moving = unfinished.filter { $0.state == .moving }
         let asking = unfinished.filter { !$0.outgoing && $0.state == .asking }.count

@@ -1,0 +1,219 @@
+import Crypto
+import Foundation
+import GRDB
+import Nearby
+import Runtime
+import Shell
+import Storage
+import Synchronization
+import TestWorld
+import Testing
+import Wire
+@testable import Transfers
+
+/// Transfers between shells on the manual clock (`ChatWorld`): what arrives, what waits for
+/// consent, and what a hostile sender can and cannot make a receiver keep.
+@Suite struct TransfersTests {
+    let directory = temporaryDirectory("transfers")
+
+    /// A BMP of `width` x `height` (a picture every decoder here reads).
+    static func bitmap(width: Int, height: Int) -> [UInt8] {
+        let rowSize = (width * 3 + 3) & ~3
+        var bytes: [UInt8] = Array("BM".utf8)
+        func le32(_ value: Int) { bytes += (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
+        func le16(_ value: Int) { bytes += (0..<2).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
+        le32(54 + rowSize * height); le32(0); le32(54)
+        le32(40); le32(width); le32(height); le16(1); le16(24); le32(0); le32(rowSize * height); le32(2835); le32(2835); le32(0); le32(0)
+        for y in 0..<height {
+            for x in 0..<width { bytes += [UInt8(x * 4 % 256), UInt8(y * 8 % 256), 200] }
+            bytes += [UInt8](repeating: 0, count: rowSize - width * 3)
+        }
+        return bytes
+    }
+
+    func file(_ name: String, _ bytes: [UInt8]) -> String {
+        let path = directory + "/" + name
+        FileManager.default.createFile(atPath: path, contents: Data(bytes))
+        return path
+    }
+
+    /// `from` sends the file at `path` to `to`, as `/send` does.
+    @discardableResult
+    func send(_ path: String, from: ChatWorld.Node, to: ChatWorld.Node, world: ChatWorld) throws -> Transfer {
+        let peer = try #require(from.service.peer(to.identity.signingPublicKey))
+        let conversation = try from.delivery.conversation(with: peer)
+        let transfer = try TransferStore(database: from.database).send(path: path, name: (path as NSString).lastPathComponent, in: conversation,
+                                                                       id: Data((0..<16).map { _ in UInt8.random(in: 0...255) }),
+                                                                       now: world.scheduler.now)
+        let live = try #require(from.transfers.live)
+        live.context.engine.sync { live.send(transfer) }
+        return transfer
+    }
+
+    func transfers(of node: ChatWorld.Node) throws -> [Transfer] {
+        try TransferStore(database: node.database).transfers(myKey: node.identity.signingPublicKey)
+    }
+
+    /// Steps the clock until `condition` holds (at most `seconds`).
+    func run(_ world: ChatWorld, upTo seconds: Double, step: Double = 0.02, until condition: () throws -> Bool) rethrows -> Bool {
+        var elapsed = 0.0
+        while elapsed < seconds {
+            if try condition() { return true }
+            world.step(step)
+            elapsed += step
+        }
+        return try condition()
+    }
+
+    func chunkCount(_ node: ChatWorld.Node) throws -> Int {
+        try node.database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM transferChunk")! }
+    }
+
+    /// From someone you have written with, a picture up to 1 MiB is taken at once and arrives
+    /// whole; it is drawn where it is told (a line here: the conversation is not shown).
+    @Test func aPictureFromSomeoneYouTalkedWithArrivesAtOnce() throws {
+        let world = try ChatWorld([("ann", .human), ("ben", .human)])
+        let (ann, ben) = (world.nodes[0], world.nodes[1])
+        world.step(2)
+        _ = try ann.delivery.send("look at this", in: try ann.delivery.conversation(with: try #require(ann.service.peer(ben.identity.signingPublicKey))))
+        world.step(1)
+        let picture = Self.bitmap(width: 40, height: 30)
+        try send(file("map.bmp", picture), from: ann, to: ben, world: world)
+        #expect(try run(world, upTo: 10) { try transfers(of: ben).first?.state == .complete })
+        let received = try #require(try transfers(of: ben).first)
+        #expect(received.picture && received.name == "map.bmp" && received.size == picture.count)
+        #expect(try TransferStore(database: ben.database).contents(of: received.number) == picture)
+        #expect(try transfers(of: ann).first?.state == .complete)
+        #expect(ben.notices().contains { $0.contains("sent picture \(received.number)") })
+    }
+
+    /// 1 MiB through 10 % loss both ways, the receiver gone half-way and back: the transfer
+    /// goes on from what it had stored, and arrives byte for byte.
+    @Test func aFileThroughLossAndARestartOfTheReceiverArrivesWhole() throws {
+        let world = try ChatWorld([("ann", .human), ("ben", .human)])
+        let (ann, ben) = (world.nodes[0], world.nodes[1])
+        world.step(2)
+        var random = SeededRandom(seed: 11)
+        let lossy = Shared(random)
+        world.network.setLoss { _ in lossy.withLock { Double.random(in: 0..<1, using: &$0) < 0.1 } }
+        random = SeededRandom(seed: 12)
+        let bytes = (0..<1_000_000).map { _ in UInt8.random(in: 0...255, using: &random) }
+        try send(file("notes.bin", bytes), from: ann, to: ben, world: world)
+        #expect(try run(world, upTo: 20) { try transfers(of: ben).first?.state == .asking })
+        let offered = try #require(try transfers(of: ben).first)
+        #expect(try chunkCount(ben) == 0, "nothing is kept before it is accepted")
+        try ben.engine.sync { try ben.transfers.live!.accepted(offered) }
+        #expect(try run(world, upTo: 30, step: 0.001) { (try transfers(of: ben).first?.stored ?? 0) > offered.chunkCount / 2 })
+        let halfway = try #require(try transfers(of: ben).first?.stored)
+        #expect(halfway < offered.chunkCount)
+        ben.goOffline()
+        world.step(5)
+        try ben.goOnline(world)
+        #expect(try run(world, upTo: 60) { try transfers(of: ben).first?.state == .complete })
+        #expect(try TransferStore(database: ben.database).contents(of: offered.number) == bytes)
+        #expect(try transfers(of: ann).first?.state == .complete)
+    }
+
+    /// A stranger's file waits for an answer, and nothing of it is stored until then; declined,
+    /// its sender is told and nothing is kept.
+    @Test func aStrangersFileWaitsForConsent() throws {
+        let world = try ChatWorld([("ann", .human), ("ben", .human)])
+        let (ann, ben) = (world.nodes[0], world.nodes[1])
+        world.step(2)
+        try send(file("small.bmp", Self.bitmap(width: 4, height: 4)), from: ann, to: ben, world: world)
+        #expect(try run(world, upTo: 5) { try transfers(of: ann).first?.state == .asking })
+        let offered = try #require(try transfers(of: ben).first)
+        let stored = try chunkCount(ben)
+        #expect(offered.state == .asking && stored == 0)
+        #expect(ben.notices().contains { $0.contains("offers small.bmp") && $0.contains("/accept \(offered.number)") })
+        ben.engine.sync { ben.transfers.live!.stopped(offered, as: .declined) }
+        #expect(try run(world, upTo: 5) { try transfers(of: ann).first?.state == .declined })
+        #expect(try transfers(of: ben).first?.state == .declined)
+        // Offered again (a sender that did not hear), it is declined again, not asked.
+        let live = try #require(ann.transfers.live)
+        let peer = try #require(ann.service.peer(ben.identity.signingPublicKey))
+        ann.service.send(offered.offer, to: peer)
+        world.step(1)
+        #expect(try transfers(of: ben).count == 1)
+        _ = live
+    }
+
+    /// A hostile sender can make a receiver hold at most 64 MiB, and have at most 16 offers
+    /// unfinished; chunks of what was not accepted, or of the wrong size, are dropped.
+    @Test func aHostileSenderMeetsTheQuotaAndTheCount() throws {
+        let world = try ChatWorld([("eve", .human), ("ben", .human)])
+        let (eve, ben) = (world.nodes[0], world.nodes[1])
+        world.step(2)
+        let peer = try #require(eve.service.peer(ben.identity.signingPublicKey))
+        var ids: [Data] = []
+        for index in 0..<(TransfersOnline.unfinishedLimit + 3) {
+            let id = Data((0..<16).map { _ in UInt8(index) })
+            ids.append(id)
+            eve.service.send(FileOffer(id: id, name: "huge \(index).bin", picture: false, size: FileOffer.maximumSize,
+                                       sha256: Data(count: 32), sentAt: 0), to: peer)
+        }
+        world.step(1)
+        let offered = try transfers(of: ben)
+        #expect(offered.count == TransfersOnline.unfinishedLimit)
+        #expect(ben.transfers.statistics().first?.contains("refused 3") == true)
+        // Chunks of an offer not accepted: nothing stored.
+        eve.service.send(FileChunk(id: ids[0], index: 0, data: [UInt8](repeating: 1, count: 1_100)), to: peer)
+        world.step(1)
+        #expect(try chunkCount(ben) == 0)
+        // Four of 16 MiB are 64 MiB: the fifth is over what one person may hold.
+        let live = try #require(ben.transfers.live)
+        for transfer in offered.prefix(4) { try ben.engine.sync { try live.accepted(transfer) } }
+        #expect(throws: UserError.self) { try ben.engine.sync { try live.accepted(offered[4]) } }
+        #expect(try transfers(of: ben).filter { $0.state == .moving }.count == 4)
+        // A chunk of the wrong size for an accepted one is dropped, and counted.
+        eve.service.send(FileChunk(id: ids[0], index: 0, data: [1, 2, 3]), to: peer)
+        world.step(1)
+        #expect(try chunkCount(ben) == 0)
+        #expect(ben.transfers.statistics().first?.contains("file chunk of the wrong size or place") == true)
+        #expect(ben.transfers.statistics().first?.contains("eve 64.0 MiB of 64 MiB") == true)
+    }
+
+    /// A hash that does not match: nothing is shown or kept, and the sender is told.
+    @Test func aDamagedFileIsNotKept() throws {
+        let world = try ChatWorld([("eve", .human), ("ben", .human)])
+        let (eve, ben) = (world.nodes[0], world.nodes[1])
+        world.step(2)
+        let peer = try #require(eve.service.peer(ben.identity.signingPublicKey))
+        let id = Data(repeating: 3, count: 16)
+        eve.service.send(FileOffer(id: id, name: "lie.bin", picture: false, size: 10, sha256: Data(SHA256.hash(data: Data("0123456789".utf8))),
+                                   sentAt: 0), to: peer)
+        world.step(1)
+        let offered = try #require(try transfers(of: ben).first)
+        try ben.engine.sync { try ben.transfers.live!.accepted(offered) }
+        eve.service.send(FileChunk(id: id, index: 0, data: Array("9876543210".utf8)), to: peer)
+        world.step(1)
+        let ended = try #require(try transfers(of: ben).first)
+        #expect(ended.state == .failed && ended.reason?.contains("hash") == true)
+        #expect(try chunkCount(ben) == 0)
+    }
+
+    /// A name from a peer is never a path here: no directory, nothing hidden, no control.
+    @Test func namesFromPeersAreMadeSafeFileNames() {
+        #expect(Transfers.safeName("../../etc/passwd") == ("_.._etc_passwd", ""))
+        #expect(Transfers.safeName(".bashrc") == ("bashrc", ""))
+        #expect(Transfers.safeName("-rf.png") == ("rf", ".png"))
+        #expect(Transfers.safeName("a\u{1B}[2Jb.txt") == ("a_[2Jb", ".txt"))
+        #expect(Transfers.safeName("evil\u{202E}gnp.exe") == ("evil_gnp", ".exe"))
+        #expect(Transfers.safeName("...") == ("file", ""))
+        #expect(Transfers.safeName(String(repeating: "x", count: 300) + ".png").stem.count == 100)
+    }
+
+    /// Saving never writes over a file.
+    @Test func savingNeverWritesOverAFile() throws {
+        let path = file("taken.txt", Array("mine".utf8))
+        #expect(throws: (any Error).self) { try Transfers.write(Array("theirs".utf8), to: path) }
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == "mine")
+    }
+}
+
+/// A value shared with a closure the network calls, behind a lock.
+final class Shared<Value: Sendable>: Sendable {
+    private let mutex: Mutex<Value>
+    init(_ value: Value) { mutex = Mutex(value) }
+    func withLock<R>(_ body: (inout Value) -> R) -> R { mutex.withLock { body(&$0) } }
+}
