@@ -100,11 +100,11 @@ package struct TransferView: Sendable {
         }
         let text = styler.dim(label) + " " + styler.dim(status)
         let width = text.strippingANSI.displayWidth
-        guard width < columns else { return DisplayWidth.truncate(text.strippingANSI, to: columns - 1) }
-        // Right under ours, left under theirs; padded to the full width so that writing a new
-        // state over the row leaves nothing of the old.
-        return transfer.outgoing ? String(repeating: " ", count: columns - width - 1) + text + " "
-                                 : text + String(repeating: " ", count: columns - width - 1)
+        guard width < columns else { return DisplayWidth.truncate(text.strippingANSI, to: columns) }
+        // Right under ours, left under theirs; the full width, so that writing a new state over
+        // the row leaves nothing of the old.
+        let padding = String(repeating: " ", count: columns - width)
+        return transfer.outgoing ? padding + text : text + padding
     }
 
     /// 4 s, 2 min 5 s.

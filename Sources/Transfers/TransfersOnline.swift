@@ -276,13 +276,13 @@ final class TransfersOnline: Sendable {
                                                             peerAgreementKey: peer.announcement.agreementKey, now: now),
               let (transfer, _) = try? store.offered(offer, in: conversation, state: automatic ? .moving : .asking, now: now) else { return }
         if automatic {
-            accept(transfer, peer: peer)
+            accept(transfer, peer: peer, new: true)
         } else {
             answer(offer.id, .asking, to: peer)
             let who = name(of: sender)
             let what = "\(transfer.picture ? "a picture" : "a file"), \(TransferView.size(transfer.size))"
             let line = "\(who) offers \(TransferView.shownName(transfer.name)) (\(what)): /accept \(transfer.number) or /decline \(transfer.number)"
-            tell(transfer, stored: 0, line: line, alert: Alert(who: who, what: "offers you a file"))
+            tell(transfer, stored: 0, line: line, new: true, alert: Alert(who: who, what: "offers you a file"))
         }
     }
 
@@ -298,7 +298,8 @@ final class TransfersOnline: Sendable {
     }
 
     /// Takes `transfer` (accepted at once, by `/accept`, or resumed): from what is stored on.
-    func accept(_ transfer: Transfer, peer: Peer?) {
+    /// `new`: nothing of it is on the screen yet (accepted at once).
+    func accept(_ transfer: Transfer, peer: Peer?, new: Bool = false) {
         let key = Key(peer: transfer.peerKey, id: transfer.transferID)
         let now = context.engine.now
         if state.value.receiving[key] == nil {
@@ -307,7 +308,7 @@ final class TransfersOnline: Sendable {
             state.value.unknown.remove(key)
             if transfer.stored == 0 {
                 tell(transfer, stored: 0, line: "\(name(of: transfer.peerKey)) sends \(TransferView.shownName(transfer.name)) "
-                     + "(\(transfer.picture ? "a picture" : "a file"), \(TransferView.size(transfer.size)))")
+                     + "(\(transfer.picture ? "a picture" : "a file"), \(TransferView.size(transfer.size)))", new: new)
             }
         }
         if let peer { answer(transfer.transferID, .accept, stored: state.value.receiving[key]!.window.stored, to: peer) }
@@ -442,22 +443,23 @@ final class TransfersOnline: Sendable {
         return try? ImageDecoder.decode(bytes)
     }
 
-    /// A line about `transfer`; at a terminal with its bar under it, written over as it moves.
-    private func tell(_ transfer: Transfer, stored: Int, line: String, alert: Alert? = nil) {
+    /// A line about `transfer`. At a terminal, a transfer new to the screen (one offered to
+    /// us) gets its bar under the line, written over as it moves; one on the screen already
+    /// has its bar written over, and the line is printed only when the bar has scrolled away.
+    private func tell(_ transfer: Transfer, stored: Int, line: String, new: Bool = false, alert: Alert? = nil) {
         let inbox = context.inbox
-        let (capabilities, overwrites) = (self.capabilities, self.overwrites)
-        if overwrites, !transfer.state.isFinal {
+        let capabilities = capabilities
+        if !overwrites {
+            inbox.post(line)
+        } else if new {
             inbox.post(.markedLines { columns in
                 [MarkedLine(line), MarkedLine(TransferView(capabilities: capabilities, columns: columns).progressRow(transfer, stored: stored, rate: nil),
                                               mark: Transfers.progressMark(transfer.number))]
             })
-        } else if overwrites {
-            // Under its bubble when that is still on the screen; a line otherwise.
+        } else {
             inbox.post(.update([Overwrite(mark: Transfers.progressMark(transfer.number), id: transfer.number) { columns in
                 TransferView(capabilities: capabilities, columns: columns).progressRow(transfer, stored: stored, rate: nil)
-            }]) { _ in line })
-        } else {
-            inbox.post(line)
+            }]) { missed in missed.isEmpty ? nil : line })
         }
         if let alert { inbox.post(.alert(alert)) }
     }
@@ -470,6 +472,7 @@ final class TransfersOnline: Sendable {
         let what = "\(transfer.picture ? "picture" : "file") \(transfer.number)"
         if inView.value == transfer.conversation {
             if overwrites {
+                // The bar under the placeholder says it came; the picture is drawn below.
                 inbox.post(.update([Overwrite(mark: Transfers.progressMark(transfer.number), id: transfer.number) { columns in
                     TransferView(capabilities: capabilities, columns: columns).progressRow(transfer, stored: transfer.chunkCount, rate: nil)
                 }]) { _ in nil })

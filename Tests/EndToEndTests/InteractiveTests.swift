@@ -47,8 +47,8 @@ import Testing
     }
 
     /// ann at a terminal in a conversation with ben, who is in chat (the caller ends him).
-    private func annTalkingToBen() throws -> (term: TerminalSession, ben: TestNetwork.Run) {
-        let (term, password, network) = try annLoggedInAtATerminal()
+    private func annTalkingToBen(_ arguments: [String] = []) throws -> (term: TerminalSession, ben: TestNetwork.Run) {
+        let (term, password, network) = try annLoggedInAtATerminal(arguments)
         try term.type("chat")
         try term.press("Enter")
         try term.waitFor { $0.contains("announcing ann#") }
@@ -507,6 +507,37 @@ import Testing
         // The first part's message is unread still: two.
         try term.waitFor { $0.contains(": quiet words   (open ben#") && $0.hasSuffix("ann@chat●2>") }
         #expect(try bellFlag(term) == "0" && !raw().contains("\u{7}"))
+    }
+
+    /// A picture arrives in the conversation as a bubble drawn in half blocks; a file sent shows
+    /// a bar under its bubble that is written over in place until it says delivered (issue 36).
+    @Test(.enabled(if: inPrivateNetwork, "opens sockets: only inside scripts/in-netns"))
+    func aPictureIsDrawnAndAFilesBarIsUpdatedInPlace() throws {
+        let (term, ben) = try annTalkingToBen(["--color", "always"])
+        defer { end(ben) }
+        let rawPath = scratch.path + "/raw-transfer"
+        try term.tmux(["pipe-pane", "-o", "cat >> '\(rawPath)'"])
+        try term.type("hi")
+        try term.press("Enter")
+        try term.waitFor { stateRow($0).under == "#1 delivered" }
+        ben.send("send ann \(packageRoot)/docs/screenshots/zombies.png")
+        // Half blocks, framed, with the name and size under the picture, then its number.
+        var screen = try term.waitFor { $0.contains("PNG picture · ") && $0.contains("picture 1 received") }
+        #expect(screen.contains("▀") && screen.contains("🖼  zombies.png"), "\(screen)")
+        let big = scratch.path + "/big.bin"
+        try Data(repeating: 7, count: 3 << 20).write(to: URL(fileURLWithPath: big))
+        try term.type("/send \(big)")
+        try term.press("Enter")
+        try term.waitFor { $0.contains("file 2 waits for them to accept") }
+        let benOutput = scratch.path + "/ben-output"
+        #expect(eventually(timeout: 30) { ((try? String(contentsOfFile: benOutput, encoding: .utf8)) ?? "").contains("/accept 2") })
+        ben.send("accept 2")
+        screen = try term.waitFor { $0.contains("file 2 delivered") }
+        // One row says how file 2 is, written over as it moved.
+        #expect(screen.split(separator: "\n").filter { $0.contains("file 2 ") }.count == 1, "\(screen)")
+        let raw = (try? String(contentsOfFile: rawPath, encoding: .utf8)) ?? ""
+        #expect(raw.contains("of 3.0 MiB"), "no bar was drawn while it moved")
+        #expect(screen.hasSuffix("ann@chat:ben●>"), "\(screen)")
     }
 
     /// The state under your bubble moves forward where it is (sending, delivered, read), not as
