@@ -116,7 +116,8 @@ package final class ChatMode {
         let interactive = shell.capabilities.interactive
         shell.promptMarks.append { [unowned self] in
             guard let context = self.context else { return "" }
-            let unread = interactive ? (try? MessageStore(database: context.database).unreadCount(myKey: context.me)) ?? 0 : 0
+            let unread = interactive ? (try? MessageStore(database: context.database).unreadCount(myKey: context.me,
+                                                                                                 besides: self.openConversation?.id)) ?? 0 : 0
             return (ascii ? "*" : "●") + (unread > 0 ? String(unread) : "")
         }
         shell.console.redrawAfterResize = { [unowned self, unowned shell] in self.redrawAfterResize(shell) }

@@ -134,15 +134,16 @@ package struct MessageStore: Sendable {
         try database.read { db in try Self.fetch(db, sql: "SELECT * FROM conversation WHERE id = ?", [id]) }
     }
 
-    /// Messages received and not read yet, from people neither muted nor blocked: the count the
+    /// Messages received and not read yet, from people neither muted nor blocked, outside the
+    /// conversation `shown` (read as they come, though marked so a moment later): the count the
     /// prompt shows.
-    package func unreadCount(myKey: Data) throws -> Int {
+    package func unreadCount(myKey: Data, besides shown: Int64? = nil) throws -> Int {
         try database.read { db in
             try Int.fetchOne(db, sql: """
-                SELECT coalesce(sum(unread), 0) FROM conversation WHERE myKey = ? AND unread > 0
+                SELECT coalesce(sum(unread), 0) FROM conversation WHERE myKey = ? AND unread > 0 AND id IS NOT ?
                 AND peerKey NOT IN (SELECT signingKey FROM \(PeerChoiceStore.List.muted.rawValue))
                 AND peerKey NOT IN (SELECT signingKey FROM \(PeerChoiceStore.List.blocked.rawValue))
-                """, arguments: [myKey]) ?? 0
+                """, arguments: [myKey, shown]) ?? 0
         }
     }
 

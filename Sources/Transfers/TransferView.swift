@@ -49,7 +49,8 @@ package struct TransferView: Sendable {
             let renderer = ImageRenderer(capabilities)
             body = renderer.render(picture, columns: min(Self.thumbnailColumns, columns - 8), rows: Self.thumbnailRows)
         }
-        let glyph = capabilities.ascii ? "" : (transfer.picture ? "🖼  " : "📄 ")
+        // A picture shows itself; a file gets a page (an emoji every terminal draws two wide).
+        let glyph = capabilities.ascii || transfer.picture ? "" : "📄 "
         let caption = glyph + Self.shownName(transfer.name, width: max(8, min(40, columns - 20)))
         let details = Self.kind(of: transfer) + " · " + Self.size(transfer.size)
         body += [caption, styler.dim(details)]
@@ -105,6 +106,11 @@ package struct TransferView: Sendable {
         // the row leaves nothing of the old.
         let padding = String(repeating: " ", count: columns - width)
         return transfer.outgoing ? padding + text : text + padding
+    }
+
+    /// The row under a bubble of theirs: its number, as a message's `#N` (what `/open` and `/save` take).
+    package func numberRow(_ transfer: Transfer) -> String {
+        styler.dim("\(transfer.picture ? "picture" : "file") \(transfer.number)")
     }
 
     /// 4 s, 2 min 5 s.

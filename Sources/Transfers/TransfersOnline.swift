@@ -480,8 +480,7 @@ final class TransfersOnline: Sendable {
             // Decoded where it is drawn, on the shell's thread (the decoder is the visions' too).
             inbox.post(.lines { columns in
                 let view = TransferView(capabilities: capabilities, columns: columns)
-                return view.bubble(transfer, picture: Self.picture(transfer, store: store), sender: sender)
-                    + [view.progressRow(transfer, stored: transfer.chunkCount, rate: nil)]
+                return view.bubble(transfer, picture: Self.picture(transfer, store: store), sender: sender) + [view.numberRow(transfer)]
             })
         } else if !context.rules.isMuted(transfer.peerKey) {
             inbox.post(Styler(capabilities).apply(.magenta, capabilities.ascii ? "*" : "✉") + " \(sender) sent \(what) "

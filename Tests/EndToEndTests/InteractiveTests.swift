@@ -522,8 +522,8 @@ import Testing
         try term.waitFor { stateRow($0).under == "#1 delivered" }
         ben.send("send ann \(packageRoot)/docs/screenshots/zombies.png")
         // Half blocks, framed, with the name and size under the picture, then its number.
-        var screen = try term.waitFor { $0.contains("PNG picture · ") && $0.contains("picture 1 received") }
-        #expect(screen.contains("▀") && screen.contains("🖼  zombies.png"), "\(screen)")
+        var screen = try term.waitFor { $0.contains("PNG picture · ") && $0.contains("picture 1 received") && $0.hasSuffix("\npicture 1\nann@chat:ben●>") }
+        #expect(screen.contains("▀") && screen.contains("│ zombies.png"), "\(screen)")
         let big = scratch.path + "/big.bin"
         try Data(repeating: 7, count: 3 << 20).write(to: URL(fileURLWithPath: big))
         try term.type("/send \(big)")
