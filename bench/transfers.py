@@ -100,21 +100,22 @@ def transfers(binary, work, env, runs=3):
     password = os.path.join(work, "password")
     try:
         files = {}
-        for mib in (4, 16):
+        for mib in (1, 4, 16):
             files[mib] = os.path.join(work, f"file-{mib}.bin")
             with open(files[mib], "wb") as f:
                 f.write(os.urandom(mib << 20))
         size = 16 << 20
-        nc_times, seance_times, store_times, growths, cpus = [], [], [], {4: [], 16: []}, []
+        nc_times, seance_times, store_times, growths, cpus = [], [], [], {1: [], 4: [], 16: []}, []
         for run in range(runs):
             nc_times.append(nc_seconds(hosts, files[16], 5600 + run))
             stored, moved, growth, cpu = one_transfer(binary, work, env, hosts, password, files[16], f"16-{run}")
             cpus.append(cpu)
             seance_times.append(moved)
             store_times.append(stored)
-            growths[16].append(max(growth.values()))
-            _, _, small, _ = one_transfer(binary, work, env, hosts, password, files[4], f"4-{run}")
-            growths[4].append(max(small.values()))
+            growths[16].append(growth)
+            for mib in (1, 4):
+                _, _, small, _ = one_transfer(binary, work, env, hosts, password, files[mib], f"{mib}-{run}")
+                growths[mib].append(small)
         nc_rate = size / statistics.median(nc_times) / (1 << 20)
         rate = size / statistics.median(seance_times) / (1 << 20)
         print(f"nc (TCP), 16 MiB          median {nc_rate:8.1f} MiB/s   ({', '.join(f'{t:.2f}' for t in nc_times)} s)")
@@ -123,10 +124,11 @@ def transfers(binary, work, env, runs=3):
         print(f"CPU while it moves (of one core)   sender {statistics.median(c['ann'] for c in cpus):.0%}, "
               f"receiver {statistics.median(c['ben'] for c in cpus):.0%}")
         print(f"the sender reads and stores it first   median {statistics.median(store_times):.2f} s")
-        print(f"memory growth while it moves, the larger of the two shells:"
-              f" 4 MiB file {statistics.median(growths[4]):.1f} MiB, 16 MiB file {statistics.median(growths[16]):.1f} MiB"
-              f" (a window of chunks is {256 * 1100 / (1 << 20):.2f} MiB)")
+        for side, role in (("ann", "sender"), ("ben", "receiver")):
+            figures = ", ".join(f"{mib} MiB file {statistics.median(g[side] for g in growths[mib]):.1f}" for mib in (1, 4, 16))
+            print(f"{role}'s RSS growth while it moves (MiB, median): {figures}")
+        print(f"(a window of chunks is {256 * 1100 / (1 << 20):.2f} MiB)")
         record("transfer_16mib", nc_mib_s=nc_rate, seance_mib_s=rate, ratio=rate / nc_rate, store_s=statistics.median(store_times),
-               growth_4mib=statistics.median(growths[4]), growth_16mib=statistics.median(growths[16]))
+               **{f"{side}_growth_{mib}mib": statistics.median(g[side] for g in growths[mib]) for side in ("ann", "ben") for mib in (1, 4, 16)})
     finally:
         hosts.close()
