@@ -70,6 +70,36 @@ struct RoomIntegrationTests {
         }
     }
 
+    /// `/send` in a room sends the file to every member, each a transfer of its own (issue 36).
+    @Test func aFileSentInARoomGoesToEveryMember() throws {
+        let hosts = try Hosts(count: 3)
+        let ann = try hosts.shell("ann", host: 1)
+        for (name, host) in [("ben", 2), ("cat", 3)] { try hosts.shell(name, host: host) }
+        try ann.send("room host 3 4")
+        #expect(try ann.read(until: "you host room 3.4", timeout: 20))
+        for name in ["ben", "cat"] {
+            try hosts[name].send("room listen --wait 20")
+            #expect(try hosts[name].read(until: "you joined room 3.4", timeout: 25))
+        }
+        #expect(try member("cat", of: ann, is: "immediate", timeout: 15) && member("ben", of: ann, is: "immediate", timeout: 15))
+        let path = hosts.net.scratch.path + "/plan.txt"
+        try Data(String(repeating: "meet at the quarry at dusk\n", count: 1_000).utf8).write(to: URL(fileURLWithPath: path))
+        try ann.send("/send \(path)")
+        for name in ["ben", "cat"] {
+            #expect(try hosts[name].read(until: "offers plan.txt (a file, 26 KiB): /accept 1", timeout: 20))
+            try hosts[name].send("/accept 1")
+        }
+        let both = try eventually(timeout: 30) {
+            try query(hosts.data["ann"]!, "SELECT count(*) FROM transfer WHERE state = 'complete'") == ["2"]
+        }
+        #expect(both, "\(ann.output.suffix(600))")
+        for name in ["ben", "cat"] {
+            try hosts[name].send("/save 1 \(hosts.net.scratch.path)/\(name).txt")
+            #expect(try hosts[name].read(until: "saved file 1", timeout: 10))
+            #expect(FileManager.default.contentsEqual(atPath: path, andPath: "\(hosts.net.scratch.path)/\(name).txt"))
+        }
+    }
+
     @Test func aHostAndThreeGuestsNearAndFar() throws {
         let hosts = try Hosts(count: 5)
         let ann = try hosts.shell("ann", host: 1)
