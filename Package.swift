@@ -106,7 +106,7 @@ let package = Package(
         ]),
         // libFuzzer targets for what is parsed by hand (`make fuzz`); a corpus replayer otherwise.
         .executableTarget(name: "SeanceFuzz", dependencies: [
-            "Wire", "Nearby", "Shell", "Terminal", "MQTT", "App", "Accounts", "Curses", "Spectres", "Rooms", "Runtime", "Storage",
+            "Wire", "Nearby", "Shell", "Terminal", "MQTT", "App", "Accounts", "Curses", "Spectres", "Rooms", "Transfers", "Runtime", "Storage",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         // What the test targets share: temporary directories, a database of a given schema, sockets.

@@ -8,10 +8,11 @@ import Rooms
 import Runtime
 import Spectres
 import Storage
+import Transfers
 import Wire
 
 /// One shell online as the program goes online (presence, delivery, curses, spectres, rooms,
-/// on a manual clock and an in-memory network), and a peer it lists with a session made: every
+/// transfers, on a manual clock and an in-memory network), and a peer it lists with a session made: every
 /// kind of the kind table reaches the shell's `handle` from there, a broadcast signed by the
 /// peer, a direct kind sealed in their session, whatever its payload. Made once a process.
 final class EngineHarness {
@@ -23,7 +24,7 @@ final class EngineHarness {
     /// The shell, as the peer lists it.
     let shell: Peer
     /// Every kind number the table knows.
-    static let kinds: [UInt8] = Array(1...KindTable.messages)
+    static let kinds: [UInt8] = Array(1...KindTable.messages) + Array(KindTable.fileOffer...KindTable.fileChunkAck)
 
     init() throws {
         let directory = FileManager.default.temporaryDirectory.path + "/seance-fuzz-\(getpid())"
@@ -43,6 +44,7 @@ final class EngineHarness {
         online.add(spectres)
         online.add(local: spectres)
         online.add(Rooms())
+        online.add(Transfers(login: LoginSession()))
         var random = SeededRandom(seed: 1)
         try online.goOnline(as: (profile, identity), database: database, dataDirectory: data, inbox: AsyncInbox(), scheduler: scheduler,
                             random: &random)
