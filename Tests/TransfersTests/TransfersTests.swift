@@ -114,6 +114,48 @@ import Wire
         #expect(try transfers(of: ann).first?.state == .complete)
     }
 
+    /// The sender gone half-way and back: what it had not been told was stored goes again, from
+    /// where the receiver says it stopped; then a cancel from the sender stops the next one at
+    /// the receiver too, which keeps nothing of it.
+    @Test func aTransferGoesOnAfterTheSenderComesBackAndACancelReachesTheReceiver() throws {
+        let world = try ChatWorld([("ann", .human), ("ben", .human)])
+        let (ann, ben) = (world.nodes[0], world.nodes[1])
+        world.step(2)
+        var random = SeededRandom(seed: 21)
+        let bytes = (0..<800_000).map { _ in UInt8.random(in: 0...255, using: &random) }
+        try send(file("long.bin", bytes), from: ann, to: ben, world: world)
+        #expect(try run(world, upTo: 10) { try transfers(of: ben).first?.state == .asking })
+        let offered = try #require(try transfers(of: ben).first)
+        try ben.engine.sync { try ben.transfers.live!.accepted(offered) }
+        #expect(try run(world, upTo: 30, step: 0.001) { (try transfers(of: ben).first?.stored ?? 0) > offered.chunkCount / 3 })
+        ann.goOffline()
+        world.step(5)
+        try ann.goOnline(world)
+        #expect(try run(world, upTo: 60) { try transfers(of: ben).first?.state == .complete })
+        #expect(try TransferStore(database: ben.database).contents(of: offered.number) == bytes)
+        #expect(try run(world, upTo: 10) { try transfers(of: ann).first?.state == .complete })
+
+        world.step(2)
+        try send(file("second.bin", Array(bytes.prefix(500_000))), from: ann, to: ben, world: world)
+        #expect(try run(world, upTo: 10) { try transfers(of: ben).last?.state == .asking })
+        let second = try #require(try transfers(of: ben).last)
+        // No chunk past the hundredth gets through: it cannot finish before the cancel.
+        let packets = world.packets
+        world.network.setLoss { bytes in
+            guard let packet = packets(bytes), packet.code == KindTable.fileChunk, let chunk = try? FileChunk.read(packet.body) else { return false }
+            return chunk.index >= 100
+        }
+        try ben.engine.sync { try ben.transfers.live!.accepted(second) }
+        #expect(try run(world, upTo: 10) { (try transfers(of: ben).last?.stored ?? 0) == 100 })
+        let mine = try #require(try transfers(of: ann).last)
+        ann.engine.sync { ann.transfers.live!.stopped(mine, as: .cancelled) }
+        let cancelled = try run(world, upTo: 5) { try transfers(of: ben).last?.state == .cancelled }
+        let seen = try transfers(of: ben).last
+        #expect(cancelled, "\(String(describing: seen))")
+        #expect(try TransferStore(database: ben.database).chunks(Array(0..<second.chunkCount), of: second.number).isEmpty)
+        #expect(ben.notices().contains { $0.contains("second.bin from ann#") && $0.contains("cancelled") })
+    }
+
     /// A stranger's file waits for an answer, and nothing of it is stored until then; declined,
     /// its sender is told and nothing is kept.
     @Test func aStrangersFileWaitsForConsent() throws {
