@@ -226,6 +226,7 @@ package enum App {
         chat.conversationShown.append { transfers.show(conversation: $0) }
         chat.openFile = { number, shell in try transfers.open(number, in: chat.conversationInView, shell) }
         chat.statistics.append { transfers.statistics() }
+        chat.pageExtras = { conversation, view, database in transfers.pageExtras(conversation, columns: view.columns, database: database) }
         let store = StoreMode(session: profiles.session)
         store.curses = curses
         store.register(in: shell)

@@ -27,6 +27,9 @@ package final class ChatMode {
     package var conversationShown: [(Int64?) -> Void] = []
     /// `open N` in a conversation: file N of it, drawn large; false when it has none of that number.
     package var openFile: ((Int64, Shell) throws -> Bool)?
+    /// What features draw among a conversation's messages when a page of it is shown (its
+    /// pictures and files), laid out by the page's view.
+    package var pageExtras: ((Conversation, ConversationView, SeanceDatabase) -> [ConversationView.Extra])?
     /// More lines for `nearby stats`, from features (transfers).
     package var statistics: [() -> [String]] = []
     /// How conversations are drawn: bubbles, or compact (`/compact`, `conversation` in seance.conf).

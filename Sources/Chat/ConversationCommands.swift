@@ -365,8 +365,11 @@ extension ChatMode {
     private func fittingPage(_ conversation: Conversation, before: Int64?, store: MessageStore, _ shell: Shell,
                              reserved: Int) throws -> ([ChatMessage], [String]) {
         let view = conversationView(shell)
+        // Pictures and files sent in it, at their times; an older page stops at the page after it.
+        var extras = pageExtras?(conversation, view, store.database) ?? []
+        if let before, let next = try store.message(before: before + 1, in: conversation.id) { extras.removeAll { $0.time >= next.sentAt } }
         return try view.fitting(try store.page(conversation.id, before: before), rows: shell.console.rows, reserved: reserved,
-                                now: shell.session.clock()) { try store.message(before: $0.id, in: conversation.id) }
+                                now: shell.session.clock(), extras: extras) { try store.message(before: $0.id, in: conversation.id) }
     }
 
     private func tap(_ number: Int, _ shell: Shell) throws {

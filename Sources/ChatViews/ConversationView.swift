@@ -49,10 +49,32 @@ package struct ConversationView: Sendable {
     /// Bubbles take about 70 % of the width.
     var bubbleWidth: Int { max(12, columns * 7 / 10) }
 
-    package func render(_ messages: [ChatMessage], previous: ChatMessage? = nil, now: Double) -> [String] {
+    /// Something drawn among a conversation's messages at its time (a picture or file sent in it).
+    package struct Extra: Sendable {
+        package var time: Double
+        package var rows: [String]
+
+        package init(time: Double, rows: [String]) {
+            self.time = time
+            self.rows = rows
+        }
+    }
+
+    package func render(_ messages: [ChatMessage], previous: ChatMessage? = nil, now: Double, extras: [Extra] = []) -> [String] {
         var lines: [String] = []
         var last = previous
+        // Those before the first message only when the page starts the conversation; those after
+        // the last message of a page are on it (the newest page) — each page shows its own.
+        var waiting = extras.filter { extra in previous == nil || extra.time >= previous!.sentAt }.sorted { $0.time < $1.time }
+        func drawExtras(before time: Double) {
+            while let extra = waiting.first, extra.time < time {
+                waiting.removeFirst()
+                if !lines.isEmpty && layout == .bubbles { lines.append("") }
+                lines += extra.rows
+            }
+        }
         for message in messages {
+            drawExtras(before: message.sentAt)
             if last == nil || message.sentAt - last!.sentAt > Self.sectionGap {
                 if !lines.isEmpty && layout == .bubbles { lines.append("") }
                 lines.append(centred(styler.dim(sectionTitle(message.sentAt, now: now))))
@@ -62,6 +84,7 @@ package struct ConversationView: Sendable {
             lines += rows(of: message)
             last = message
         }
+        drawExtras(before: .infinity)
         return lines
     }
 
@@ -219,11 +242,11 @@ package struct ConversationView: Sendable {
     /// The newest of `page` that fit `rows` with `reserved` lines to spare, and their rendering;
     /// `previous` gives the message before a given one (its time decides the first header). At
     /// least one message is kept, however tall.
-    package func fitting(_ page: [ChatMessage], rows: Int, reserved: Int, now: Double,
+    package func fitting(_ page: [ChatMessage], rows: Int, reserved: Int, now: Double, extras: [Extra] = [],
                         previous: (ChatMessage) throws -> ChatMessage?) rethrows -> ([ChatMessage], [String]) {
         var page = page
         while true {
-            let lines = render(page, previous: try page.first.flatMap(previous), now: now)
+            let lines = render(page, previous: try page.first.flatMap(previous), now: now, extras: extras)
             if page.count <= 1 || lines.count + reserved + 1 <= rows { return (page, lines) }
             page.removeFirst()
         }

@@ -226,6 +226,20 @@ package final class Transfers: Feature {
         }
     }
 
+    /// The pictures and files of `conversation` as bubbles at their times, for its pages: each
+    /// with its number, and for ours how it went.
+    package func pageExtras(_ conversation: Conversation, columns: Int, database: SeanceDatabase) -> [ConversationView.Extra] {
+        let store = TransferStore(database: database)
+        let view = TransferView(capabilities: capabilities, columns: columns)
+        let transfers = ((try? store.transfers(myKey: conversation.myKey)) ?? []).filter { $0.conversation == conversation.id && $0.state != .storing }
+        return transfers.map { transfer in
+            let picture = transfer.state == .complete ? TransfersOnline.picture(transfer, store: store) : nil
+            let last = transfer.outgoing || transfer.state != .complete ? view.progressRow(transfer, stored: transfer.stored, rate: nil)
+                                                                        : view.numberRow(transfer)
+            return ConversationView.Extra(time: transfer.sentAt, rows: view.bubble(transfer, picture: picture, sender: nil) + [last])
+        }
+    }
+
     /// `open N` in a conversation: picture N drawn as large as the window holds, or what file N is.
     package func open(_ number: Int64, in conversation: Conversation?, _ shell: Shell) throws -> Bool {
         let store = TransferStore(database: try shell.session.openDatabase())

@@ -539,6 +539,18 @@ import Testing
         let raw = (try? String(contentsOfFile: rawPath, encoding: .utf8)) ?? ""
         #expect(raw.contains("of 3.0 MiB"), "no bar was drawn while it moved")
         #expect(screen.hasSuffix("ann@chat:ben●>"), "\(screen)")
+        // `/open 1` draws the picture as large as the window holds.
+        try term.type("/open 1")
+        try term.press("Enter")
+        screen = try term.waitFor { $0.contains("(/save 1 to keep it as a file)") }
+        #expect(screen.split(separator: "\n").filter { $0.contains("▀▀▀▀▀▀▀▀▀▀") }.count >= 10, "\(screen)")
+        // The conversation opened again shows both among its messages.
+        try term.type("/back")
+        try term.press("Enter")
+        try term.type("open ben")
+        try term.press("Enter")
+        screen = try term.waitFor { $0.hasSuffix("ann@chat:ben●>") && $0.contains("│ zombies.png") }
+        #expect(screen.contains("📄 big.bin") && screen.contains("file 2 delivered") && screen.contains("│ hi │"), "\(screen)")
     }
 
     /// The state under your bubble moves forward where it is (sending, delivered, read), not as
