@@ -311,9 +311,12 @@ def newcomer_discovery(binary, work, env, password, peers, runs, args=(), name="
         proc.wait()
         start = next((at for at, line in lines if b"announcing" in line), None)
         listed, best, seen_all, seen_most = 0, 0, None, None
+        listings = []  # (seconds since start, rows) of each listing, for SEANCE_BENCH_LISTINGS
         for at, raw in lines:
             line = raw.decode("utf-8", "replace")
             if line.startswith(":::"):
+                if start is not None:
+                    listings.append((at - start, listed))
                 if listed >= peers and seen_all is None:
                     seen_all = at
                 if listed >= peers * 0.9 and seen_most is None:
@@ -325,6 +328,10 @@ def newcomer_discovery(binary, work, env, password, peers, runs, args=(), name="
                 received.append(int(line.split("received ")[1].split(",")[0]))
                 if seen_all is None:
                     missed.append(f"listed {best} of {peers} at most; {line.strip()}")
+        if os.environ.get("SEANCE_BENCH_LISTINGS") and listings:
+            # Where the time goes: each listing's end and how many it named, up to the first with all.
+            upto = next((i for i, (_, n) in enumerate(listings) if n >= peers), len(listings) - 1)
+            print("listings: " + ", ".join(f"{t * 1000:.0f} ms {n}" for t, n in listings[:upto + 1][-12:]))
         if start is not None and seen_all is not None:
             times.append(seen_all - start)
         if start is not None and seen_most is not None:

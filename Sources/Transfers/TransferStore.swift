@@ -237,11 +237,11 @@ package struct TransferStore: Sendable {
 
     package func transfer(_ number: Int64) throws -> Transfer? { try database.read { db in try Self.transfer(db, number) } }
 
-    /// The transfer `id` coming to us in `conversation`, if it was offered before.
-    package func incoming(_ id: Data, in conversation: Int64) throws -> Transfer? {
+    /// The transfer `id` in `conversation`, ours (`outgoing`) or theirs, if there is one.
+    package func transfer(_ id: Data, in conversation: Int64, outgoing: Bool) throws -> Transfer? {
         try database.read { db in
-            guard let number = try Int64.fetchOne(db, sql: "SELECT id FROM transfer WHERE conversationId = ? AND transferId = ? AND outgoing = 0",
-                                                  arguments: [conversation, id]) else { return nil }
+            guard let number = try Int64.fetchOne(db, sql: "SELECT id FROM transfer WHERE conversationId = ? AND transferId = ? AND outgoing = ?",
+                                                  arguments: [conversation, id, outgoing]) else { return nil }
             return try Self.transfer(db, number)
         }
     }

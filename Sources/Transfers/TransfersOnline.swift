@@ -62,7 +62,8 @@ final class TransfersOnline: Sendable {
     /// Offers go again this often until answered (while the receiver asks its user, less often).
     static let offerInterval = 1.0
     static let askingInterval = 5.0
-    static let tick = 0.02
+    /// The shortest wait of the alarm (a chunk's timeout is at least 20 ms).
+    static let tick = 0.005
     /// The bar under a transfer is drawn again at most this often.
     static let progressInterval = 0.25
 
@@ -105,7 +106,7 @@ final class TransfersOnline: Sendable {
         for transfer in (try? store.transfers(myKey: context.me, unfinished: true)) ?? [] where transfer.outgoing {
             state.value.sending[transfer.transferID] = Sending(transfer: transfer)
         }
-        ensureTimer()
+        rearm()
     }
 
     func stop() {
@@ -118,13 +119,28 @@ final class TransfersOnline: Sendable {
     /// Starts sending `transfer` (stored just now by the shell).
     func send(_ transfer: Transfer) {
         state.value.sending[transfer.transferID] = Sending(transfer: transfer)
-        ensureTimer()
         tick()
     }
 
-    private func ensureTimer() {
-        guard state.value.timer == nil, !state.value.sending.isEmpty else { return }
-        state.value.timer = context.engine.every(Self.tick) { [weak self] in self?.tick() }
+    /// One alarm, at the next thing due: an offer to send again, a chunk's timeout, a bar to
+    /// draw. Nothing due (a peer away, an offer the receiver's user has not answered for
+    /// hours): a check a second, not a wake-up every few milliseconds.
+    private func rearm() {
+        let now = context.engine.now
+        var next = Double.infinity
+        for sending in state.value.sending.values {
+            if let window = sending.window, sending.transfer.state == .moving {
+                if let deadline = window.deadline { next = min(next, deadline) }
+                if overwrites, let progress = sending.progress { next = min(next, progress.shownAt + Self.progressInterval) }
+            } else {
+                next = min(next, sending.offeredAt + (sending.transfer.state == .asking ? Self.askingInterval : Self.offerInterval))
+            }
+        }
+        state.value.timer?.cancel()
+        state.value.timer = nil
+        guard !state.value.sending.isEmpty else { return }
+        let delay = min(1, max(Self.tick, next - now))
+        state.value.timer = context.engine.after(delay) { [weak self] in self?.tick() }
     }
 
     /// Offers that are due go, chunks that are due go, bars are drawn.
@@ -147,9 +163,7 @@ final class TransfersOnline: Sendable {
                 break
             }
         }
-        if state.value.sending.isEmpty {
-            stop()
-        }
+        rearm()
     }
 
     /// Sends what the window of `id` says is due, and draws its bar.
@@ -186,7 +200,7 @@ final class TransfersOnline: Sendable {
 
     private func answered(_ answer: FileAnswer, from sender: Data) {
         guard var sending = state.value.sending[answer.id], sending.transfer.peerKey == sender else {
-            // Theirs, stopped by its sender.
+            // Theirs, stopped by its sender; or ours, which their end found damaged once whole.
             if answer.decision == .cancel { return cancelled(Key(peer: sender, id: answer.id)) }
             return context.presence.dropped("file answer to nothing offered")
         }
@@ -217,7 +231,8 @@ final class TransfersOnline: Sendable {
         case .cancel:
             finish(sending.transfer, as: .cancelled, reason: "\(name(of: sender)) stopped it")
         case .refuse:
-            finish(sending.transfer, as: .failed, reason: "\(name(of: sender))'s seance refused it (more than one person may send it at once)")
+            finish(sending.transfer, as: .failed, reason: "\(name(of: sender))'s seance refused it (over the \(Self.unfinishedLimit) files "
+                   + "or \(Self.quota >> 20) MiB one person may have unfinished there)")
         }
     }
 
@@ -234,6 +249,9 @@ final class TransfersOnline: Sendable {
             state.value.sending[ack.id]!.cache[index] = nil
         }
         if let peer = reachable(sender) { sendDue(ack.id, to: peer, now: now) }
+        // The alarm only when there was none: one set earlier for a deadline now later fires
+        // for nothing once, and rearms (an acknowledgement is frequent, an alarm changed is not cheap).
+        if state.value.timer == nil { rearm() }
     }
 
     /// Ours ended: stored, told, forgotten here.
@@ -262,7 +280,7 @@ final class TransfersOnline: Sendable {
         let messages = MessageStore(database: context.database)
         let now = context.engine.now
         let existing = try? messages.existingConversation(myKey: context.me, peerKey: sender)
-        if let existing, let known = try? store.incoming(offer.id, in: existing.id) {
+        if let existing, let known = try? store.transfer(offer.id, in: existing.id, outgoing: false) {
             return resume(known, offer: offer, peer: peer)
         }
         guard let holding = try? store.holding(of: sender, myKey: context.me) else { return }
@@ -320,7 +338,7 @@ final class TransfersOnline: Sendable {
             // After a restart here, the sender goes on where it was: the transfer is found again.
             guard !state.value.unknown.contains(key) else { return context.presence.dropped("file chunk of nothing accepted") }
             let conversation = try? MessageStore(database: context.database).existingConversation(myKey: context.me, peerKey: sender)
-            guard let conversation, let transfer = try? store.incoming(chunk.id, in: conversation.id), transfer.state == .moving else {
+            guard let conversation, let transfer = try? store.transfer(chunk.id, in: conversation.id, outgoing: false), transfer.state == .moving else {
                 if state.value.unknown.count >= 256 { state.value.unknown.removeAll() }
                 state.value.unknown.insert(key)
                 return context.presence.dropped("file chunk of nothing accepted")
@@ -376,10 +394,16 @@ final class TransfersOnline: Sendable {
         }
     }
 
-    /// Stopped by its sender.
+    /// Stopped by its sender; or, when ours and delivered, refused by the receiver once whole.
     private func cancelled(_ key: Key) {
         let conversation = try? MessageStore(database: context.database).existingConversation(myKey: context.me, peerKey: key.peer)
-        guard let conversation, var transfer = try? store.incoming(key.id, in: conversation.id), !transfer.state.isFinal else {
+        if let conversation, var ours = try? store.transfer(key.id, in: conversation.id, outgoing: true), ours.state == .complete {
+            ours.state = .failed
+            ours.reason = "\(name(of: key.peer))'s end found it damaged once whole (its hash did not match)"
+            try? store.set(ours.number, state: .failed, reason: ours.reason)
+            return tell(ours, stored: 0, line: "\(TransferView.shownName(ours.name)) to \(name(of: key.peer)): failed, \(ours.reason!)")
+        }
+        guard let conversation, var transfer = try? store.transfer(key.id, in: conversation.id, outgoing: false), !transfer.state.isFinal else {
             return context.presence.dropped("file answer to nothing offered")
         }
         state.value.receiving[key] = nil
