@@ -57,13 +57,18 @@ def one_transfer(binary, work, env, hosts, password, path, tag):
     make_profile(binary, ben_data, "ben", password, env)
     ann = shell(hosts, 1, binary, ann_data, "ann", password, env)
     ben = shell(hosts, 2, binary, ben_data, "ben", password, env)
+    shells = {"ann": ann, "ben": ben}
+
+    def each(measure):
+        return {name: measure(proc.pid) for name, proc in shells.items()}
+
     try:
         ann.stdin.write("open ben --wait 30\n/back\necho ready\n")
         ann.stdin.flush()
         if wait_for_line(ann, "ready", 30) is None:
             raise RuntimeError("ann never saw ben")
         time.sleep(1)  # Both at rest: what they hold before the file.
-        before = {name: rss_mib(proc.pid) for name, proc in [("ann", ann), ("ben", ben)]}
+        before = each(rss_mib)
         sent = time.perf_counter()
         ann.stdin.write(f"send ben {path}\n")
         ann.stdin.flush()
@@ -77,15 +82,14 @@ def one_transfer(binary, work, env, hosts, password, path, tag):
                 break
         if offered is None:
             raise RuntimeError("ben was never offered it")
-        peaks = {name: PeakMemory(proc.pid) for name, proc in [("ann", ann), ("ben", ben)]}
-        cpu_before = {name: cpu_seconds(proc.pid) for name, proc in [("ann", ann), ("ben", ben)]}
+        peaks, cpu_before = each(PeakMemory), each(cpu_seconds)
         accepted = time.perf_counter()
         ben.stdin.write(f"accept {offered}\n")
         ben.stdin.flush()
         if wait_for_line(ben, " sent file ", 300) is None:
             raise RuntimeError("the file never arrived")
         moved = time.perf_counter() - accepted
-        cpu = {name: (cpu_seconds(proc.pid) - cpu_before[name]) / moved for name, proc in [("ann", ann), ("ben", ben)]}
+        cpu = {name: (seconds - cpu_before[name]) / moved for name, seconds in each(cpu_seconds).items()}
         growth = {name: peaks[name].stop() - before[name] for name in peaks}
         return stored, moved, growth, cpu
     finally:
