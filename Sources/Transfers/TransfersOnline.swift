@@ -417,7 +417,7 @@ final class TransfersOnline: Sendable {
     func stopped(_ transfer: Transfer, as end: Transfer.State) {
         state.value.sending[transfer.transferID] = nil
         state.value.receiving[Key(peer: transfer.peerKey, id: transfer.transferID)] = nil
-        try? store.set(transfer.number, state: end, reason: "you stopped it")
+        try? store.set(transfer.number, state: end, reason: end == .declined ? "you said no" : "you stopped it")
         if let peer = context.presence.peer(transfer.peerKey) {
             answer(transfer.transferID, end == .declined ? .decline : .cancel, to: peer)
         }
