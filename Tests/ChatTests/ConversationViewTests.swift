@@ -34,6 +34,22 @@ import Testing
         ConversationView(capabilities: .plain, columns: 50, layout: .compact, speakers: Speakers(me: "ann", them: "benedict"), calendar: utc)
     }
 
+    /// What a feature draws among the messages (a picture sent) comes at its time, a gap before
+    /// it; on a page that does not start the conversation, only what came after the message
+    /// before the page, and what came after the last message ends the page.
+    @Test func extrasAreDrawnAmongTheMessagesAtTheirTimes() {
+        let first = message(1, outgoing: false, at: now), second = message(2, outgoing: true, at: now + 60, "bye")
+        let picture = ConversationView.Extra(time: now + 30, rows: ["[picture 1]"])
+        let early = ConversationView.Extra(time: now - 600, rows: ["[file 2]"])
+        let late = ConversationView.Extra(time: now + 90, rows: ["[file 3]"])
+        let lines = compact.render([first, second], now: now, extras: [late, picture, early])
+        #expect(lines.map { $0.trimmingCharacters(in: .whitespaces) }.filter { $0.hasPrefix("[") || $0.contains("│") }.map { $0.prefix(8) }
+                == ["[file 2]", "14:05 be", "[picture", "14:06   ", "[file 3]"].map { Substring($0) }, "\(lines)")
+        // A later page: the message before it was at `now`, so the early file is not on it.
+        let later = compact.render([second], previous: first, now: now, extras: [late, picture, early])
+        #expect(later.contains("[picture 1]") && later.contains("[file 3]") && !later.contains("[file 2]"), "\(later)")
+    }
+
     /// Compact: a line a message, the time, the name in a column as wide as the longer name,
     /// the number (and state, for yours) at the right end; no gaps, the same sections.
     @Test func compactIsALineAMessage() {
