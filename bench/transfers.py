@@ -131,7 +131,7 @@ def transfers(binary, work, env, runs=3):
         for side, role in (("ann", "sender"), ("ben", "receiver")):
             figures = ", ".join(f"{mib} MiB file {statistics.median(g[side] for g in growths[mib]):.1f}" for mib in (1, 4, 16))
             print(f"{role}'s RSS growth while it moves (MiB, median): {figures}")
-        print(f"(a window of chunks is {256 * 1100 / (1 << 20):.2f} MiB)")
+        print(f"(a window of chunks is {512 * 1100 / (1 << 20):.2f} MiB)")
         record("transfer_16mib", nc_mib_s=nc_rate, seance_mib_s=rate, ratio=rate / nc_rate, store_s=statistics.median(store_times),
                **{f"{side}_growth_{mib}mib": statistics.median(g[side] for g in growths[mib]) for side in ("ann", "ben") for mib in (1, 4, 16)})
     finally:

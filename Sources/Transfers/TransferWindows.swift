@@ -4,8 +4,8 @@
 /// came back in time (the timeout, doubled while nothing moves). A pure value: the caller sends
 /// what it says and arms a timer for `deadline`.
 package struct SendWindow: Sendable, Equatable {
-    /// Chunks in flight at most: a window's worth of memory at each end (256 × 1,100 bytes).
-    package static let size = 256
+    /// Chunks in flight at most: a window's worth of memory at each end (512 × 1,100 bytes).
+    package static let size = FileChunkAck.heldBits
     package let count: Int
     /// Every chunk below this is stored by the receiver.
     package private(set) var stored = 0
@@ -146,7 +146,7 @@ package struct ReceiveWindow: Sendable, Equatable {
 
     /// What the acknowledgement says: the chunks stored, and which of the window after them are held.
     package var acknowledgement: (stored: Int, held: [UInt64]) {
-        var bits: [UInt64] = [0, 0, 0, 0]
+        var bits = [UInt64](repeating: 0, count: FileChunkAck.heldWords)
         for index in held.keys where index > stored && index <= stored + FileChunkAck.heldBits {
             let bit = index - stored - 1
             bits[bit / 64] |= 1 << UInt64(bit % 64)

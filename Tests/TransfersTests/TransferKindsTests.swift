@@ -18,7 +18,7 @@ import Wire
         #expect(try FileAnswer.read(try answer.encoded() + extensionField) == answer)
         let chunk = FileChunk(id: id, index: 3, data: [1, 2, 3])
         #expect(try FileChunk.read(try chunk.encoded() + extensionField) == chunk)
-        let ack = FileChunkAck(id: id, stored: 5, held: [0b101, 0, 1 << 63, 7])
+        let ack = FileChunkAck(id: id, stored: 5, held: [0b101, 0, 1 << 63, 7] + Array(repeating: 9, count: FileChunkAck.heldBits / 64 - 4))
         #expect(try FileChunkAck.read(try ack.encoded() + extensionField) == ack)
     }
 

@@ -79,7 +79,7 @@ import Testing
 
     /// A transfer that resumes starts from what the receiver stored.
     @Test func aResumedWindowStartsWhereTheReceiverStopped() {
-        var sender = SendWindow(count: 1_000, from: 600)
+        var sender = SendWindow(count: 2_000, from: 600)
         let first = sender.due(now: 0)
         #expect(first.first == 600 && first.count == SendWindow.size)
     }
@@ -98,12 +98,12 @@ import Testing
         #expect(take(SendWindow.size, 0) == .duplicate)  // Past the window: not kept.
         #expect(take(2, 2) == .held)
         #expect(take(2, 2) == .duplicate)
-        #expect(receiver.acknowledgement.held == [0b10, 0, 0, 0])
+        #expect(receiver.acknowledgement.held == [0b10] + Array(repeating: 0, count: FileChunkAck.heldBits / 64 - 1))
         #expect(take(0, 0) == .inOrder)
         #expect(take(1, 1) == .inOrder)
         #expect(receiver.unwritten.count == 3)
         receiver.written()
-        #expect(receiver.acknowledgement.stored == 3 && receiver.acknowledgement.held == [0, 0, 0, 0])
+        #expect(receiver.acknowledgement.stored == 3 && receiver.acknowledgement.held.allSatisfy { $0 == 0 })
         #expect(take(1, 1) == .duplicate)
     }
 }
