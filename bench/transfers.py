@@ -62,18 +62,19 @@ def one_transfer(binary, work, env, hosts, password, path, tag):
     def each(measure):
         return {name: measure(proc.pid) for name, proc in shells.items()}
 
+    def command(proc, line, answer, timeout, failure):
+        """Types `line` and waits for a line holding `answer`; `failure` when none comes."""
+        proc.stdin.write(line + "\n")
+        proc.stdin.flush()
+        if wait_for_line(proc, answer, timeout) is None:
+            raise RuntimeError(failure)
+
     try:
-        ann.stdin.write("open ben --wait 30\n/back\necho ready\n")
-        ann.stdin.flush()
-        if wait_for_line(ann, "ready", 30) is None:
-            raise RuntimeError("ann never saw ben")
+        command(ann, "open ben --wait 30\n/back\necho ready", "ready", 30, "ann never saw ben")
         time.sleep(1)  # Both at rest: what they hold before the file.
         before = each(rss_mib)
         sent = time.perf_counter()
-        ann.stdin.write(f"send ben {path}\n")
-        ann.stdin.flush()
-        if wait_for_line(ann, "sending file", 60) is None:
-            raise RuntimeError("ann never sent it")
+        command(ann, f"send ben {path}", "sending file", 60, "ann never sent it")
         stored = time.perf_counter() - sent
         offered = None
         while (line := next_line(ben, 60)) is not None:
@@ -84,10 +85,7 @@ def one_transfer(binary, work, env, hosts, password, path, tag):
             raise RuntimeError("ben was never offered it")
         peaks, cpu_before = each(PeakMemory), each(cpu_seconds)
         accepted = time.perf_counter()
-        ben.stdin.write(f"accept {offered}\n")
-        ben.stdin.flush()
-        if wait_for_line(ben, " sent file ", 300) is None:
-            raise RuntimeError("the file never arrived")
+        command(ben, f"accept {offered}", " sent file ", 300, "the file never arrived")
         moved = time.perf_counter() - accepted
         cpu = {name: (seconds - cpu_before[name]) / moved for name, seconds in each(cpu_seconds).items()}
         growth = {name: peaks[name].stop() - before[name] for name in peaks}
