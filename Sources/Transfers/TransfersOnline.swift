@@ -51,6 +51,9 @@ final class TransfersOnline: Sendable {
         /// Chunks of transfers not known here, looked up once each (a flood of made-up ids
         /// must not cost a database read a chunk).
         var unknown: Set<Key> = []
+        /// Transfers of theirs complete here, with their chunk counts: a chunk of one (its
+        /// sender missed our last acknowledgement) gets that acknowledgement again.
+        var finished: [Key: Int] = [:]
     }
 
     /// A peer may hold this much of our disk in unfinished transfers, and have this many
@@ -129,6 +132,8 @@ final class TransfersOnline: Sendable {
         let now = context.engine.now
         var next = Double.infinity
         for sending in state.value.sending.values {
+            // A peer away is waited for by its arrival (and a check a second), not by its deadlines.
+            guard reachable(sending.transfer.peerKey) != nil else { continue }
             if let window = sending.window, sending.transfer.state == .moving {
                 if let deadline = window.deadline { next = min(next, deadline) }
                 if overwrites, let progress = sending.progress { next = min(next, progress.shownAt + Self.progressInterval) }
@@ -334,11 +339,21 @@ final class TransfersOnline: Sendable {
 
     private func received(_ chunk: FileChunk, from sender: Data) {
         let key = Key(peer: sender, id: chunk.id)
+        if let count = state.value.finished[key] {
+            // Whole here already: the sender did not hear so.
+            if let peer = context.presence.peer(sender) { context.presence.send(FileChunkAck(id: chunk.id, stored: UInt32(count)), to: peer) }
+            return
+        }
         if state.value.receiving[key] == nil {
             // After a restart here, the sender goes on where it was: the transfer is found again.
             guard !state.value.unknown.contains(key) else { return context.presence.dropped("file chunk of nothing accepted") }
             let conversation = try? MessageStore(database: context.database).existingConversation(myKey: context.me, peerKey: sender)
-            guard let conversation, let transfer = try? store.transfer(chunk.id, in: conversation.id, outgoing: false), transfer.state == .moving else {
+            let transfer = conversation.flatMap { try? store.transfer(chunk.id, in: $0.id, outgoing: false) }
+            if let transfer, transfer.state == .complete {
+                remember(finished: key, count: transfer.chunkCount)
+                return received(chunk, from: sender)
+            }
+            guard let transfer, transfer.state == .moving else {
                 if state.value.unknown.count >= 256 { state.value.unknown.removeAll() }
                 state.value.unknown.insert(key)
                 return context.presence.dropped("file chunk of nothing accepted")
@@ -380,11 +395,18 @@ final class TransfersOnline: Sendable {
         if state.value.receiving[key]!.window.isComplete { complete(key) }
     }
 
+    /// Keeps at most 256 of the transfers complete here, for chunks sent again after the end.
+    private func remember(finished key: Key, count: Int) {
+        if state.value.finished.count >= 256 { state.value.finished.removeAll() }
+        state.value.finished[key] = count
+    }
+
     /// Every chunk is in: the hash over all of them decides whether it is shown.
     private func complete(_ key: Key) {
         guard let receiving = state.value.receiving.removeValue(forKey: key) else { return }
         var transfer = receiving.transfer
         if (try? store.hash(of: transfer.number)) == transfer.sha256 {
+            remember(finished: key, count: transfer.chunkCount)
             transfer.state = .complete
             try? store.set(transfer.number, state: .complete, stored: transfer.chunkCount)
             tellArrived(transfer, sender: name(of: transfer.peerKey))

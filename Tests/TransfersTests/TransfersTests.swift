@@ -156,6 +156,31 @@ import Wire
         #expect(ben.notices().contains { $0.contains("second.bin from ann#") && $0.contains("cancelled") })
     }
 
+    /// The receiver's last acknowledgement lost: the chunks the sender sends again are answered
+    /// with it once more, and the sender ends too (it went on sending for ever).
+    @Test func aLostLastAcknowledgementIsGivenAgain() throws {
+        let world = try ChatWorld([("ann", .human), ("ben", .human)])
+        let (ann, ben) = (world.nodes[0], world.nodes[1])
+        world.step(2)
+        _ = try ann.delivery.send("hi", in: try ann.delivery.conversation(with: try #require(ann.service.peer(ben.identity.signingPublicKey))))
+        world.step(1)
+        let picture = Self.bitmap(width: 60, height: 40)
+        let chunks = (picture.count + 1_099) / 1_100
+        let packets = world.packets, lost = Shared(0)
+        world.network.setLoss { bytes in
+            guard let packet = packets(bytes), packet.code == KindTable.fileChunkAck, let ack = try? FileChunkAck.read(packet.body),
+                  Int(ack.stored) == chunks else { return false }
+            return lost.withLock { count in
+                count += 1
+                return count <= 2
+            }
+        }
+        try send(file("late.bmp", picture), from: ann, to: ben, world: world)
+        #expect(try run(world, upTo: 10) { try transfers(of: ann).first?.state == .complete })
+        #expect(lost.withLock { $0 } > 2, "the last acknowledgement was lost, and given again")
+        #expect(try transfers(of: ben).first?.state == .complete)
+    }
+
     /// A stranger's file waits for an answer, and nothing of it is stored until then; declined,
     /// its sender is told and nothing is kept.
     @Test func aStrangersFileWaitsForConsent() throws {
