@@ -252,13 +252,14 @@ package struct TransferStore: Sendable {
     }
 
     /// Transfers of this profile (`myKey`), newest last; only those still moving or waiting
-    /// when `unfinished`.
-    package func transfers(myKey: Data, unfinished: Bool = false) throws -> [Transfer] {
+    /// when `unfinished`, only those of one conversation when it is given.
+    package func transfers(myKey: Data, unfinished: Bool = false, in conversation: Int64? = nil) throws -> [Transfer] {
         try database.read { db in
             try Row.fetchAll(db, sql: """
                 SELECT transfer.*, conversation.peerKey, conversation.peerName FROM transfer JOIN conversation ON conversation.id = conversationId
-                WHERE conversation.myKey = ? \(unfinished ? "AND state IN ('offered', 'asking', 'moving')" : "") ORDER BY transfer.id
-                """, arguments: [myKey]).map(Self.transfer)
+                WHERE conversation.myKey = ? \(unfinished ? "AND state IN ('offered', 'asking', 'moving')" : "")
+                \(conversation == nil ? "" : "AND conversationId = ?") ORDER BY transfer.id
+                """, arguments: StatementArguments([myKey] + (conversation.map { [$0] } ?? []))).map(Self.transfer)
         }
     }
 

@@ -231,7 +231,7 @@ package final class Transfers: Feature {
     package func pageExtras(_ conversation: Conversation, columns: Int, database: SeanceDatabase) -> [ConversationView.Extra] {
         let store = TransferStore(database: database)
         let view = TransferView(capabilities: capabilities, columns: columns)
-        let transfers = ((try? store.transfers(myKey: conversation.myKey)) ?? []).filter { $0.conversation == conversation.id && $0.state != .storing }
+        let transfers = ((try? store.transfers(myKey: conversation.myKey, in: conversation.id)) ?? []).filter { $0.state != .storing }
         return transfers.map { transfer in
             let picture = transfer.state == .complete ? TransfersOnline.picture(transfer, store: store) : nil
             let last = transfer.outgoing || transfer.state != .complete ? view.progressRow(transfer, stored: transfer.stored, rate: nil)

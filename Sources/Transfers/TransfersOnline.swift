@@ -272,213 +272,6 @@ final class TransfersOnline: Sendable {
         tell(ended, stored: end == .complete ? transfer.chunkCount : 0, line: line)
     }
 
-    // MARK: Theirs
-
-    private func offered(_ offer: FileOffer, from sender: Data, peer: Peer?) {
-        guard let peer, let theirs = Plane(wireValue: peer.announcement.plane), theirs.canReach(context.rules.plane) else {
-            return context.presence.dropped("file offer from nobody in reach")
-        }
-        let key = Key(peer: sender, id: offer.id)
-        if let receiving = state.value.receiving[key] {
-            return answer(offer.id, .accept, stored: receiving.window.stored, to: peer)
-        }
-        let messages = MessageStore(database: context.database)
-        let now = context.engine.now
-        let existing = try? messages.existingConversation(myKey: context.me, peerKey: sender)
-        if let existing, let known = try? store.transfer(offer.id, in: existing.id, outgoing: false) {
-            return resume(known, offer: offer, peer: peer)
-        }
-        guard let holding = try? store.holding(of: sender, myKey: context.me) else { return }
-        guard holding.unfinished < Self.unfinishedLimit else {
-            refuse("more than \(Self.unfinishedLimit) unfinished from one person")
-            return answer(offer.id, .refuse, to: peer)
-        }
-        let knownPerson = existing.map { (try? store.hasMessages($0.id)) ?? false } ?? false
-        let automatic = offer.picture && Int(offer.size) <= Self.automaticLimit && knownPerson && holding.bytes + Int(offer.size) <= Self.quota
-        guard let conversation = try? messages.conversation(myKey: context.me, peerKey: sender, peerName: peer.name,
-                                                            peerAgreementKey: peer.announcement.agreementKey, now: now),
-              let (transfer, _) = try? store.offered(offer, in: conversation, state: automatic ? .moving : .asking, now: now) else { return }
-        if automatic {
-            accept(transfer, peer: peer, new: true)
-        } else {
-            answer(offer.id, .asking, to: peer)
-            let who = name(of: sender)
-            let what = "\(transfer.picture ? "a picture" : "a file"), \(TransferView.size(transfer.size))"
-            let line = "\(who) offers \(TransferView.shownName(transfer.name)) (\(what)): /accept \(transfer.number) or /decline \(transfer.number)"
-            tell(transfer, stored: 0, line: line, new: true, alert: Alert(who: who, what: "offers you a file"))
-        }
-    }
-
-    /// An offer of a transfer stored already (sent again, or after either side came back).
-    private func resume(_ transfer: Transfer, offer: FileOffer, peer: Peer) {
-        switch transfer.state {
-        case .moving: accept(transfer, peer: peer)
-        case .complete: answer(offer.id, .complete, stored: transfer.chunkCount, to: peer)
-        case .asking: answer(offer.id, .asking, to: peer)
-        case .declined: answer(offer.id, .decline, to: peer)
-        case .cancelled, .failed, .offered, .storing: answer(offer.id, .cancel, to: peer)
-        }
-    }
-
-    /// Takes `transfer` (accepted at once, by `/accept`, or resumed): from what is stored on.
-    /// `new`: nothing of it is on the screen yet (accepted at once).
-    func accept(_ transfer: Transfer, peer: Peer?, new: Bool = false) {
-        let key = Key(peer: transfer.peerKey, id: transfer.transferID)
-        let now = context.engine.now
-        if state.value.receiving[key] == nil {
-            let window = ReceiveWindow(count: transfer.chunkCount, chunkSize: transfer.chunkSize, size: transfer.size, stored: transfer.stored)
-            state.value.receiving[key] = Receiving(transfer: transfer, window: window, progress: Progress(since: now, from: transfer.stored))
-            state.value.unknown.remove(key)
-            if transfer.stored == 0 {
-                tell(transfer, stored: 0, line: "\(name(of: transfer.peerKey)) sends \(TransferView.shownName(transfer.name)) "
-                     + "(\(transfer.picture ? "a picture" : "a file"), \(TransferView.size(transfer.size)))", new: new)
-            }
-        }
-        if let peer { answer(transfer.transferID, .accept, stored: state.value.receiving[key]!.window.stored, to: peer) }
-    }
-
-    private func received(_ chunk: FileChunk, from sender: Data) {
-        let key = Key(peer: sender, id: chunk.id)
-        if let count = state.value.finished[key] {
-            // Whole here already: the sender did not hear so.
-            if let peer = context.presence.peer(sender) { context.presence.send(FileChunkAck(id: chunk.id, stored: UInt32(count)), to: peer) }
-            return
-        }
-        if state.value.receiving[key] == nil {
-            // After a restart here, the sender goes on where it was: the transfer is found again.
-            guard !state.value.unknown.contains(key) else { return context.presence.dropped("file chunk of nothing accepted") }
-            let conversation = try? MessageStore(database: context.database).existingConversation(myKey: context.me, peerKey: sender)
-            let transfer = conversation.flatMap { try? store.transfer(chunk.id, in: $0.id, outgoing: false) }
-            if let transfer, transfer.state == .complete {
-                remember(finished: key, count: transfer.chunkCount)
-                return received(chunk, from: sender)
-            }
-            guard let transfer, transfer.state == .moving else {
-                if state.value.unknown.count >= 256 { state.value.unknown.removeAll() }
-                state.value.unknown.insert(key)
-                return context.presence.dropped("file chunk of nothing accepted")
-            }
-            accept(transfer, peer: context.presence.peer(sender))
-        }
-        guard state.value.receiving[key] != nil else { return }
-        // In place: a copy would copy every chunk waiting to be written.
-        if state.value.receiving[key]!.window.take(Int(chunk.index), chunk.data) == .invalid {
-            return refuse("file chunk of the wrong size or place")
-        }
-        // A quarter of a window in order is written and acknowledged at once: the sender goes on
-        // while the rest come, rather than waiting for the whole window's turn to end.
-        if state.value.receiving[key]!.window.unwritten.count >= SendWindow.size / 4 { return flush(key) }
-        if !state.value.receiving[key]!.flushScheduled {
-            state.value.receiving[key]!.flushScheduled = true
-            // After the chunks already handed to the engine: they are written together.
-            context.engine.async { [weak self] in self?.flush(key) }
-        }
-    }
-
-    /// Writes what came in order, acknowledges it, and finishes a complete transfer.
-    private func flush(_ key: Key) {
-        guard let receiving = state.value.receiving[key] else { return }
-        state.value.receiving[key]!.flushScheduled = false
-        let unwritten = receiving.window.unwritten
-        if !unwritten.isEmpty {
-            // Not acknowledged when the database refuses: the sender sends it again.
-            guard (try? store.received(unwritten, from: receiving.window.stored, in: receiving.transfer.number)) != nil else { return }
-            state.value.receiving[key]!.window.written()
-        }
-        let (stored, held) = state.value.receiving[key]!.window.acknowledgement
-        if let peer = context.presence.peer(key.peer) {
-            context.presence.send(FileChunkAck(id: key.id, stored: UInt32(stored), held: held), to: peer)
-        }
-        var progress = receiving.progress
-        showProgress(of: receiving.transfer, stored: stored, progress: &progress, now: context.engine.now)
-        state.value.receiving[key]!.progress = progress
-        if state.value.receiving[key]!.window.isComplete { complete(key) }
-    }
-
-    /// Keeps at most 256 of the transfers complete here, for chunks sent again after the end.
-    private func remember(finished key: Key, count: Int) {
-        if state.value.finished.count >= 256 { state.value.finished.removeAll() }
-        state.value.finished[key] = count
-    }
-
-    /// Every chunk is in: the hash over all of them decides whether it is shown.
-    private func complete(_ key: Key) {
-        guard let receiving = state.value.receiving.removeValue(forKey: key) else { return }
-        var transfer = receiving.transfer
-        if (try? store.hash(of: transfer.number)) == transfer.sha256 {
-            remember(finished: key, count: transfer.chunkCount)
-            transfer.state = .complete
-            try? store.set(transfer.number, state: .complete, stored: transfer.chunkCount)
-            tellArrived(transfer, sender: name(of: transfer.peerKey))
-        } else {
-            transfer.state = .failed
-            transfer.reason = "it was damaged on the way (its hash did not match): nothing was kept"
-            try? store.set(transfer.number, state: .failed, reason: transfer.reason)
-            if let peer = context.presence.peer(key.peer) { answer(key.id, .cancel, to: peer) }
-            tell(transfer, stored: 0, line: "\(TransferView.shownName(transfer.name)) from \(name(of: key.peer)): failed, \(transfer.reason!)")
-        }
-    }
-
-    /// Stopped by its sender; or, when ours and delivered, refused by the receiver once whole.
-    private func cancelled(_ key: Key) {
-        let conversation = try? MessageStore(database: context.database).existingConversation(myKey: context.me, peerKey: key.peer)
-        if let conversation, var ours = try? store.transfer(key.id, in: conversation.id, outgoing: true), ours.state == .complete {
-            ours.state = .failed
-            ours.reason = "\(name(of: key.peer))'s end found it damaged once whole (its hash did not match)"
-            try? store.set(ours.number, state: .failed, reason: ours.reason)
-            return tell(ours, stored: 0, line: "\(TransferView.shownName(ours.name)) to \(name(of: key.peer)): failed, \(ours.reason!)")
-        }
-        guard let conversation, var transfer = try? store.transfer(key.id, in: conversation.id, outgoing: false), !transfer.state.isFinal else {
-            return context.presence.dropped("file answer to nothing offered")
-        }
-        state.value.receiving[key] = nil
-        transfer.state = .cancelled
-        transfer.reason = "\(name(of: key.peer)) stopped it"
-        try? store.set(transfer.number, state: .cancelled, reason: transfer.reason)
-        tell(transfer, stored: 0, line: "\(TransferView.shownName(transfer.name)) from \(name(of: key.peer)): cancelled, \(transfer.reason!)")
-    }
-
-    /// The user stopped, declined or accepted a transfer (from the shell, through the engine).
-    func stopped(_ transfer: Transfer, as end: Transfer.State) {
-        state.value.sending[transfer.transferID] = nil
-        state.value.receiving[Key(peer: transfer.peerKey, id: transfer.transferID)] = nil
-        try? store.set(transfer.number, state: end, reason: end == .declined ? "you said no" : "you stopped it")
-        if let peer = context.presence.peer(transfer.peerKey) {
-            answer(transfer.transferID, end == .declined ? .decline : .cancel, to: peer)
-        }
-    }
-
-    /// Accepts `/accept N`: false when it would take the sender past its quota.
-    func accepted(_ transfer: Transfer) throws {
-        let holding = try store.holding(of: transfer.peerKey, myKey: context.me)
-        guard holding.bytes + transfer.size <= Self.quota else {
-            refuse("over a person's \(Self.quota >> 20) MiB")
-            throw UserError("\(name(of: transfer.peerKey)) already holds \(TransferView.size(holding.bytes)) of your disk in unfinished files: "
-                            + "taking this one would pass the \(Self.quota >> 20) MiB one person may hold (cancel one first)")
-        }
-        try store.set(transfer.number, state: .moving)
-        var moving = transfer
-        moving.state = .moving
-        accept(moving, peer: context.presence.peer(transfer.peerKey))
-    }
-
-    private func answer(_ id: Data, _ decision: FileAnswer.Decision, stored: Int = 0, to peer: Peer) {
-        context.presence.send(FileAnswer(id: id, decision: decision, stored: UInt32(stored)), to: peer)
-    }
-
-    private func refuse(_ reason: String) {
-        state.value.refused[reason, default: 0] += 1
-        context.presence.dropped("file: " + reason)
-    }
-
-    /// Stored, how far it has come (what `transfers` shows of those moving).
-    func stored(of transfer: Transfer) -> Int {
-        if let sending = state.value.sending[transfer.transferID] { return sending.window?.stored ?? transfer.stored }
-        return state.value.receiving[Key(peer: transfer.peerKey, id: transfer.transferID)]?.window.stored ?? transfer.stored
-    }
-
-    var refusals: [String: Int] { state.value.refused }
-
     // MARK: What the user sees
 
     func name(of key: Data) -> String {
@@ -495,7 +288,7 @@ final class TransfersOnline: Sendable {
     /// A line about `transfer`. At a terminal, a transfer new to the screen (one offered to
     /// us) gets its bar under the line, written over as it moves; one on the screen already
     /// has its bar written over, and the line is printed only when the bar has scrolled away.
-    private func tell(_ transfer: Transfer, stored: Int, line: String, new: Bool = false, alert: Alert? = nil) {
+    func tell(_ transfer: Transfer, stored: Int, line: String, new: Bool = false, alert: Alert? = nil) {
         let inbox = context.inbox
         let capabilities = capabilities
         if !overwrites {
@@ -515,7 +308,7 @@ final class TransfersOnline: Sendable {
 
     /// A file of theirs is complete: in the conversation shown, its bubble (a picture drawn);
     /// elsewhere a line, and the bell.
-    private func tellArrived(_ transfer: Transfer, sender: String) {
+    func tellArrived(_ transfer: Transfer, sender: String) {
         let inbox = context.inbox
         let (capabilities, store) = (capabilities, store)
         let what = "\(transfer.picture ? "picture" : "file") \(transfer.number)"
@@ -548,7 +341,7 @@ final class TransfersOnline: Sendable {
         progress = current
     }
 
-    private func showProgress(of transfer: Transfer, stored: Int, progress: inout Progress, now: Double) {
+    func showProgress(of transfer: Transfer, stored: Int, progress: inout Progress, now: Double) {
         guard overwrites, now - progress.shownAt >= Self.progressInterval else { return }
         progress.shownAt = now
         let elapsed = now - progress.since
