@@ -161,23 +161,32 @@ package struct ConversationView: Sendable {
         // Widths are measured on what will be shown: the text made safe first.
         let body = DisplayWidth.wrap(SafeText.visible(message.text, keepNewlines: true), width: inner)
         let width = body.map { $0.displayWidth }.max() ?? 0  // (A key path here cost more than the widths.)
-        let style: Style = message.outgoing ? .cyan : .yellow
+        let rows = framed(body, width: width, outgoing: message.outgoing, sender: message.outgoing ? nil : message.sender)
+        return rows + [message.outgoing ? statusRow(number: message.number, state: message.state) : styler.dim("#\(message.number)")]
+    }
+
+    /// `body`, rows laid out `width` columns wide at most, in a bubble's frame: on the right for
+    /// yours, on the left under the sender's name (when given) for theirs. The text takes the
+    /// bubble's colour too unless `colouredText` is false (a picture keeps its own).
+    package func framed(_ body: [String], width: Int, outgoing: Bool, sender: String?, colouredText: Bool = true) -> [String] {
+        let style: Style = outgoing ? .cyan : .yellow
+        func row(_ left: String, _ text: String, _ right: String) -> String {
+            let padded = DisplayWidth.pad(text, to: width)
+            return colouredText ? styler.apply(style, left + padded + right) : styler.apply(style, left) + padded + styler.apply(style, right)
+        }
         var rows: [String]
         if capabilities.ascii {
-            rows = body.map { "( " + DisplayWidth.pad($0, to: width) + " )" }
+            rows = body.map { row("( ", $0, " )") }
         } else {
-            rows = ["╭" + String(repeated: "─", count: width + 2) + "╮"]
-            rows += body.map { "│ " + DisplayWidth.pad($0, to: width) + " │" }
-            rows.append("╰" + String(repeated: "─", count: width + 2) + "╯")
+            let line = String(repeated: "─", count: width + 2)
+            rows = [styler.apply(style, "╭" + line + "╮")] + body.map { row("│ ", $0, " │") } + [styler.apply(style, "╰" + line + "╯")]
         }
-        rows = rows.map { styler.apply(style, $0) }
-        if !message.outgoing, let sender = message.sender { rows.insert(styler.bold(SafeText.visible(sender)), at: 0) }
-        if message.outgoing {
-            // Every row of the bubble is its text's width and four columns of frame.
+        if outgoing {
+            // Every row of the bubble is its body's width and four columns of frame.
             let indent = String(repeated: " ", count: max(0, columns - (width + 4)))
-            return rows.map { indent + $0 } + [statusRow(number: message.number, state: message.state)]
+            return rows.map { indent + $0 }
         }
-        return rows + [styler.dim("#\(message.number)")]
+        return (sender.map { [styler.bold(SafeText.visible($0))] } ?? []) + rows
     }
 
     /// The row under one of your bubbles: its number and delivery state, at the right edge.

@@ -55,20 +55,8 @@ package struct TransferView: Sendable {
         let details = Self.kind(of: transfer) + " · " + Self.size(transfer.size)
         body += [caption, styler.dim(details)]
         let width = body.map { $0.strippingANSI.displayWidth }.max() ?? 0
-        let style: Style = transfer.outgoing ? .cyan : .yellow
-        var rows: [String]
-        if capabilities.ascii {
-            rows = body.map { styler.apply(style, "( ") + DisplayWidth.pad($0, to: width) + styler.apply(style, " )") }
-        } else {
-            rows = [styler.apply(style, "╭" + String(repeating: "─", count: width + 2) + "╮")]
-            rows += body.map { styler.apply(style, "│ ") + DisplayWidth.pad($0, to: width) + styler.apply(style, " │") }
-            rows.append(styler.apply(style, "╰" + String(repeating: "─", count: width + 2) + "╯"))
-        }
-        if transfer.outgoing {
-            let indent = String(repeating: " ", count: max(0, columns - (width + 4)))
-            return rows.map { indent + $0 }
-        }
-        return (sender.map { [styler.bold(SafeText.visible($0))] } ?? []) + rows
+        return ConversationView(capabilities: capabilities, columns: columns)
+            .framed(body, width: width, outgoing: transfer.outgoing, sender: sender, colouredText: false)
     }
 
     /// The row under a transfer's bubble, as wide as the window (written over in place while
