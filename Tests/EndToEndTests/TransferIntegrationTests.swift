@@ -18,6 +18,11 @@ struct TransferIntegrationTests {
         (try? query(data, "SELECT state FROM transfer WHERE name = '\(name)'").first) ?? nil ?? ""
     }
 
+    /// The transfer's number at that end (the commands take it).
+    func number(_ data: String, _ name: String) -> Int? {
+        Int((try? query(data, "SELECT id FROM transfer WHERE name = '\(name)'").first) ?? nil ?? "")
+    }
+
     func stored(_ data: String, _ name: String) -> Int {
         Int((try? query(data, "SELECT stored FROM transfer WHERE name = '\(name)'").first) ?? nil ?? "0") ?? 0
     }
@@ -36,9 +41,11 @@ struct TransferIntegrationTests {
         #expect(runA.waitFor("#1 delivered"))
         runA.send("/send \(picture)", "/send \(big)")
         #expect(runA.waitFor("sending file 2 (big.bin, 5.0 MiB)"))
-        #expect(runB.waitFor(timeout: 60, { $0.contains("sent picture 1 (vision.png") }))
-        #expect(runB.waitFor("offers big.bin (a file, 5.0 MiB): /accept 2 or /decline 2"))
-        runB.send("accept 2")
+        // Numbered at ben's end as the offers come: the loss may bring the file's first.
+        #expect(runB.waitFor(timeout: 60, { $0.range(of: #"sent picture \d+ \(vision\.png"#, options: .regularExpression) != nil }))
+        #expect(runB.waitFor { $0.range(of: #"offers big\.bin \(a file, 5\.0 MiB\): /accept (\d+) or /decline \1"#, options: .regularExpression) != nil })
+        let pictureNumber = try #require(number(b, "vision.png")), bigNumber = try #require(number(b, "big.bin"))
+        runB.send("accept \(bigNumber)")
         #expect(try eventually(timeout: 60) { stored(b, "big.bin") > 1_600 })
         runB.kill()  // Half-way, no goodbye.
         _ = runB.wait()
@@ -46,13 +53,13 @@ struct TransferIntegrationTests {
         runB = try net.start(host: 2, data: b, name: "ben", lines: ["chat"])
         #expect(try eventually(timeout: 90) { state(b, "big.bin") == "complete" && state(a, "big.bin") == "complete" },
                 "ben: \(state(b, "big.bin")) \(stored(b, "big.bin")); ann: \(state(a, "big.bin"))")
-        runB.send("save 1 \(net.scratch.path)/got.png", "save 2 \(net.scratch.path)/got.bin", "transfers")
-        #expect(runB.waitFor("saved file 2 as"))
+        runB.send("save \(pictureNumber) \(net.scratch.path)/got.png", "save \(bigNumber) \(net.scratch.path)/got.bin", "transfers")
+        #expect(runB.waitFor("saved file \(bigNumber) as"))
         #expect(FileManager.default.contentsEqual(atPath: picture, andPath: net.scratch.path + "/got.png"))
         #expect(FileManager.default.contentsEqual(atPath: big, andPath: net.scratch.path + "/got.bin"))
         #expect(try net.droppedFrames() > 100)
         // Saved again with no path: the downloads folder, never over the first.
-        runB.send("save 1", "save 1")
+        runB.send("save \(pictureNumber)", "save \(pictureNumber)")
         #expect(runB.waitFor("Downloads/vision (2).png"))
         #expect(FileManager.default.contentsEqual(atPath: picture, andPath: net.scratch.path + "/Downloads/vision.png"))
     }
