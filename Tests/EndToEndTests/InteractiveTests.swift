@@ -453,7 +453,7 @@ import Testing
         defer { end(ben) }
         try term.type("mute ben")
         try term.press("Enter")
-        try term.waitFor { $0.contains("muted") }
+        try term.waitFor { $0.contains("muted ben#") }
         ben.send("open ann --wait 30")
         ben.send("muted words")
         // Stored and counted in `chats`, but no bell, no notice, no count in the prompt.
@@ -468,6 +468,8 @@ import Testing
         #expect(try bellFlag(term) == "0" && !raw().contains("\u{7}"))
         try term.type("unmute ben")
         try term.press("Enter")
+        // Only once the unmute is in effect: a line arriving before it is kept silently.
+        try term.waitFor { $0.contains("unmuted ben#") }
         ben.send("first")
         ben.send("second")
         screen = try term.waitFor { $0.contains(": second   (open ben#") && $0.hasSuffix("ann@chat●3>") }
