@@ -169,7 +169,7 @@ extension ChatMode {
         // The name, the hint (in as many rows as a narrow window breaks it into), the older
         // messages' line and the prompt.
         let hintRows = shell.capabilities.interactive ? DisplayWidth.wrapStyled(hint, width: shell.console.columns).count : 1
-        let (page, lines) = try fittingPage(conversation, before: nil, store: store, shell, reserved: 3 + hintRows)
+        let (page, lines, extras) = try fittingPage(conversation, before: nil, store: store, shell, reserved: 3 + hintRows)
         oldestShown = page.first?.id
         newestShown = nil
         let view = conversationView(shell)
@@ -177,7 +177,7 @@ extension ChatMode {
         shell.console.print(shell.styler.bold(renamed(conversation) ?? conversation.shownHandle) + (page.isEmpty ? " — no messages yet" : ""))
         shell.console.printProse(hint)
         printOlder(page, shell)
-        view.print(lines, of: page, on: shell.console, lastState: .read) { Self.stateMark(conversation.id, $0.number) }
+        view.print(lines, of: page, extras: extras, on: shell.console, lastState: .read) { Self.stateMark(conversation.id, $0.number) }
         if let last = page.last { delivery.shown(upTo: last.id, in: conversation) }
     }
 
@@ -352,24 +352,27 @@ extension ChatMode {
         guard let conversation = openConversation else { throw UserError("open a conversation first: open NAME") }
         guard let oldest = oldestShown else { return shell.console.print("nothing older") }
         let store = MessageStore(database: try shell.session.openDatabase())
-        let (page, lines) = try fittingPage(conversation, before: oldest, store: store, shell, reserved: 2)
+        let (page, lines, extras) = try fittingPage(conversation, before: oldest, store: store, shell, reserved: 2)
         guard !page.isEmpty else { return shell.console.print("nothing older") }
         oldestShown = page.first?.id
         printOlder(page, shell)
-        conversationView(shell).print(lines, of: page, on: shell.console, lastState: .read) { Self.stateMark(conversation.id, $0.number) }
+        conversationView(shell).print(lines, of: page, extras: extras, on: shell.console, lastState: .read) {
+            Self.stateMark(conversation.id, $0.number)
+        }
     }
 
     /// The newest messages before `before` (nil: the newest of all) that fit the window with
-    /// `reserved` lines to spare, at most a page of them, and their rendering. At least one
-    /// message is shown, however tall.
+    /// `reserved` lines to spare, at most a page of them, their rendering, and the pictures and
+    /// files among them. At least one message is shown, however tall.
     private func fittingPage(_ conversation: Conversation, before: Int64?, store: MessageStore, _ shell: Shell,
-                             reserved: Int) throws -> ([ChatMessage], [String]) {
+                             reserved: Int) throws -> ([ChatMessage], [String], [ConversationView.Extra]) {
         let view = conversationView(shell)
         // Pictures and files sent in it, at their times; an older page stops at the page after it.
         var extras = pageExtras?(conversation, view, store.database) ?? []
         if let before, let next = try store.message(before: before + 1, in: conversation.id) { extras.removeAll { $0.time >= next.sentAt } }
-        return try view.fitting(try store.page(conversation.id, before: before), rows: shell.console.rows, reserved: reserved,
-                                now: shell.session.clock(), extras: extras) { try store.message(before: $0.id, in: conversation.id) }
+        let (page, lines) = try view.fitting(try store.page(conversation.id, before: before), rows: shell.console.rows, reserved: reserved,
+                                             now: shell.session.clock(), extras: extras) { try store.message(before: $0.id, in: conversation.id) }
+        return (page, lines, extras)
     }
 
     private func tap(_ number: Int, _ shell: Shell) throws {

@@ -53,10 +53,14 @@ package struct ConversationView: Sendable {
     package struct Extra: Sendable {
         package var time: Double
         package var rows: [String]
+        /// The name its last row is printed with, to be written over in place (a transfer's
+        /// progress) when the page is drawn at a terminal; nil: never changes.
+        package var mark: String?
 
-        package init(time: Double, rows: [String]) {
+        package init(time: Double, rows: [String], mark: String? = nil) {
             self.time = time
             self.rows = rows
+            self.mark = mark
         }
     }
 
@@ -235,13 +239,14 @@ package struct ConversationView: Sendable {
 
     /// Prints `lines`, the rendering of `page`; at a terminal the state rows of yours that can
     /// still change (not yet `lastState`) are printed with the mark `mark` names, to be written over.
-    package func print(_ lines: [String], of page: [ChatMessage], on console: Console, lastState: ChatMessage.State,
-                      mark: (ChatMessage) -> String) {
+    package func print(_ lines: [String], of page: [ChatMessage], extras: [Extra] = [], on console: Console,
+                      lastState: ChatMessage.State, mark: (ChatMessage) -> String) {
         var marks: [String: String] = [:]
         if console.overwrites {
             for message in page where message.outgoing && message.state != lastState {
                 marks[stateRow(of: message)] = mark(message)
             }
+            for extra in extras { if let name = extra.mark, let row = extra.rows.last { marks[row] = name } }
         }
         for line in lines {
             if let name = marks[line] { console.print(line, mark: name) } else { console.print(line) }

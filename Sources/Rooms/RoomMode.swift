@@ -96,6 +96,8 @@ package final class Rooms: Feature {
                 let message = try self.say(text)
                 let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
                 let bubble = view.bubble(message)
+                // The typed line gives way to its bubble, as in a conversation.
+                shell.console.eraseAcceptedLine()
                 bubble.dropLast().forEach { shell.console.print($0) }
                 shell.console.print(bubble.last!, mark: Rooms.stateMark(message.id))
             }))

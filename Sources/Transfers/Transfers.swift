@@ -236,7 +236,10 @@ package final class Transfers: Feature {
             let picture = transfer.state == .complete ? TransfersOnline.picture(transfer, store: store) : nil
             let last = transfer.outgoing || transfer.state != .complete ? view.progressRow(transfer, stored: transfer.stored, rate: nil)
                                                                         : view.numberRow(transfer)
-            return ConversationView.Extra(time: transfer.sentAt, rows: view.bubble(transfer, picture: picture, sender: nil) + [last])
+            // One still going keeps its bar written over in place on a page drawn again.
+            let going = [.moving, .offered, .asking].contains(transfer.state)
+            return ConversationView.Extra(time: transfer.sentAt, rows: view.bubble(transfer, picture: picture, sender: nil) + [last],
+                                          mark: going ? Self.progressMark(transfer.number) : nil)
         }
     }
 

@@ -234,6 +234,30 @@ import Testing
         #expect(console.takeCaptured() == "\u{1B}7\u{1B}[1A\r\u{1B}[28C\u{1B}[K" + tail + "\u{1B}8" + "missed #1\n")
     }
 
+    /// A picture or file still going keeps its progress row marked on a page drawn again (the
+    /// transfer's bar is written over where it is); a finished one's row is not marked.
+    @Test func aTransferStillGoingIsWrittenOverOnAPageDrawnAgain() {
+        let console = Console.capturing(columns: 40, rows: 20)
+        console.followScreen()
+        let view = ConversationView(capabilities: .plain, columns: 40)
+        let page = [ChatMessage(number: 1, outgoing: true, text: "look", sentAt: 0, state: .read)]
+        let extras = [ConversationView.Extra(time: 1, rows: ["[file 1]", "file 1 ░░░░ 0 B of 2 MiB"], mark: "transfer 1"),
+                      ConversationView.Extra(time: 2, rows: ["[file 2]", "file 2 delivered"])]
+        let lines = view.render(page, now: 2, extras: extras)
+        view.print(lines, of: page, extras: extras, on: console, lastState: .read) { "m\($0.number)" }
+        #expect(console.takeCaptured() == lines.map { $0 + "\n" }.joined())
+        console.inbox.post(.update([1, 2].map { number in
+            Overwrite(mark: "transfer \(number)", id: number) { _ in "file \(number) ████ 2 MiB of 2 MiB" }
+        }) { missed in missed.map { "missed \($0.id)" }.joined() })
+        console.printPending()
+        // file 1's row, counted up from where the page ended: file 2's gap, bubble and row below it.
+        let up = lines.count - lines.lastIndex(of: "file 1 ░░░░ 0 B of 2 MiB")!
+        #expect(up == 4)
+        // A progress row is as wide as the window: written over from where the new one starts.
+        let bar = "file 1 ████ 2 MiB of 2 MiB"
+        #expect(console.takeCaptured() == "\u{1B}7\u{1B}[\(up)A\r\u{1B}[\(40 - bar.displayWidth)C\u{1B}[K" + bar + "\u{1B}8" + "missed 2\n")
+    }
+
     /// Compact, the state ends the message's own line: that line is marked, and the text left
     /// of the state stays clear of the widest state, so writing over the end keeps it whole.
     @Test func aCompactLineIsMarkedAndItsTextKeepsClearOfTheState() {

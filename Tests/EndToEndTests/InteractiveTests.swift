@@ -691,7 +691,7 @@ import Testing
     }
 
     /// Joining a room heard while a line is being typed changes the prompt at once (the line
-    /// kept), and the state under a line said in the room changes where it is.
+    /// kept), the line said gives way to its bubble, and the state under it changes where it is.
     @Test(.enabled(if: inPrivateNetwork, "opens sockets: only inside scripts/in-netns"))
     func aRoomJoinedWhileTypingShowsInThePrompt() throws {
         let (term, password, network) = try annLoggedInAtATerminal()
@@ -706,6 +706,8 @@ import Testing
         // (Notices of proximity may come after it.)
         let screen = try term.waitFor { $0.contains("│ hello all │") && stateRow($0).under == "#1 delivered" }
         #expect(!stateRow(screen).repeated && !screen.contains("delivered to everyone"), "\(screen)")
+        // The typed line gave way to its bubble.
+        #expect(!screen.contains("room:3.4●> hello all"), "\(screen)")
     }
 
     /// A page of the visions list fits the window: its heading is still on the screen.
