@@ -96,8 +96,13 @@ package final class ChatMode {
                                arguments: [.positional("what", .dynamic({ [Candidate("stats", "packets sent, received and dropped")] }),
                                                        optional: true,
                                                        help: "stats: packets sent, received, dropped and skipped instead; "
-                                                           + "a number: that page of a crowd at a terminal")],
+                                                           + "a number: that page of a crowd at a terminal"),
+                                           .switch("--count", help: "only how many it would list, a number (for scripts)")],
                                summary: "the people nearby you can see, and how each is reached") { invocation in
+            if invocation.arguments.isSet("--count") {
+                guard invocation.arguments["what"] == nil else { throw UserError("nearby --count takes nothing else") }
+                return try self.count(invocation.shell)
+            }
             switch invocation.arguments["what"] {
             case "stats": try self.printStatistics(invocation.shell)
             case nil: try self.list(invocation.shell, page: 1)
@@ -227,6 +232,15 @@ package final class ChatMode {
     }
 
     // MARK: Views
+
+    /// `nearby --count`: how many rows `nearby` would list, without drawing them (a script
+    /// polling a crowd of 500 asks the engine for one number).
+    private func count(_ shell: Shell) throws {
+        guard profiles.current != nil else { throw ProfileError.notLoggedIn }
+        guard let context else { throw UserError("you are offline: chat brings you online") }
+        let visible = context.engine.sync { context.presence.peers().filter(context.rules.canSee).count }
+        shell.console.print(String(visible + localPeers().count))
+    }
 
     func list(_ shell: Shell, page: Int) throws {
         guard profiles.current != nil else { throw ProfileError.notLoggedIn }

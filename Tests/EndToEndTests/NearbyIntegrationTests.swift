@@ -96,13 +96,15 @@ struct NearbyIntegrationTests {
         for (index, run) in runs.enumerated() {
             for other in names where other != names[index] { run.waitForPeer(other) }
         }
-        for run in runs { run.send("nearby", "nearby stats") }
+        for run in runs { run.send("nearby", "nearby --count", "nearby stats") }
         for run in runs { run.waitFor("sent ") }
         for (index, run) in runs.enumerated() {
             let out = run.finish()
             let lines = out.split(separator: "\n").map(String.init)
             let stats = try #require(lines.lastIndex { $0.hasPrefix("sent ") }, "\(out)")
-            let listed = lines[(stats - 2)..<stats]  // The two nearby rows just before the stats line.
+            // The two nearby rows, then their count, just before the stats line.
+            #expect(lines[stats - 1] == "2", "\(out)")
+            let listed = lines[(stats - 3)..<(stats - 1)]
             for other in names where other != names[index] {
                 #expect(listed.contains { $0.contains(other + "#") }, "\(names[index]) misses \(other):\n\(out)")
             }
