@@ -285,24 +285,27 @@ LISTED = re.compile(r" p\d+#.* seen ")
 
 
 def newcomer_discovery(binary, work, env, password, peers, runs, args=(), name="newcomer_lists_all", label=None, polls=150,
-                       prefix=()):
+                       prefix=(), others=0):
     """From a newcomer's `chat` to its listing every one of the crowd (`p0`, `p1`, …: it asks who is
     there and they answer within a fraction of a second, or a broker hands it their presence), and
-    the packets its arrival brings in meanwhile. `args`: the newcomer's flags (a broker); `prefix`:
-    what runs it (`ip netns exec HOST`). Returns the times, in seconds."""
+    the packets its arrival brings in meanwhile. It polls `nearby --count` (the rows `nearby`
+    would list, counted in the same visit to the engine) every 10 ms until it reaches `peers`
+    and the `others` present besides the crowd (an observer), then lists them once to check that
+    every one of the crowd is named: listing 500 rows every 10 ms was itself a load on the
+    newcomer and on the CPU the crowd answers with. `args`: the newcomer's flags (a broker);
+    `prefix`: what runs it (`ip netns exec HOST`). Returns the times, in seconds."""
     data = os.path.join(work, "newcomer")
     if not os.path.exists(data):
         make_profile(binary, data, "newcomer", password, env)
     times, received, missed, most = [], [], [], []
     for _ in range(runs):
         script = [f"login newcomer --password-file {password}", "chat"]
-        script += ["sleep 0.01\necho :::\nnearby"] * polls + ["echo :::", "nearby stats"]
+        script += ["sleep 0.01\nnearby --count"] * polls + ["echo :::", "nearby", "echo :::", "nearby stats"]
         proc = subprocess.Popen([*prefix, binary, "--data-dir", data, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, env=env, bufsize=0)
         proc.stdin.write(("\n".join(script) + "\n").encode())
         proc.stdin.close()
-        # Each line with the time it came out: a thread does nothing but read, so that a list
-        # of 500 peers printed 300 times is timed as it is printed, not as it is parsed.
+        # Each line with the time it came out: a thread does nothing but read.
         lines = []
         reader = threading.Thread(target=lambda: lines.extend((time.perf_counter(), line) for line in io.BufferedReader(proc.stdout)))
         reader.start()
@@ -310,28 +313,35 @@ def newcomer_discovery(binary, work, env, password, peers, runs, args=(), name="
         proc.kill()
         proc.wait()
         start = next((at for at, line in lines if b"announcing" in line), None)
-        listed, best, seen_all, seen_most = 0, 0, None, None
-        listings = []  # (seconds since start, rows) of each listing, for SEANCE_BENCH_LISTINGS
+        counts = []  # (seconds since start, how many in sight) of each poll
+        seen_all = seen_most = stats = None
+        markers, named = 0, set()
         for at, raw in lines:
-            line = raw.decode("utf-8", "replace")
-            if line.startswith(":::"):
-                if start is not None:
-                    listings.append((at - start, listed))
-                if listed >= peers and seen_all is None:
+            line = raw.decode("utf-8", "replace").strip()
+            if line == ":::":
+                markers += 1
+            elif markers == 0 and line.isdigit() and start is not None:
+                counts.append((at - start, int(line)))
+                if int(line) >= peers + others and seen_all is None:
                     seen_all = at
-                if listed >= peers * 0.9 and seen_most is None:
+                if int(line) >= (peers + others) * 0.9 and seen_most is None:
                     seen_most = at
-                best, listed = max(best, listed), 0
-            elif LISTED.search(line):  # A line of the list, not a live notice.
-                listed += 1
+            elif markers == 1 and LISTED.search(line):
+                named.add(line.split("#")[0].split()[-1])
             elif line.startswith("sent "):
+                stats = line
                 received.append(int(line.split("received ")[1].split(",")[0]))
-                if seen_all is None:
-                    missed.append(f"listed {best} of {peers} at most; {line.strip()}")
-        if os.environ.get("SEANCE_BENCH_LISTINGS") and listings:
-            # Where the time goes: each listing's end and how many it named, up to the first with all.
-            upto = next((i for i, (_, n) in enumerate(listings) if n >= peers), len(listings) - 1)
-            print("listings: " + ", ".join(f"{t * 1000:.0f} ms {n}" for t, n in listings[:upto + 1][-12:]))
+        best = max((n for _, n in counts), default=0)
+        if seen_all is not None and len(named) < peers:
+            missed.append(f"counted {best} but named {len(named)} of the {peers}; {stats}")
+            seen_all = None
+        elif seen_all is None:
+            missed.append(f"counted {best} of {peers} + {others} at most; {stats}")
+        if os.environ.get("SEANCE_BENCH_LISTINGS") and counts:
+            # Where the time goes: the polls' times and counts, each change of count, up to all.
+            upto = next((i for i, (_, n) in enumerate(counts) if n >= peers + others), len(counts) - 1)
+            changes = [counts[0]] + [c for previous, c in zip(counts, counts[1:upto + 1]) if c[1] != previous[1]]
+            print("in sight: " + ", ".join(f"{t * 1000:.0f} ms {n}" for t, n in changes[-14:]) + (f"   ({stats})" if stats else ""))
         if start is not None and seen_all is not None:
             times.append(seen_all - start)
         if start is not None and seen_most is not None:

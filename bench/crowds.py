@@ -104,54 +104,10 @@ class Observer:
         self.proc.wait()
 
 
-class CrowdCpuGroup:
-    """A CPU control group holding the crowd's shells, with the weight of one process.
-
-    One machine plays every host here: at rest 500 shells take 1.6 of its two cores, and when a
-    newcomer asks, all 500 wake at once. The kernel shares the CPU per process, so the newcomer
-    (and the benchmark reading its output) got one five-hundredth of it: its first listing
-    after arriving waited up to 2.4 s for a turn, with every answer already in. Grouped, the
-    crowd as a whole weighs what the newcomer does, as if the newcomer had a host of its own —
-    which it has on a real LAN; the crowd still shares what is left among its members, and gets
-    everything while the newcomer is idle. Without a cgroup the crowd runs as before (said)."""
-
-    def __init__(self):
-        self.path = None
-        for root in ("/sys/fs/cgroup/cpu", "/sys/fs/cgroup"):
-            controllers = os.path.join(root, "cgroup.controllers")
-            if os.path.exists(os.path.join(root, "cpu.shares")) or (os.path.exists(controllers) and "cpu" in open(controllers).read().split()):
-                path = os.path.join(root, f"seance-crowd-{os.getpid()}")
-                try:
-                    os.mkdir(path)
-                    self.path = path
-                    break
-                except OSError:
-                    pass
-
-    def describe(self):
-        return (f"the crowd's shells share one CPU control group ({self.path}), weighing what the newcomer does"
-                if self.path else "no CPU control group could be made: the crowd and the newcomer share the CPU per process")
-
-    def add(self, pid):
-        """Moves a process there, every thread of it (`cgroup.procs` takes a whole process)."""
-        if self.path:
-            with open(os.path.join(self.path, "cgroup.procs"), "w") as f:
-                f.write(str(pid))
-
-    def close(self):
-        if self.path:
-            try:
-                os.rmdir(self.path)  # Empty once its processes were waited for.
-            except OSError as error:
-                print(f"could not remove {self.path}: {error}")
-
-
-def crowd_shell(binary, data, name, password, env, prefix=(), group=None):
+def crowd_shell(binary, data, name, password, env, prefix=()):
     """A member of the crowd: online until killed, its output unread (to /dev/null)."""
     proc = subprocess.Popen([*prefix, binary, "--data-dir", data], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, env=env, text=True)
-    if group:
-        group.add(proc.pid)  # Before its login's scrypt: nothing of it runs outside the group for long.
     proc.stdin.write(f"login {name} --password-file {password}\nchat\n")
     proc.stdin.flush()
     return proc
@@ -191,16 +147,13 @@ def lan_crowds(binary, work, env, sizes, settle, watch, newcomer_runs, kernel_ba
     observer = Observer(binary, observer_dir, password, env, prefix=hosts.run(1))
     link = LinkCounter("198.19.255.254")
     link.start()
-    group = CrowdCpuGroup()
-    print(group.describe())
     shells, results = [], {}
     try:
         for size in sizes:
             while len(shells) < size:
                 # Four arrivals a second: each costs every member an answer to drop (and the two
                 # cores play every host), and a login's scrypt takes 16 MiB for a moment.
-                shells.append(crowd_shell(binary, dirs[len(shells)], f"p{len(shells)}", password, env, prefix=hosts.run(len(shells) + 3),
-                                          group=group))
+                shells.append(crowd_shell(binary, dirs[len(shells)], f"p{len(shells)}", password, env, prefix=hosts.run(len(shells) + 3)))
                 time.sleep(0.25)
             deadline, listed = time.perf_counter() + 120, 0
             while time.perf_counter() < deadline and (listed := observer.listed()) < size:
@@ -222,9 +175,10 @@ def lan_crowds(binary, work, env, sizes, settle, watch, newcomer_runs, kernel_ba
                   f"link {packets:5.1f} presence packets/s ({refreshes:.1f} refreshes)   each shell {memory:4.1f} MiB RSS")
             drops_before = backlog_drops()
             times = newcomer_discovery(binary, work, env, password, size, newcomer_runs, name=f"crowd_{size}_newcomer",
-                                       label=f"N = {size:3}: newcomer lists all", polls=300, prefix=hosts.run(2))
+                                       label=f"N = {size:3}: newcomer lists all", polls=300, prefix=hosts.run(2),
+                                       others=1)  # and the observer
             drops = backlog_drops() - drops_before
-            results[size].update(crowd_cpu_group=group.path is not None, newcomer_median_s=sorted(times)[len(times) // 2] if times else None, backlog_drops=drops,
+            results[size].update(newcomer_median_s=sorted(times)[len(times) // 2] if times else None, backlog_drops=drops,
                                  kernel_backlog=kernel_backlog)
             print(f"N = {size:3}: the harness kernel dropped {drops} packets over its backlog meanwhile "
                   f"(net.core.netdev_max_backlog = {kernel_backlog or '?'})")
@@ -233,7 +187,6 @@ def lan_crowds(binary, work, env, sizes, settle, watch, newcomer_runs, kernel_ba
             proc.kill()
         for proc in shells:
             proc.wait()
-        group.close()
         observer.close()
         link.stop()
         hosts.close()
