@@ -237,8 +237,9 @@ package struct ConversationView: Sendable {
         return rows
     }
 
-    /// Prints `lines`, the rendering of `page`; at a terminal the state rows of yours that can
-    /// still change (not yet `lastState`) are printed with the mark `mark` names, to be written over.
+    /// Prints `lines`, the rendering of `page` (and `extras`); at a terminal the state rows of
+    /// yours that can still change (not yet `lastState`) are printed with the mark `mark` names,
+    /// and an extra's last row with its own, to be written over.
     package func print(_ lines: [String], of page: [ChatMessage], extras: [Extra] = [], on console: Console,
                       lastState: ChatMessage.State, mark: (ChatMessage) -> String) {
         var marks: [String: String] = [:]
