@@ -74,6 +74,17 @@ package struct SendWindow: Sendable, Equatable {
             sentAt[chunk] = nil
             heldNow.append(chunk)
         }
+        // Held before and not now: the receiver lost what it kept in memory (its seance was
+        // killed and started again), or this is a late acknowledgement. In flight again, from
+        // now: sent again at the timeout, unless a newer acknowledgement marks it held. (Kept as
+        // held, it was never sent again, and the receiver waited for it for ever.)
+        if held.count > heldNow.count {
+            let current = Set(heldNow)
+            for chunk in held where !current.contains(chunk) {
+                held.remove(chunk)
+                sentAt[chunk] = now
+            }
+        }
         // A hole with three chunks held after it (a reordering rarely holds back three), sent
         // more than a round trip ago: overdue now, not at the timeout.
         if heldNow.count >= Self.reorderingAllowance {

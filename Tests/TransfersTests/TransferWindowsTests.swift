@@ -77,6 +77,29 @@ import Testing
         #expect(early.isEmpty && late == [0, 1, 2])
     }
 
+    /// A receiver killed and started again has lost the chunks it held in memory past a hole:
+    /// its next acknowledgement does not mark them, and they go again at the timeout, the hole
+    /// first (the sender kept them as held, and the transfer waited for ever).
+    @Test func whatAReceiverNoLongerHoldsGoesAgain() throws {
+        var sender = SendWindow(count: 10)
+        _ = sender.due(now: 0)
+        // 0–2 stored, 3 lost, 4–9 held in memory.
+        sender.acknowledged(stored: 3, held: [0b111111], now: 0.2)
+        let hole = sender.due(now: 0.2)
+        #expect(hole == [3])
+        // Killed and started again: it stored 3 meanwhile, nothing past it.
+        let news = sender.acknowledged(stored: 4, held: [0], now: 0.3)
+        let atOnce = sender.due(now: 0.3)
+        #expect(news && atOnce.isEmpty)
+        // (Before, they stayed held: nothing was in flight, so there was no deadline at all.)
+        let again = sender.due(now: try #require(sender.deadline))
+        #expect(again == Array(4..<10))
+        // A later acknowledgement marking some held again takes them out of flight.
+        sender.acknowledged(stored: 4, held: [0b11], now: try #require(sender.deadline) - 0.001)
+        let last = sender.due(now: try #require(sender.deadline) + 1e-9)
+        #expect(last.contains(4) && !last.contains(5) && !last.contains(6), "\(last)")
+    }
+
     /// A transfer that resumes starts from what the receiver stored.
     @Test func aResumedWindowStartsWhereTheReceiverStopped() {
         var sender = SendWindow(count: 2_000, from: 600)
