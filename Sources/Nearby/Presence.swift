@@ -81,9 +81,6 @@ package struct AnnounceSchedule: Sendable {
         scheduledInterval = interval
     }
 
-    /// Past the start-up's two announcements, which are signed whatever else holds.
-    package var isPastStartUp: Bool { sent > 2 }
-
     /// Something changed (the plane): announce at the next check.
     package mutating func announceSoon(now: Double) { nextAt = min(nextAt, now) }
 }
@@ -123,9 +120,6 @@ package struct PeerRoute: Equatable, Sendable {
     package var isKept: Bool
     /// The newest announcement heard by this transport: a copy of it again is a duplicate.
     var newest = Freshness(timestamp: 0, sequence: 0)
-    /// The last link of the peer's refresh chain heard by this route (the LAN's), from its
-    /// signed announcement or a proof since: the next proof must follow it.
-    var chain: ChainLink?
 
     package init(source: Route, lastSeen: Double, interval: Double = PresenceTiming().interval, isKept: Bool = false) {
         self.source = source
@@ -186,12 +180,10 @@ package struct Peer: Equatable, Sendable {
 
     /// Records that the announcement `freshness`, advertising `interval`, came by `route`,
     /// heard at `now` (`FrameTime.heard`), saying it was made at `said`.
-    mutating func heard(by route: Route, freshness: Freshness, interval: Double, isKept: Bool, now: Double, said: Double,
-                        chain: ChainLink?) {
+    mutating func heard(by route: Route, freshness: Freshness, interval: Double, isKept: Bool, now: Double, said: Double) {
         var entry = PeerRoute(source: route, lastSeen: now, interval: interval, isKept: isKept)
         entry.saidAt = said
         entry.newest = freshness
-        entry.chain = isKept ? nil : chain
         if let index = routes.firstIndex(where: { $0.transport == route.transport }) {
             routes[index] = entry
         } else {
@@ -279,17 +271,9 @@ package struct PresenceTable: Sendable {
     /// the route is named by the key, and no copy may move a route already known, so a replay
     /// cannot redirect anyone's messages. A copy of the newest on a transport that keeps
     /// presence (handed again after a reconnection) confirms its route.
-    /// A chain link the announcement carries goes with its route (the peer's announcement is
-    /// kept without it: a new link is no change).
     package mutating func receive(_ news: PresenceNews, in packet: Packet, from route: Route, isKept: Bool = false,
                                   now: Double, said: Double? = nil) -> [PresenceEvent] {
         let said = said ?? now
-        var news = news, chain: ChainLink?
-        if case .announce(var announcement) = news {
-            chain = announcement.refreshChain
-            announcement.refreshChain = nil
-            news = .announce(announcement)
-        }
         let known = peers[packet.sender]
         let freshness = Freshness(timestamp: packet.timestamp, sequence: packet.sequence)
         if var peer = known, freshness <= peer.newest, case .announce(let announcement) = news {
@@ -306,8 +290,7 @@ package struct PresenceTable: Sendable {
             } else if freshness < peer.newest, !isKept {
                 return []
             }
-            peer.heard(by: route, freshness: freshness, interval: Self.interval(of: announcement), isKept: isKept, now: now, said: said,
-                       chain: chain)
+            peer.heard(by: route, freshness: freshness, interval: Self.interval(of: announcement), isKept: isKept, now: now, said: said)
             store(peer)
             nextExpiry = min(nextExpiry, peer.routes.map { $0.expiry(timing) }.min() ?? now)
             return []
@@ -318,8 +301,7 @@ package struct PresenceTable: Sendable {
             var peer = known ?? Peer(signingKey: packet.sender, announcement: announcement, route: route, lastSeen: now, isKept: isKept)
             peer.announcement = announcement
             peer.newest = freshness
-            peer.heard(by: route, freshness: freshness, interval: Self.interval(of: announcement), isKept: isKept, now: now, said: said,
-                       chain: chain)
+            peer.heard(by: route, freshness: freshness, interval: Self.interval(of: announcement), isKept: isKept, now: now, said: said)
             var events: [PresenceEvent] = []
             if known == nil, peers.count >= capacity, let victim = evictionCandidate() {
                 events.append(.left(remove(victim, newest: peers[victim]!.newest), .evicted))
@@ -341,40 +323,6 @@ package struct PresenceTable: Sendable {
             }
             return [.left(remove(packet.sender, newest: freshness), .goodbye)]
         }
-    }
-
-    /// What a refresh proof did (`proved`).
-    package enum ProofOutcome: Equatable, Sendable {
-        /// The route it came by is refreshed; the peer advertises this interval there.
-        case refreshed(interval: Double)
-        /// A link heard already, or an earlier one: a copy, or a replay.
-        case repeated
-        /// It does not follow the link heard last: forged.
-        case forged
-        /// Nothing to check it against: the key is not in the table, or not heard by this
-        /// route with a chain, or too many links were missed. Its sender can be asked.
-        case untracked
-    }
-
-    /// A refresh proof of `key`'s, which came by `route`: when its link follows the one its
-    /// route heard last, the route is refreshed as by an unchanged signed announcement. Only
-    /// the route of its transport heard from the same host (its port may differ: a route an
-    /// answer made has the unicast socket's, proofs come from the multicast socket's), and the
-    /// route stays where it was: a proof moves nobody. A proof from another host (the peer's
-    /// address changed) cannot be checked: its sender is asked, and its signed answer moves it.
-    package mutating func proved(_ link: ChainLink, of key: Data, by route: Route, now: Double) -> ProofOutcome {
-        guard var peer = peers[key],
-              let index = peer.routes.firstIndex(where: { !$0.isKept && $0.transport == route.transport && $0.source.host == route.host }),
-              let chain = peer.routes[index].chain else { return .untracked }
-        guard link.index > chain.index else { return .repeated }
-        guard chain.isFollowed(by: link) else { return link.index - chain.index > ChainLink.maximumGap ? .untracked : .forged }
-        peer.routes[index].chain = link
-        peer.routes[index].lastSeen = now
-        peer.routes[index].saidAt = now
-        peer.lastSeen = max(peer.lastSeen, now)
-        peer.announcements += 1
-        store(peer)
-        return .refreshed(interval: peer.routes[index].interval)
     }
 
     /// Departed keys whose replay mark is kept.
@@ -476,17 +424,6 @@ package struct PresenceTable: Sendable {
             retiredOrder = retiredOrder[retiredStart...].reversed().filter { retired[$0] != nil && seen.insert($0).inserted }.reversed()
             retiredStart = 0
         }
-    }
-}
-
-extension Route {
-    /// The address without its port (every socket of a host sends from the same address), or
-    /// all of it when it has none (a broker's topic).
-    var host: Substring {
-        guard let colon = address.lastIndex(of: ":"), address[address.index(after: colon)...].allSatisfy(\.isNumber) else {
-            return address[...]
-        }
-        return address[..<colon]
     }
 }
 
