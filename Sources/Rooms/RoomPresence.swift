@@ -38,10 +38,12 @@ extension RoomsOnline {
                 if state.heard.count >= Self.heardLimit {
                     // The stalest forgery goes first, else the stalest beacon (one pass): ownership
                     // is kept in `owners`, so what is forgotten here is only no longer listed (and
-                    // an owner's next beacon lists it again).
+                    // an owner's next beacon lists it again). Among beacons heard at the same moment
+                    // the one first heard most recently goes, so a flood displaces itself rather than
+                    // the rooms heard before it (a tie left to the table's order evicted those too).
                     let owners = state.owners
-                    func rank(_ heard: (key: HeardKey, value: Heard)) -> (Int, Double) {
-                        (owners.owner(of: heard.key.room) == heard.key.host ? 1 : 0, heard.value.lastHeard)
+                    func rank(_ heard: (key: HeardKey, value: Heard)) -> (Int, Double, Double) {
+                        (owners.owner(of: heard.key.room) == heard.key.host ? 1 : 0, heard.value.lastHeard, -heard.value.firstHeard)
                     }
                     if let stalest = state.heard.min(by: { rank($0) < rank($1) }) { state.heard[stalest.key] = nil }
                 }
