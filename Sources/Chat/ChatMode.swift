@@ -313,6 +313,7 @@ package final class ChatMode {
         shell.console.print("sent \(stats.sent) packets (\(stats.sentBytes) bytes), received \(stats.received), "
                             + "dropped \(all.values.reduce(0, +))" + (dropped.isEmpty ? "" : " (\(dropped))")
                             + (skipped.isEmpty ? "" : ", skipped " + skipped.joined(separator: ", "))
+                            + (stats.proved > 0 ? ", \(stats.proved) of them refreshes proved by their chain (no signature)" : "")
                             + (resent > 0 ? ", resent \(resent) message fragments (no acknowledgement in time)" : ""))
         if !stats.flooders.isEmpty {
             shell.console.print("dropped most from: " + stats.flooders.map { "\(SafeText.visible($0.source)) (\($0.dropped))" }

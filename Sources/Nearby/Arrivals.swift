@@ -51,6 +51,12 @@ final class ArrivalGate: Sendable {
         }
     }
 
+    /// A refresh proof of `key`'s by `transport` was accepted: as a refresh, its answers to
+    /// others' queries tell us nothing until its next one is due.
+    func proved(_ key: Data, on transport: String, interval: Double, now: Double) {
+        state.withLock { $0.onTime[key, default: [:]][transport] = now + interval * 1.5 }
+    }
+
     func forget(_ key: Data) {
         state.withLock { state in
             state.onTime[key] = nil
@@ -182,6 +188,7 @@ extension NearbyService {
         // A handshake message costs key agreements: the flood limits first.
         if bytes.count > 5, bytes[4] == SessionWire.version, bytes[0..<4].elementsEqual(Wire.magic) {
             guard bytes.count <= Wire.maximumDatagram else { return gate.drop(DecodeError.oversized.counterName) }
+            if bytes[5] == KindTable.refreshProof { return receiveProof(bytes, from: route) }
             if bytes[5] == KindTable.handshake, bytes.count >= HandshakeFrame.headerSize {
                 let sender = Data(bytes[8..<40])
                 guard !gate.dropsBlocked(sender) else { return }
@@ -224,6 +231,19 @@ extension NearbyService {
         engine.async { self.handle(packet, from: route) }
     }
 
+    /// A refresh proof: no signature to check, but a visit to the engine and a few hashes
+    /// there, so blocked keys, our own (looped back) and the flood limits first.
+    private func receiveProof(_ bytes: [UInt8], from route: Route) {
+        let proof: RefreshProof
+        do {
+            proof = try RefreshProof(decoding: bytes)
+        } catch {
+            return gate.drop(error.counterName)
+        }
+        guard proof.sender != myKey, !gate.dropsBlocked(proof.sender), admit(proof.sender, from: route, refresh: nil) else { return }
+        engine.async { self.proved(proof, from: route) }
+    }
+
     /// Whether the flood limits let a datagram of `sender`'s through to its checks; the user is
     /// told of the first they stop.
     private func admit(_ sender: Data, from route: Route, refresh: (timestamp: UInt64, sequence: UInt32, payload: Int)?) -> Bool {
@@ -247,6 +267,8 @@ extension NearbyService {
         guard gate.heardOursElsewhere() else { return }
         engine.async {
             self.onEvent(.alsoOnlineElsewhere(transport: route.transport))
+            // Our refreshes are proofs it cannot tell from its own: a signed announcement tells it.
+            self.announce()
             // Through a broker the other seance took our presence topic, and heard nothing of us
             // that it could tell from our own old presence (older than its coming online):
             // ours again, fresh, tells it too.

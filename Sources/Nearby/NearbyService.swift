@@ -12,6 +12,8 @@ package struct NearbyStatistics: Sendable {
     /// Refreshes of known keys left unread: a repeat of one read already, or the same
     /// announcement again well before its interval (the start-up's second one, a replay).
     package var repeats = 0
+    /// Refreshes proved by a link of the sender's hash chain, no signature checked.
+    package var proved = 0
     /// The hosts the flood limits dropped most from, most first (at most three).
     package var flooders: [(source: String, dropped: Int)] = []
     package var sessions = SessionStatistics()
@@ -53,6 +55,13 @@ package final class NearbyService: Sendable {
         var kept = KeptPresence()
         /// Whether the user was told that a clock is off (`PresenceEvent.clockOff`).
         var toldClock = false
+        /// Our refresh chain (`RefreshChain`), and the announcement as last signed on the
+        /// transports that refresh presence: while it stands, a refresh is the next link.
+        var chain: RefreshChain
+        var lastSigned: Announcement?
+        /// Questions to peers whose refresh proofs we cannot check (we lost track of them):
+        /// a few a second, whoever sends proofs.
+        var askingLost: TokenBucket
     }
 
     /// The one timer of presence and delivery, armed for the next deadline (an announcement, a
@@ -98,6 +107,8 @@ package final class NearbyService: Sendable {
     static let longestSleep = 1.0
     /// How long a newcomer waits after its first announcement before it asks who is there.
     package static let queryDelay = 0.02...0.05
+    /// Peers whose refresh proofs we cannot check asked who they are: this many a second.
+    static let lostAskRate = 2.0, lostAskBurst = 16.0
 
     /// - Parameters:
     ///   - ownAvatarPixels: the 16x16 RGBA avatar to hand out when asked, if it is an image.
@@ -136,7 +147,8 @@ package final class NearbyService: Sendable {
         first.sessionVersion = SessionWire.version
         state = EngineBound(State(table: PresenceTable(timing: timing), schedule: AnnounceSchedule(timing: timing, now: engine.now),
                                   announcement: first, random: random,
-                                  sessions: SessionTable(identity: Identity(signing: signer, agreement: agreement), timing: sessionTiming)),
+                                  sessions: SessionTable(identity: Identity(signing: signer, agreement: agreement), timing: sessionTiming),
+                                  chain: RefreshChain(), askingLost: TokenBucket(rate: Self.lostAskRate, burst: Self.lostAskBurst, now: engine.now)),
                             engine: engine)
         registerPresenceKinds()
     }
@@ -334,6 +346,11 @@ package final class NearbyService: Sendable {
         case KindTable.query: .question
         default: given
         }
+        broadcastFrame(bytes, as: kind, on: targets)
+    }
+
+    /// Sends one frame, made already, to everyone in range on `targets`.
+    func broadcastFrame(_ bytes: [UInt8], as kind: BroadcastKind, on targets: [Transport]) {
         for transport in targets { transport.broadcast(bytes, as: kind) }
         count(bytes, copies: targets.count)
     }
@@ -406,7 +423,7 @@ package final class NearbyService: Sendable {
         let due = state.update { $0.schedule.isDue(now: now, interval: interval, using: &$0.random) }
         if due { state.value.announcement.intervalMilliseconds = UInt32(interval * 1000) }
         let events = state.value.table.expire(now: now)
-        if due { announce() }
+        if due { refresh() }
         publishKept(now: now)
         // A newcomer asks who is there just after saying who it is: everyone in range answers
         // within a fraction of a second instead of at their next refresh, at the address the

@@ -81,6 +81,9 @@ package struct AnnounceSchedule: Sendable {
         scheduledInterval = interval
     }
 
+    /// Past the start-up's two announcements, which are signed whatever else holds.
+    package var isPastStartUp: Bool { sent > 2 }
+
     /// Something changed (the plane): announce at the next check.
     package mutating func announceSoon(now: Double) { nextAt = min(nextAt, now) }
 }
@@ -120,6 +123,9 @@ package struct PeerRoute: Equatable, Sendable {
     package var isKept: Bool
     /// The newest announcement heard by this transport: a copy of it again is a duplicate.
     var newest = Freshness(timestamp: 0, sequence: 0)
+    /// The last link of the peer's refresh chain heard by this route (the LAN's), from its
+    /// signed announcement or a proof since: the next proof must follow it.
+    var chain: ChainLink?
 
     package init(source: Route, lastSeen: Double, interval: Double = PresenceTiming().interval, isKept: Bool = false) {
         self.source = source
@@ -180,10 +186,12 @@ package struct Peer: Equatable, Sendable {
 
     /// Records that the announcement `freshness`, advertising `interval`, came by `route`,
     /// heard at `now` (`FrameTime.heard`), saying it was made at `said`.
-    mutating func heard(by route: Route, freshness: Freshness, interval: Double, isKept: Bool, now: Double, said: Double) {
+    mutating func heard(by route: Route, freshness: Freshness, interval: Double, isKept: Bool, now: Double, said: Double,
+                        chain: ChainLink?) {
         var entry = PeerRoute(source: route, lastSeen: now, interval: interval, isKept: isKept)
         entry.saidAt = said
         entry.newest = freshness
+        entry.chain = isKept ? nil : chain
         if let index = routes.firstIndex(where: { $0.transport == route.transport }) {
             routes[index] = entry
         } else {
@@ -271,9 +279,17 @@ package struct PresenceTable: Sendable {
     /// the route is named by the key, and no copy may move a route already known, so a replay
     /// cannot redirect anyone's messages. A copy of the newest on a transport that keeps
     /// presence (handed again after a reconnection) confirms its route.
+    /// A chain link the announcement carries goes with its route (the peer's announcement is
+    /// kept without it: a new link is no change).
     package mutating func receive(_ news: PresenceNews, in packet: Packet, from route: Route, isKept: Bool = false,
                                   now: Double, said: Double? = nil) -> [PresenceEvent] {
         let said = said ?? now
+        var news = news, chain: ChainLink?
+        if case .announce(var announcement) = news {
+            chain = announcement.refreshChain
+            announcement.refreshChain = nil
+            news = .announce(announcement)
+        }
         let known = peers[packet.sender]
         let freshness = Freshness(timestamp: packet.timestamp, sequence: packet.sequence)
         if var peer = known, freshness <= peer.newest, case .announce(let announcement) = news {
@@ -290,7 +306,8 @@ package struct PresenceTable: Sendable {
             } else if freshness < peer.newest, !isKept {
                 return []
             }
-            peer.heard(by: route, freshness: freshness, interval: Self.interval(of: announcement), isKept: isKept, now: now, said: said)
+            peer.heard(by: route, freshness: freshness, interval: Self.interval(of: announcement), isKept: isKept, now: now, said: said,
+                       chain: chain)
             store(peer)
             nextExpiry = min(nextExpiry, peer.routes.map { $0.expiry(timing) }.min() ?? now)
             return []
@@ -301,7 +318,8 @@ package struct PresenceTable: Sendable {
             var peer = known ?? Peer(signingKey: packet.sender, announcement: announcement, route: route, lastSeen: now, isKept: isKept)
             peer.announcement = announcement
             peer.newest = freshness
-            peer.heard(by: route, freshness: freshness, interval: Self.interval(of: announcement), isKept: isKept, now: now, said: said)
+            peer.heard(by: route, freshness: freshness, interval: Self.interval(of: announcement), isKept: isKept, now: now, said: said,
+                       chain: chain)
             var events: [PresenceEvent] = []
             if known == nil, peers.count >= capacity, let victim = evictionCandidate() {
                 events.append(.left(remove(victim, newest: peers[victim]!.newest), .evicted))
@@ -323,6 +341,36 @@ package struct PresenceTable: Sendable {
             }
             return [.left(remove(packet.sender, newest: freshness), .goodbye)]
         }
+    }
+
+    /// What a refresh proof did (`proved`).
+    package enum ProofOutcome: Equatable, Sendable {
+        /// The route it came by is refreshed; the peer advertises this interval there.
+        case refreshed(interval: Double)
+        /// A link heard already, or an earlier one: a copy, or a replay.
+        case repeated
+        /// It does not follow the link heard last: forged.
+        case forged
+        /// Nothing to check it against: the key is not in the table, or not heard by this
+        /// route with a chain, or too many links were missed. Its sender can be asked.
+        case untracked
+    }
+
+    /// A refresh proof of `key`'s, which came by `route`: when its link follows the one its
+    /// route heard last, the route is refreshed as by an unchanged signed announcement. Only
+    /// the route it came by (the same transport and address), so a proof cannot move anyone.
+    package mutating func proved(_ link: ChainLink, of key: Data, by route: Route, now: Double) -> ProofOutcome {
+        guard var peer = peers[key], let index = peer.routes.firstIndex(where: { !$0.isKept && $0.source == route }),
+              let chain = peer.routes[index].chain else { return .untracked }
+        guard link.index > chain.index else { return .repeated }
+        guard chain.isFollowed(by: link) else { return link.index - chain.index > ChainLink.maximumGap ? .untracked : .forged }
+        peer.routes[index].chain = link
+        peer.routes[index].lastSeen = now
+        peer.routes[index].saidAt = now
+        peer.lastSeen = max(peer.lastSeen, now)
+        peer.announcements += 1
+        store(peer)
+        return .refreshed(interval: peer.routes[index].interval)
     }
 
     /// Departed keys whose replay mark is kept.

@@ -80,10 +80,62 @@ extension NearbyService {
     /// Room beacons dropped so far because their signer is blocked (from any thread).
     package var blockedBeacons: Int { gate.blockedBeacons }
 
-    /// Our announcement on the transports that refresh presence (the LAN); those that keep it
-    /// have theirs from `publishKept`.
+    /// Our announcement on the transports that refresh presence (the LAN), signed, with the
+    /// last link of our refresh chain revealed; those that keep it have theirs from
+    /// `publishKept`.
     func announce(as flags: FrameFlags = []) {
-        send(state.value.announcement, flags: flags, on: refreshing)
+        guard !refreshing.isEmpty else { return }
+        send(lanAnnouncement(), flags: flags, on: refreshing)
+    }
+
+    /// Our announcement as the LAN carries it: with our refresh chain's last link revealed,
+    /// which the next proof follows. It stands from now on: until it changes, a refresh is a
+    /// proof.
+    func lanAnnouncement() -> Announcement {
+        state.value.lastSigned = state.value.announcement
+        var announcement = state.value.announcement
+        announcement.refreshChain = state.value.chain.head
+        return announcement
+    }
+
+    /// A refresh on the LAN: the next link of our chain when our announcement is the one last
+    /// signed there (past the start-up's two), unsigned, some 80 bytes that cost a receiver a
+    /// hash; else — it changed, or the chain is spent (a new one then) — the announcement,
+    /// signed.
+    func refresh() {
+        guard !refreshing.isEmpty else { return }
+        if state.value.schedule.isPastStartUp, state.value.lastSigned == state.value.announcement {
+            if let link = state.value.chain.next() {
+                let proof = RefreshProof(sender: myKey, unicastPort: state.value.announcement.unicastPort, link: link)
+                return broadcastFrame(proof.encoded(), as: .presence, on: refreshing)
+            }
+            state.value.chain = RefreshChain()
+        }
+        announce()
+    }
+
+    /// A refresh proof of someone's, on the engine: a route refreshed (its answers to others'
+    /// queries tell us nothing until its next refresh is due), or counted and dropped. One we
+    /// cannot check (we lost track of its sender: not heard, or too many refreshes missed)
+    /// makes us ask its sender who it is, directly, a few a second at most: its answer is
+    /// signed.
+    func proved(_ proof: RefreshProof, from route: Route) {
+        guard refreshing.contains(where: { $0.name == route.transport }) else { return drop("malformed") }
+        let now = engine.now
+        switch state.value.table.proved(proof.link, of: proof.sender, by: route, now: now) {
+        case .refreshed(let interval):
+            state.value.statistics.received += 1
+            state.value.statistics.proved += 1
+            gate.proved(proof.sender, on: route.transport, interval: interval, now: now)
+        case .repeated: drop("refresh proof: repeated")
+        case .forged: drop("refresh proof: forged")
+        case .untracked:
+            guard state.update({ $0.askingLost.take(now: now) }),
+                  let direct = transports.first(where: { $0.name == route.transport })?.directRoute(
+                    from: route, port: proof.unicastPort, signingKey: proof.sender),
+                  let bytes = frame(Query()) else { return drop("refresh proof: untracked") }
+            _ = send(bytes, by: [direct])
+        }
     }
 
     /// Publishes our announcement on the transports that keep presence (a broker) when what it
@@ -162,7 +214,7 @@ extension NearbyService {
             state.value.answer = nil
             state.value.lastAnswered = engine.now
             guard let routes = answer.routes else { return announce(as: .answer) }
-            if let bytes = frame(state.value.announcement, flags: .answer, ours: true) { _ = send(bytes, by: routes) }
+            if let bytes = frame(lanAnnouncement(), flags: .answer, ours: true) { _ = send(bytes, by: routes) }
         }
     }
 

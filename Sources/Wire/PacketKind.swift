@@ -69,6 +69,9 @@ package enum KindTable {
     package static let fileAnswer: UInt8 = 22
     package static let fileChunk: UInt8 = 23
     package static let fileChunkAck: UInt8 = 24
+    /// An unchanged refresh proved by the next link of a hash chain, unsigned (protocol
+    /// version 3, `RefreshChain.swift`).
+    package static let refreshProof: UInt8 = 25
     /// Kinds that travel signed, to everyone in range. Every other kind is direct and travels
     /// only inside a session: a signed frame of one is dropped unchecked.
     package static let broadcasts: Set<UInt8> = [announce, goodbye, query, beacon]

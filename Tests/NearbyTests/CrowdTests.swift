@@ -53,11 +53,10 @@ import Testing
     @Test func aCrowdRefreshesWithinTheBudgetAndNobodyExpires() throws {
         let crowd = DeterministicEngineTests.Crowd()
         crowd.timing = PresenceTiming(interval: 1, jitter: 0.2, startupGap: 0.5, linkBudget: 2)
-        let announcements = Mutex(0)
+        let announcements = Mutex(0), proofs = Mutex(0)
         crowd.network.setLoss { bytes in
-            if bytes.count > 5, bytes[5] == KindTable.announce, UncheckedHeader(bytes)?.flags.contains(.answer) == false {
-                announcements.withLock { $0 += 1 }
-            }
+            if Self.isRefresh(bytes) { announcements.withLock { $0 += 1 } }
+            if Self.isProof(bytes) { proofs.withLock { $0 += 1 } }
             return false
         }
         let nodes = try (0..<40).map { try crowd.join("p\($0)") }
@@ -66,9 +65,13 @@ import Testing
         // Past the first refreshes at a second's interval, each takes the crowd's.
         crowd.advance(by: 30)
         announcements.withLock { $0 = 0 }
+        proofs.withLock { $0 = 0 }
         crowd.advance(by: 120)
         let rate = Double(announcements.withLock { $0 }) / 120
         #expect(rate > 1.2 && rate < 2.6, "\(rate) refreshes a second")
+        // Nothing changed: every refresh was the next link of its sender's chain, no signature.
+        #expect(proofs.withLock { $0 } == announcements.withLock { $0 })
+        #expect(nodes.allSatisfy { $0.service.statistics.proved > 0 && $0.service.statistics.dropped.isEmpty })
         #expect(nodes.allSatisfy { $0.service.peers().count == 39 && !$0.events.all.contains { $0.hasPrefix("-") } })
         let interval = try #require(nodes[0].service.peers().first?.announcement.intervalMilliseconds)
         #expect(interval == 20_000)
@@ -85,13 +88,23 @@ import Testing
         #expect(announcements.withLock { $0 } >= 5, "the 5 who stayed each refreshed within 4 s")
     }
 
-    /// Counts the announcements each network carries (a broker's withdrawals apart).
+    /// A refresh on a link: an announcement that answers nobody, or a refresh proof.
+    static func isRefresh(_ bytes: [UInt8]) -> Bool {
+        isProof(bytes) || (bytes.count > 5 && bytes[5] == KindTable.announce && UncheckedHeader(bytes)?.flags.contains(.answer) == false)
+    }
+
+    static func isProof(_ bytes: [UInt8]) -> Bool { bytes.count > 5 && bytes[4] == SessionWire.version && bytes[5] == KindTable.refreshProof }
+
+    /// Counts the announcements (and refresh proofs) each network carries (a broker's
+    /// withdrawals apart).
     final class Announcements: Sendable {
         private let counts = Mutex<[String: Int]>([:])
         init(_ crowd: DeterministicEngineTests.Crowd) {
             for (name, network) in crowd.world.networks {
                 network.setLoss { [self] bytes in
-                    if bytes.count > 5, bytes[5] == KindTable.announce { self.counts.withLock { $0[name, default: 0] += 1 } }
+                    if bytes.count > 5, bytes[5] == KindTable.announce || CrowdTests.isProof(bytes) {
+                        self.counts.withLock { $0[name, default: 0] += 1 }
+                    }
                     return false
                 }
             }
@@ -264,8 +277,9 @@ import Testing
         let observer = DeterministicEngineTests.Node("observer", network: world.network, scheduler: world.scheduler, timing: timing)
         try observer.service.start()
         defer { observer.service.stop() }
-        let ownAnnouncements = Mutex<[UInt32]>([])
+        let ownAnnouncements = Mutex<[UInt32]>([]), ownProofs = Mutex(0)
         world.network.setLoss { bytes in
+            if Self.isProof(bytes) { ownProofs.withLock { $0 += 1 } }
             if bytes.count > 5, bytes[5] == KindTable.announce, let packet = try? Packet.decode(bytes),
                let announcement = try? packet.read(Announcement.self) {
                 ownAnnouncements.withLock { $0.append(announcement.intervalMilliseconds) }
@@ -279,8 +293,10 @@ import Testing
 
         world.scheduler.after(0, on: crowd.queue) { crowd.resetCount() }
         ownAnnouncements.withLock { $0 = [] }
+        ownProofs.withLock { $0 = 0 }
         world.step(600)
-        let rate = Double(crowd.queue.sync { crowd.sent } + ownAnnouncements.withLock { $0.count }) / 600
+        let rate = Double(crowd.queue.sync { crowd.sent } + ownAnnouncements.withLock { $0.count } + ownProofs.withLock { $0 }) / 600
+        #expect((11...13).contains(ownProofs.withLock { $0 }), "one refresh every 50 s, each a proof")
         #expect(rate > 15 && rate < 25, "\(rate) announcements a second on the link")
         #expect(ownAnnouncements.withLock { $0 }.allSatisfy { $0 == 50_000 }, "the observer's interval among 999: 50 s")
         #expect(observer.service.peers().count == 999)

@@ -9,9 +9,10 @@ struct Heard {
     var packet: Packet
 
     static func announce(_ key: Curve25519.Signing.PrivateKey, name: String = "mallory", plane: UInt8 = 0, at timestamp: UInt64,
-                         sequence: UInt32 = 0, interval: UInt32 = 5000, avatar: AvatarReference = .none) -> Heard {
-        let announcement = Announcement(name: name, agreementKey: Data(repeating: 1, count: 32), plane: plane, avatar: avatar,
+                         sequence: UInt32 = 0, interval: UInt32 = 5000, avatar: AvatarReference = .none, chain: ChainLink? = nil) -> Heard {
+        var announcement = Announcement(name: name, agreementKey: Data(repeating: 1, count: 32), plane: plane, avatar: avatar,
                                         unicastPort: 1, intervalMilliseconds: interval)
+        announcement.refreshChain = chain
         return Heard(news: .announce(announcement),
                      packet: try! Packet(announcement, sender: key.publicKey.rawRepresentation, timestamp: timestamp, sequence: sequence))
     }

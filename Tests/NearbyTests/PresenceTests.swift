@@ -107,4 +107,37 @@ struct FixedRandom: RandomNumberGenerator {
         #expect(table.expire(now: 0.6).isEmpty)
         #expect(table.expire(now: 0.8).count == 1)
     }
+
+    /// A refresh proof refreshes the route whose chain it follows, by the address that route
+    /// was heard at, and nothing else: not a copy or an earlier link, not a forgery, not the
+    /// right link from elsewhere. The link a signed announcement carries is no change.
+    @Test func aProofRefreshesOnlyTheRouteWhoseChainItFollows() throws {
+        var table = PresenceTable(timing: PresenceTiming())
+        var chain = RefreshChain(length: 64)
+        let lan = Route(transport: "lan", address: "h"), broker = Route(transport: "broker", address: "k")
+        var events = table.receive(Heard.announce(alice, at: 1, sequence: 1, chain: chain.head), from: lan, now: 0)
+        #expect(events.count == 1)
+        let peer = try #require(table.peer(alice.publicKey.rawRepresentation))
+        #expect(peer.announcement.refreshChain == nil, "kept with the route, not the announcement")
+        let signer = alice.publicKey.rawRepresentation
+        let first = chain.next()!
+        #expect(table.proved(first, of: signer, by: lan, now: 5) == .refreshed(interval: 5))
+        #expect(table.peer(signer)?.routes[0].lastSeen == 5)
+        #expect(table.proved(first, of: signer, by: lan, now: 6) == .repeated)
+        let second = chain.next()!
+        #expect(table.proved(second, of: signer, by: Route(transport: "lan", address: "elsewhere"), now: 6) == .untracked)
+        #expect(table.proved(second, of: signer, by: broker, now: 6) == .untracked)
+        var forged = second
+        forged.value[31] ^= 0xFF
+        #expect(table.proved(forged, of: signer, by: lan, now: 6) == .forged)
+        #expect(table.proved(second, of: Data(repeating: 3, count: 32), by: lan, now: 6) == .untracked, "a key not in the table")
+        #expect(table.peer(signer)?.routes[0].lastSeen == 5, "none of those refreshed it")
+        for _ in 0..<20 { _ = chain.next() }
+        #expect(table.proved(chain.head, of: signer, by: lan, now: 7) == .untracked, "too many links missed to hash back")
+        // A signed announcement carries the link revealed last: no change, and proofs follow it.
+        events = table.receive(Heard.announce(alice, at: 2, sequence: 2, chain: chain.head), from: lan, now: 8)
+        #expect(events.isEmpty)
+        #expect(table.proved(chain.next()!, of: signer, by: lan, now: 9) == .refreshed(interval: 5))
+        #expect(table.expire(now: 9 + 17).isEmpty && table.expire(now: 9 + 18).count == 1, "3.5 intervals after the last proof")
+    }
 }

@@ -17,9 +17,14 @@ package struct Announcement: PacketKind, Equatable {
     /// The session protocol the sender speaks (extension field 1): 3, or 0 for an older seance,
     /// which signs its direct packets and makes no sessions.
     package var sessionVersion: UInt8 = SessionWire.version
+    /// The last link of the sender's refresh chain it revealed (extension field 2, 36 bytes:
+    /// index, link), on the LAN only: its next unchanged refresh is the next link
+    /// (`RefreshProof`). The table keeps it with the route, not in the peer's announcement.
+    package var refreshChain: ChainLink?
 
-    /// The extension field that says which session protocol the sender speaks.
+    /// The extension fields: which session protocol the sender speaks, its refresh chain.
     static let sessionTag: UInt8 = 1
+    static let chainTag: UInt8 = 2
 
     package var speaksSessions: Bool { sessionVersion >= SessionWire.version }
 
@@ -62,6 +67,10 @@ package struct Announcement: PacketKind, Equatable {
         sessionVersion = 0
         while let (tag, value) = try reader.extensionField() {
             if tag == Self.sessionTag, let version = value.first { sessionVersion = version }
+            if tag == Self.chainTag, value.count == 4 + ChainLink.size {
+                var field = ByteReader(value)
+                refreshChain = ChainLink(index: field.uint32()!, value: Array(value.suffix(ChainLink.size)))
+            }
         }
     }
 
@@ -87,6 +96,12 @@ package struct Announcement: PacketKind, Equatable {
         bytes.appendBigEndian(unicastPort)
         bytes.appendBigEndian(intervalMilliseconds)
         if sessionVersion > 0 { bytes += [Self.sessionTag, 0, 1, sessionVersion] }
+        if let refreshChain {
+            guard refreshChain.value.count == ChainLink.size else { throw DecodeError.malformedPayload("refresh chain") }
+            bytes += [Self.chainTag, 0, UInt8(4 + ChainLink.size)]
+            bytes.appendBigEndian(refreshChain.index)
+            bytes += refreshChain.value
+        }
     }
 }
 
