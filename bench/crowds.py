@@ -31,8 +31,9 @@ def cpu_seconds_precise(pid):
 
 
 class LinkCounter(threading.Thread):
-    """Counts what the presence group carries: announcements (refreshes and answers apart) and
-    queries, as a host on the link hears them."""
+    """Counts what the presence group carries: announcements (refreshes and answers apart; an
+    unchanged refresh is a proof, type 25 of version 3) and queries, as a host on the link hears
+    them."""
 
     def __init__(self, interface_address="127.0.0.1"):
         super().__init__(daemon=True)
@@ -55,9 +56,13 @@ class LinkCounter(threading.Thread):
                 continue
             except OSError:  # Closed by stop().
                 break
-            if len(data) < 8 or data[:4] != b"SEAN" or data[4] != 2:
+            if len(data) < 8 or data[:4] != b"SEAN" or data[4] not in (2, 3):
                 continue
-            kind = {1: "answer" if struct.unpack(">H", data[6:8])[0] & 1 else "refresh", 8: "query"}.get(data[5])
+            if data[4] == 3:
+                # Version 3 on the group: a refresh proof (type 25), an unchanged refresh unsigned.
+                kind = "refresh" if data[5] == 25 else None
+            else:
+                kind = {1: "answer" if struct.unpack(">H", data[6:8])[0] & 1 else "refresh", 8: "query"}.get(data[5])
             if kind:
                 with self.lock:
                     self.counts[kind] += 1

@@ -116,12 +116,7 @@ final class ArrivalGate: Sendable {
 
     /// Which host a route's datagrams come from: the LAN's address without its port (every
     /// shell of a host multicasts from the same one), a broker's topic as it is.
-    static func source(of route: Route) -> String {
-        guard let colon = route.address.lastIndex(of: ":"), route.address[route.address.index(after: colon)...].allSatisfy(\.isNumber) else {
-            return route.transport + " " + route.address
-        }
-        return route.transport + " " + route.address[..<colon]
-    }
+    static func source(of route: Route) -> String { route.transport + " " + route.host }
 
     /// Whether a datagram in our name is worth its signature check: not one we sent, made since
     /// we came online, and nobody else in our name heard yet.

@@ -358,9 +358,13 @@ package struct PresenceTable: Sendable {
 
     /// A refresh proof of `key`'s, which came by `route`: when its link follows the one its
     /// route heard last, the route is refreshed as by an unchanged signed announcement. Only
-    /// the route it came by (the same transport and address), so a proof cannot move anyone.
+    /// the route of its transport heard from the same host (its port may differ: a route an
+    /// answer made has the unicast socket's, proofs come from the multicast socket's), and the
+    /// route stays where it was: a proof moves nobody. A proof from another host (the peer's
+    /// address changed) cannot be checked: its sender is asked, and its signed answer moves it.
     package mutating func proved(_ link: ChainLink, of key: Data, by route: Route, now: Double) -> ProofOutcome {
-        guard var peer = peers[key], let index = peer.routes.firstIndex(where: { !$0.isKept && $0.source == route }),
+        guard var peer = peers[key],
+              let index = peer.routes.firstIndex(where: { !$0.isKept && $0.transport == route.transport && $0.source.host == route.host }),
               let chain = peer.routes[index].chain else { return .untracked }
         guard link.index > chain.index else { return .repeated }
         guard chain.isFollowed(by: link) else { return link.index - chain.index > ChainLink.maximumGap ? .untracked : .forged }
@@ -472,6 +476,17 @@ package struct PresenceTable: Sendable {
             retiredOrder = retiredOrder[retiredStart...].reversed().filter { retired[$0] != nil && seen.insert($0).inserted }.reversed()
             retiredStart = 0
         }
+    }
+}
+
+extension Route {
+    /// The address without its port (every socket of a host sends from the same address), or
+    /// all of it when it has none (a broker's topic).
+    var host: Substring {
+        guard let colon = address.lastIndex(of: ":"), address[address.index(after: colon)...].allSatisfy(\.isNumber) else {
+            return address[...]
+        }
+        return address[..<colon]
     }
 }
 

@@ -33,13 +33,17 @@ enum Corpus {
             // The same payload, for re-signing: kind byte, then the body after the header.
             files.append(("packet/payload-\(index)", [1, frame[5]] + frame[Wire.headerSize..<(frame.count - Wire.signatureSize)]))
         }
-        // Session frames (2, then 1 for a handshake or 0 for a sealed frame, then the frame from
-        // its flags on): a first handshake message to this profile, and a sealed frame.
+        // Version 3 frames (2, then 1 for a handshake, 0 for a sealed frame or 2 for a refresh
+        // proof, then the frame from its flags on): a first handshake message to this profile, a
+        // sealed frame, a proof.
         let handshake = HandshakeFrame(sender: other.signingKey, recipient: signer.publicKey.rawRepresentation, senderIndex: 7,
                                        recipientIndex: 0, step: 1, message: Array(other.agreement.publicKey.rawRepresentation))
         files.append(("packet/session-0", [2, 1] + handshake.encoded()[6...]))
         let sealedFrame = SealedFrame.header(recipientIndex: 7, counter: 1) + Array(sealed)
         files.append(("packet/session-1", [2, 0] + sealedFrame[6...]))
+        var chain = RefreshChain(length: 2, seed: Array(repeating: 3, count: 32))
+        let proof = RefreshProof(sender: other.signingKey, unicastPort: 47_778, link: chain.next()!)
+        files.append(("packet/session-2", [2, 2] + proof.encoded()[6...]))
         let lines = ["zombies up", "open 'vision 3'; save \"Joyce Byers\"", "echo a\\ b # comment", "profile new ann --password-file ~/pw",
                      "open bob#3fa2", "chat", "remind 5 tea is ready", "\"unterminated", "emoji 🚶‍♂️ and 🏴󠁧󠁢󠁳󠁣󠁴󠁿", "zombies zombies stats"]
         for (index, line) in lines.enumerated() { files.append(("tokenizer/line-\(index)", Array(line.utf8))) }

@@ -68,8 +68,14 @@ enum FuzzTarget: String, CaseIterable {
     static let identity = Identity(signing: signer, agreement: try! .init(rawRepresentation: Data(repeating: 0x5A, count: 32)))
 
     /// A version 3 frame through a fresh session table, as from an announced peer: a handshake
-    /// message read (and a first one answered) or a sealed frame refused, never a trap.
+    /// message read (and a first one answered) or a sealed frame refused, never a trap; a
+    /// refresh proof read back as it was and checked against a chain, never a trap either.
     static func session(_ frame: [UInt8]) {
+        if let proof = try? RefreshProof(decoding: frame) {
+            precondition(proof.encoded()[8...] == frame[8...], "a refresh proof reads back differently")
+            let heard = ChainLink(index: proof.link.index &- 1, value: Array(frame.suffix(ChainLink.size).reversed()))
+            _ = heard.isFollowed(by: proof.link)
+        }
         var table = SessionTable(identity: identity)
         if let handshake = try? HandshakeFrame(decoding: frame) {
             // Flags are ignored on reading (and written 0): the rest reads back as it was.
@@ -91,8 +97,10 @@ enum FuzzTarget: String, CaseIterable {
             frame += try! signer.signature(for: frame)
         }
         if first & 3 == 2, bytes.count >= 2 {
-            // A session frame: a fuzzed handshake message or sealed frame behind a valid start.
-            frame = Wire.magic + [SessionWire.version, bytes[1] & 1 == 1 ? KindTable.handshake : KindTable.sealed] + bytes.dropFirst(2)
+            // A version 3 frame: a fuzzed sealed frame, handshake message or refresh proof
+            // behind a valid start.
+            let type = [KindTable.sealed, KindTable.handshake, KindTable.refreshProof][Int(bytes[1] % 3)]
+            frame = Wire.magic + [SessionWire.version, type] + bytes.dropFirst(2)
         }
         if frame.count > 5, frame[4] == SessionWire.version {
             return session(frame)

@@ -49,7 +49,10 @@ package struct ChainLink: Equatable, Sendable {
 /// Our own chain: its links from 0 (the seed hashed `length` times) to the seed, revealed one
 /// by one.
 package struct RefreshChain: Sendable {
-    private let links: [[UInt8]]
+    /// Every link, end to end (one allocation: 128 KiB for 4,096, where an array each took
+    /// twice that).
+    private let links: [UInt8]
+    private let length: Int
     /// The last link revealed (sent in an announcement or a proof).
     package private(set) var revealed = 0
 
@@ -57,20 +60,23 @@ package struct RefreshChain: Sendable {
     /// seed is the chain's secret: from the system's generator, never a seeded one (`--seed`).
     package init(length: Int = 4_096, seed: [UInt8]? = nil) {
         var value = seed ?? SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
-        var links = [value]
+        var hashes = [value]
         for _ in 0..<length {
             value = ChainLink.hash(value)
-            links.append(value)
+            hashes.append(value)
         }
-        self.links = links.reversed()
+        links = Array(hashes.reversed().joined())
+        self.length = length
     }
 
     /// The last link revealed, which a signed announcement carries.
-    package var head: ChainLink { ChainLink(index: UInt32(revealed), value: links[revealed]) }
+    package var head: ChainLink {
+        ChainLink(index: UInt32(revealed), value: Array(links[revealed * ChainLink.size..<(revealed + 1) * ChainLink.size]))
+    }
 
     /// Reveals the next link; nil once the chain is spent.
     package mutating func next() -> ChainLink? {
-        guard revealed + 1 < links.count else { return nil }
+        guard revealed < length else { return nil }
         revealed += 1
         return head
     }

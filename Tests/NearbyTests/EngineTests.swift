@@ -34,4 +34,30 @@ struct EngineTests {
         #expect(seen.withLock { $0 }.allSatisfy { $0 })
         #expect(!engine.isCurrent)  // And this test's thread is not the engine.
     }
+
+    /// On a real socket a peer first heard in an answer has a route with its unicast port,
+    /// and its refresh proofs come from the multicast socket's: the same host, so they keep it
+    /// (they once went unchecked, and a crowd's members flapped).
+    @Test func aPeerFirstHeardInAnAnswerIsKeptByItsProofs() throws {
+        let lan = LANTransport.Configuration(port: Int.random(in: 20_000...60_000), interfaces: ["lo"])
+        let timing = PresenceTiming(interval: 0.2, jitter: 0, startupGap: 0.1)
+        func service(_ name: String) -> NearbyService {
+            NearbyService(transport: LANTransport(configuration: lan), timing: timing, signer: .init(),
+                          announcement: Announcement(name: name, agreementKey: Data(repeating: 1, count: 32), plane: 0, avatar: .none,
+                                                     unicastPort: 0, intervalMilliseconds: 0)) { _ in }
+        }
+        let ann = service("ann"), ben = service("ben")
+        try ann.start()
+        defer { ann.stop() }
+        // Past her start-up, her refreshes are proofs: ben hears her first in her answer.
+        let annDeadline = Date().addingTimeInterval(10)
+        while ann.statistics.sent < 4 && Date() < annDeadline { usleep(20_000) }
+        try ben.start()
+        defer { ben.stop() }
+        let deadline = Date().addingTimeInterval(10)
+        while ben.statistics.proved < 5 && Date() < deadline { usleep(20_000) }
+        #expect(ben.statistics.proved >= 5, "\(ben.statistics.dropped)")
+        #expect(ben.statistics.dropped.isEmpty)
+        #expect(ben.peers().map(\.name) == ["ann"])
+    }
 }

@@ -114,7 +114,7 @@ struct FixedRandom: RandomNumberGenerator {
     @Test func aProofRefreshesOnlyTheRouteWhoseChainItFollows() throws {
         var table = PresenceTable(timing: PresenceTiming())
         var chain = RefreshChain(length: 64)
-        let lan = Route(transport: "lan", address: "h"), broker = Route(transport: "broker", address: "k")
+        let lan = Route(transport: "lan", address: "198.18.0.7:41000"), broker = Route(transport: "broker", address: "k")
         var events = table.receive(Heard.announce(alice, at: 1, sequence: 1, chain: chain.head), from: lan, now: 0)
         #expect(events.count == 1)
         let peer = try #require(table.peer(alice.publicKey.rawRepresentation))
@@ -125,7 +125,8 @@ struct FixedRandom: RandomNumberGenerator {
         #expect(table.peer(signer)?.routes[0].lastSeen == 5)
         #expect(table.proved(first, of: signer, by: lan, now: 6) == .repeated)
         let second = chain.next()!
-        #expect(table.proved(second, of: signer, by: Route(transport: "lan", address: "elsewhere"), now: 6) == .untracked)
+        #expect(table.proved(second, of: signer, by: Route(transport: "lan", address: "198.18.0.8:47777"), now: 6) == .untracked,
+                "from another host")
         #expect(table.proved(second, of: signer, by: broker, now: 6) == .untracked)
         var forged = second
         forged.value[31] ^= 0xFF
@@ -137,7 +138,10 @@ struct FixedRandom: RandomNumberGenerator {
         // A signed announcement carries the link revealed last: no change, and proofs follow it.
         events = table.receive(Heard.announce(alice, at: 2, sequence: 2, chain: chain.head), from: lan, now: 8)
         #expect(events.isEmpty)
-        #expect(table.proved(chain.next()!, of: signer, by: lan, now: 9) == .refreshed(interval: 5))
+        // The multicast socket's port, where an answer's route had the unicast one's.
+        #expect(table.proved(chain.next()!, of: signer, by: Route(transport: "lan", address: "198.18.0.7:47777"), now: 9)
+                == .refreshed(interval: 5))
+        #expect(table.peer(signer)?.routes[0].source == lan, "the route stays where it was")
         #expect(table.expire(now: 9 + 17).isEmpty && table.expire(now: 9 + 18).count == 1, "3.5 intervals after the last proof")
     }
 }
