@@ -60,8 +60,9 @@ package final class NearbyService: Sendable {
         var chain: RefreshChain
         var lastSigned: Announcement?
         /// Questions to peers whose refresh proofs we cannot check (we lost track of them):
-        /// a few a second, whoever sends proofs.
+        /// a few a minute, whoever sends proofs, none before `asksFrom`.
         var askingLost: TokenBucket
+        var asksFrom = Double.infinity
     }
 
     /// The one timer of presence and delivery, armed for the next deadline (an announcement, a
@@ -107,8 +108,13 @@ package final class NearbyService: Sendable {
     static let longestSleep = 1.0
     /// How long a newcomer waits after its first announcement before it asks who is there.
     package static let queryDelay = 0.02...0.05
-    /// Peers whose refresh proofs we cannot check asked who they are: this many a second.
-    static let lostAskRate = 2.0, lostAskBurst = 16.0
+    /// Peers whose refresh proofs we cannot check are asked who they are one every 5 s (4 at
+    /// once), and not in our first seconds online, while the crowd's answers to our query come:
+    /// in a crowd of 250 on one bridge, newcomers asking 2 a second each (and the address
+    /// resolutions each question to a new host broadcast) overflowed the hosts' links, and
+    /// the proofs lost made everyone ask more.
+    static let lostAskRate = 0.2, lostAskBurst = 4.0
+    static let firstAskAfter = 3.0
 
     /// - Parameters:
     ///   - ownAvatarPixels: the 16x16 RGBA avatar to hand out when asked, if it is an image.
@@ -182,6 +188,7 @@ package final class NearbyService: Sendable {
         engine.sync {
             state.value.running = true
             state.value.announcement.unicastPort = port
+            state.value.asksFrom = now + Self.firstAskAfter
             state.value.alarm.running = true
             wake(at: now)
         }

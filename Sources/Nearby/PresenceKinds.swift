@@ -117,8 +117,8 @@ extension NearbyService {
     /// A refresh proof of someone's, on the engine: a route refreshed (its answers to others'
     /// queries tell us nothing until its next refresh is due), or counted and dropped. One we
     /// cannot check (we lost track of its sender: not heard, or too many refreshes missed)
-    /// makes us ask its sender who it is, directly, a few a second at most: its answer is
-    /// signed.
+    /// makes us ask its sender who it is, directly, a few a minute at most (past our first
+    /// seconds online, when the crowd's answers come anyway): its answer is signed.
     func proved(_ proof: RefreshProof, from route: Route) {
         guard refreshing.contains(where: { $0.name == route.transport }) else { return drop("malformed") }
         let now = engine.now
@@ -130,7 +130,7 @@ extension NearbyService {
         case .repeated: drop("refresh proof: repeated")
         case .forged: drop("refresh proof: forged")
         case .untracked:
-            guard state.update({ $0.askingLost.take(now: now) }),
+            guard now >= state.value.asksFrom, state.update({ $0.askingLost.take(now: now) }),
                   let direct = transports.first(where: { $0.name == route.transport })?.directRoute(
                     from: route, port: proof.unicastPort, signingKey: proof.sender),
                   let bytes = frame(Query()) else { return drop("refresh proof: untracked") }
