@@ -59,6 +59,8 @@ package final class NearbyService: Sendable {
         /// transports that refresh presence: while it stands, a refresh is the next link.
         var chain: RefreshChain
         var lastSigned: Announcement?
+        /// Proofs sent since our last signed announcement (`refresh`).
+        var proofsSinceSigned = 0
         /// Questions to peers whose refresh proofs we cannot check (we lost track of them):
         /// a few a minute, whoever sends proofs, none before `asksFrom`.
         var askingLost: TokenBucket

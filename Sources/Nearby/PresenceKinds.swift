@@ -93,6 +93,7 @@ extension NearbyService {
     /// proof.
     func lanAnnouncement() -> Announcement {
         state.value.lastSigned = state.value.announcement
+        state.value.proofsSinceSigned = 0
         var announcement = state.value.announcement
         announcement.refreshChain = state.value.chain.head
         return announcement
@@ -100,12 +101,16 @@ extension NearbyService {
 
     /// A refresh on the LAN: the next link of our chain when our announcement is the one last
     /// signed there (past the start-up's two), unsigned, some 80 bytes that cost a receiver a
-    /// hash; else — it changed, or the chain is spent (a new one then) — the announcement,
-    /// signed.
+    /// hash; else — it changed, the chain is spent (a new one then), or `proofsPerSignature`
+    /// proofs went since — the announcement, signed. The signed one now and then is what lets
+    /// a receiver that lost track of us (our signed announcement lost, or proofs enough to
+    /// expire us) list us again without asking, as every signed refresh did.
     func refresh() {
         guard !refreshing.isEmpty else { return }
-        if state.value.schedule.isPastStartUp, state.value.lastSigned == state.value.announcement {
+        if state.value.schedule.isPastStartUp, state.value.lastSigned == state.value.announcement,
+           state.value.proofsSinceSigned < Self.proofsPerSignature {
             if let link = state.value.chain.next() {
+                state.value.proofsSinceSigned += 1
                 let proof = RefreshProof(sender: myKey, unicastPort: state.value.announcement.unicastPort, link: link)
                 return broadcastFrame(proof.encoded(), as: .presence, on: refreshing)
             }
@@ -113,6 +118,11 @@ extension NearbyService {
         }
         announce()
     }
+
+    /// Unchanged refreshes sent as proofs between two signed ones: three in four refreshes cost
+    /// a hash instead of a signature check, and whoever lost track of us lists us again within
+    /// four of our intervals (a peer expires after 3.5 of them without a refresh).
+    static let proofsPerSignature = 3
 
     /// A refresh proof of someone's, on the engine: a route refreshed (its answers to others'
     /// queries tell us nothing until its next refresh is due), or counted and dropped. One we

@@ -69,8 +69,10 @@ import Testing
         crowd.advance(by: 120)
         let rate = Double(announcements.withLock { $0 }) / 120
         #expect(rate > 1.2 && rate < 2.6, "\(rate) refreshes a second")
-        // Nothing changed: every refresh was the next link of its sender's chain, no signature.
-        #expect(proofs.withLock { $0 } == announcements.withLock { $0 })
+        // Nothing changed: three refreshes in four were the next link of their sender's chain,
+        // no signature (every fourth is signed, for whoever lost track).
+        let share = Double(proofs.withLock { $0 }) / Double(announcements.withLock { $0 })
+        #expect(share >= 0.6 && share <= 0.9, "\(share) of the refreshes proofs")
         #expect(nodes.allSatisfy { $0.service.statistics.proved > 0 && $0.service.statistics.dropped.isEmpty })
         #expect(nodes.allSatisfy { $0.service.peers().count == 39 && !$0.events.all.contains { $0.hasPrefix("-") } })
         let interval = try #require(nodes[0].service.peers().first?.announcement.intervalMilliseconds)
@@ -296,7 +298,8 @@ import Testing
         ownProofs.withLock { $0 = 0 }
         world.step(600)
         let rate = Double(crowd.queue.sync { crowd.sent } + ownAnnouncements.withLock { $0.count } + ownProofs.withLock { $0 }) / 600
-        #expect((11...13).contains(ownProofs.withLock { $0 }), "one refresh every 50 s, each a proof")
+        #expect((11...13).contains(ownProofs.withLock { $0 } + ownAnnouncements.withLock { $0.count }), "one refresh every 50 s")
+        #expect((8...10).contains(ownProofs.withLock { $0 }), "three in four of them proofs")
         #expect(rate > 15 && rate < 25, "\(rate) announcements a second on the link")
         #expect(ownAnnouncements.withLock { $0 }.allSatisfy { $0 == 50_000 }, "the observer's interval among 999: 50 s")
         #expect(observer.service.peers().count == 999)
