@@ -101,7 +101,8 @@ fuzz: setup
 
 bench: setup-test release $(TEST_PYTHON)
 	scripts/in-netns python3 bench/bench.py --binary .build/release/seance --python $(TEST_PYTHON) \
-	    --kernel-backlog $$(cat /proc/sys/net/core/netdev_max_backlog) $(BENCH_ARGS)
+	    --kernel-backlog $$(cat /proc/sys/net/core/netdev_max_backlog) \
+	    --neighbour-table $$(cat /proc/sys/net/ipv4/neigh/default/gc_thresh3) $(BENCH_ARGS)
 
 clean:
 	rm -rf .build

@@ -627,6 +627,8 @@ def main():
     parser.add_argument("--crowds", default="50,200,500", help="the sizes of the LAN crowds")
     parser.add_argument("--kernel-backlog", type=int, help="net.core.netdev_max_backlog, read outside the namespace "
                         "(which cannot see it), printed beside the crowds' drops")
+    parser.add_argument("--neighbour-table", type=int, help="net.ipv4.neigh.default.gc_thresh3, read outside the "
+                        "namespace (which cannot see it), printed beside the crowds' refused sends")
     args = parser.parse_args()
     binary = os.path.abspath(args.binary)
     env = dict(os.environ, NO_COLOR="1")
@@ -647,7 +649,7 @@ def main():
             "brokers": lambda: brokers(binary, work, env, count=5000),
             "crowds": lambda: crowds.lan_crowds(binary, work, env, sizes=[int(n) for n in args.crowds.split(",")],
                                                 settle=lambda n: max(5, (n + 1) / 20) + 5, watch=60, newcomer_runs=10,
-                                                kernel_backlog=args.kernel_backlog),
+                                                kernel_backlog=args.kernel_backlog, neighbour_table=args.neighbour_table),
             "nats": lambda: nats_starts(work, starts=10, pings=500),
             "hostile": lambda: hostile.hostile(binary, work, env),
             "transfers": lambda: transfer_bench.transfers(binary, work, env),

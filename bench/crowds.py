@@ -139,7 +139,25 @@ def backlog_drops():
         return sum(int(row.split()[1], 16) for row in f if row.strip())
 
 
-def lan_crowds(binary, work, env, sizes, settle, watch, newcomer_runs, kernel_backlog=None):
+def send_discards(pids):
+    """Datagrams the shells' kernels refused to send (`UdpSndbufErrors` of /proc/PID/net/snmp:
+    each shell is in a host namespace of its own, so this is its host's count). Here that is
+    mostly a unicast to a host not yet in the neighbour (ARP) table: one kernel plays every
+    host, and its table is shared by all their namespaces, full at
+    net.ipv4.neigh.default.gc_thresh3 entries (1,024 by default), where 500 hosts that each
+    answer every newcomer need some 500 each. UDP reports such a send as done."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/net/snmp") as f:
+                rows = [line.split() for line in f if line.startswith("Udp:")]
+            total += int(rows[1][rows[0].index("SndbufErrors")])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
+def lan_crowds(binary, work, env, sizes, settle, watch, newcomer_runs, kernel_backlog=None, neighbour_table=None):
     password = os.path.join(work, "password")
     section(f"crowds: {', '.join(map(str, sizes))} shells on one LAN (a namespace host each), watched by one more")
     started = time.perf_counter()
@@ -178,15 +196,16 @@ def lan_crowds(binary, work, env, sizes, settle, watch, newcomer_runs, kernel_ba
                                  refreshes_per_s=refreshes, shell_rss_mib=memory)
             print(f"N = {size:3}: observer lists {still:3}   CPU {cpu / elapsed * 100:6.3f} % of a core   RSS {rss:5.1f} MiB   "
                   f"link {packets:5.1f} presence packets/s ({refreshes:.1f} refreshes)   each shell {memory:4.1f} MiB RSS")
-            drops_before = backlog_drops()
+            drops_before, discards_before = backlog_drops(), send_discards(p.pid for p in shells)
             times = newcomer_discovery(binary, work, env, password, size, newcomer_runs, name=f"crowd_{size}_newcomer",
                                        label=f"N = {size:3}: newcomer lists all", polls=300, prefix=hosts.run(2),
                                        others=1)  # and the observer
-            drops = backlog_drops() - drops_before
+            drops, discards = backlog_drops() - drops_before, send_discards(p.pid for p in shells) - discards_before
             results[size].update(newcomer_median_s=sorted(times)[len(times) // 2] if times else None, backlog_drops=drops,
-                                 kernel_backlog=kernel_backlog)
-            print(f"N = {size:3}: the harness kernel dropped {drops} packets over its backlog meanwhile "
-                  f"(net.core.netdev_max_backlog = {kernel_backlog or '?'})")
+                                 kernel_backlog=kernel_backlog, send_discards=discards, neighbour_table=neighbour_table)
+            print(f"N = {size:3}: meanwhile the harness kernel dropped {drops} packets over its backlog "
+                  f"(net.core.netdev_max_backlog = {kernel_backlog or '?'}) and refused {discards} of the crowd's sends "
+                  f"(its neighbour table holds net.ipv4.neigh.default.gc_thresh3 = {neighbour_table or '?'})")
     finally:
         for proc in shells:
             proc.kill()
