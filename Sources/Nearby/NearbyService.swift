@@ -65,6 +65,9 @@ package final class NearbyService: Sendable {
         /// a few a minute, whoever sends proofs, none before `asksFrom`.
         var askingLost: TokenBucket
         var asksFrom = Double.infinity
+        /// Senders of proofs we could not check before `asksFrom`, where to ask them: asked
+        /// then if still unknown (their answer or our query may have been lost).
+        var unknownProvers: [Data: Route] = [:]
     }
 
     /// The one timer of presence and delivery, armed for the next deadline (an announcement, a
@@ -193,6 +196,7 @@ package final class NearbyService: Sendable {
             state.value.asksFrom = now + Self.firstAskAfter
             state.value.alarm.running = true
             wake(at: now)
+            engine.after(Self.firstAskAfter) { [weak self] in self?.askUnknownProvers() }
         }
     }
 

@@ -140,11 +140,35 @@ extension NearbyService {
         case .repeated: drop("refresh proof: repeated")
         case .forged: drop("refresh proof: forged")
         case .untracked:
-            guard now >= state.value.asksFrom, state.update({ $0.askingLost.take(now: now) }),
-                  let direct = transports.first(where: { $0.name == route.transport })?.directRoute(
-                    from: route, port: proof.unicastPort, signingKey: proof.sender),
-                  let bytes = frame(Query()) else { return drop("refresh proof: untracked") }
+            guard let direct = transports.first(where: { $0.name == route.transport })?.directRoute(
+                    from: route, port: proof.unicastPort, signingKey: proof.sender) else { return drop("refresh proof: untracked") }
+            guard now >= state.value.asksFrom else {
+                // Our first seconds online: its answer to our query is likely on its way; asked
+                // then if it has not come.
+                if state.value.unknownProvers.count < Self.unknownProversKept { state.value.unknownProvers[proof.sender] = direct }
+                return drop("refresh proof: untracked")
+            }
+            guard state.update({ $0.askingLost.take(now: now) }), let bytes = frame(Query()) else { return drop("refresh proof: untracked") }
             _ = send(bytes, by: [direct])
+        }
+    }
+
+    /// The most senders of unchecked proofs remembered in our first seconds online.
+    static let unknownProversKept = 64
+
+    /// Our first seconds online are over: whoever sent a proof we could not check then and has
+    /// not answered since is asked now, directly, within the questions' budget; more of them
+    /// than that budget means our query, not their answers, was lost (mDNS asks again, RFC 6762
+    /// §5.2): we ask everyone once more. The rest list themselves at their next signed refresh.
+    func askUnknownProvers() {
+        guard state.value.running else { return }
+        let now = engine.now
+        let unknown = state.value.unknownProvers.filter { state.value.table.peer($0.key) == nil }
+        state.value.unknownProvers = [:]
+        if unknown.count > Int(Self.lostAskBurst) { return send(Query()) }
+        for route in unknown.values {
+            guard state.update({ $0.askingLost.take(now: now) }), let bytes = frame(Query()) else { return }
+            _ = send(bytes, by: [route])
         }
     }
 

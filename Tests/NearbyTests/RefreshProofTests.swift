@@ -145,4 +145,30 @@ import Testing
         #expect(carl.service.peers().map(\.name) == ["ann"])
         #expect(carl.service.statistics.dropped["refresh proof: untracked"] ?? 0 >= 1, "her proofs came first")
     }
+
+    /// carl's question is lost (and so are ann's signed refreshes): nobody answers, and ann's
+    /// proofs cannot list her. Past his first seconds online he asks whoever sent him such
+    /// proofs, and lists her then.
+    @Test func aNewcomerWhoseQueryIsLostAsksWhoeverItCouldNotCheck() throws {
+        let crowd = Crowd()
+        let ann = try crowd.join("ann")
+        let annKey = ann.service.publicKey
+        crowd.advance(by: 5)
+        let queries = Mutex(0)
+        _ = Refreshes(crowd.network) { bytes in
+            guard bytes.count > 40 else { return false }
+            if bytes[5] == KindTable.announce, bytes[8..<40].elementsEqual(annKey) {
+                return UncheckedHeader(bytes)?.flags.contains(.answer) == false
+            }
+            guard bytes[5] == KindTable.query else { return false }
+            return queries.withLock { $0 += 1; return $0 == 1 }
+        }
+        let carl = try crowd.join("carl")
+        crowd.advance(by: NearbyService.firstAskAfter - 0.1)
+        #expect(carl.service.peers().isEmpty, "no answer to a lost question")
+        crowd.advance(by: 0.11)
+        #expect(queries.withLock { $0 } == 2, "his question lost, and the one he asks her as his first seconds end")
+        crowd.advance(by: 0.2)
+        #expect(carl.service.peers().map(\.name) == ["ann"])
+    }
 }

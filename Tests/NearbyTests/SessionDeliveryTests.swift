@@ -49,12 +49,20 @@ import Testing
                 world.step(0.01)
             }
         }
+        // Back online, each lists the other within a few seconds whatever is lost (a lost query
+        // is asked again, `NearbyService.askUnknownProvers`).
+        func untilBothListed() {
+            for _ in 0..<20 where ann.service.peer(ben.identity.signingPublicKey) == nil || ben.service.peer(ann.identity.signingPublicKey) == nil {
+                world.step(0.5)
+            }
+        }
         try talk(1)
         world.step(0.5)
         ben.goOffline()
         world.step(0.5)
         try ben.goOnline(world)
         world.step(0.5)
+        untilBothListed()
         try talk(2)
         // ann as after a crash: nobody hears her go, ben keeps the session she has lost.
         world.network.setDown("ann", true)
@@ -62,6 +70,7 @@ import Testing
         world.network.setDown("ann", false)
         try ann.goOnline(world)
         world.step(0.5)
+        untilBothListed()
         try talk(3)
         for _ in 0..<240 where try received(by: ben) != fromAnn || received(by: ann) != fromBen { world.step(0.5) }
         let (benGot, annGot) = (try received(by: ben), try received(by: ann))
