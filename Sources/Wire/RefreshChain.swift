@@ -108,8 +108,7 @@ package struct RefreshProof: Equatable, Sendable {
     }
 
     package func encoded() -> [UInt8] {
-        var bytes = Wire.magic + [SessionWire.version, KindTable.refreshProof, 0, 0]
-        bytes += sender
+        var bytes = SessionWire.start(KindTable.refreshProof) + sender
         bytes.appendBigEndian(unicastPort)
         bytes.appendBigEndian(link.index)
         return bytes + link.value

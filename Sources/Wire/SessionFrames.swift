@@ -7,6 +7,9 @@ import Foundation
 /// `docs/PROTOCOL.md` ("Sessions") is the reference.
 package enum SessionWire {
     package static let version: UInt8 = 3
+
+    /// The first 8 bytes of every unsigned frame of this version: magic, version, `type`, no flags.
+    package static func start(_ type: UInt8) -> [UInt8] { Wire.magic + [version, type, 0, 0] }
 }
 
 /// One message of the `Noise_XX_25519_ChaChaPoly_SHA256` handshake (type 19).
@@ -44,8 +47,7 @@ package struct HandshakeFrame: Equatable, Sendable {
     }
 
     package func encoded() -> [UInt8] {
-        var bytes = Wire.magic + [SessionWire.version, KindTable.handshake, 0, 0]
-        bytes += sender
+        var bytes = SessionWire.start(KindTable.handshake) + sender
         bytes += recipient
         bytes.appendBigEndian(senderIndex)
         bytes.appendBigEndian(recipientIndex)
@@ -92,7 +94,7 @@ package enum SealedFrame {
     package static let maximumPayload = Wire.maximumDatagram - overhead
 
     package static func header(recipientIndex: UInt32, counter: UInt64) -> [UInt8] {
-        var bytes = Wire.magic + [SessionWire.version, KindTable.sealed, 0, 0]
+        var bytes = SessionWire.start(KindTable.sealed)
         bytes.appendBigEndian(recipientIndex)
         bytes.appendBigEndian(counter)
         return bytes
