@@ -62,12 +62,11 @@ package final class NearbyService: Sendable {
         /// Proofs sent since our last signed announcement (`refresh`).
         var proofsSinceSigned = 0
         /// Questions to peers whose refresh proofs we cannot check (we lost track of them):
-        /// a few a minute, whoever sends proofs, none before `asksFrom`.
+        /// a few a minute, whoever sends proofs, none in our first seconds online.
         var askingLost: TokenBucket
-        var asksFrom = Double.infinity
-        /// Senders of proofs we could not check before `asksFrom`, where to ask them: asked
-        /// then if still unknown (their answer or our query may have been lost).
-        var unknownProvers: [Data: Route] = [:]
+        /// In our first seconds online, the senders of proofs we could not check and where to
+        /// ask them (`askUnknownProvers`, when those seconds end); nil once they are over.
+        var unknownProvers: [Data: Route]? = [:]
     }
 
     /// The one timer of presence and delivery, armed for the next deadline (an announcement, a
@@ -193,7 +192,7 @@ package final class NearbyService: Sendable {
         engine.sync {
             state.value.running = true
             state.value.announcement.unicastPort = port
-            state.value.asksFrom = now + Self.firstAskAfter
+            state.value.unknownProvers = [:]
             state.value.alarm.running = true
             wake(at: now)
             engine.after(Self.firstAskAfter) { [weak self] in self?.askUnknownProvers() }

@@ -142,10 +142,10 @@ extension NearbyService {
         case .untracked:
             guard let direct = transports.first(where: { $0.name == route.transport })?.directRoute(
                     from: route, port: proof.unicastPort, signingKey: proof.sender) else { return drop("refresh proof: untracked") }
-            guard now >= state.value.asksFrom else {
+            if let provers = state.value.unknownProvers {
                 // Our first seconds online: its answer to our query is likely on its way; asked
-                // then if it has not come.
-                if state.value.unknownProvers.count < Self.unknownProversKept { state.value.unknownProvers[proof.sender] = direct }
+                // when they end if it has not come.
+                if provers.count < Self.unknownProversKept { state.value.unknownProvers?[proof.sender] = direct }
                 return drop("refresh proof: untracked")
             }
             guard state.update({ $0.askingLost.take(now: now) }), let bytes = frame(Query()) else { return drop("refresh proof: untracked") }
@@ -161,10 +161,10 @@ extension NearbyService {
     /// than that budget means our query, not their answers, was lost (mDNS asks again, RFC 6762
     /// §5.2): we ask everyone once more. The rest list themselves at their next signed refresh.
     func askUnknownProvers() {
-        guard state.value.running else { return }
+        guard state.value.running, let provers = state.value.unknownProvers else { return }
+        state.value.unknownProvers = nil
         let now = engine.now
-        let unknown = state.value.unknownProvers.filter { state.value.table.peer($0.key) == nil }
-        state.value.unknownProvers = [:]
+        let unknown = provers.filter { state.value.table.peer($0.key) == nil }
         if unknown.count > Int(Self.lostAskBurst) { return send(Query()) }
         for route in unknown.values {
             guard state.update({ $0.askingLost.take(now: now) }), let bytes = frame(Query()) else { return }
