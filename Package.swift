@@ -127,7 +127,7 @@ let package = Package(
         .testTarget(name: "NoiseTests", dependencies: ["Noise", .product(name: "Crypto", package: "swift-crypto")],
                     exclude: ["Vectors", "noise_peer.py"]),
         .testTarget(name: "WireTests", dependencies: ["Wire", .product(name: "Crypto", package: "swift-crypto")]),
-        .testTarget(name: "NearbyTests", dependencies: ["TestWorld", "Nearby", "Wire", "LAN", "Runtime", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(name: "NearbyTests", dependencies: ["TestWorld", "TestSupport", "Nearby", "Wire", "LAN", "Runtime", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "SearchTests", dependencies: ["TestWorld", "App", "Search", "Rooms", "Nearby", "Storage", "Terminal",
                                                       .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "AppTests", dependencies: ["TestWorld", "App", "Nearby", "Storage"]),
@@ -141,7 +141,7 @@ let package = Package(
         .testTarget(name: "VisionsTests", dependencies: ["TestSupport", "Visions", "Zombies", "Storage", "Terminal", "Shell"]),
         // The end-to-end tests run the built binary; they link the wire code only to play a
         // hostile peer (forged, flooding, replaying packets) against it.
-        .testTarget(name: "EndToEndTests", dependencies: ["Nearby", "Noise", "Wire", .product(name: "Crypto", package: "swift-crypto")],
+        .testTarget(name: "EndToEndTests", dependencies: ["TestSupport", "Nearby", "Noise", "Wire", .product(name: "Crypto", package: "swift-crypto")],
                     exclude: ["Fixtures"]),
     ]
 )

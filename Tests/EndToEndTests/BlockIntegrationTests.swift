@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Block and mute between real processes on namespace hosts.
@@ -28,11 +29,13 @@ struct BlockIntegrationTests {
         #expect(runA.waitFor { $0.contains(blocked) && $0.contains(other) })
         runA.send("block \(blocked) --yes")
         #expect(runA.waitFor("blocked \(blocked): nothing they send reaches you"))
-        runB1.send("open ann --wait 30", "secret from the blocked ben")
+        let refused = try #require(runA.count("blocked"))
+        runB1.send("open ann --wait 30", "secret from the blocked ben", "/back")
         runB2.send("open ann --wait 30", "hello from the other ben")
         #expect(try eventually(timeout: 30) { try query(a, "SELECT text FROM message WHERE outgoing = 0") == ["hello from the other ben"] })
-        // Time for the blocked one's copies to have come again, in vain.
-        usleep(3_000_000)
+        // The blocked one's line went, and went again for want of an answer; ann refused what came.
+        #expect(runB1.waitForCount("resent", atLeast: 2))
+        #expect(runA.waitForCount("blocked", atLeast: refused + 2))
         #expect(try query(a, "SELECT count(*) FROM message WHERE text LIKE '%secret%'") == ["0"])
         #expect(try query(b1, "SELECT shownState FROM message_shown WHERE outgoing = 1") != ["delivered"])
         #expect(!runA.output.contains("secret from the blocked ben"))
@@ -45,11 +48,13 @@ struct BlockIntegrationTests {
         #expect(after.range(of: #"[(,] ?blocked [1-9]"#, options: .regularExpression) != nil,
                 "nearby stats counts the drops: \(after)")
 
-        // Still blocked after a restart.
+        // Still blocked after a restart: the line goes again to the new ann, and is refused.
+        let resent = try #require(runB1.count("resent"))
         runA.finish()
         runA = try net.start(host: 1, data: a, name: "ann", lines: ["chat"])
         #expect(runA.waitForPeer("ben"))
-        usleep(3_000_000)
+        #expect(runB1.waitForCount("resent", atLeast: resent + 2))
+        #expect(runA.waitForCount("blocked", atLeast: 2))
         #expect(try query(a, "SELECT count(*) FROM message WHERE text LIKE '%secret%'") == ["0"])
         runA.send("unblock \(blocked)")
         #expect(runA.waitFor("unblocked \(blocked)"))

@@ -1,17 +1,19 @@
 import Crypto
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// A Ghost and two Humans, will and mike, on the suite's loopback, each a shell driven step by
 /// step: mike online; will online (after `willFirst`, where PASSWORD is the password file's
 /// path) with its conversation with mike open; the ghost online, with will in its table.
 final class CurseScene {
-    let shells = LoopbackShells()
+    let shells: LoopbackShells
     let ghostData: String, willData: String, mikeData: String
     private(set) var ghost: PipeDriver!, will: PipeDriver!, mike: PipeDriver!
 
     init(willFirst: [String] = [], prepare: (CurseScene) throws -> Void = { _ in }) throws {
+        shells = try LoopbackShells()
         ghostData = try shells.makeProfile("ghost")
         willData = try shells.makeProfile("will")
         mikeData = try shells.makeProfile("mike")
@@ -29,10 +31,9 @@ final class CurseScene {
 
     func login(_ name: String) -> String { "login \(name) --password-file \(shells.password)" }
 
-    /// A shell on this scene's loopback port, on the plane `battery` gives.
+    /// A shell on this scene's network, on the plane `battery` gives.
     func shell(_ data: String, battery: Int) throws -> PipeDriver {
-        try PipeDriver(arguments: ["--data-dir", data, "--interface", "lo", "--port", "\(shells.port)", "--announce-interval", "0.2",
-                                   "--battery", "\(battery)", "--seed", "7"], scratch: shells.scratch)
+        try shells.driver(["--data-dir", data, "--battery", "\(battery)", "--seed", "7"])
     }
 
     deinit { [mike, will, ghost].forEach { $0?.close() } }

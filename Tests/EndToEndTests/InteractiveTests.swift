@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// seance at a real (pseudo) terminal, driven through tmux.
@@ -34,13 +35,16 @@ import Testing
         return term
     }
 
-    /// ann logged in at a terminal, ben's profile made, and the network arguments for both: a
-    /// port of their own, so that the anns and bens of other tests are not in sight.
-    private func annLoggedInAtATerminal(_ arguments: [String] = []) throws -> (term: TerminalSession, password: String, network: [String]) {
+    /// How ann and ben go online: on `lo` of a network of the test's own, where the anns and
+    /// bens of other tests are not in sight, announcing often.
+    private static let online = ["--announce-interval", "0.2", "--interface", "lo"]
+
+    /// ann logged in at a terminal, ben's profile made, and the network both go online on.
+    private func annLoggedInAtATerminal(_ arguments: [String] = []) throws -> (term: TerminalSession, password: String, network: PrivateNetwork) {
         let password = scratch.write("password", "correct horse\n")
         try annAndBen(password)
-        let network = ["--announce-interval", "0.2", "--interface", "lo", "--port", "\(UInt16.random(in: 20_000...60_000))"]
-        let term = try TerminalSession(arguments: network + ["--no-anim"] + arguments, scratch: scratch)
+        let network = try PrivateNetwork()
+        let term = try TerminalSession(arguments: Self.online + ["--no-anim"] + arguments, scratch: scratch, network: network)
         try term.type("login ann --password-file \(password)")
         try term.press("Enter")
         return (term, password, network)
@@ -73,12 +77,13 @@ import Testing
         _ = run.wait()
     }
 
-    /// ben with `arguments`, `lines` typed first (more as the test says), out of sight of the
+    /// ben online on `network`, `lines` typed first (more as the test says), out of sight of the
     /// test's output; the caller ends him.
-    private func ben(_ lines: [String], _ arguments: [String]) throws -> TestNetwork.Run {
-        try TestNetwork.Run.launch(seanceBinary, ["--data-dir", scratch.path + "/ben"] + arguments,
+    private func ben(_ lines: [String], _ network: PrivateNetwork, data: String? = nil, output: String = "ben-output") throws -> TestNetwork.Run {
+        try TestNetwork.Run.launch(network.launcher[0], Array(network.launcher.dropFirst())
+                                        + [seanceBinary, "--data-dir", data ?? scratch.path + "/ben"] + Self.online,
                                    environment: ["HOME": scratch.path, "PATH": "/usr/bin:/bin"],
-                                   outputPath: scratch.path + "/ben-output", lines: lines)
+                                   outputPath: scratch.path + "/" + output, lines: lines)
     }
 
     @Test func tabCompletesAUniqueCommand() throws {
@@ -358,15 +363,14 @@ import Testing
     func aConversationShowsIncomingBubblesLiveAboveTheLineBeingTyped() throws {
         let password = scratch.write("password", "correct horse\n")
         try annAndBen(password)
-        // On lo only: other tests add and remove interfaces in this namespace meanwhile.
-        let term = try TerminalSession(arguments: ["--announce-interval", "0.2", "--no-anim", "--interface", "lo"], scratch: scratch)
+        let network = try PrivateNetwork()
+        let term = try TerminalSession(arguments: Self.online + ["--no-anim"], scratch: scratch, network: network)
         try term.type("login ann --password-file \(password)")
         try term.press("Enter")
         try term.type("chat")
         try term.press("Enter")
         try term.waitFor { $0.contains("announcing ann#") }
-        let ben = try ben(["login ben --password-file \(password)", "chat", "open ann --wait 30", "hello from ben"],
-                          ["--announce-interval", "0.2", "--interface", "lo"])
+        let ben = try ben(["login ben --password-file \(password)", "chat", "open ann --wait 30", "hello from ben"], network)
         defer { end(ben) }
         try term.waitFor { $0.contains("+ 👤 ben#") }
         try term.type("open ben")
@@ -671,10 +675,7 @@ import Testing
         let bens = try (1...2).map { index in
             let data = scratch.path + "/ben\(index)"
             _ = try runSeance(["--data-dir", data, "-c", "profile new ben --password-file \(password)"], scratch: scratch)
-            return try TestNetwork.Run.launch(seanceBinary, ["--data-dir", data] + network,
-                                              environment: ["HOME": scratch.path, "PATH": "/usr/bin:/bin"],
-                                              outputPath: scratch.path + "/ben\(index)-output",
-                                              lines: ["login ben --password-file \(password)", "chat"])
+            return try ben(["login ben --password-file \(password)", "chat"], network, data: data, output: "ben\(index)-output")
         }
         defer { bens.forEach(end) }
         try term.type("chat")
@@ -730,10 +731,9 @@ import Testing
     func escapesFromAPeerShowAsTextInTheTerminal() throws {
         let password = scratch.write("password", "correct horse\n")
         _ = try runSeance(["--data-dir", scratch.dataDir, "-c", "profile new ann --password-file \(password)"], scratch: scratch)
-        let port = UInt16.random(in: 20_000...60_000)
-        let listener = GroupListener(port: port)
-        let term = try TerminalSession(arguments: ["--announce-interval", "0.2", "--interface", "lo", "--port", "\(port)"],
-                                       scratch: scratch)
+        let network = try PrivateNetwork()
+        let listener = try network.inside { GroupListener(port: seancePort) }
+        let term = try TerminalSession(arguments: Self.online, scratch: scratch, network: network)
         let titleBefore = try term.tmux(["display-message", "-p", "#{pane_title}"])
         try term.type("login ann --password-file \(password)")
         try term.press("Enter")
@@ -741,7 +741,7 @@ import Testing
         try term.press("Enter")
         try term.waitFor { $0.contains("announcing ann#") }
         let (annKey, ann) = try #require(listener.announcement(of: "ann", timeout: 5))
-        let eve = FakePeer(port: port)
+        let eve = try network.inside { FakePeer(port: seancePort) }
         eve.multicast(try eve.packet(eve.announcement(name: "eve")))
         try term.waitFor { $0.contains("eve#") }
         for bytes in try eve.message("hi \u{1B}]2;pwned\u{7}\u{1B}[2J\u{1B}[31mred", to: ann, key: annKey, sequence: 1) {

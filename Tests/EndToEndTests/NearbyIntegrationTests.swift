@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Real seance processes on hosts of their own, talking over a bridge.

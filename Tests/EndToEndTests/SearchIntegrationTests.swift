@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @Suite(.enabled(if: inPrivateNetwork, "runs only inside scripts/in-netns (make test)"))

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// The root of the package, found from this file's path.
@@ -11,6 +12,10 @@ let packageRoot: String = {
 
 /// The built `seance`: `SEANCE_BIN`, else the debug build `make test` made.
 let seanceBinary: String = ProcessInfo.processInfo.environment["SEANCE_BIN"] ?? packageRoot + "/.build/debug/seance"
+
+/// seance's default port (and the group's): every test that goes online has a network of its
+/// own (`PrivateNetwork`, `TestNetwork`), so every one can use it.
+let seancePort: UInt16 = 47_777
 
 /// A fresh directory for one test, removed afterwards.
 final class Scratch {
@@ -91,10 +96,12 @@ final class TerminalSession {
 
     /// Starts seance in a `width` x `height` terminal. When it exits, the pane shows `EXIT=status`.
     /// `underJobControl`: seance is started from an interactive bash, as a job it can stop
-    /// (Ctrl-Z) and bring back (`fg`).
-    init(arguments: [String] = [], scratch: Scratch, width: Int = 100, height: Int = 30, underJobControl: Bool = false) throws {
+    /// (Ctrl-Z) and bring back (`fg`). On `network`, it runs in that namespace.
+    init(arguments: [String] = [], scratch: Scratch, width: Int = 100, height: Int = 30, underJobControl: Bool = false,
+         network: PrivateNetwork? = nil) throws {
         self.scratch = scratch
         let args = (["--data-dir", scratch.dataDir] + arguments).map { "'\($0)'" }.joined(separator: " ")
+        let seanceBinary = ((network?.launcher ?? []) + [seanceBinary]).joined(separator: " ")
         let environment = "env HOME='\(scratch.path)' TERM=xterm-256color LANG=C.UTF-8"
         if underJobControl {
             try tmux(["new-session", "-d", "-x", "\(width)", "-y", "\(height)", "\(environment) PS1='$ ' bash --norc --noprofile -i"])

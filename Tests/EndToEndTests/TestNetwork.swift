@@ -81,6 +81,8 @@ final class TestNetwork {
         let process = Process()
         let outputPath: String
         private let input = Pipe()
+        /// How many times `count` asked `nearby stats`: each answer is told by a marker of its own.
+        private var asked = 0
         init(outputPath: String) { self.outputPath = outputPath }
 
         /// Types `lines` into the shell.
@@ -134,6 +136,32 @@ final class TestNetwork {
                 line.contains(name + "#") && (line.contains("is nearby") || line.contains(" seen "))
                     && (plane.map { line.contains("(\($0))") || line.contains(" \($0) ") } ?? true)
             }
+        }
+
+        /// What `nearby stats` counts under `name` now (`blocked`, `resent`, `stale`: the number
+        /// that follows it), asked afresh (in chat, not in a conversation); nil when the answer
+        /// did not come.
+        func count(_ name: String, sourceLocation: SourceLocation = #_sourceLocation) -> Int? {
+            asked += 1
+            let marker = "stats asked \(asked)"
+            send("nearby stats", "echo \(marker)")
+            guard waitFor(sourceLocation: sourceLocation, { $0.contains(marker + "\n") }) else { return nil }
+            let before = output.components(separatedBy: marker + "\n").dropLast().joined()
+            guard let line = before.split(separator: "\n").last(where: { $0.hasPrefix("sent ") }) else { return 0 }
+            guard let range = line.range(of: #"\b"# + name + #" (\d+)"#, options: .regularExpression) else { return 0 }
+            return Int(line[range].split(separator: " ").last!) ?? 0
+        }
+
+        /// Asks `nearby stats` until its count under `name` reaches `least`: the counter that
+        /// proves something was tried (or refused), where a fixed wait would only hope so.
+        @discardableResult
+        func waitForCount(_ name: String, atLeast least: Int, timeout: Double = 30,
+                          sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
+            var last: Int?
+            if eventually(timeout: timeout, { last = count(name, sourceLocation: sourceLocation); return (last ?? 0) >= least }) { return true }
+            Issue.record("nearby stats never counted \(least) \(name) (last \(last.map(String.init) ?? "no answer"))",
+                         sourceLocation: sourceLocation)
+            return false
         }
 
         /// Waits until the output contains `text`.
@@ -193,6 +221,3 @@ final class TestNetwork {
         return (process.terminationStatus, (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "")
     }
 }
-
-/// True when the suite runs in a namespace of its own, where making test hosts is safe.
-var inPrivateNetwork: Bool { ProcessInfo.processInfo.environment["SEANCE_IN_NETNS"] == "1" }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Pictures and files between real processes on namespace hosts (issue 36).

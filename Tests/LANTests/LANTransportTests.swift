@@ -24,7 +24,7 @@ import Wire
 
 /// Direct packets leave from the thread that sends them, by the socket whose port peers were
 /// told: the loop's wake-up was a tenth of a message's way to the peer.
-@Suite(.enabled(if: ProcessInfo.processInfo.environment["SEANCE_IN_NETNS"] == "1", "opens sockets: only inside scripts/in-netns"))
+@Suite(.enabled(if: inPrivateNetwork, "opens sockets: only inside scripts/in-netns"))
 struct LANDirectSendTests {
     @Test func aDirectPacketDoesNotWaitForTheLoop() throws {
         try withTransportAndPeer { lan, peer in
@@ -52,12 +52,14 @@ struct LANDirectSendTests {
         }
     }
 
-    /// A started transport on `lo` and a peer on loopback, for `body`.
+    /// A started transport on `lo` (the default group and port) and a peer on loopback, in a
+    /// network of the test's own, for `body`.
     func withTransportAndPeer(_ body: (LANTransport, UDPListener) throws -> Void) throws {
-        let lan = LANTransport(configuration: .init(port: Int.random(in: 20_000...60_000), interfaces: ["lo"]))
-        try lan.start(deliver: { _, _ in }, report: { _ in })
+        let network = try PrivateNetwork()
+        let lan = LANTransport(configuration: .init(interfaces: ["lo"]))
+        try network.inside { try lan.start(deliver: { _, _ in }, report: { _ in }) }
         defer { lan.stop() }
-        let peer = try #require(UDPListener())
+        let peer = try #require(try network.inside { UDPListener() })
         defer { peer.close() }
         try body(lan, peer)
     }

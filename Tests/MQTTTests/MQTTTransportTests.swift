@@ -7,17 +7,19 @@ import Wire
 
 /// The transport against a scripted broker on loopback (inside `scripts/in-netns`): what it
 /// writes, packet by packet, before and after the broker accepts it.
-@Suite(.enabled(if: inPrivateNetwork, "opens a loopback socket: runs inside scripts/in-netns"))
+@Suite(.enabled(if: inPrivateNetwork, "opens sockets: only inside scripts/in-netns"))
 struct MQTTTransportTests {
     /// Nothing is published until the broker has answered CONNECT: a clustered broker (NATS)
     /// hangs up on a client whose first packet is a PUBLISH, and libmosquitto wrote one first
     /// when the engine sent while it connected. Then, once accepted, what is sent goes out.
     @Test func nothingIsPublishedBeforeTheBrokerAcceptsTheConnection() throws {
-        let broker = try ScriptedBroker()
+        // The broker's socket and the client's thread, in a network of this test's own.
+        let network = try PrivateNetwork()
+        let broker = try network.inside { try ScriptedBroker() }
         defer { broker.close() }
         let transport = MQTTTransport(configuration: .init(address: try BrokerAddress(parsing: "mqtt://127.0.0.1:\(broker.port)")),
                                       signingKey: Data(repeating: 7, count: 32))
-        try transport.start(deliver: { _, _ in }, report: { _ in })
+        try network.inside { try transport.start(deliver: { _, _ in }, report: { _ in }) }
         defer { transport.stop() }
         let inbox = Route(transport: "broker", address: String(repeating: "ab", count: 16))
         let frame = [UInt8](repeating: 0x5A, count: 40)
@@ -48,9 +50,6 @@ struct MQTTTransportTests {
         #expect(published, "a direct frame is published at QoS 1 once connected")
     }
 }
-
-/// Set by scripts/in-netns: sockets opened here stay in a namespace of the test's own.
-var inPrivateNetwork: Bool { ProcessInfo.processInfo.environment["SEANCE_IN_NETNS"] == "1" }
 
 /// A listening socket on 127.0.0.1 that plays a broker by hand: reads MQTT packets, writes bytes.
 final class ScriptedBroker {

@@ -2,16 +2,18 @@ import Crypto
 import Foundation
 import Synchronization
 import LAN
+import TestSupport
 import Testing
 @testable import Nearby
 
 /// The threading contract: the socket's thread only checks frames; what a packet changes, and
 /// every event, happens on the engine's queue.
-@Suite(.enabled(if: ProcessInfo.processInfo.environment["SEANCE_IN_NETNS"] == "1", "opens sockets: only inside scripts/in-netns"))
+@Suite(.enabled(if: inPrivateNetwork, "opens sockets: only inside scripts/in-netns"))
 struct EngineTests {
     @Test func eventsAreToldOnTheEngineNotOnTheSocketThread() throws {
-        let port = Int.random(in: 20_000...60_000)
-        let lan = LANTransport.Configuration(port: port, interfaces: ["lo"])
+        // The default group and port, in a network of this test's own.
+        let network = try PrivateNetwork()
+        let lan = LANTransport.Configuration(interfaces: ["lo"])
         let timing = PresenceTiming(interval: 0.2, startupGap: 0.1)
         func announcement(_ name: String) -> Announcement {
             Announcement(name: name, agreementKey: Data(repeating: 1, count: 32), plane: 0, avatar: .none, unicastPort: 0,
@@ -25,21 +27,23 @@ struct EngineTests {
         }
         let speaker = NearbyService(transport: LANTransport(configuration: lan), timing: timing, signer: .init(),
                                     announcement: announcement("ben")) { _ in }
-        try listener.start()
-        try speaker.start()
+        try network.inside {
+            try listener.start()
+            try speaker.start()
+        }
         defer { speaker.stop(); listener.stop() }
         let deadline = Date().addingTimeInterval(10)
         while seen.withLock({ $0.isEmpty }) && Date() < deadline { usleep(20_000) }
         #expect(!seen.withLock { $0 }.isEmpty)
         #expect(seen.withLock { $0 }.allSatisfy { $0 })
-        #expect(!engine.isCurrent)  // And this test's thread is not the engine.
     }
 
     /// On a real socket a peer first heard in an answer has a route with its unicast port,
     /// and its refresh proofs come from the multicast socket's: the same host, so they keep it
     /// (they once went unchecked, and a crowd's members flapped).
     @Test func aPeerFirstHeardInAnAnswerIsKeptByItsProofs() throws {
-        let lan = LANTransport.Configuration(port: Int.random(in: 20_000...60_000), interfaces: ["lo"])
+        let network = try PrivateNetwork()
+        let lan = LANTransport.Configuration(interfaces: ["lo"])
         let timing = PresenceTiming(interval: 0.2, jitter: 0, startupGap: 0.1)
         func service(_ name: String) -> NearbyService {
             NearbyService(transport: LANTransport(configuration: lan), timing: timing, signer: .init(),
@@ -47,12 +51,12 @@ struct EngineTests {
                                                      unicastPort: 0, intervalMilliseconds: 0)) { _ in }
         }
         let ann = service("ann"), ben = service("ben")
-        try ann.start()
+        try network.inside { try ann.start() }
         defer { ann.stop() }
         // Past her start-up, her refreshes are proofs: ben hears her first in her answer.
         let annDeadline = Date().addingTimeInterval(10)
         while ann.statistics.sent < 4 && Date() < annDeadline { usleep(20_000) }
-        try ben.start()
+        try network.inside { try ben.start() }
         defer { ben.stop() }
         let deadline = Date().addingTimeInterval(10)
         while ben.statistics.proved < 5 && Date() < deadline { usleep(20_000) }
