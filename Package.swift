@@ -119,6 +119,8 @@ let package = Package(
         .testTarget(name: "TransfersTests", dependencies: ["TestWorld", "Transfers", "Nearby", "Wire", "Storage", "Runtime", "Terminal", "Shell",
                                                          .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "TerminalTests", dependencies: ["Terminal", "Runtime"]),
+        // The engine, what is bound to it, the schedulers and the one alarm.
+        .testTarget(name: "RuntimeTests", dependencies: ["Runtime"]),
         .testTarget(name: "ShellTests", dependencies: ["TestSupport", "Shell", "Terminal", "Storage"]),
         .testTarget(name: "StorageTests", dependencies: ["TestSupport", "Storage", "Runtime"]),
         .testTarget(name: "ZombiesTests", dependencies: ["Zombies", "Terminal"]),

@@ -61,7 +61,7 @@ extension ChatMode {
     private func choiceCandidates(_ shell: Shell, list: PeerChoiceStore.List?) -> [Candidate] {
         guard let store = try? choices(shell) else { return [] }
         if let list { return ((try? store.all(list)) ?? []).map { Candidate(SafeText.visible($0.handle), list == .blocked ? "blocked" : "muted") } }
-        return (service?.peers() ?? []).map { Candidate($0.shownHandle, "nearby") }
+        return presentPeers().map { Candidate($0.shownHandle, "nearby") }
     }
 
     /// The one key `wanted` means among `candidates`: at a terminal, several are a question;

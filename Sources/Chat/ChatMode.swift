@@ -70,8 +70,13 @@ package final class ChatMode {
 
     /// While online: the engine and what runs on it.
     var context: FeatureContext? { online.context }
-    var delivery: DeliveryService? { context?.delivery }
-    var service: NearbyService? { context?.presence }
+    var delivery: Delivery? { context?.delivery }
+
+    /// The peers present now, from the shell's thread (one visit to the engine).
+    func presentPeers() -> [Peer] {
+        guard let context else { return [] }
+        return context.engine.sync { context.presence.peers() }
+    }
 
     package func register(in shell: Shell) {
         capabilities = shell.capabilities
@@ -170,7 +175,7 @@ package final class ChatMode {
         }
     }
 
-    static let firstListing = NearbyService.answerDelay.upperBound + 0.05
+    static let firstListing = Presence.answerDelay.upperBound + 0.05
     static let answersStopped = 0.05
     static let firstListingLimit = 1.0
 
@@ -181,8 +186,9 @@ package final class ChatMode {
         guard let login = profiles.current else { throw ProfileError.notLoggedIn }
         let context = try online.goOnline(as: login, database: try shell.session.openDatabase(), dataDirectory: shell.session.dataDirectory,
                                           inbox: shell.console.inbox, scheduler: shell.session.scheduler, random: &shell.session.random)
-        let transports = context.presence.transports.map(\.description).joined(separator: " and ")
-        shell.console.print("announcing \(login.profile.handle) as \(context.plane.name) on \(transports)")
+        let transports = context.network.transports.map(\.description).joined(separator: " and ")
+        let plane = context.engine.sync { context.rules.plane }
+        shell.console.print("announcing \(login.profile.handle) as \(plane.name) on \(transports)")
     }
 
     func closeConversation() {
@@ -208,8 +214,8 @@ package final class ChatMode {
     /// At the end of a script: what it sent to peers in reach is given up to `linger` seconds to
     /// be acknowledged (the states print as they come), so that what is then said to wait does.
     func awaitAcknowledgements(_ shell: Shell) {
-        guard let delivery, linger > 0 else { return }
-        _ = try? shell.wait(upTo: linger) { !delivery.awaitsAcknowledgement }
+        guard let context, linger > 0 else { return }
+        _ = try? shell.wait(upTo: linger) { !context.engine.sync { context.delivery.awaitsAcknowledgement } }
     }
 
     /// Goes offline and tells `console` (when given) what waits in the outbox. Safe to call
@@ -250,10 +256,14 @@ package final class ChatMode {
         // One visit to the engine for the whole list (a crowd of 500 made it 500 visits, each
         // queued behind whatever the engine was doing). How each is reached, the preferred
         // way first: lan, broker, or lan+broker.
-        let (visible, names, vias) = context.engine.sync {
+        let (visible, names, vias, pictures) = context.engine.sync {
             let visible = context.presence.peers().filter(context.rules.canSee)
             return (visible, visible.map { context.rules.shownName(of: $0.signingKey) },
-                    visible.map { context.presence.routesByPreference(of: $0).joined(separator: "+") })
+                    visible.map { context.network.routeNames(of: $0).joined(separator: "+") },
+                    visible.map { peer -> Data? in
+                        guard case .image(let hash) = peer.announcement.avatar else { return nil }
+                        return context.presence.avatars.pixels(hash)
+                    })
         }
         let locals = localPeers()
         guard !visible.isEmpty || !locals.isEmpty else { return shell.console.print("nobody you can see is nearby") }
@@ -267,10 +277,10 @@ package final class ChatMode {
         }
         let trust = TrustStore(database: context.database)
         var rows: [String] = []
-        for ((peer, renamed), via) in zip(zip(visible, names), vias) {
-            let plane = Plane(wireValue: peer.announcement.plane)?.name ?? "?"
+        for (((peer, renamed), via), picture) in zip(zip(zip(visible, names), vias), pictures) {
+            let plane = peer.plane?.name ?? "?"
             let age = Self.age(now - peer.lastSaid)
-            let avatar = renamed == nil ? avatarCell(peer, service: context.presence, capabilities: shell.capabilities) : ""
+            let avatar = renamed == nil ? avatarCell(peer.announcement.avatar, pixels: picture, capabilities: shell.capabilities) : ""
             // A key using a name trusted for another key stays marked, every listing.
             let note = renamed == nil ? Self.trustNote(trust.trustedKey(forName: peer.name), peer.signingKey) : ""
             rows.append("\(DisplayWidth.pad(avatar, to: 2)) \(DisplayWidth.pad(renamed ?? peer.shownHandle, to: nameWidth)) "
@@ -304,11 +314,12 @@ package final class ChatMode {
 
     private func printStatistics(_ shell: Shell) throws {
         guard let context else { throw UserError("you are offline: chat brings you online") }
-        let stats = context.presence.statistics
+        let (stats, deliveryDropped, resent) = context.engine.sync {
+            (context.network.statistics, context.delivery.droppedCounts, context.delivery.resentCount)
+        }
         // Packets dropped by the wire checks and by the delivery checks, by reason.
-        let all = stats.dropped.merging(context.delivery.droppedCounts, uniquingKeysWith: +)
+        let all = stats.dropped.merging(deliveryDropped, uniquingKeysWith: +)
         let dropped = all.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-        let resent = context.delivery.resentCount
         let skipped = [(stats.redundant, "redundant answers"), (stats.repeats, "repeated refreshes")].filter { $0.0 > 0 }.map { "\($0.0) (\($0.1))" }
         shell.console.print("sent \(stats.sent) packets (\(stats.sentBytes) bytes), received \(stats.received), "
                             + "dropped \(all.values.reduce(0, +))" + (dropped.isEmpty ? "" : " (\(dropped))")
@@ -325,11 +336,11 @@ package final class ChatMode {
         for feature in statistics { feature().forEach { shell.console.print($0) } }
     }
 
-    /// A peer's avatar in two columns: its picture (once fetched) as a colour swatch, else a glyph.
-    func avatarCell(_ peer: Peer, service: NearbyService, capabilities: Capabilities) -> String {
-        guard case .image(let hash) = peer.announcement.avatar, capabilities.colorEnabled, !capabilities.ascii,
-              let pixels = service.avatarPixels(hash) else {
-            return Self.glyph(peer.announcement.avatar, ascii: capabilities.ascii)
+    /// A peer's avatar in two columns: its picture (`pixels`, once fetched) as a colour swatch,
+    /// else a glyph.
+    func avatarCell(_ avatar: AvatarReference, pixels: Data?, capabilities: Capabilities) -> String {
+        guard case .image = avatar, capabilities.colorEnabled, !capabilities.ascii, let pixels else {
+            return Self.glyph(avatar, ascii: capabilities.ascii)
         }
         let image = RGBAImage(width: Avatar.imageSize, height: Avatar.imageSize, pixels: [UInt8](pixels))
         return ImageRenderer(capabilities).render(image.scaled(width: 2, height: 2), columns: 2).first ?? ""
@@ -348,15 +359,10 @@ package final class ChatMode {
     /// warning when the peer arriving uses the name of `trusted`, another key.
     static func liveLines(for event: PresenceEvent, trusted: String? = nil, myPlane: Plane, styler: Styler, ascii: Bool,
                           allowsSight: (Peer?) -> Bool = { _ in true }, shownName: (Data) -> String? = { _ in nil }) -> [String] {
-        func visible(_ peer: Peer) -> Bool {
-            (Plane(wireValue: peer.announcement.plane).map(myPlane.canReach) ?? false) && allowsSight(peer)
-        }
+        func visible(_ peer: Peer) -> Bool { (peer.plane.map(myPlane.canReach) ?? false) && allowsSight(peer) }
         func describe(_ peer: Peer) -> String {
-            if let renamed = shownName(peer.signingKey) {
-                return styler.bold(renamed) + " (" + (Plane(wireValue: peer.announcement.plane)?.name ?? "?") + ")"
-            }
-            return glyph(peer.announcement.avatar, ascii: ascii) + " " + styler.bold(peer.shownHandle)
-                + " (" + (Plane(wireValue: peer.announcement.plane)?.name ?? "?") + ")"
+            if let renamed = shownName(peer.signingKey) { return styler.bold(renamed) + " (" + (peer.plane?.name ?? "?") + ")" }
+            return glyph(peer.announcement.avatar, ascii: ascii) + " " + styler.bold(peer.shownHandle) + " (" + (peer.plane?.name ?? "?") + ")"
         }
         func named(_ peer: Peer) -> String { shownName(peer.signingKey) ?? peer.shownHandle }
         switch event {
@@ -408,7 +414,7 @@ package final class ChatMode {
     /// Who comes into or goes out of sight when our own plane changes.
     static func sightLines(from old: Plane, to new: Plane, peers: [Peer], styler: Styler, ascii: Bool) -> [String] {
         peers.compactMap { peer in
-            guard let plane = Plane(wireValue: peer.announcement.plane) else { return nil }
+            guard let plane = peer.plane else { return nil }
             switch (old.canReach(plane), new.canReach(plane)) {
             case (false, true):
                 return styler.apply(.green, "+") + " " + glyph(peer.announcement.avatar, ascii: ascii) + " "

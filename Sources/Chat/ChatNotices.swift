@@ -101,7 +101,7 @@ final class ChatNotices: Sendable {
             }
         case .delivery(let delivery):
             hear(delivery)
-        case .blocked:
+        case .blocked, .reachable:
             break
         }
     }

@@ -16,7 +16,7 @@ extension ChatMode {
                 past = ((try? MessageStore(database: database).conversations(myKey: me)) ?? []).map(\.conversation)
                     .filter { !blocked.contains($0.peerKey) }
             }
-            return Self.peerCandidates(locals: self.localPeers(), present: self.service?.peers() ?? [], past: past)
+            return Self.peerCandidates(locals: self.localPeers(), present: self.presentPeers(), past: past)
         }
         shell.register(mode: "chat", "open", arguments: [.positional("peer", peers, help: "a name, or name#fingerprint"),
                                                          .option("--wait", "seconds", help: "wait up to this long for them to come into sight (scripts)")],
@@ -52,7 +52,7 @@ extension ChatMode {
 
     // MARK: Actions
 
-    private func requireDelivery() throws -> DeliveryService {
+    private func requireDelivery() throws -> Delivery {
         guard let delivery else { throw UserError("you are offline: chat brings you online") }
         return delivery
     }
@@ -126,14 +126,14 @@ extension ChatMode {
             let handle = visible.first?.shownHandle ?? past.first!.shownHandle
             throw UserError("you blocked \(handle): unblock \(handle) to talk again")
         }
-        if let peer = visible.first { return try delivery.conversation(with: peer) }
+        if let peer = visible.first { return try context!.engine.sync { try delivery.conversation(with: peer) } }
         if let earlier = past.first { return earlier }
         throw UserError("nobody called \(SafeText.visible(wanted)) is in sight, and you have no conversation with them")
     }
 
     /// From now on what arrives in `conversation` is drawn below the page (in `view`'s
     /// layout), following `last`, and marked shown.
-    func drawArrivals(in conversation: Conversation, after last: ChatMessage?, view: ConversationView, delivery: DeliveryService) {
+    func drawArrivals(in conversation: Conversation, after last: ChatMessage?, view: ConversationView, delivery: Delivery) {
         notices?.setOpen(ChatNotices.OpenConversation(
             id: conversation.id, markShown: { [weak delivery] number in delivery?.shown(upTo: number, in: conversation) },
             layout: view.layout, speakers: view.speakers, last: last))
@@ -164,7 +164,7 @@ extension ChatMode {
 
     /// The conversation's name, the hint, and its newest messages that fit the window: what
     /// `open` shows, and what a resized window shows again.
-    private func printNewestPage(of conversation: Conversation, store: MessageStore, delivery: DeliveryService, _ shell: Shell) throws {
+    private func printNewestPage(of conversation: Conversation, store: MessageStore, delivery: Delivery, _ shell: Shell) throws {
         let hint = shell.styler.dim("every line you type is sent; commands start with / (/back, /older, /tap N, /help); // sends a leading /")
         // The name, the hint (in as many rows as a narrow window breaks it into), the older
         // messages' line and the prompt.
@@ -178,7 +178,7 @@ extension ChatMode {
         shell.console.printProse(hint)
         printOlder(page, shell)
         view.print(lines, of: page, extras: extras, on: shell.console, lastState: .read) { Self.stateMark(conversation.id, $0.number) }
-        if let last = page.last { delivery.shown(upTo: last.id, in: conversation) }
+        if let last = page.last, let context { context.engine.sync { delivery.shown(upTo: last.id, in: conversation) } }
     }
 
     /// After the window is resized the terminal has cut the bubbles into fragments: the open
@@ -244,7 +244,7 @@ extension ChatMode {
         var candidates: [Candidate] = []
         for local in locals where names.insert(local.name).inserted { candidates.append(Candidate(local.name, local.kind)) }
         for peer in present where names.insert(peer.shownHandle).inserted {
-            candidates.append(Candidate(peer.shownHandle, Plane(wireValue: peer.announcement.plane)?.name ?? ""))
+            candidates.append(Candidate(peer.shownHandle, peer.plane?.name ?? ""))
         }
         for conversation in past where names.insert(conversation.shownHandle).inserted {
             candidates.append(Candidate(conversation.shownHandle, "past conversation"))
@@ -321,7 +321,7 @@ extension ChatMode {
 
     private func listConversations(all: Bool, _ shell: Shell) throws {
         guard let me = profiles.current else { throw ProfileError.notLoggedIn }
-        delivery?.settle()  // Lines just typed are written by now, and count as waiting.
+        if let context { context.engine.sync { context.delivery.settle() } }  // Lines just typed are written by now, and count as waiting.
         let database = try shell.session.openDatabase()
         let choices = PeerChoiceStore(database: database)
         let (blocked, muted) = (choices.keys(.blocked), choices.keys(.muted))
@@ -377,7 +377,7 @@ extension ChatMode {
 
     private func tap(_ number: Int, _ shell: Shell) throws {
         guard let conversation = openConversation else { throw UserError("open a conversation first: open NAME") }
-        delivery?.settle()  // A line just typed is written by now.
+        if let context { context.engine.sync { context.delivery.settle() } }  // A line just typed is written by now.
         let store = MessageStore(database: try shell.session.openDatabase())
         guard let message = try store.message(number: Int64(number), in: conversation.id) else {
             throw UserError("there is no message #\(number) with \(conversation.shownHandle)")

@@ -44,7 +44,7 @@ extension ChatMode {
     }
 
     /// The conversation's name and the messages around #`number` that fit the window.
-    private func printPage(around number: Int64, of conversation: Conversation, store: MessageStore, delivery: DeliveryService,
+    private func printPage(around number: Int64, of conversation: Conversation, store: MessageStore, delivery: Delivery,
                            _ shell: Shell) throws {
         let view = conversationView(shell)
         // One more before than shown at most: the message before the page decides its header.
@@ -68,7 +68,7 @@ extension ChatMode {
         shell.console.printProse(shell.styler.dim("/older and /newer page from here; /back, then open, for the newest"))
         printOlder(page, shell)
         view.print(lines(), of: page, on: shell.console, lastState: .read) { Self.stateMark(conversation.id, $0.number) }
-        if let last = page.last { delivery.shown(upTo: last.id, in: conversation) }
+        if let last = page.last, let context { context.engine.sync { delivery.shown(upTo: last.id, in: conversation) } }
     }
 
     /// The page after the newest shown: the newest page, once it is reached.
@@ -92,6 +92,6 @@ extension ChatMode {
         view.print(view.render(page, previous: previous, now: now), of: page, on: shell.console, lastState: .read) {
             Self.stateMark(conversation.id, $0.number)
         }
-        delivery.shown(upTo: last.id, in: conversation)
+        context?.engine.sync { delivery.shown(upTo: last.id, in: conversation) }
     }
 }

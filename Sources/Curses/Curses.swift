@@ -54,7 +54,7 @@ package final class Curses: Feature, CurseBook {
     /// the answer comes as a notice.
     func cast(_ wanted: String, kind: CurseKind, minutes: Int, shell: Shell) throws {
         let live = try requireOnline()
-        let peer = try Self.find(wanted, among: live.context.presence.peers())
+        let peer = try Self.find(wanted, among: live.context.engine.sync { live.context.presence.peers() })
         try live.send(kind, minutes: minutes, to: peer)
         shell.console.print("you cast \(kind.rawValue) on \(peer.shownHandle) for \(minutes) min…")
     }
@@ -70,7 +70,7 @@ package final class Curses: Feature, CurseBook {
     func castSpell(_ wanted: String, shell: Shell) throws {
         let live = try requireOnline()
         // Not by sight: a Human cannot see a Ghost. Any present peer that has cursed us.
-        let peer = try Self.find(wanted, among: live.context.presence.peers())
+        let peer = try Self.find(wanted, among: live.context.engine.sync { live.context.presence.peers() })
         let (phrase, lifted) = try live.speak(to: peer)
         shell.console.printProse("you speak the spell “\(phrase)” at \(peer.shownHandle)\(lifted.isEmpty ? "" : " — " + lifted.map(\.rawValue).joined(separator: ", ") + " lifted"); "
                             + "it cannot curse you for \(Int(Self.repelSeconds / 60)) min")
@@ -138,8 +138,8 @@ package final class Curses: Feature, CurseBook {
         styler = shell.styler
         let kinds = ArgumentKind.choice(CurseKind.allCases.map { Candidate($0.rawValue, $0.effect) })
         let peers = ArgumentKind.dynamic { [weak self] in
-            (self?.live?.context.presence.peers() ?? [])
-                .filter { Plane(wireValue: $0.announcement.plane) == .human }
+            (self?.live.map { live in live.context.engine.sync { live.context.presence.peers() } } ?? [])
+                .filter { $0.plane == .human }
                 .map { Candidate($0.shownHandle, "Human") }
         }
         shell.register(Command("curse", scope: .global,

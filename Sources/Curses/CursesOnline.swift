@@ -37,9 +37,9 @@ final class CursesOnline: Sendable {
         let active = try CurseStore(database: context.database).active(on: context.me, now: context.engine.now)
         state = EngineBound(State(active: active, random: context.random), engine: context.engine)
         for curse in active { scheduleEnd(curse) }
-        context.presence.handle(CurseCast.self) { [self] cast, sender, peer in received(cast, from: sender, peer: peer) }
-        context.presence.handle(CurseAnswer.self) { [self] answer, _, peer in answered(answer, from: peer) }
-        context.presence.handle(SpellCast.self) { [self] spell, _, peer in received(spell, from: peer) }
+        context.network.handle(CurseCast.self) { [self] cast, sender, peer in received(cast, from: sender, peer: peer) }
+        context.network.handle(CurseAnswer.self) { [self] answer, _, peer in answered(answer, from: peer) }
+        context.network.handle(SpellCast.self) { [self] spell, _, peer in received(spell, from: peer) }
         context.rules.addSight { [self] _ in !isActive(.blind) }
         context.rules.addOutgoing { [self] line in try outgoing(line) }
         context.rules.addNaming { [self] _ in isActive(.amnesia) ? Curses.stranger : nil }
@@ -80,10 +80,10 @@ final class CursesOnline: Sendable {
 
     /// A curse cast on us. Checked here, answered to the caster.
     private func received(_ cast: CurseCast, from sender: Data, peer: Peer?) {
-        guard cast.target == context.me else { return context.presence.dropped("curse for another") }
+        guard cast.target == context.me else { return context.network.drop("curse for another") }
         // The caster must be present (so its plane is known, from its own signed announcement)
         // and a Ghost; this shell must be Human.
-        guard let peer else { return context.presence.dropped("curse from a stranger") }
+        guard let peer else { return context.network.drop("curse from a stranger") }
         let now = context.engine.now
         let outcome: CurseAnswer.Outcome
         let store = CurseStore(database: context.database)
@@ -100,7 +100,7 @@ final class CursesOnline: Sendable {
             guard let curse = try? store.add(on: context.me, casterKey: peer.signingKey, casterName: peer.name,
                                              kind: cast.kind, castID: cast.id, startedAt: now, endsAt: now + Double(cast.minutes) * 60) else {
                 // The same casting again (a replay), or the database refused: nothing takes hold twice.
-                return context.presence.dropped("curse replayed")
+                return context.network.drop("curse replayed")
             }
             state.value.active.append(curse)
             scheduleEnd(curse)
@@ -108,13 +108,13 @@ final class CursesOnline: Sendable {
             post("\(name(of: peer)) cursed you with \(cast.kind.rawValue) for \(cast.minutes) min: \(cast.kind.effect)",
                  alert: Alert(who: name(of: peer), what: "cursed you with \(cast.kind.rawValue)"))
         }
-        context.presence.send(CurseAnswer(caster: peer.signingKey, id: cast.id, outcome: outcome), to: peer)
+        context.network.send(CurseAnswer(caster: peer.signingKey, id: cast.id, outcome: outcome), to: peer)
     }
 
     /// What became of a curse we cast.
     private func answered(_ answer: CurseAnswer, from peer: Peer?) {
         guard answer.caster == context.me, let casting = state.value.pending.removeValue(forKey: answer.id) else {
-            return context.presence.dropped("curse answer to nothing asked")
+            return context.network.drop("curse answer to nothing asked")
         }
         let target = casting.target
         let text: String
@@ -130,9 +130,9 @@ final class CursesOnline: Sendable {
 
     /// A spell from a Human we cursed: we may not curse it for half an hour, and are told so.
     private func received(_ spell: SpellCast, from peer: Peer?) {
-        guard spell.target == context.me else { return context.presence.dropped("spell for another") }
-        guard let peer else { return context.presence.dropped("spell from a stranger") }
-        guard Spells.phrases.contains(spell.phrase) else { return context.presence.dropped("spell unknown") }
+        guard spell.target == context.me else { return context.network.drop("spell for another") }
+        guard let peer else { return context.network.drop("spell from a stranger") }
+        guard Spells.phrases.contains(spell.phrase) else { return context.network.drop("spell unknown") }
         let now = context.engine.now
         try? CurseStore(database: context.database).repel(context.me, from: peer.signingKey, until: now + Curses.repelSeconds)
         post("\(peer.shownHandle) repelled you with a spell (“\(SafeText.visible(spell.phrase))”): "
@@ -169,7 +169,7 @@ final class CursesOnline: Sendable {
             let id = Data((0..<16).map { _ in UInt8.random(in: 0...255) })
             let casting = Casting(target: peer.shownHandle, kind: kind, minutes: minutes)
             state.value.pending[id] = casting
-            context.presence.send(CurseCast(target: peer.signingKey, kind: kind, minutes: UInt8(minutes), id: id), to: peer)
+            context.network.send(CurseCast(target: peer.signingKey, kind: kind, minutes: UInt8(minutes), id: id), to: peer)
             context.engine.after(Curses.answerWait) { [self] in
                 guard state.value.pending.removeValue(forKey: id) != nil else { return }
                 post("no answer from \(casting.target): the curse may not have reached them")
@@ -193,7 +193,7 @@ final class CursesOnline: Sendable {
             try store.repel(peer.signingKey, from: me, until: now + Curses.repelSeconds)
             state.value.active.removeAll { $0.casterKey == peer.signingKey }
             for curse in ended { state.value.timers.removeValue(forKey: curse.id)?.cancel() }
-            context.presence.send(SpellCast(target: peer.signingKey, phrase: phrase), to: peer)
+            context.network.send(SpellCast(target: peer.signingKey, phrase: phrase), to: peer)
             return (phrase, ended.map(\.kind))
         }
     }

@@ -8,7 +8,7 @@ import Storage
 /// here, never into each other.
 package protocol Feature: AnyObject {
     /// On the engine, before any transport starts: the feature registers its packet kinds
-    /// (`context.presence.handle`), its rules, its observers and its timers, and keeps its
+    /// (`context.network.handle`), its rules, its observers and its deadlines, and keeps its
     /// engine-bound state for this time online.
     func online(_ context: FeatureContext) throws
     /// On the shell's thread, with the transports still up (a host tells its guests): the
@@ -17,12 +17,17 @@ package protocol Feature: AnyObject {
 }
 
 /// What a feature may use while online: the running engine and what it owns. Packet handlers,
-/// timers and the database writes the network causes run on `engine`; notices reach the shell
-/// through `inbox`.
+/// deadlines and the database writes the network causes run on `engine`; notices reach the
+/// shell through `inbox`.
 package struct FeatureContext: Sendable {
     package let engine: Engine
-    package let presence: NearbyService
-    package let delivery: DeliveryService
+    /// Where kinds are registered (`handle`) and packets sent.
+    package let network: Router
+    /// Who is present, and how we are announced.
+    package let presence: Presence
+    /// The engine's one alarm: a feature with work at times of its own registers there.
+    package let deadlines: Deadlines
+    package let delivery: Delivery
     package let profile: Profile
     package let identity: Identity
     package let database: SeanceDatabase
@@ -33,11 +38,13 @@ package struct FeatureContext: Sendable {
     package let random: SeededRandom
     private let events: EngineBound<[@Sendable (OnlineEvent) -> Void]>
 
-    init(engine: Engine, presence: NearbyService, delivery: DeliveryService, profile: Profile, identity: Identity,
+    init(node: NearbyNode, delivery: Delivery, profile: Profile, identity: Identity,
          database: SeanceDatabase, inbox: AsyncInbox, rules: Rules, random: SeededRandom,
          events: EngineBound<[@Sendable (OnlineEvent) -> Void]>) {
-        self.engine = engine
-        self.presence = presence
+        engine = node.engine
+        network = node.router
+        presence = node.presence
+        deadlines = node.deadlines
         self.delivery = delivery
         self.profile = profile
         self.identity = identity
@@ -51,13 +58,8 @@ package struct FeatureContext: Sendable {
     /// This profile's signing key, as peers know it.
     package var me: Data { identity.signingPublicKey }
 
-    /// This shell's plane now (from any thread).
-    package var plane: Plane { engine.sync { rules.plane } }
-
     /// `observer` hears every presence, delivery and plane event, on the engine, in order.
-    package func observe(_ observer: @escaping @Sendable (OnlineEvent) -> Void) {
-        engine.sync { events.value.append(observer) }
-    }
+    package func observe(_ observer: @escaping @Sendable (OnlineEvent) -> Void) { events.value.append(observer) }
 
     /// Tells every observer (on the engine).
     func tellObservers(_ event: OnlineEvent) { for observer in events.value { observer(event) } }
@@ -69,6 +71,10 @@ package enum OnlineEvent: Sendable {
     /// `peer` arrived with the name of another key, the one trusted for it (`trusted`, its
     /// handle): possibly an impersonation. Told every time it appears.
     case impostor(Peer, trusted: String)
+    /// What waits for a peer may go now: it came into reach (`returned`: it was out of sight,
+    /// not just changed), or, with no peer, a transport came back and everyone it carries is
+    /// reachable again. Everything that sends again until acknowledged listens for this.
+    case reachable(Peer?, returned: Bool)
     case delivery(DeliveryEvent)
     /// Our own plane changed (the battery): who is in sight changes with it.
     case planeChanged(from: Plane, to: Plane)

@@ -20,8 +20,9 @@ package final class Online {
     package private(set) var features: [Feature] = []
     /// Those to talk to who are no network peers (spectres): listed and opened like peers.
     package private(set) var localPresences: [LocalPresence] = []
-    /// While online: what runs, as features see it.
+    /// While online: what runs, as features see it, and the network layer under it.
     package private(set) var context: FeatureContext?
+    package private(set) var node: NearbyNode?
     /// This profile online in this shell only (`ProfileLock`).
     private var lock: ProfileLock?
     /// The log checkpointed off the engine while online (`BackgroundCheckpoints`).
@@ -78,21 +79,20 @@ package final class Online {
         let (avatar, pixels) = Self.avatar(of: profile)
         let announcement = Announcement(name: profile.name, agreementKey: identity.agreementPublicKey, plane: plane.wireValue,
                                         avatar: avatar, unicastPort: 0, intervalMilliseconds: 0)
-        // One serial engine for presence, delivery and every feature: every packet, timer and
+        // One serial engine for presence, delivery and every feature: every packet, deadline and
         // database write the network causes happens there, never on a socket's thread.
         let engine = Engine(scheduler: scheduler)
         let rules = Rules(plane: plane, engine: engine)
         let events = EngineBound<[@Sendable (OnlineEvent) -> Void]>([], engine: engine)
         @Sendable func tell(_ event: OnlineEvent) { for observer in events.value { observer(event) } }
         let trust = TrustStore(database: database)
-        let delivered = EngineBound<DeliveryService?>(nil, engine: engine)
         @Sendable func handle(_ event: PresenceEvent) {
             tell(.presence(event))
             switch event {
-            case .arrived(let peer): delivered.value?.peerArrived(peer, returned: true)
-            case .changed(_, let peer): delivered.value?.peerArrived(peer)
+            case .arrived(let peer): tell(.reachable(peer, returned: true))
+            case .changed(_, let peer): tell(.reachable(peer, returned: false))
             // What was sent while the broker was away was dropped (never queued in the client).
-            case .transport(_, .up): delivered.value?.transportReturned()
+            case .transport(_, .up): tell(.reachable(nil, returned: false))
             default: break
             }
             // A shell waiting for someone to come into sight looks again.
@@ -112,51 +112,49 @@ package final class Online {
                 handle(.arrived(peer))
             }
         }
-        let presence = NearbyService(transports: makeTransports(identity.signingPublicKey), timing: timing, signer: identity.signing,
-                                     agreement: identity.agreement, announcement: announcement, ownAvatarPixels: pixels, engine: engine,
-                                     // Jitter and answer delays follow --seed like every other choice.
-                                     random: SeededRandom(seed: random.next()), sessionTiming: sessionTiming) { event in
-            if case .arrived(let peer) = event {
-                if arrivals.value.isEmpty { engine.async(tellArrivals) }
-                arrivals.value.append(peer)
-                return
-            }
-            tellArrivals()
-            handle(event)
-        }
-        let delivery = DeliveryService(store: MessageStore(database: database), identity: identity, myPlane: { rules.plane },
-                                       rules: rules, engine: engine, clock: { engine.now }) { event in tell(.delivery(event)) }
-        engine.sync { delivered.value = delivery }
-        let context = FeatureContext(engine: engine, presence: presence, delivery: delivery, profile: profile, identity: identity,
-                                     database: database, inbox: inbox, rules: rules, random: SeededRandom(seed: random.next()),
-                                     events: events)
+        let transports = makeTransports(identity.signingPublicKey)
+        // Jitter and answer delays follow --seed like every other choice.
+        let (nodeRandom, featureRandom) = (SeededRandom(seed: random.next()), SeededRandom(seed: random.next()))
+        let (node, context): (NearbyNode, FeatureContext)
         do {
-            // Features register their kinds and rules before the first packet can arrive.
-            try engine.sync { for feature in features { try feature.online(context) } }
-            try presence.start()
+            (node, context) = try engine.sync {
+                let node = NearbyNode(transports: transports, timing: timing, identity: identity, announcement: announcement,
+                                      ownAvatarPixels: pixels, deadlines: Deadlines(engine: engine), random: nodeRandom,
+                                      sessionTiming: sessionTiming) { event in
+                    if case .arrived(let peer) = event {
+                        if arrivals.value.isEmpty { engine.async(tellArrivals) }
+                        arrivals.value.append(peer)
+                        return
+                    }
+                    tellArrivals()
+                    handle(event)
+                }
+                let delivery = Delivery(store: MessageStore(database: database), identity: identity, rules: rules, router: node.router,
+                                        directory: node.directory, deadlines: node.deadlines) { event in tell(.delivery(event)) }
+                let context = FeatureContext(node: node, delivery: delivery, profile: profile, identity: identity, database: database,
+                                             inbox: inbox, rules: rules, random: featureRandom, events: events)
+                // Delivery first, then every feature: kinds, rules and deadlines registered
+                // before the first packet can arrive.
+                try delivery.online(context)
+                for feature in features { try feature.online(context) }
+                return (node, context)
+            }
+            try node.start()
         } catch {
             features.forEach { $0.offline() }
             lock.release()
             throw error
         }
-        delivery.attach(presence)
+        self.node = node
         self.context = context
         choicesChanged()
         self.lock = lock
-        do {
-            try delivery.loadOutboxes()
-        } catch {
-            goOffline()
-            throw error
-        }
         // Online is long-running: the log is checkpointed beside the engine, not in its commits
         // (without it, SQLite's own checkpoints stay: slower now and then, never wrong).
         checkpoints = try? BackgroundCheckpoints(database, scheduler: scheduler)
         let battery = self.battery
-        batteryPoll = engine.sync {
-            engine.scheduler.every(Self.batteryPollSeconds, on: engine.queue) {
-                Self.planeChanged(to: battery.reading.plane, rules: rules, presence: presence, tell: tell)
-            }
+        batteryPoll = engine.scheduler.every(Self.batteryPollSeconds, on: engine.queue) {
+            Self.planeChanged(to: battery.reading.plane, rules: rules, presence: context.presence, tell: tell)
         }
         return context
     }
@@ -186,7 +184,8 @@ package final class Online {
         }
     }
 
-    private static func planeChanged(to plane: Plane, rules: Rules, presence: NearbyService, tell: (OnlineEvent) -> Void) {
+    /// On the engine: a new plane is the rules' and announced at once, and everyone is told.
+    private static func planeChanged(to plane: Plane, rules: Rules, presence: Presence, tell: (OnlineEvent) -> Void) {
         let old = rules.plane
         guard old != plane else { return }
         rules.plane = plane
@@ -199,18 +198,19 @@ package final class Online {
     /// call when offline.
     @discardableResult
     package func goOffline() -> [ConversationSummary] {
-        guard let context else { return [] }
-        let waiting = context.delivery.waiting()
+        guard let context, let node else { return [] }
+        let waiting = context.engine.sync { context.delivery.waiting() }
         batteryPoll?.cancel()
         batteryPoll = nil
         // Features first: a room's host still tells its guests, with the transports up.
         features.forEach { $0.offline() }
-        context.presence.stop()
+        node.stop()
         checkpoints?.stop()
         checkpoints = nil
         lock?.release()
         lock = nil
         self.context = nil
+        self.node = nil
         return waiting
     }
 

@@ -61,7 +61,11 @@ package final class Rules: Sendable {
     }
 
     /// Whether our plane reaches the peer's (what we may send it).
-    package func canWrite(_ peer: Peer) -> Bool { Plane(wireValue: peer.announcement.plane).map(plane.canReach) ?? false }
+    package func canWrite(_ peer: Peer) -> Bool { peer.plane.map(plane.canReach) ?? false }
+
+    /// Whether the peer's plane reaches ours (what we may take from it: the table binds the
+    /// receiver too).
+    package func canHear(from peer: Peer) -> Bool { peer.plane?.canReach(plane) ?? false }
 
     /// Whether the peer is in sight: our plane reaches it and every sight rule agrees.
     package func canSee(_ peer: Peer) -> Bool { canWrite(peer) && allowsSight(of: peer) }

@@ -56,7 +56,7 @@ extension RoomsOnline {
                                                                           text: text, copies: lines.count, now: now)
             state.value.copies.sent(id, copies: lines, now: now)
             state.value.lines[id] = (audience.stored.id, message.number)
-            for peer in reachable { context.presence.send(lines[peer.signingKey]!, to: peer) }
+            for peer in reachable { context.network.send(lines[peer.signingKey]!, to: peer) }
             armResend()
             ensureTimer(context)
             return message
@@ -78,7 +78,7 @@ extension RoomsOnline {
                                                                          senderName: peer.name, text: text,
                                                                          sentAt: min(Double(fragment.sentAt) / 1000, now), now: now)
         // Acknowledged whether new or a copy sent again (our first acknowledgement may be lost).
-        context.presence.send(RoomLineAck(room: line.room, host: line.host, id: line.id), to: peer)
+        context.network.send(RoomLineAck(room: line.room, host: line.host, id: line.id), to: peer)
         guard var message = stored ?? nil else { return }
         message.sender = context.rules.shownName(of: sender) ?? peer.shownHandle
         if state.value.showing {
@@ -110,7 +110,7 @@ extension RoomsOnline {
     /// Copies whose time has come go again; those given up are told.
     func resend() {
         let due = state.value.copies.due(now: context.engine.now)
-        for (peer, line) in due.again { if let peer = context.presence.peer(peer) { context.presence.send(line, to: peer) } }
+        for (peer, line) in due.again { if let peer = context.presence.peer(peer) { context.network.send(line, to: peer) } }
         for (id, key) in due.lost {
             guard let line = state.value.lines[id] else { continue }
             post(context, "#\(line.number) did not reach \(name(of: key, context))")

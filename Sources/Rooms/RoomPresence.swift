@@ -112,7 +112,7 @@ extension RoomsOnline {
             return (RoomProbe(room: guest.room, nonce: nonce, proximity: guest.estimator.current), guest.host)
         }
         guard let (probe, host) = sent, let peer = context.presence.peer(host) else { return }
-        context.presence.send(probe, to: peer)
+        context.network.send(probe, to: peer)
     }
 
     func received(_ roster: RoomRoster, from sender: Data) {
@@ -181,7 +181,7 @@ extension RoomsOnline {
     /// Leaves the room we are a guest of (`saying` why, as a notice, unless the user asked).
     func leaveRoom(_ context: FeatureContext, _ guest: Guest, saying reason: String?, tellHost: Bool) {
         if tellHost, let host = context.presence.peer(guest.host) {
-            context.presence.send(RoomMembership(room: guest.room, action: .leave), to: host)
+            context.network.send(RoomMembership(room: guest.room, action: .leave), to: host)
         }
         withState { $0.place = .none }
         settle(context)
@@ -216,7 +216,7 @@ extension RoomsOnline {
         case .moved: post(context, "\(name(of: sender, context)) is now \(probe.proximity.name) in room \(probe.room)")
         case .none: break
         }
-        if let roster = roster() { context.presence.send(RoomRoster(room: roster.room, echo: probe.nonce, members: roster.members), to: peer) }
+        if let roster = roster() { context.network.send(RoomRoster(room: roster.room, echo: probe.nonce, members: roster.members), to: peer) }
         if change != .none { sendRoster(context, except: sender) }
     }
 
@@ -235,7 +235,7 @@ extension RoomsOnline {
     func sendRoster(_ context: FeatureContext, except: Data? = nil) {
         guard let roster = roster() else { return }
         for member in roster.members where member.key != except {
-            if let peer = context.presence.peer(member.key) { context.presence.send(roster, to: peer) }
+            if let peer = context.presence.peer(member.key) { context.network.send(roster, to: peer) }
         }
     }
 
@@ -248,7 +248,7 @@ extension RoomsOnline {
                           closing: closing)
         }
         guard let beacon else { return }
-        context.presence.broadcast(beacon, as: .topic(RoomsOnline.topic(of: beacon.room)))
+        context.network.broadcast(beacon, as: .topic(RoomsOnline.topic(of: beacon.room)))
     }
 
     /// Ends the room for everyone: each guest is told, and the last beacon says so too.
@@ -256,7 +256,7 @@ extension RoomsOnline {
         guard case .hosting(let hosting) = place else { return }
         beacon(context, closing: true)
         for key in hosting.members.keys {
-            if let peer = context.presence.peer(key) { context.presence.send(RoomMembership(room: hosting.room, action: .close), to: peer) }
+            if let peer = context.presence.peer(key) { context.network.send(RoomMembership(room: hosting.room, action: .close), to: peer) }
         }
         withState { $0.place = .none }
         settle(context)

@@ -71,13 +71,13 @@ final class RoomsOnline: Sendable {
         var state = State(random: context.random)
         state.showing = showing
         self.state = EngineBound(state, engine: context.engine)
-        let presence = context.presence
-        presence.handle(Beacon.self) { [self] beacon, sender, _ in heard(beacon, from: sender) }
-        presence.handle(RoomProbe.self) { [self] probe, sender, peer in probed(probe, from: sender, peer: peer) }
-        presence.handle(RoomRoster.self) { [self] roster, sender, _ in received(roster, from: sender) }
-        presence.handle(RoomMembership.self) { [self] membership, sender, _ in received(membership, from: sender) }
-        presence.handle(RoomLine.self) { [self] line, sender, peer in received(line, from: sender, peer: peer) }
-        presence.handle(RoomLineAck.self) { [self] ack, sender, _ in acknowledged(ack, from: sender) }
+        let network = context.network
+        network.handle(Beacon.self) { [self] beacon, sender, _ in heard(beacon, from: sender) }
+        network.handle(RoomProbe.self) { [self] probe, sender, peer in probed(probe, from: sender, peer: peer) }
+        network.handle(RoomRoster.self) { [self] roster, sender, _ in received(roster, from: sender) }
+        network.handle(RoomMembership.self) { [self] membership, sender, _ in received(membership, from: sender) }
+        network.handle(RoomLine.self) { [self] line, sender, peer in received(line, from: sender, peer: peer) }
+        network.handle(RoomLineAck.self) { [self] ack, sender, _ in acknowledged(ack, from: sender) }
         context.observe { [self] event in
             if case .blocked(let keys) = event { blocked(keys) }
         }
@@ -153,7 +153,7 @@ final class RoomsOnline: Sendable {
             state.watching = wanted
             return wanted
         }
-        if let change { context.presence.subscribe(topic: Self.everyRoom, change) }
+        if let change { context.network.subscribe(topic: Self.everyRoom, change) }
     }
 
     func tick(_ context: FeatureContext) {
@@ -203,7 +203,7 @@ final class RoomsOnline: Sendable {
             beacon(context)
             ensureTimer(context)
         }
-        let transports = context.presence.transports.map(\.name).joined(separator: " and ")
+        let transports = context.network.transports.map(\.name).joined(separator: " and ")
         return "you host room \(room): a beacon every second on \(transports); guests join with room listen"
     }
 
@@ -224,7 +224,7 @@ final class RoomsOnline: Sendable {
 
     /// `room listen [--wait S]`.
     func listen(wait seconds: Double?, shell: Shell) throws {
-        let blockedBefore = context.presence.blockedBeacons
+        let blockedBefore = context.network.blockedBeacons
         try listen()
         if currentRoom == nil { shell.console.printProse("listening for beacons: you join the first room heard (/leave to stop)") }
         guard let seconds else { return }
@@ -232,7 +232,7 @@ final class RoomsOnline: Sendable {
         _ = try shell.wait(upTo: seconds) { currentRoom != nil || !isListening }
         guard currentRoom != nil else {
             // A room hosted by someone blocked is never joined: its beacons are not even read.
-            let only = context.presence.blockedBeacons > blockedBefore ? " but from people you blocked, whose rooms cannot be joined" : ""
+            let only = context.network.blockedBeacons > blockedBefore ? " but from people you blocked, whose rooms cannot be joined" : ""
             throw UserError("no beacon heard within \(Self.seconds(seconds))\(only) (still listening)")
         }
     }
@@ -250,13 +250,13 @@ final class RoomsOnline: Sendable {
         if !watching {
             // One beacon interval and a little: every room in range beacons once meanwhile. (While
             // listening or in a room, what is heard is current already: no wait.)
-            context.presence.subscribe(topic: Self.everyRoom, true)
+            context.network.subscribe(topic: Self.everyRoom, true)
             if shell.isInteractive {
                 shell.console.printProse(shell.styler.dim("listening for beacons…"))
                 shell.console.flush()
             }
             try shell.pause(Self.beaconInterval * 1.2)
-            if !withState({ $0.watching }) { context.presence.subscribe(topic: Self.everyRoom, false) }
+            if !withState({ $0.watching }) { context.network.subscribe(topic: Self.everyRoom, false) }
         }
         let now = context.engine.now, me = context.identity.signingPublicKey
         let heard = beaconsHeard()
@@ -356,9 +356,8 @@ final class RoomsOnline: Sendable {
     func name(of key: Data, _ context: FeatureContext) -> String {
         // Ourselves first: amnesia makes strangers of the others only.
         if key == context.identity.signingPublicKey { return SafeText.visible(context.profile.handle) }
-        if let renamed = context.engine.sync({ context.rules.shownName(of: key) }) { return renamed }
-        if let peer = context.presence.peer(key) { return peer.shownHandle }
-        return "#" + PeerIdentity.fingerprint(of: key)
+        return context.engine.sync { context.rules.shownName(of: key) ?? context.presence.peer(key)?.shownHandle }
+            ?? "#" + PeerIdentity.fingerprint(of: key)
     }
 
     func post(_ context: FeatureContext, _ text: String, alert: Alert? = nil) {

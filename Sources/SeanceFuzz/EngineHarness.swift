@@ -19,7 +19,7 @@ final class EngineHarness {
     let scheduler = ManualScheduler()
     let network = MemoryNetwork()
     let online: Online
-    let peer: NearbyService
+    let peer: NearbyNode
     let peerKey: Curve25519.Signing.PrivateKey
     /// The shell, as the peer lists it.
     let shell: Peer
@@ -49,21 +49,32 @@ final class EngineHarness {
         try online.goOnline(as: (profile, identity), database: database, dataDirectory: data, inbox: AsyncInbox(), scheduler: scheduler,
                             random: &random)
         peerKey = FuzzTarget.signer
-        peer = NearbyService(transport: MemoryTransport(network: network, address: "peer"), timing: PresenceTiming(interval: 1, jitter: 0),
-                             signer: peerKey, agreement: FuzzTarget.identity.agreement,
-                             announcement: Announcement(name: "peer", agreementKey: Data(repeating: 0, count: 32), plane: 4, avatar: .none,
-                                                        unicastPort: 0, intervalMilliseconds: 0),
-                             engine: Engine(scheduler: scheduler), random: SeededRandom(seed: 2)) { _ in }
+        let engine = Engine(scheduler: scheduler)
+        let peerKey = peerKey
+        let peer = engine.sync {
+            NearbyNode(transports: [MemoryTransport(network: network, address: "peer")], timing: PresenceTiming(interval: 1, jitter: 0),
+                       identity: Identity(signing: peerKey, agreement: FuzzTarget.identity.agreement),
+                       announcement: Announcement(name: "peer", agreementKey: Data(repeating: 0, count: 32), plane: 4, avatar: .none,
+                                                  unicastPort: 0, intervalMilliseconds: 0),
+                       deadlines: Deadlines(engine: engine), random: SeededRandom(seed: 2)) { _ in }
+        }
+        self.peer = peer
         try peer.start()
         scheduler.advance(by: 1)
-        guard let shell = peer.peer(identity.signingPublicKey) else { throw HarnessError.notHeard }
+        guard let shell = engine.sync({ peer.presence.peer(identity.signingPublicKey) }) else { throw HarnessError.notHeard }
         self.shell = shell
         // A first direct packet makes the session every later one travels in.
-        peer.sendRaw(kind: KindTable.read, body: [], to: shell)
+        send(kind: KindTable.read, body: [])
         scheduler.advance(by: 1)
     }
 
     enum HarnessError: Error { case notHeard }
+
+    /// A payload of `kind` from the peer, sealed in its session with the shell.
+    private func send(kind: UInt8, body: [UInt8]) {
+        let (router, shell) = (peer.router, shell)
+        peer.engine.sync { _ = router.sendRaw(kind: kind, body: body, to: shell) }
+    }
 
     /// One input: its first byte picks the kind, its second how long the clock then moves (in
     /// tenths of a second, up to 2.5 s, so timers run too), the rest is the payload.
@@ -76,7 +87,7 @@ final class EngineHarness {
                                            sequence: UInt32.random(in: 1...UInt32.max))
             if let frame { network.inject(frame, from: "peer", by: "memory") }
         } else {
-            peer.sendRaw(kind: kind, body: body, to: shell)
+            send(kind: kind, body: body)
         }
         scheduler.advance(by: Double(bytes[1] % 26) / 10)
     }

@@ -89,11 +89,11 @@ final class TransfersOnline: Sendable {
     var store: TransferStore { TransferStore(database: context.database) }
 
     func start() {
-        let presence = context.presence
-        presence.handle(FileOffer.self) { [self] offer, sender, peer in offered(offer, from: sender, peer: peer) }
-        presence.handle(FileAnswer.self) { [self] answer, sender, _ in answered(answer, from: sender) }
-        presence.handle(FileChunk.self) { [self] chunk, sender, _ in received(chunk, from: sender) }
-        presence.handle(FileChunkAck.self) { [self] ack, sender, _ in acknowledged(ack, from: sender) }
+        let network = context.network
+        network.handle(FileOffer.self) { [self] offer, sender, peer in offered(offer, from: sender, peer: peer) }
+        network.handle(FileAnswer.self) { [self] answer, sender, _ in answered(answer, from: sender) }
+        network.handle(FileChunk.self) { [self] chunk, sender, _ in received(chunk, from: sender) }
+        network.handle(FileChunkAck.self) { [self] ack, sender, _ in acknowledged(ack, from: sender) }
         context.observe { [self] event in
             // Someone our files wait for came back: the offer goes again, and its answer
             // says where to go on from.
@@ -161,7 +161,7 @@ final class TransfersOnline: Sendable {
                 let interval = transfer.state == .asking ? Self.askingInterval : Self.offerInterval
                 if waiting, now - state.value.sending[id]!.offeredAt >= interval {
                     state.value.sending[id]!.offeredAt = now
-                    context.presence.send(transfer.offer, to: peer)
+                    context.network.send(transfer.offer, to: peer)
                 }
                 if !waiting { sendDue(id, to: peer, now: now) }
             default:
@@ -177,7 +177,7 @@ final class TransfersOnline: Sendable {
         guard state.value.sending[id]?.window != nil else { return }
         let due = state.value.sending[id]!.window!.due(now: now)
         let chunks = chunks(due, of: id)
-        for chunk in chunks { context.presence.send(chunk, to: peer) }
+        for chunk in chunks { context.network.send(chunk, to: peer) }
         let (transfer, stored) = (state.value.sending[id]!.transfer, state.value.sending[id]!.window!.stored)
         if var progress = state.value.sending[id]!.progress {
             showProgress(of: transfer, stored: stored, progress: &progress, now: now)
@@ -207,7 +207,7 @@ final class TransfersOnline: Sendable {
         guard var sending = state.value.sending[answer.id], sending.transfer.peerKey == sender else {
             // Theirs, stopped by its sender; or ours, which their end found damaged once whole.
             if answer.decision == .cancel { return cancelled(Key(peer: sender, id: answer.id)) }
-            return context.presence.dropped("file answer to nothing offered")
+            return context.network.drop("file answer to nothing offered")
         }
         let transfer = sending.transfer
         let now = context.engine.now
@@ -243,7 +243,7 @@ final class TransfersOnline: Sendable {
 
     private func acknowledged(_ ack: FileChunkAck, from sender: Data) {
         guard let sending = state.value.sending[ack.id], sending.transfer.peerKey == sender, sending.window != nil else {
-            return context.presence.dropped("file acknowledgement to nothing sent")
+            return context.network.drop("file acknowledgement to nothing sent")
         }
         let now = context.engine.now
         guard state.value.sending[ack.id]!.window!.acknowledged(stored: Int(ack.stored), held: ack.held, now: now) else { return }

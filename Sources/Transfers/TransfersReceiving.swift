@@ -10,7 +10,7 @@ import Terminal
 extension TransfersOnline {
     func offered(_ offer: FileOffer, from sender: Data, peer: Peer?) {
         guard let peer, let theirs = Plane(wireValue: peer.announcement.plane), theirs.canReach(context.rules.plane) else {
-            return context.presence.dropped("file offer from nobody in reach")
+            return context.network.drop("file offer from nobody in reach")
         }
         let key = Key(peer: sender, id: offer.id)
         if let receiving = state.value.receiving[key] {
@@ -75,12 +75,12 @@ extension TransfersOnline {
         let key = Key(peer: sender, id: chunk.id)
         if let count = state.value.finished[key] {
             // Whole here already: the sender did not hear so.
-            if let peer = context.presence.peer(sender) { context.presence.send(FileChunkAck(id: chunk.id, stored: UInt32(count)), to: peer) }
+            if let peer = context.presence.peer(sender) { context.network.send(FileChunkAck(id: chunk.id, stored: UInt32(count)), to: peer) }
             return
         }
         if state.value.receiving[key] == nil {
             // After a restart here, the sender goes on where it was: the transfer is found again.
-            guard !state.value.unknown.contains(key) else { return context.presence.dropped("file chunk of nothing accepted") }
+            guard !state.value.unknown.contains(key) else { return context.network.drop("file chunk of nothing accepted") }
             let conversation = try? MessageStore(database: context.database).existingConversation(myKey: context.me, peerKey: sender)
             let transfer = conversation.flatMap { try? store.transfer(chunk.id, in: $0.id, outgoing: false) }
             if let transfer, transfer.state == .complete {
@@ -90,7 +90,7 @@ extension TransfersOnline {
             guard let transfer, transfer.state == .moving else {
                 if state.value.unknown.count >= 256 { state.value.unknown.removeAll() }
                 state.value.unknown.insert(key)
-                return context.presence.dropped("file chunk of nothing accepted")
+                return context.network.drop("file chunk of nothing accepted")
             }
             accept(transfer, peer: context.presence.peer(sender))
         }
@@ -121,7 +121,7 @@ extension TransfersOnline {
         }
         let (stored, held) = state.value.receiving[key]!.window.acknowledgement
         if let peer = context.presence.peer(key.peer) {
-            context.presence.send(FileChunkAck(id: key.id, stored: UInt32(stored), held: held), to: peer)
+            context.network.send(FileChunkAck(id: key.id, stored: UInt32(stored), held: held), to: peer)
         }
         var progress = receiving.progress
         showProgress(of: receiving.transfer, stored: stored, progress: &progress, now: context.engine.now)
@@ -163,7 +163,7 @@ extension TransfersOnline {
             return tell(ours, stored: 0, line: "\(TransferView.shownName(ours.name)) to \(name(of: key.peer)): failed, \(ours.reason!)")
         }
         guard let conversation, var transfer = try? store.transfer(key.id, in: conversation.id, outgoing: false), !transfer.state.isFinal else {
-            return context.presence.dropped("file answer to nothing offered")
+            return context.network.drop("file answer to nothing offered")
         }
         state.value.receiving[key] = nil
         transfer.state = .cancelled
@@ -197,12 +197,12 @@ extension TransfersOnline {
     }
 
     func answer(_ id: Data, _ decision: FileAnswer.Decision, stored: Int = 0, to peer: Peer) {
-        context.presence.send(FileAnswer(id: id, decision: decision, stored: UInt32(stored)), to: peer)
+        context.network.send(FileAnswer(id: id, decision: decision, stored: UInt32(stored)), to: peer)
     }
 
     func refuse(_ reason: String) {
         state.value.refused[reason, default: 0] += 1
-        context.presence.dropped("file: " + reason)
+        context.network.drop("file: " + reason)
     }
 
     /// Stored, how far it has come (what `transfers` shows of those moving).

@@ -93,6 +93,9 @@ package final class MemoryNetwork: Sendable {
     private let fate = Mutex<(@Sendable ([UInt8]) -> Fate)?>(nil)
     /// Datagrams held back, to arrive after the next one.
     private let held = Mutex<[(bytes: [UInt8], address: String, transport: String, target: String?)]>([])
+    /// Which datagrams wait in `kept` until a test lets them go (`take`, `let`), and those waiting.
+    private let keeping = Mutex<(@Sendable ([UInt8]) -> Bool)?>(nil)
+    private let kept = Mutex<[Datagram]>([])
 
     package init(keepsPresence: Bool = false) { self.keepsPresence = keepsPresence }
 
@@ -108,6 +111,34 @@ package final class MemoryNetwork: Sendable {
     /// The member at `address` carries nothing while down: what it sends does not leave (its
     /// `send` says so), and nothing reaches it. Its transport is told, as a broker's is; back
     /// up on a network that keeps presence, it is handed every presence kept again.
+    /// A datagram on its way: its bytes, who sent it by which transport, and to whom (nil: to
+    /// everyone).
+    package struct Datagram: Sendable {
+        package let bytes: [UInt8]
+        package let from: String
+        package let transport: String
+        package let to: String?
+    }
+
+    /// From now on the datagrams `which` picks (nil: none) are kept on their way, in the order
+    /// sent, until the test takes them (`take`) and perhaps lets them go (`deliver`): a test's
+    /// hand on what arrives, and when, and in which order.
+    package func keep(_ which: (@Sendable ([UInt8]) -> Bool)?) { keeping.withLock { $0 = which } }
+
+    /// The datagrams kept so far for `address` (every one for nil), taken out, oldest first.
+    package func take(to address: String? = nil) -> [Datagram] {
+        kept.withLock { kept in
+            let taken = kept.filter { address == nil || $0.to == address }
+            kept.removeAll { address == nil || $0.to == address }
+            return taken
+        }
+    }
+
+    /// Lets datagrams taken earlier go on, in the order given.
+    package func deliver(_ datagrams: [Datagram]) {
+        for datagram in datagrams { deliver(datagram.bytes, from: datagram.from, by: datagram.transport, to: datagram.to, fromNonMember: true) }
+    }
+
     package func setDown(_ address: String, _ isDown: Bool) {
         guard down.withLock({ isDown ? $0.insert(address).inserted : $0.remove(address) != nil }) else { return }
         reports.withLock { $0[address] }?(isDown ? .down("\(address) is cut off") : .up)
@@ -166,6 +197,10 @@ package final class MemoryNetwork: Sendable {
         // A stopped transport sends nothing; nor does one that is down.
         guard members.withLock({ $0[address] != nil }), !down.withLock({ $0.contains(address) }) else { return false }
         if loss.withLock({ $0 })?(bytes) == true { return true }
+        if keeping.withLock({ $0 })?(bytes) == true {
+            kept.withLock { $0.append(Datagram(bytes: bytes, from: address, transport: transport, to: target)) }
+            return true
+        }
         switch fate.withLock({ $0 })?(bytes) ?? .arrives {
         case .lost: return true
         case .late:

@@ -2,6 +2,7 @@ import Accounts
 import Crypto
 import Foundation
 import Glibc
+import Dispatch
 import GRDB
 import Nearby
 import Storage
@@ -23,86 +24,101 @@ final class Shared<Value: Sendable>: Sendable {
     }
 }
 
-/// Two delivery services joined by an in-memory network that can lose, duplicate or tamper.
-final class Pair: Sendable {
-    let alice = Identity(), bob = Identity()
+/// alice and bob online over the world's in-memory network, a session made between them, and
+/// every direct frame between them kept on its way (`MemoryNetwork.keep`): a test takes what
+/// each has sent (`toBob`, `toAlice`) and lets it arrive when it says (`deliver`), through the
+/// receiver's gate and router as anything from the network does. Presence flows freely.
+final class Pair {
+    let world: ChatWorld
+    let aliceNode: ChatWorld.Node, bobNode: ChatWorld.Node
+    var alice: Identity { aliceNode.identity }
+    var bob: Identity { bobNode.identity }
+    var aliceDelivery: DeliveryProbe { aliceNode.delivery }
+    var bobDelivery: DeliveryProbe { bobNode.delivery }
     let aliceStore: MessageStore, bobStore: MessageStore
-    let aliceDelivery: DeliveryService, bobDelivery: DeliveryService
-    let alicePlane = Shared(Plane.human), bobPlane = Shared(Plane.human)
-    /// Packets in flight from each side, in order; tests deliver them by hand.
-    let toBob = Shared<[Packet]>([]), toAlice = Shared<[Packet]>([])
     let received = Shared<[String]>([])
     /// How many messages waited for bob each time alice was told he came into reach.
     let awaited = Shared<[Int]>([])
-    let directory: String
-    /// Each side's engine: `settle` waits until what each was given to do is done (a receiver's
-    /// acknowledgement follows what it was already given).
-    let aliceEngine = Engine(label: "alice"), bobEngine = Engine(label: "bob")
 
-    init() throws {
-        directory = temporaryDirectory("delivery")
-        aliceStore = MessageStore(database: try testDatabase(directory + "/a.sqlite"))
-        bobStore = MessageStore(database: try testDatabase(directory + "/b.sqlite"))
-        let alicePlane = self.alicePlane, bobPlane = self.bobPlane, received = self.received, awaited = self.awaited
-        aliceDelivery = DeliveryService(store: aliceStore, identity: alice, myPlane: { alicePlane.withLock { $0 } }, engine: aliceEngine, clock: { 0 }) { event in
-            if case .awaitedArrived(_, _, let waiting) = event { awaited.withLock { $0.append(waiting) } }
-        }
-        bobDelivery = DeliveryService(store: bobStore, identity: bob, myPlane: { bobPlane.withLock { $0 } }, engine: bobEngine, clock: { 0 }) { event in
-            if case .received(_, let message, _) = event { received.withLock { $0.append(message.text) } }
-        }
-        let (alice, bob, toBob, toAlice) = (self.alice, self.bob, self.toBob, self.toAlice)
-        aliceDelivery.connect(DeliveryNetwork(
-            peers: { [Pair.peer(bob, "bob", bobPlane.withLock { $0 })] },
-            send: { payload, _ in toBob.withLock { $0.append(Pair.packet(payload, from: alice)) } }))
-        bobDelivery.connect(DeliveryNetwork(
-            peers: { [Pair.peer(alice, "alice", alicePlane.withLock { $0 })] },
-            send: { payload, _ in toAlice.withLock { $0.append(Pair.packet(payload, from: bob)) } }))
+    /// A direct frame on its way, and what it carries as its recipient would open it.
+    struct Frame {
+        let datagram: MemoryNetwork.Datagram
+        let kind: UInt8
+        let body: [UInt8]
+
+        func read<Kind: PacketKind>(_ kind: Kind.Type) throws -> Kind { try Kind.read(body) }
     }
 
-    deinit { removeDirectory(directory) }
-
-    static func peer(_ identity: Identity, _ name: String, _ plane: Plane) -> Peer {
-        Peer(signingKey: identity.signingPublicKey,
-             announcement: Announcement(name: name, agreementKey: identity.agreementPublicKey, plane: plane.wireValue,
-                                        avatar: .none, unicastPort: 1, intervalMilliseconds: 5000),
-             route: Route(transport: "memory", address: "198.18.0.1"), lastSeen: 0)
-    }
-
-    static func packet(_ sent: DeliveryPacket, from identity: Identity) -> Packet {
-        let sender = identity.signingPublicKey
-        switch sent {
-        case .fragment(let value): return try! Packet(value, sender: sender, timestamp: 1, sequence: 1)
-        case .bundle(let value): return try! Packet(value, sender: sender, timestamp: 1, sequence: 1)
-        case .acknowledgement(let value): return try! Packet(value, sender: sender, timestamp: 1, sequence: 1)
-        case .receipt(let value): return try! Packet(value, sender: sender, timestamp: 1, sequence: 1)
+    init(alicePlane: Plane = .human) throws {
+        world = try ChatWorld([("alice", alicePlane), ("bob", .human)])
+        (aliceNode, bobNode) = (world.nodes[0], world.nodes[1])
+        aliceStore = MessageStore(database: aliceNode.database)
+        bobStore = MessageStore(database: bobNode.database)
+        // Past the questions, their answers and the second announcements of coming online.
+        world.step(0.6)
+        let (received, awaited) = (received, awaited)
+        bobNode.engine.sync {
+            bobNode.context.observe { event in
+                if case .delivery(.received(_, let message, _)) = event { received.withLock { $0.append(message.text) } }
+            }
         }
+        aliceNode.engine.sync {
+            aliceNode.context.observe { event in
+                if case .delivery(.awaitedArrived(_, _, let waiting)) = event { awaited.withLock { $0.append(waiting) } }
+            }
+        }
+        // Their session, made by an empty frame (kind 0 confirms a session and carries nothing).
+        let router = aliceNode.service.node.router, bobPeer = try #require(aliceNode.service.peer(bob.signingPublicKey))
+        aliceNode.engine.sync { _ = router.sendRaw(kind: 0, body: [], to: bobPeer) }
+        world.step(0)
+        #expect(aliceNode.service.sessionCount == 1 && bobNode.service.sessionCount == 1)
+        world.network.keep { bytes in bytes.count > 5 && bytes[5] == KindTable.sealed }
     }
 
-    func conversationAtAlice() throws -> Conversation { try aliceDelivery.conversation(with: Pair.peer(bob, "bob", .human)) }
+    static func peer(_ node: ChatWorld.Node, in other: ChatWorld.Node) throws -> Peer {
+        try #require(other.service.peer(node.identity.signingPublicKey))
+    }
 
-    /// Delivers everything in flight, both ways, `rounds` times (with a tick between).
-    func exchange(rounds: Int = 3, now: Double = 0) {
-        for round in 0..<rounds {
-            aliceDelivery.tick(now: now + Double(round) * 10)
-            for packet in toBob.take() { bobDelivery.receive(packet, from: Route(transport: "memory", address: "h")) }
-            settle()
-            for packet in toAlice.take() { aliceDelivery.receive(packet, from: Route(transport: "memory", address: "h")) }
-            settle()
+    func conversationAtAlice() throws -> Conversation { try aliceDelivery.conversation(with: Pair.peer(bobNode, in: aliceNode)) }
+
+    /// The direct frames on their way to bob (or alice), taken, each read as its recipient would.
+    var toBob: [Frame] { frames(to: bobNode) }
+    var toAlice: [Frame] { frames(to: aliceNode) }
+
+    private func frames(to node: ChatWorld.Node) -> [Frame] {
+        world.step(0)
+        return world.network.take(to: node.name).map { datagram in
+            let opened = node.service.peekSealed(datagram.bytes)
+            return Frame(datagram: datagram, kind: opened?.kind ?? 0, body: opened?.body ?? [])
         }
     }
 
-    func settle() {
-        aliceEngine.sync {}
-        bobEngine.sync {}
+    /// Lets `frames` arrive, in the order given, and runs what follows on both engines.
+    func deliver(_ frames: [Frame]) {
+        world.network.deliver(frames.map(\.datagram))
+        world.step(0)
     }
 
-    /// The sequence numbers of the acknowledgements bob has sent alice since last asked, once
-    /// both engines have done what they were given.
+    /// Delivers everything in flight, both ways, `rounds` times, `seconds` apart.
+    func exchange(rounds: Int = 3, every seconds: Double = 10) {
+        for _ in 0..<rounds {
+            world.step(seconds)
+            deliver(toBob)
+            deliver(toAlice)
+        }
+    }
+
+    /// A payload of `kind` from alice to bob, sealed in their session as any other: for what an
+    /// honest sender would never send.
+    func forge<Kind: PacketKind>(_ packet: Kind) throws {
+        let router = aliceNode.service.node.router, bobPeer = try Pair.peer(bobNode, in: aliceNode)
+        let body = try packet.encoded()
+        aliceNode.engine.sync { _ = router.sendRaw(kind: Kind.code, body: body, to: bobPeer) }
+    }
+
+    /// The sequence numbers of the acknowledgements bob has sent alice since last asked.
     func acknowledgements() -> [UInt32] {
-        settle()
-        return toAlice.take().compactMap { packet -> UInt32? in
-            (try? packet.read(Acknowledgement.self))?.sequence
-        }
+        toAlice.compactMap { frame in frame.kind == Acknowledgement.code ? (try? frame.read(Acknowledgement.self))?.sequence : nil }
     }
 }
 
@@ -141,69 +157,62 @@ final class MessageCommits: TransactionObserver, Sendable {
         #expect(try pair.aliceStore.page(conversation.id).map(\.state) == [.delivered, .delivered])
     }
 
-    /// Packets the receiver was given together (a burst) are acknowledged once, for all of
+    /// Packets the receiver is handed together (a burst) are acknowledged once, for all of
     /// them, after they are stored; a packet alone at once.
     @Test func packetsThatCameTogetherAreAcknowledgedOnce() throws {
         let pair = try Pair()
         let conversation = try pair.conversationAtAlice()
-        for index in 1...3 {
-            _ = try pair.aliceDelivery.send(String(repeating: "x", count: 800) + " \(index)", in: conversation)
-            pair.aliceDelivery.tick(now: 0)
-        }
-        let packets = pair.toBob.take()
-        #expect(packets.count == 3)
-        let route = Route(transport: "memory", address: "h")
-        // One engine job takes all three (as a burst read off the network together would).
-        pair.bobEngine.sync { for packet in packets { pair.bobDelivery.receive(packet, from: route) } }
+        for index in 1...3 { _ = try pair.aliceDelivery.send(String(repeating: "x", count: 800) + " \(index)", in: conversation) }
+        let frames = pair.toBob
+        #expect(frames.count == 3)
+        // All three arrive before bob's engine takes any (as a burst read off the network).
+        pair.deliver(frames)
         #expect(pair.acknowledgements() == [3])
         #expect(pair.received.withLock { $0.count } == 3)
         _ = try pair.aliceDelivery.send("alone", in: conversation)
-        pair.aliceDelivery.tick(now: 0)
-        for packet in pair.toBob.take() { pair.bobDelivery.receive(packet, from: route) }
-        pair.settle()
-        #expect(pair.toAlice.take().count == 1)
+        pair.deliver(pair.toBob)
+        #expect(pair.toAlice.count == 1)
     }
 
-    /// Packets the receiver was given together are stored in one transaction, not one each; a
-    /// packet alone in one of its own, before this returns when not handed over by the engine.
+    /// Packets the receiver is handed together are stored in one transaction, not one each; a
+    /// packet alone in one of its own.
     @Test func packetsThatCameTogetherAreStoredTogether() throws {
         let pair = try Pair()
         let conversation = try pair.conversationAtAlice()
         let commits = MessageCommits()
         pair.bobStore.database.writer.add(transactionObserver: commits, extent: .observerLifetime)
-        for index in 1...3 {
-            _ = try pair.aliceDelivery.send(String(repeating: "x", count: 800) + " \(index)", in: conversation)
-            pair.aliceDelivery.tick(now: 0)
-        }
-        let packets = pair.toBob.take()
-        let route = Route(transport: "memory", address: "h")
-        pair.bobEngine.sync { for packet in packets { pair.bobDelivery.receive(packet, from: route) } }
-        pair.settle()
+        for index in 1...3 { _ = try pair.aliceDelivery.send(String(repeating: "x", count: 800) + " \(index)", in: conversation) }
+        pair.deliver(pair.toBob)
         #expect(commits.count == 1)
         #expect(pair.received.withLock { $0.count } == 3)
         _ = try pair.aliceDelivery.send("alone", in: conversation)
-        pair.aliceDelivery.tick(now: 0)
-        for packet in pair.toBob.take() { pair.bobDelivery.receive(packet, from: route) }
+        pair.deliver(pair.toBob)
         #expect(commits.count == 2)
         #expect(pair.received.withLock { $0.count } == 4)
     }
 
     /// Someone your messages waited for coming into reach is told (the shell rings for it),
-    /// with how many go now; a peer that only changed, or for whom nothing waits, is not.
+    /// with how many go now; a peer for whom nothing waits is not.
     @Test func aPeerTheOutboxWaitedForIsToldWhenTheyCome() throws {
         let pair = try Pair()
         let conversation = try pair.conversationAtAlice()
         _ = try pair.aliceDelivery.send("one", in: conversation)
         _ = try pair.aliceDelivery.send("two", in: conversation)
-        _ = pair.toBob.take()  // Lost: bob was not there after all.
-        let bob = Pair.peer(pair.bob, "bob", .human)
-        pair.aliceDelivery.peerArrived(bob)
-        #expect(pair.awaited.withLock { $0 }.isEmpty)
-        pair.aliceDelivery.peerArrived(bob, returned: true)
+        _ = pair.toBob  // Lost: bob was not there after all.
+        // bob goes, and comes back: his arrival sends what waits, and alice is told.
+        pair.bobNode.goOffline()
+        pair.world.step(0)
+        #expect(pair.aliceNode.service.peer(pair.bob.signingPublicKey) == nil)
+        try pair.bobNode.goOnline(pair.world)
+        pair.world.step(0.6)
         #expect(pair.awaited.withLock { $0 } == [2])
         pair.exchange()
         #expect(try pair.aliceStore.outbox(conversation.id).isEmpty)
-        pair.aliceDelivery.peerArrived(bob, returned: true)
+        // Gone and back again with nothing waiting: nobody is told.
+        pair.bobNode.goOffline()
+        pair.world.step(0)
+        try pair.bobNode.goOnline(pair.world)
+        pair.world.step(0.6)
         #expect(pair.awaited.withLock { $0 } == [2])
     }
 
@@ -214,44 +223,36 @@ final class MessageCommits: TransactionObserver, Sendable {
         let conversation = try pair.conversationAtAlice()
         // The engine is busy for a moment: the line waits for its turn, and has gone after it.
         let gate = DispatchSemaphore(value: 0)
-        pair.aliceEngine.async { gate.wait() }
+        pair.aliceNode.engine.queue.async { gate.wait() }
         DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) { gate.signal() }
         _ = try pair.aliceDelivery.send("typed", in: conversation)
-        #expect(pair.toBob.take().count == 1)
+        #expect(pair.world.network.take(to: "bob").count == 1)
         #expect(try pair.aliceStore.outbox(conversation.id).map(\.text) == ["typed"])
         // Lines of a burst are held for the ones after them, not written while `send` waits.
         _ = try pair.aliceDelivery.send("burst 1", in: conversation, more: true)
-        #expect(pair.toBob.take().isEmpty)
+        #expect(pair.world.network.take(to: "bob").isEmpty)
         _ = try pair.aliceDelivery.send("burst 2", in: conversation)
-        pair.settle()
-        #expect(pair.toBob.take().count == 1)  // Both, bundled in one packet.
+        #expect(pair.toBob.count == 1)  // Both, bundled in one packet.
     }
 
     /// Only the oldest fragments in flight go again when due; an acknowledgement that brings
-    /// overdue ones among the oldest sets the alarm for them at once (a burst through a slow
-    /// broker stalled for the next alarm, seconds away, and went at 400 messages/s).
+    /// overdue ones among the oldest sends them at once (a burst through a slow broker stalled
+    /// for the next alarm, seconds away, and went at 400 messages/s).
     @Test func fragmentsThatBecomeTheOldestGoAgainWhenDue() throws {
-        let clock = Shared(0.0), wakes = Shared<[Double]>([])
-        let alice = Identity(), bob = Identity()
-        let directory = temporaryDirectory("delivery")
-        defer { removeDirectory(directory) }
-        let store = MessageStore(database: try testDatabase(directory + "/a.sqlite"))
-        let delivery = DeliveryService(store: store, identity: alice, myPlane: { .human }, engine: Engine(label: "alice"),
-                                       clock: { clock.withLock { $0 } }) { _ in }
-        let bobPeer = Pair.peer(bob, "bob", .human)
-        delivery.connect(DeliveryNetwork(peer: { $0 == bob.signingPublicKey ? bobPeer : nil }, send: { _, _, _, _ in true },
-                                         wake: { deadline in wakes.withLock { $0.append(deadline) } }))
-        let conversation = try delivery.conversation(with: bobPeer)
-        for index in 1...OutgoingQueue.window { _ = try delivery.send("m\(index)", in: conversation) }
-        delivery.tick(now: 0)  // All go.
-        _ = wakes.take()
-        clock.withLock { $0 = 0.3 }
-        delivery.tick(now: 0.3)  // The oldest go again; the others wait their turn.
-        #expect(wakes.take().allSatisfy { $0 > 0.3 })
-        let ack = Pair.packet(.acknowledgement(Acknowledgement(recipient: alice.signingPublicKey, sequence: 10)), from: bob)
-        delivery.receive(ack, from: Route(transport: "memory", address: "h"))
-        // Ten more are among the oldest, and overdue since 0.25.
-        #expect(wakes.take().contains { $0 <= 0.3 })
+        let pair = try Pair()
+        let conversation = try pair.conversationAtAlice()
+        for index in 1...OutgoingQueue.window { _ = try pair.aliceDelivery.send("m\(index)", in: conversation, more: true) }
+        let first = pair.toBob  // All go, many to a packet.
+        pair.world.step(0.3)  // The oldest go again, each alone; the others wait their turn.
+        #expect(pair.aliceDelivery.resentCount == OutgoingQueue.resendLimit)
+        _ = pair.toBob
+        // bob has the first packet's messages: his acknowledgement brings as many among the
+        // oldest, overdue since 0.25, and they go at once, the clock unmoved.
+        pair.deliver([first[0]])
+        let acknowledged = try #require(pair.toAlice.first { $0.kind == Acknowledgement.code })
+        pair.deliver([acknowledged])
+        let moved = Int(try acknowledged.read(Acknowledgement.self).sequence)
+        #expect(moved > 1 && pair.aliceDelivery.resentCount == OutgoingQueue.resendLimit + moved)
     }
 
     /// Copies sent again go together once the peer has shown it reads packets of several, and
@@ -261,41 +262,28 @@ final class MessageCommits: TransactionObserver, Sendable {
         let conversation = try pair.conversationAtAlice()
         func burst(_ name: String) throws {
             for index in 1...30 { _ = try pair.aliceDelivery.send("\(name) \(index)", in: conversation, more: index < 30) }
-            pair.settle()
         }
-        func bundled(_ packets: [Packet]) -> [Bool] {
-            packets.map { packet in
-                packet.kind == MessageBundle.code
-            }
-        }
-        let route = Route(transport: "memory", address: "h")
+        func bundled(_ frames: [Pair.Frame]) -> [Bool] { frames.map { $0.kind == MessageBundle.code } }
 
-        // A reader that ignores packets of several gets the copies sent again, alone.
+        // A reader that has not shown it reads packets of several gets the copies sent again, alone.
         try burst("first")
-        #expect(bundled(pair.toBob.take()).allSatisfy { $0 })
-        pair.aliceDelivery.tick(now: 10)
-        let alone = pair.toBob.take()
+        #expect(bundled(pair.toBob).allSatisfy { $0 })  // Lost.
+        pair.world.step(OutgoingQueue.initialBackoff)
+        let alone = pair.toBob
         #expect(alone.count == 30 && bundled(alone).allSatisfy { !$0 })
-        for packet in alone { pair.bobDelivery.receive(packet, from: route) }
-        for packet in pair.toAlice.take() { pair.aliceDelivery.receive(packet, from: route) }
-        try burst("second")  // Lost.
-        _ = pair.toBob.take()
-        pair.aliceDelivery.tick(now: 20)
-        #expect(pair.toBob.take().count == 30)
+        pair.deliver(alone)
+        pair.deliver(pair.toAlice)
 
         // Once it has acknowledged what only a packet of several carried, they go together.
-        pair.exchange(rounds: 3, now: 100)
         try burst("third")
-        for packet in pair.toBob.take() { pair.bobDelivery.receive(packet, from: route) }
-        pair.settle()
-        for packet in pair.toAlice.take() { pair.aliceDelivery.receive(packet, from: route) }
-        try burst("fourth")  // Lost.
-        _ = pair.toBob.take()
-        pair.aliceDelivery.tick(now: 200)
-        let together = pair.toBob.take()
+        pair.deliver(pair.toBob)
+        pair.deliver(pair.toAlice)
+        try burst("fourth")
+        _ = pair.toBob  // Lost.
+        pair.world.step(OutgoingQueue.initialBackoff)
+        let together = pair.toBob
         #expect(!together.isEmpty && together.count < 30 && bundled(together).allSatisfy { $0 })
-        for packet in together { pair.bobDelivery.receive(packet, from: route) }
-        pair.settle()
+        pair.deliver(together)
         #expect(pair.received.withLock { $0 }.suffix(30) == (1...30).map { "fourth \($0)" })
     }
 
@@ -305,59 +293,54 @@ final class MessageCommits: TransactionObserver, Sendable {
         let pair = try Pair()
         let conversation = try pair.conversationAtAlice()
         _ = try pair.aliceDelivery.send("into the void", in: conversation)
-        pair.aliceDelivery.tick(now: 0)
-        #expect(pair.toBob.take().count == 1)  // Lost.
-        pair.aliceDelivery.tick(now: 0)
-        #expect(pair.toBob.take().isEmpty)  // Not due again before its backoff.
-        pair.aliceDelivery.transportReturned()
-        #expect(pair.toBob.take().count == 1)
+        #expect(pair.toBob.count == 1)  // Lost.
+        #expect(pair.toBob.isEmpty)  // Not due again before its backoff.
+        pair.world.network.setDown("alice", true)
+        pair.world.network.setDown("alice", false)
+        #expect(pair.toBob.count == 1)
     }
 
     @Test func replayedFragmentsAreNotStoredTwice() throws {
         let pair = try Pair()
         let conversation = try pair.conversationAtAlice()
         _ = try pair.aliceDelivery.send("only once", in: conversation)
-        pair.aliceDelivery.tick(now: 0)
-        let captured = pair.toBob.withLock { $0 }
-        for _ in 0..<3 { for packet in captured { pair.bobDelivery.receive(packet, from: Route(transport: "memory", address: "h")) } }
+        let captured = pair.toBob
+        for _ in 0..<3 { pair.deliver(captured) }
         #expect(pair.received.withLock { $0 } == ["only once"])
-        let bobConversation = try pair.bobDelivery.conversation(with: Pair.peer(pair.alice, "alice", .human))
+        let bobConversation = try pair.bobDelivery.conversation(with: Pair.peer(pair.aliceNode, in: pair.bobNode))
         #expect(try pair.bobStore.page(bobConversation.id).count == 1)
+        #expect(pair.bobNode.service.statistics.dropped["replayed"] == 2)
     }
 
     @Test func corruptedForeignAndMisaddressedFragmentsAreDropped() throws {
         let pair = try Pair()
         let conversation = try pair.conversationAtAlice()
         _ = try pair.aliceDelivery.send("secret", in: conversation)
-        pair.aliceDelivery.tick(now: 0)
-        guard let fragment = pair.toBob.withLock({ $0.first }).flatMap({ try? $0.read(MessageFragment.self) }) else {
-            Issue.record("nothing sent"); return
-        }
+        let fragment = try #require(pair.toBob.first).read(MessageFragment.self)
         let (recipient, sealed) = (fragment.recipient, fragment.sealed)
         var corrupted = sealed
         corrupted[corrupted.count - 1] ^= 1
-        pair.bobDelivery.receive(Pair.packet(.fragment(MessageFragment(recipient: recipient, sealed: corrupted)), from: pair.alice), from: Route(transport: "memory", address: "h"))
-        // Someone else's packet for bob, claiming to be from an unknown key.
-        pair.bobDelivery.receive(Pair.packet(.fragment(MessageFragment(recipient: recipient, sealed: sealed)), from: Identity()), from: Route(transport: "memory", address: "h"))
-        // Alice's packet addressed to somebody else.
-        pair.bobDelivery.receive(Pair.packet(.fragment(MessageFragment(recipient: Data(repeating: 0, count: 32), sealed: sealed)), from: pair.alice), from: Route(transport: "memory", address: "h"))
+        try pair.forge(MessageFragment(recipient: recipient, sealed: corrupted))
+        // Alice's fragment addressed to somebody else.
+        try pair.forge(MessageFragment(recipient: Data(repeating: 0, count: 32), sealed: sealed))
+        pair.deliver(pair.toBob)
         #expect(pair.received.withLock { $0 }.isEmpty)
-        #expect(pair.bobDelivery.droppedCounts == ["cannot decrypt": 1, "unknown sender": 1, "not for us": 1])
+        #expect(pair.bobDelivery.droppedCounts == ["cannot decrypt": 1, "not for us": 1])
     }
 
     @Test func theReceiverEnforcesThePlanes() throws {
-        let pair = try Pair()
+        // Alice (Ghost) may write to bob (Human); once alice is only Dying, bob drops what she sent.
+        let pair = try Pair(alicePlane: .ghost)
         let conversation = try pair.conversationAtAlice()
-        // Alice (Ghost) may write to bob (Human); once alice is only Dying, bob drops what she sends.
-        pair.alicePlane.withLock { $0 = .ghost }
         _ = try pair.aliceDelivery.send("boo", in: conversation)
-        pair.aliceDelivery.tick(now: 0)
-        pair.alicePlane.withLock { $0 = .dying }
-        for packet in pair.toBob.withLock({ $0 }) { pair.bobDelivery.receive(packet, from: Route(transport: "memory", address: "h")) }
+        let boo = pair.toBob
+        pair.aliceNode.plane = .dying
+        pair.world.step(0)  // Her new plane is announced at once, and bob hears it first.
+        pair.deliver(boo)
         #expect(pair.received.withLock { $0 }.isEmpty)
         #expect(pair.bobDelivery.droppedCounts["plane"] == 1)
         // And the sender refuses at once when the table forbids it.
-        #expect(throws: DeliveryService.SendError.cannotReach(mine: .dying, theirs: .human, name: "bob#" + PeerIdentity.fingerprint(of: pair.bob.signingPublicKey))) {
+        #expect(throws: Delivery.SendError.cannotReach(mine: .dying, theirs: .human, name: "bob#" + PeerIdentity.fingerprint(of: pair.bob.signingPublicKey))) {
             try pair.aliceDelivery.send("hello?", in: conversation)
         }
     }
@@ -365,7 +348,7 @@ final class MessageCommits: TransactionObserver, Sendable {
     @Test func tooLongIsRefusedBeforeAnythingIsStored() throws {
         let pair = try Pair()
         let conversation = try pair.conversationAtAlice()
-        #expect(throws: DeliveryService.SendError.tooLong(4_001)) {
+        #expect(throws: Delivery.SendError.tooLong(4_001)) {
             try pair.aliceDelivery.send(String(repeating: "x", count: 4_001), in: conversation)
         }
         _ = try pair.aliceDelivery.send(String(repeating: "x", count: 4_000), in: conversation)

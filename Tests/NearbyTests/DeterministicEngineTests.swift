@@ -15,23 +15,22 @@ import Testing
     }
 
     final class Node {
-        let engine: Engine
+        var engine: Engine { service.engine }
         let transports: [MemoryTransport]
         var transport: MemoryTransport { transports[0] }
-        let service: NearbyService
+        let service: NetworkProbe
         let events = Log()
 
         /// `networks`: the transports' names and networks (one called `memory` when not given).
         init(_ name: String, at address: String? = nil, network: MemoryNetwork, scheduler: ManualScheduler,
              signer: Curve25519.Signing.PrivateKey = .init(), timing: PresenceTiming = PresenceTiming(interval: 1, jitter: 0, startupGap: 0.5),
              networks: [(String, MemoryNetwork)]? = nil, observe: (@Sendable (PresenceEvent) -> Void)? = nil) {
-            engine = Engine(scheduler: scheduler)
             transports = (networks ?? [("memory", network)]).map { MemoryTransport(network: $1, address: address ?? name, name: $0) }
             let events = self.events
-            service = NearbyService(transports: transports, timing: timing, signer: signer,
-                                    announcement: Announcement(name: name, agreementKey: Data(repeating: 1, count: 32), plane: 0,
-                                                               avatar: .none, unicastPort: 0, intervalMilliseconds: 0),
-                                    engine: engine, random: SeededRandom(seed: 1)) { event in
+            service = NetworkProbe(transports: transports, timing: timing, signer: signer,
+                                   announcement: Announcement(name: name, agreementKey: Data(repeating: 1, count: 32), plane: 0,
+                                                              avatar: .none, unicastPort: 0, intervalMilliseconds: 0),
+                                   scheduler: scheduler, random: SeededRandom(seed: 1)) { event in
                 observe?(event)
                 switch event {
                 case .arrived(let peer): events.append("+\(peer.name)")
@@ -97,16 +96,16 @@ import Testing
         let carl = try crowd.join("carl")
         crowd.advance(by: 0)
         #expect(carl.events.all.isEmpty)
-        let asked = NearbyService.queryDelay.upperBound
-        crowd.advance(by: asked + NearbyService.answerDelay.upperBound + 0.001)
+        let asked = Questions.queryDelay.upperBound
+        crowd.advance(by: asked + Presence.answerDelay.upperBound + 0.001)
         #expect(carl.events.all == ["+ann"])
 
         // dave asks while ann's answer to carl is fresh: hers comes a quarter second after it.
         let dave = try crowd.join("dave")
-        crowd.advance(by: NearbyService.queryDelay.lowerBound)
-        crowd.advance(by: NearbyService.answerGap - NearbyService.answerDelay.upperBound - asked - 0.01)
+        crowd.advance(by: Questions.queryDelay.lowerBound)
+        crowd.advance(by: Presence.answerGap - Presence.answerDelay.upperBound - asked - 0.01)
         #expect(!dave.events.all.contains("+ann"))
-        crowd.advance(by: NearbyService.answerDelay.upperBound + asked + 0.01)
+        crowd.advance(by: Presence.answerDelay.upperBound + asked + 0.01)
         #expect(dave.events.all.contains("+ann"))
     }
 

@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import LAN
 import TestSupport
+import TestWorld
 import Testing
 @testable import Nearby
 
@@ -19,14 +20,13 @@ struct EngineTests {
             Announcement(name: name, agreementKey: Data(repeating: 1, count: 32), plane: 0, avatar: .none, unicastPort: 0,
                          intervalMilliseconds: 0)
         }
-        let engine = Engine()
         let seen = Mutex<[Bool]>([])
-        let listener = NearbyService(transport: LANTransport(configuration: lan), timing: timing, signer: .init(),
-                                     announcement: announcement("ann"), engine: engine) { _ in
-            seen.withLock { $0.append(engine.isCurrent) }
+        let engine = Mutex<Engine?>(nil)
+        let listener = NetworkProbe(transports: [LANTransport(configuration: lan)], timing: timing, announcement: announcement("ann")) { _ in
+            seen.withLock { $0.append(engine.withLock { $0 }?.isCurrent == true) }
         }
-        let speaker = NearbyService(transport: LANTransport(configuration: lan), timing: timing, signer: .init(),
-                                    announcement: announcement("ben")) { _ in }
+        engine.withLock { $0 = listener.engine }
+        let speaker = NetworkProbe(transports: [LANTransport(configuration: lan)], timing: timing, announcement: announcement("ben"))
         try network.inside {
             try listener.start()
             try speaker.start()
@@ -45,10 +45,10 @@ struct EngineTests {
         let network = try PrivateNetwork()
         let lan = LANTransport.Configuration(interfaces: ["lo"])
         let timing = PresenceTiming(interval: 0.2, jitter: 0, startupGap: 0.1)
-        func service(_ name: String) -> NearbyService {
-            NearbyService(transport: LANTransport(configuration: lan), timing: timing, signer: .init(),
-                          announcement: Announcement(name: name, agreementKey: Data(repeating: 1, count: 32), plane: 0, avatar: .none,
-                                                     unicastPort: 0, intervalMilliseconds: 0)) { _ in }
+        func service(_ name: String) -> NetworkProbe {
+            NetworkProbe(transports: [LANTransport(configuration: lan)], timing: timing,
+                         announcement: Announcement(name: name, agreementKey: Data(repeating: 1, count: 32), plane: 0, avatar: .none,
+                                                    unicastPort: 0, intervalMilliseconds: 0))
         }
         let ann = service("ann"), ben = service("ben")
         try network.inside { try ann.start() }

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Synchronization
+import TestWorld
 import Testing
 import Wire
 @testable import Nearby
@@ -33,11 +34,10 @@ struct Ping: PacketKind {
 }
 
 @Suite struct PingKindTests {
-    func service(_ name: String, on network: MemoryNetwork, engine: Engine = Engine()) -> NearbyService {
-        NearbyService(transport: MemoryTransport(network: network, address: name), timing: PresenceTiming(interval: 0.2, startupGap: 0.1),
-                      signer: .init(), announcement: Announcement(name: name, agreementKey: Data(repeating: 1, count: 32), plane: 0,
-                                                                  avatar: .none, unicastPort: 0, intervalMilliseconds: 0),
-                      engine: engine) { _ in }
+    func service(_ name: String, on network: MemoryNetwork) -> NetworkProbe {
+        NetworkProbe(transports: [MemoryTransport(network: network, address: name)], timing: PresenceTiming(interval: 0.2, startupGap: 0.1),
+                     announcement: Announcement(name: name, agreementKey: Data(repeating: 1, count: 32), plane: 0,
+                                                avatar: .none, unicastPort: 0, intervalMilliseconds: 0))
     }
 
     @Test func aNewKindNeedsOneFileAndOneRegistration() throws {
@@ -46,11 +46,12 @@ struct Ping: PacketKind {
         let pongs = Mutex<[UInt32]>([]), pingsFrom = Mutex<[String]>([])
         // The feature's registration, on each side: answer pings, collect pongs.
         for node in [ann, ben] {
-            node.handle(Ping.self) { [weak node] ping, _, peer in
-                guard let node, let peer else { return }
+            let router = node.node.router
+            node.handle(Ping.self) { [weak router] ping, _, peer in
+                guard let router, let peer else { return }
                 if ping.isPong { pongs.withLock { $0.append(ping.number) }; return }
                 pingsFrom.withLock { $0.append(peer.name) }
-                node.send(Ping(number: ping.number, isPong: true), to: peer)
+                router.send(Ping(number: ping.number, isPong: true), to: peer)
             }
         }
         try ann.start()

@@ -89,7 +89,7 @@ import Testing
         let proofs = heard.withLock { $0 }.filter(CrowdTests.isProof).compactMap { try? RefreshProof(decoding: $0) }
             .filter { $0.sender == ann.service.publicKey }
         let last = try #require(proofs.last)
-        let next = try #require(ann.engine.sync { ann.service.state.update { $0.chain.next() } })
+        let next = try #require(ann.engine.sync { ann.service.node.presence.state.update { $0.chain.next() } })
         // She dies: her goodbye never leaves.
         crowd.network.setLoss { $0.count > 5 && $0[5] == KindTable.goodbye }
         ann.service.stop()
@@ -127,7 +127,7 @@ import Testing
         crowd.advance(by: 0.5)
         #expect(lost.withLock { $0 } == 1 && carl.service.peers().isEmpty, "her answer lost")
         // Not in his first seconds online: the crowd's answers are still coming then.
-        crowd.advance(by: NearbyService.firstAskAfter - 0.6)
+        crowd.advance(by: Questions.firstAskAfter - 0.6)
         #expect(carl.service.peers().isEmpty && carl.service.statistics.dropped["refresh proof: untracked"] ?? 0 >= 1)
         crowd.advance(by: 0.3)
         #expect(carl.service.peers().map(\.name) == ["ann"])
@@ -141,7 +141,7 @@ import Testing
         let carl = try crowd.join("carl")
         crowd.advance(by: 0.9)
         #expect(carl.service.peers().isEmpty)
-        crowd.advance(by: Double(NearbyService.proofsPerSignature + 1))
+        crowd.advance(by: Double(Presence.proofsPerSignature + 1))
         #expect(carl.service.peers().map(\.name) == ["ann"])
         #expect(carl.service.statistics.dropped["refresh proof: untracked"] ?? 0 >= 1, "her proofs came first")
     }
@@ -156,7 +156,7 @@ import Testing
             return bytes[5] == KindTable.query && queries.withLock { $0 += 1; return $0 == 1 }
         }
         let carl = try crowd.join("carl")
-        crowd.advance(by: NearbyService.firstAskAfter - 0.1)
+        crowd.advance(by: Questions.firstAskAfter - 0.1)
         #expect(carl.service.peers().isEmpty, "no answer to a lost question")
         crowd.advance(by: 0.11)
         #expect(queries.withLock { $0 } == 2, "his question lost, and the one he asks her as his first seconds end")

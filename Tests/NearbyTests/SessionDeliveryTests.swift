@@ -50,7 +50,7 @@ import Testing
             }
         }
         // Back online, each lists the other within a few seconds whatever is lost (a lost query
-        // is asked again, `NearbyService.askUnknownProvers`).
+        // is asked again, `Questions.askUnknownProvers`).
         func untilBothListed() {
             for _ in 0..<20 where ann.service.peer(ben.identity.signingPublicKey) == nil || ben.service.peer(ann.identity.signingPublicKey) == nil {
                 world.step(0.5)

@@ -94,8 +94,9 @@ package final class ChatWorld: World {
         /// What is running while online.
         package var context: FeatureContext { online.context! }
         package var engine: Engine { context.engine }
-        package var service: NearbyService { context.presence }
-        package var delivery: DeliveryService { context.delivery }
+        /// The network and delivery as the shell's thread asks them.
+        package var service: NetworkProbe { NetworkProbe(online.node!) }
+        package var delivery: DeliveryProbe { DeliveryProbe(delivery: context.delivery, engine: context.engine) }
         /// The rules as the shell's thread asks them (on the engine).
         package var rules: EngineRules { EngineRules(rules: context.rules) }
 
@@ -127,7 +128,7 @@ package final class ChatWorld: World {
     /// sealed in a session (then read by its recipient, without accepting it). For tests that
     /// lose frames of one kind; nil for handshakes and what no shell online now can open.
     package var packets: @Sendable ([UInt8]) -> (code: UInt8, body: [UInt8], sender: Data)? {
-        let services = nodes.compactMap { $0.online.context?.presence }
+        let services = nodes.compactMap { $0.online.node.map(NetworkProbe.init) }
         return { bytes in
             if let packet = try? Packet.decode(bytes) { return (packet.kind, packet.body, packet.sender) }
             guard bytes.count > 5, bytes[4] == SessionWire.version, bytes[5] == KindTable.sealed else { return nil }

@@ -4,10 +4,23 @@ import Storage
 
 /// Sending: lines numbered and written, then sealed and sent in as few packets as fit, and
 /// again with `OutgoingQueue`'s backoff until acknowledged.
-extension DeliveryService {
-    /// Numbers `text` in the conversation, on the engine, which writes it (with the other lines
-    /// taken meanwhile, in one transaction) and then sends it if the peer is in range and the
-    /// planes allow it, or keeps it in the outbox. What is wrong with the line is thrown here; a
+///
+/// Engine state: every method runs on the engine.
+final class Outbound: DeliveryPart, Sendable {
+    let parts: DeliveryParts
+    let states: StateWrites
+
+    /// The longest a line waits for the lines after it (`take`).
+    static let holdLimit = 0.002
+
+    init(_ parts: DeliveryParts, states: StateWrites) {
+        self.parts = parts
+        self.states = states
+    }
+
+    /// Numbers `text` in the conversation; the engine writes it (with the other lines taken
+    /// meanwhile, in one transaction) and then sends it if the peer is in range and the planes
+    /// allow it, or keeps it in the outbox. What is wrong with the line is thrown here; a
     /// database that refuses it is told later (`DeliveryEvent.notStored`). Nothing goes out
     /// before it is written. A line alone (typed) is written and sent before this returns:
     /// waking the engine for it was a tenth of a message's way to the peer. Lines of a burst
@@ -16,59 +29,53 @@ extension DeliveryService {
     /// - Parameter more: more lines follow at once (a pipe holds them): the write waits for
     ///   them, up to a window's worth or `holdLimit` seconds, so a burst is written and sent
     ///   in few transactions and packets. A line typed by a person goes at once.
-    package func send(_ text: String, in conversation: Conversation, more: Bool = false) throws -> ChatMessage {
-        try engine.sync {
-            // The rules and the plane are the engine's.
-            let text = try checked(text, for: conversation)
-            let pieces = UInt32(MessageCrypto.split(text).count)
-            let now = clock()
-            let (row, writeNow, holdFirst, alone) = try withCounters(of: conversation.id) { intake, counters in
-                let row = MessageRow(number: counters.nextNumber, text: text, firstSequence: counters.sentSequence + 1,
-                                     lastSequence: counters.sentSequence + pieces, sentAt: now)
-                counters.nextNumber += 1
-                counters.sentSequence += pieces
-                intake.unwritten.append(Unwritten(conversation: conversation, row: row))
-                if more && intake.unwritten.count < OutgoingQueue.window {
-                    defer { intake.holding = true }
-                    return (row, false, !intake.holding, false)
-                }
-                defer { intake.writeScheduled = true }
-                return (row, !intake.writeScheduled, false, intake.unwritten.count == 1)
+    func take(_ text: String, in conversation: Conversation, more: Bool) throws -> ChatMessage {
+        let text = try checked(text, for: conversation)
+        let pieces = UInt32(MessageCrypto.split(text).count)
+        let now = clock()
+        let (row, writeNow, holdFirst, alone) = try withCounters(of: conversation.id) { intake, counters in
+            let row = MessageRow(number: counters.nextNumber, text: text, firstSequence: counters.sentSequence + 1,
+                                 lastSequence: counters.sentSequence + pieces, sentAt: now)
+            counters.nextNumber += 1
+            counters.sentSequence += pieces
+            intake.unwritten.append(DeliveryState.Unwritten(conversation: conversation, row: row))
+            if more && intake.unwritten.count < OutgoingQueue.window {
+                defer { intake.holding = true }
+                return (row, false, !intake.holding, false)
             }
-            if writeNow && alone {
-                writeOutgoing()
-            } else if writeNow {
-                engine.async { [weak self] in self?.writeOutgoing() }
-            }
-            if holdFirst { engine.after(Self.holdLimit) { [weak self] in self?.writeOutgoing() } }
-            return ChatMessage(number: row.number, outgoing: true, text: text, sentAt: now, state: .sending)
+            defer { intake.writeScheduled = true }
+            return (row, !intake.writeScheduled, false, intake.unwritten.count == 1)
         }
+        if writeNow && alone {
+            writeOutgoing()
+        } else if writeNow {
+            engine.async { [weak self] in self?.writeOutgoing() }
+        }
+        if holdFirst { engine.after(Self.holdLimit) { [weak self] in self?.writeOutgoing() } }
+        return ChatMessage(number: row.number, outgoing: true, text: text, sentAt: now, state: .sending)
     }
 
     /// Runs `body` on the intake and the conversation's counters, read from the database when
     /// the intake has none (at first, or after a write that failed).
-    func withCounters<T>(of conversation: Int64, _ body: (inout Intake, inout Counters) -> T) throws -> T {
-        if intake.counters[conversation] == nil { intake.counters[conversation] = Counters(try store.counters(conversation)) }
+    func withCounters<T>(of conversation: Int64, _ body: (inout DeliveryState.Intake, inout DeliveryState.Counters) -> T) throws -> T {
+        if intake.counters[conversation] == nil { intake.counters[conversation] = DeliveryState.Counters(try store.counters(conversation)) }
         var counters = intake.counters[conversation]!
         defer { intake.counters[conversation] = counters }
         return body(&intake, &counters)
     }
 
-    /// The longest a line waits for the lines after it (`send(_:in:more:)`).
-    static let holdLimit = 0.002
-
     /// The line as it will be sent, or why it cannot be.
     func checked(_ text: String, for conversation: Conversation) throws -> String {
-        guard !text.isEmpty else { throw SendError.empty }
-        guard !text.unicodeScalars.contains("\0") else { throw SendError.nul }
-        guard text.count <= Self.maximumLength else { throw SendError.tooLong(text.count) }
+        guard !text.isEmpty else { throw Delivery.SendError.empty }
+        guard !text.unicodeScalars.contains("\0") else { throw Delivery.SendError.nul }
+        guard text.count <= Delivery.maximumLength else { throw Delivery.SendError.tooLong(text.count) }
         // A feature's rules (a curse) may change the line or refuse it; what they make of it is
         // what is stored and sent.
-        let text = try rules.outgoing(text)
-        guard !text.isEmpty, text.count <= Self.maximumLength else { throw SendError.tooLong(text.count) }
-        if let peer = presentPeer(conversation.peerKey), let theirs = Plane(wireValue: peer.announcement.plane),
-           !myPlane().canReach(theirs) {
-            throw SendError.cannotReach(mine: myPlane(), theirs: theirs, name: peer.handle)
+        let text = try parts.rules.outgoing(text)
+        guard !text.isEmpty, text.count <= Delivery.maximumLength else { throw Delivery.SendError.tooLong(text.count) }
+        if let peer = presentPeer(conversation.peerKey), !parts.rules.canWrite(peer) {
+            let mine = parts.rules.plane
+            throw Delivery.SendError.cannotReach(mine: mine, theirs: peer.plane ?? mine, name: peer.handle)
         }
         return text
     }
@@ -89,7 +96,7 @@ extension DeliveryService {
 
     /// Writes lines taken, in one transaction, and queues their fragments. Lines the database
     /// refused are told, and the numbering starts again from what it holds.
-    func write(_ batch: [Unwritten], now: Double) {
+    func write(_ batch: [DeliveryState.Unwritten], now: Double) {
         guard !batch.isEmpty else { return }
         do {
             let ids = try store.storeOutgoing(batch.map { ($0.conversation.id, $0.row) }, now: now)
@@ -101,7 +108,7 @@ extension DeliveryService {
             conversations.forEach { intake.counters[$0] = nil }
             for conversation in conversations {
                 let numbers = batch.filter { $0.conversation.id == conversation }.map(\.row.number)
-                onEvent(.notStored(conversation: conversation, numbers: numbers, reason: "\(error)"))
+                parts.onEvent(.notStored(conversation: conversation, numbers: numbers, reason: "\(error)"))
             }
         }
     }
@@ -111,28 +118,22 @@ extension DeliveryService {
         MessageCrypto.fragments(of: message.text, firstSequence: message.firstSequence, sentAt: UInt64(message.sentAt * 1000))
     }
 
-    func dueDeadline() -> Double? {
+    /// When a fragment waiting for a peer in range is next due. A peer out of range has no
+    /// deadline: its arrival sends its queue.
+    var nextDue: Double? {
         links.compactMap { key, link in link.queue.nextDue.flatMap { reachablePeer(key) == nil ? nil : $0 } }.min()
     }
 
-    /// The present peer with this key, if our plane reaches it: the only ones sent to.
-    func reachablePeer(_ key: Data) -> Peer? {
-        guard let peer = network?.peer(key), let theirs = Plane(wireValue: peer.announcement.plane), myPlane().canReach(theirs) else {
-            return nil
-        }
-        return peer
-    }
-
-    /// Asks the engine to tick when the next fragment is due.
+    /// Asks the engine's alarm to ring when the next fragment is due.
     func rearm() {
-        if let deadline = dueDeadline() { network?.wake(deadline) }
+        if let deadline = nextDue { parts.deadlines.wake(at: deadline) }
     }
 
     func send(now: Double) {
-        // Most ticks have nothing to send: do not even look at who is in range; when something
+        // Most rings have nothing to send: do not even look at who is in range; when something
         // waits, only its peers are looked up, so the cost does not grow with the crowd.
         let waiting = links.compactMap { $0.value.queue.isEmpty ? nil : $0.key }
-        guard !waiting.isEmpty, network != nil else { return }
+        guard !waiting.isEmpty else { return }
         var outgoing: [(Peer, SymmetricKey, OutgoingQueue.Due)] = []
         for key in waiting {
             guard let peer = reachablePeer(key), let due = links[key]?.queue.due(now: now) else { continue }
@@ -152,32 +153,33 @@ extension DeliveryService {
             for boxes in Self.bundles(fresh.map(\.1)) {
                 if boxes.count > 1 { links[peer.signingKey]!.queue.wentBundled(fresh[position..<position + boxes.count].map(\.0)) }
                 position += boxes.count
-                if !transmit(Self.payload(boxes, to: peer), to: peer) { carried = false }
+                if !transmit(boxes, to: peer) { carried = false }
             }
             // `sent` only for what left this machine: through a broker that is down nothing does,
             // and the messages stay `sending` (their copies sent again make them `delivered`).
             // Changed in place: a copy of the link would copy its queue, thousands long in a burst.
             if carried, let through = due.sentThrough {
                 links[peer.signingKey]!.sentThrough = max(links[peer.signingKey]!.sentThrough, through)
-                scheduleFlush()
+                states.schedule()
             }
             // A copy sent again goes by every route the peer has, in case the preferred one
             // stopped working (the receiver keeps one copy); alone, unless the peer has shown it
             // reads packets of several (a reader need not: then it still gets every message).
             // Through a slow clustered broker, copies sent again one to a packet were thousands
             // of publishes, each answered by an acknowledgement, and a burst went at 40 a second.
-            resent += due.repeatedTogether.count + due.repeated.count
+            parts.box.value.resent += due.repeatedTogether.count + due.repeated.count
             let together = Self.bundles(seal(due.repeatedTogether).map(\.1))
-            for boxes in together + seal(due.repeated).map({ [$0.1] }) {
-                transmit(Self.payload(boxes, to: peer), to: peer, everyRoute: true)
-            }
+            for boxes in together + seal(due.repeated).map({ [$0.1] }) { transmit(boxes, to: peer, everyRoute: true) }
         }
     }
 
-    /// One sealed fragment alone (type 5) or several (type 18).
-    static func payload(_ boxes: [Data], to peer: Peer) -> DeliveryPacket {
-        boxes.count == 1 ? .fragment(MessageFragment(recipient: peer.signingKey, sealed: boxes[0]))
-            : .bundle(MessageBundle(recipient: peer.signingKey, sealed: boxes))
+    /// Sealed fragments as one packet: one alone (type 5) or several (type 18). True when it
+    /// left this machine.
+    @discardableResult
+    private func transmit(_ boxes: [Data], to peer: Peer, everyRoute: Bool = false) -> Bool {
+        boxes.count == 1
+            ? transmit(MessageFragment(recipient: peer.signingKey, sealed: boxes[0]), to: peer, everyRoute: everyRoute)
+            : transmit(MessageBundle(recipient: peer.signingKey, sealed: boxes), to: peer, everyRoute: everyRoute)
     }
 
     /// Room for sealed boxes in a bundle: a session frame's payload less the recipient's key.

@@ -1,12 +1,26 @@
 import Foundation
 import Synchronization
 
-/// What the transports' threads check before a datagram's signature (some 80 µs of CPU each;
-/// dropping is all a forged header can get): our own broadcasts coming back, since when we are
-/// online, whether another seance in our name was heard, which keys' refreshes reach us on
-/// time (their answers to others' queries tell us nothing), and the flood limits
+/// The transports' threads: every datagram's checks before its signature (some 80 µs of CPU
+/// each; dropping is all a forged header can get), and what is let through handed to the
+/// engine as an `Arrival`. It knows our own broadcasts coming back, since when we are online,
+/// whether another seance in our name was heard, which keys' refreshes reach us on time (their
+/// answers to others' queries tell us nothing), the keys blocked, and the flood limits
 /// (`FloodLimits`). The engine keeps it up to date; the lock is held for no I/O and nothing else.
-final class ArrivalGate: Sendable {
+final class Gate: Sendable {
+    /// What the gate lets through to the engine.
+    enum Arrival: Sendable {
+        /// A signed frame, its signature checked.
+        case packet(Packet, Route)
+        /// A frame of version 3 (a handshake message or a sealed frame), for the sessions.
+        case session([UInt8], Route)
+        /// A direct kind signed, as an older seance sends them: never worth its signature.
+        case older(Data)
+        /// The flood limits dropped something for the first time, from this source.
+        case flooded(String)
+        case news(NetworkNews)
+    }
+
     private struct State {
         /// Every broadcast we made online, as its sequence and timestamp, and since when (ms):
         /// what in our name we did not send is another seance's.
@@ -31,7 +45,11 @@ final class ArrivalGate: Sendable {
 
     private let state: Mutex<State>
 
-    init(limits: FloodLimits.Settings = FloodLimits.Settings(), now: Double) {
+    /// Our signing key, raw: every datagram's sender is compared with it.
+    private let myKey: Data
+
+    init(myKey: Data, limits: FloodLimits.Settings = FloodLimits.Settings(), now: Double) {
+        self.myKey = myKey
         state = Mutex(State(limits: FloodLimits(settings: limits, now: now)))
     }
 
@@ -94,10 +112,10 @@ final class ArrivalGate: Sendable {
     }
 
     /// Whether a frame that needs its signature checked (or a handshake message) is within
-    /// the flood limits; when not, it is counted, by reason and by source. True the first time
-    /// a limit drops anything: the user is told once.
-    func admit(sender: Data, from route: Route, refresh: (timestamp: UInt64, sequence: UInt32, payload: Int)?,
-               now: Double) -> (admitted: Bool, firstFlood: String?) {
+    /// the flood limits; when not, it is counted, by reason and by source, and the first time
+    /// a limit drops anything the source is named (the user is told once).
+    private func admit(sender: Data, from route: Route, refresh: (timestamp: UInt64, sequence: UInt32, payload: Int)?,
+                       now: Double) -> (admitted: Bool, firstFlood: String?) {
         let source = Self.source(of: route)
         return state.withLock { state in
             guard let reason = state.limits.admit(sender: sender, source: source, transport: route.transport, refresh: refresh, now: now) else {
@@ -135,8 +153,6 @@ final class ArrivalGate: Sendable {
         }
     }
 
-    func drop(_ reason: String) { state.withLock { $0.dropped[reason, default: 0] += 1 } }
-
     /// Adds what was decided here to the engine's counts.
     func add(to statistics: inout NearbyStatistics) {
         let (dropped, redundant, repeats, flooders) = state.withLock { ($0.dropped, $0.redundant, $0.repeats, $0.flooders.worst) }
@@ -145,106 +161,73 @@ final class ArrivalGate: Sendable {
         statistics.repeats += repeats
         statistics.flooders = flooders
     }
-}
 
-/// The sources the flood limits dropped most from, for `nearby stats`: at most `capacity`
-/// (past it, a new source replaces the one with the fewest drops).
-struct Flooders: Sendable {
-    private var counts: [String: Int] = [:]
-    private var told = false
-    static let capacity = 16
+    // MARK: On a transport's thread
 
-    /// Counts a drop from `source`; the source's name the first time anything is dropped.
-    mutating func count(_ source: String) -> String? {
-        if counts[source] == nil, counts.count >= Self.capacity, let fewest = counts.min(by: { $0.value < $1.value })?.key {
-            counts[fewest] = nil
-        }
-        counts[source, default: 0] += 1
-        guard !told else { return nil }
-        told = true
-        return source
-    }
-
-    /// The three sources dropped from most, most first.
-    var worst: [(source: String, dropped: Int)] {
-        counts.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.prefix(3).map { ($0.key, $0.value) }
-    }
-}
-
-extension NearbyService {
-    /// On a transport's thread: only the checks of the frame and its signature, then the packet
+    /// A datagram from a transport: only the checks of the frame and its signature; what passes
     /// goes to the engine. Two kinds of datagram are dropped before their signature is checked:
     /// our own, looped back by multicast, and answers to someone else's query from peers we
     /// hear anyway — in a crowd of *n* every arrival brings each of the others *n* of them.
-    func receive(_ bytes: [UInt8], from route: Route) {
+    func receive(_ bytes: [UInt8], from route: Route, now: Double) -> Arrival? {
         // Nothing at all: a presence withdrawn, from a transport that keeps presence.
-        if bytes.isEmpty { return engine.async { self.withdrawn(route) } }
+        if bytes.isEmpty { return .news(.withdrawn(route)) }
         // Session frames carry no signature: the engine, which holds the sessions, opens them.
         // A handshake message costs key agreements: the flood limits first.
         if bytes.count > 5, bytes[4] == SessionWire.version, bytes[0..<4].elementsEqual(Wire.magic) {
-            guard bytes.count <= Wire.maximumDatagram else { return gate.drop(DecodeError.oversized.counterName) }
-            if bytes[5] == KindTable.refreshProof { return receiveProof(bytes, from: route) }
+            guard bytes.count <= Wire.maximumDatagram else { return drop(DecodeError.oversized.counterName) }
+            if bytes[5] == KindTable.refreshProof { return receiveProof(bytes, from: route, now: now) }
             if bytes[5] == KindTable.handshake, bytes.count >= HandshakeFrame.headerSize {
                 let sender = Data(bytes[8..<40])
-                guard !gate.dropsBlocked(sender) else { return }
+                guard !dropsBlocked(sender) else { return nil }
                 // Only announced peers get an answer (the engine checks the key it proves): a
                 // stranger's message goes without touching anyone's allowance.
-                guard gate.knows(sender) else { return gate.drop(SessionTable.HandshakeError.unannounced.counterName) }
-                guard admit(sender, from: route, refresh: nil) else { return }
+                guard knows(sender) else { return drop(SessionTable.HandshakeError.unannounced.counterName) }
+                let (admitted, flooder) = admit(sender: sender, from: route, refresh: nil, now: now)
+                guard admitted else { return flooder.map(Arrival.flooded) }
             }
-            return engine.async { self.receiveSession(bytes, from: route) }
+            return .session(bytes, route)
         }
         if let header = UncheckedHeader(bytes) {
             // Someone the user blocked: nothing of theirs is read, answered or checked.
-            guard !gate.dropsBlocked(header.sender, type: header.type) else { return }
+            guard !dropsBlocked(header.sender, type: header.type) else { return nil }
             if header.sender.elementsEqual(myKey) { return receiveInOurName(header, bytes, from: route) }
             if header.flags.contains(.answer), header.type == KindTable.announce,
-               gate.isRedundant(header.sender, on: route.transport, now: engine.now) { return }
+               isRedundant(header.sender, on: route.transport, now: now) { return nil }
             // A direct kind of the days before sessions, signed: an older seance's (or a
             // forgery). Never worth its signature.
-            if header.type < KindTable.handshake, !KindTable.broadcasts.contains(header.type) {
-                let sender = Data(header.sender)
-                return engine.async { self.receivedOlder(from: sender) }
-            }
+            if header.type < KindTable.handshake, !KindTable.broadcasts.contains(header.type) { return .older(Data(header.sender)) }
             // A broadcast other than an announcement is of its moment: one stamped far from our
             // clock is a replay (or a forgery) whatever its signature says.
             if header.type != KindTable.announce {
-                let age = engine.now - Double(header.timestamp) / 1000
-                if abs(age) > FrameTime.allowance { return gate.drop(age < 0 ? "from the future" : "stale") }
+                let age = now - Double(header.timestamp) / 1000
+                if abs(age) > FrameTime.allowance { return drop(age < 0 ? "from the future" : "stale") }
             }
             let end = min(bytes.count, Wire.headerSize + header.payloadLength)
             let refresh = header.type == KindTable.announce && !header.flags.contains(.answer)
                 ? (header.timestamp, header.sequence, FloodLimits.hash(bytes[Wire.headerSize..<end])) : nil
-            guard admit(Data(header.sender), from: route, refresh: refresh) else { return }
+            let (admitted, flooder) = admit(sender: Data(header.sender), from: route, refresh: refresh, now: now)
+            guard admitted else { return flooder.map(Arrival.flooded) }
         }
-        let packet: Packet
         do {
-            packet = try Packet.decode(bytes)
+            return .packet(try Packet.decode(bytes), route)
         } catch {
-            return gate.drop(error.counterName)
+            return drop(error.counterName)
         }
-        engine.async { self.handle(packet, from: route) }
     }
 
     /// A refresh proof: no signature to check, but a visit to the engine and a few hashes
     /// there, so blocked keys, our own (looped back) and the flood limits first.
-    private func receiveProof(_ bytes: [UInt8], from route: Route) {
+    private func receiveProof(_ bytes: [UInt8], from route: Route, now: Double) -> Arrival? {
         let proof: RefreshProof
         do {
             proof = try RefreshProof(decoding: bytes)
         } catch {
-            return gate.drop(error.counterName)
+            return drop(error.counterName)
         }
-        guard proof.sender != myKey, !gate.dropsBlocked(proof.sender), admit(proof.sender, from: route, refresh: nil) else { return }
-        engine.async { self.proved(proof, from: route) }
-    }
-
-    /// Whether the flood limits let a datagram of `sender`'s through to its checks; the user is
-    /// told of the first they stop.
-    private func admit(_ sender: Data, from route: Route, refresh: (timestamp: UInt64, sequence: UInt32, payload: Int)?) -> Bool {
-        let (admitted, flooder) = gate.admit(sender: sender, from: route, refresh: refresh, now: engine.now)
-        if let flooder { engine.async { self.onEvent(.flooded(source: flooder)) } }
-        return admitted
+        guard proof.sender != myKey, !dropsBlocked(proof.sender) else { return nil }
+        let (admitted, flooder) = admit(sender: proof.sender, from: route, refresh: nil, now: now)
+        guard admitted else { return flooder.map(Arrival.flooded) }
+        return .news(.proof(proof, route))
     }
 
     /// A datagram in our own name: our own broadcast, looped back by multicast or by a broker
@@ -252,54 +235,20 @@ extension NearbyService {
     /// online in another seance, from a copy of its data (the lock file sees one machine only).
     /// Only a datagram we did not send, made since we came online, is worth its signature check;
     /// a valid one is the other seance's.
-    private func receiveInOurName(_ header: UncheckedHeader, _ bytes: [UInt8], from route: Route) {
-        guard gate.isUnknownOurs(header) else { return }
+    private func receiveInOurName(_ header: UncheckedHeader, _ bytes: [UInt8], from route: Route) -> Arrival? {
+        guard isUnknownOurs(header) else { return nil }
         do {
             _ = try Packet.decode(bytes)
         } catch {
-            return gate.drop(error.counterName)
+            return drop(error.counterName)
         }
-        guard gate.heardOursElsewhere() else { return }
-        engine.async {
-            self.onEvent(.alsoOnlineElsewhere(transport: route.transport))
-            // Our refreshes are proofs it cannot tell from its own: a signed announcement tells it.
-            self.announce()
-            // Through a broker the other seance took our presence topic, and heard nothing of us
-            // that it could tell from our own old presence (older than its coming online):
-            // ours again, fresh, tells it too.
-            if self.keeping.contains(where: { $0.name == route.transport }) { self.publishKept(now: self.engine.now, again: true) }
-        }
-    }
-}
-
-/// The sequence and timestamp of each broadcast made while online: to know our own packets when
-/// they come back. One per refresh (every 5 s), answer, and room beacon (every second while
-/// hosting), some 20 bytes each; past `capacity` (2.6 MB) the older half goes, and a replay of
-/// one of those could then be taken for another seance's — after a day and a half hosting a
-/// room, or a week online otherwise, and only with someone replaying it.
-struct OwnBroadcasts: Sendable {
-    private var sent = Set<UInt64>()
-    private var order: [UInt64] = []
-    let capacity: Int
-
-    init(capacity: Int = 131_072) { self.capacity = capacity }
-
-    /// Sequence numbers are 32 bits and the low 32 of a millisecond timestamp recur every 49
-    /// days: together they name one packet of ours.
-    private static func key(_ sequence: UInt32, _ timestamp: UInt64) -> UInt64 { UInt64(sequence) << 32 | (timestamp & 0xFFFF_FFFF) }
-
-    mutating func insert(sequence: UInt32, timestamp: UInt64) {
-        let key = Self.key(sequence, timestamp)
-        guard sent.insert(key).inserted else { return }
-        order.append(key)
-        if order.count > capacity {
-            let old = order.prefix(capacity / 2)
-            sent.subtract(old)
-            order.removeFirst(old.count)
-        }
+        guard heardOursElsewhere() else { return nil }
+        return .news(.oursElsewhere(transport: route.transport))
     }
 
-    func contains(sequence: UInt32, timestamp: UInt64) -> Bool { sent.contains(Self.key(sequence, timestamp)) }
-
-    var count: Int { sent.count }
+    /// Counts a datagram dropped here, by reason: nothing goes to the engine.
+    private func drop(_ reason: String) -> Arrival? {
+        state.withLock { $0.dropped[reason, default: 0] += 1 }
+        return nil
+    }
 }

@@ -1,30 +1,38 @@
-import Crypto
 import Foundation
 import Storage
 
 /// States written together: acknowledgements, first transmissions and what was shown, at most
-/// once per `flushInterval` under a stream; read receipts go with them.
-extension DeliveryService {
+/// once per `interval` under a stream; read receipts go with them.
+///
+/// Engine state: every method runs on the engine.
+final class StateWrites: DeliveryPart, Sendable {
+    let parts: DeliveryParts
+
+    /// Under a stream of acknowledgements, states are written at most this often.
+    static let interval = 0.05
+
+    init(_ parts: DeliveryParts) { self.parts = parts }
+
     /// Writes the states gathered so far: at once (once the engine has handled what is already
-    /// queued) when nothing was written in the last `flushInterval`, else when it has passed.
-    /// A lone acknowledgement waits for nothing; a stream of them costs one transaction per
-    /// interval, not one each.
-    func scheduleFlush() {
-        guard !flushScheduled else { return }
-        flushScheduled = true
+    /// queued) when nothing was written in the last `interval`, else when it has passed. A lone
+    /// acknowledgement waits for nothing; a stream of them costs one transaction per interval,
+    /// not one each.
+    func schedule() {
+        guard !parts.box.value.flushScheduled else { return }
+        parts.box.value.flushScheduled = true
         let write: @Sendable () -> Void = { [weak self] in
             guard let self else { return }
-            self.flushScheduled = false
-            self.lastFlush = self.clock()
-            self.flushStates(now: self.lastFlush)
+            parts.box.value.flushScheduled = false
+            parts.box.value.lastFlush = clock()
+            flush(now: parts.box.value.lastFlush)
         }
-        let wait = lastFlush + Self.flushInterval - clock()
+        let wait = parts.box.value.lastFlush + Self.interval - clock()
         if wait <= 0 { engine.async(write) } else { _ = engine.after(wait, write) }
     }
 
     /// Records acknowledgements, first transmissions and what was shown in the store, and
     /// sends the read receipts.
-    func flushStates(now: Double) {
+    func flush(now: Double) {
         var work: [(key: Data, conversation: Int64, acknowledged: UInt32?, before: UInt32, sentThrough: UInt32?)] = []
         var shown: [(Int64, Data, Int64)] = []
         for (key, var link) in links {
@@ -43,7 +51,7 @@ extension DeliveryService {
         }
         for (conversation, peerKey, number) in shown {
             guard let sequence = try? store.markShown(conversation, upTo: number, now: now), let peer = presentPeer(peerKey) else { continue }
-            transmit(.receipt(ReadReceipt(recipient: peer.signingKey, sequence: sequence)), to: peer)
+            transmit(ReadReceipt(recipient: peer.signingKey, sequence: sequence), to: peer)
         }
         for (key, conversation, acknowledged, before, sentThrough) in work {
             // Only messages still `sending` become `sent`: one acknowledged or read meanwhile
@@ -53,18 +61,10 @@ extension DeliveryService {
                 links[key]?.conversationRecord.acknowledgedSequence = before
                 continue
             }
-            if !changed.sent.isEmpty { onEvent(.stateChanged(conversation: conversation, numbers: changed.sent, state: .sent)) }
-            if !changed.delivered.isEmpty { onEvent(.stateChanged(conversation: conversation, numbers: changed.delivered, state: .delivered)) }
-        }
-    }
-
-    /// Incoming messages up to row `number` were shown: they are marked read and the peer is
-    /// told (a read receipt), with the state writes (`scheduleFlush`): a stream of messages
-    /// shown one by one costs a write and a receipt per interval, not one each.
-    package func shown(upTo number: Int64, in conversation: Conversation) {
-        engine.sync {
-            guard (try? withLink(conversation, { $0.shownUpTo = max($0.shownUpTo, number) })) != nil else { return }
-            scheduleFlush()
+            if !changed.sent.isEmpty { parts.onEvent(.stateChanged(conversation: conversation, numbers: changed.sent, state: .sent)) }
+            if !changed.delivered.isEmpty {
+                parts.onEvent(.stateChanged(conversation: conversation, numbers: changed.delivered, state: .delivered))
+            }
         }
     }
 }

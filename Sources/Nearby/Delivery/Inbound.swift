@@ -3,34 +3,36 @@ import Foundation
 import Storage
 
 /// Receiving: sealed fragments checked, opened and put in order; whole messages stored together
-/// and acknowledged once per sender.
-extension DeliveryService {
-    /// A direct packet that came by `route` (an acknowledgement goes back the same way), as the
-    /// engine hands it over when attached; from another thread (tests), its messages are stored
-    /// before this returns. A packet of none of delivery's kinds is ignored.
-    package func receive(_ packet: Packet, from route: Route) {
-        // On the engine the messages it completes are stored with those of the packets queued
-        // behind it (as the network's packets are); from another thread, before this returns.
-        let alone = !engine.isCurrent
-        engine.sync {
-            switch packet.kind {
-            case MessageFragment.code:
-                guard let fragment = try? packet.read(MessageFragment.self) else { return drop("malformed") }
-                receive([fragment.sealed], for: fragment.recipient, from: packet.sender, by: route)
-            case MessageBundle.code:
-                guard let bundle = try? packet.read(MessageBundle.self) else { return drop("malformed") }
-                receive(bundle.sealed, for: bundle.recipient, from: packet.sender, by: route)
-            case Acknowledgement.code:
-                guard let ack = try? packet.read(Acknowledgement.self) else { return drop("malformed") }
-                acknowledged(ack, from: packet.sender)
-            case ReadReceipt.code:
-                guard let receipt = try? packet.read(ReadReceipt.self) else { return drop("malformed") }
-                read(receipt, from: packet.sender)
-            default:
-                return
-            }
-            if alone { storeReceived() }
+/// and acknowledged once per sender; acknowledgements and read receipts of ours taken in.
+///
+/// Engine state: every method runs on the engine.
+final class Inbound: DeliveryPart, Sendable {
+    let parts: DeliveryParts
+    let outbound: Outbound
+    let states: StateWrites
+
+    /// Fragments held for all peers together, at most: a crowd of strangers cannot make this
+    /// shell buffer more than a few megabytes.
+    static let totalBufferLimit = 2_048
+    /// A sender's clock may be a little ahead; a time further in the future is not believed.
+    static let allowedClockSkew = 300.0
+
+    init(_ parts: DeliveryParts, outbound: Outbound, states: StateWrites) {
+        self.parts = parts
+        self.outbound = outbound
+        self.states = states
+    }
+
+    /// Delivery's four kinds, read where the network hands them.
+    func register(on router: Router) {
+        router.handlePacket(MessageFragment.self) { [weak self] fragment, packet, route in
+            self?.receive([fragment.sealed], for: fragment.recipient, from: packet.sender, by: route)
         }
+        router.handlePacket(MessageBundle.self) { [weak self] bundle, packet, route in
+            self?.receive(bundle.sealed, for: bundle.recipient, from: packet.sender, by: route)
+        }
+        router.handlePacket(Acknowledgement.self) { [weak self] ack, packet, _ in self?.acknowledged(ack, from: packet.sender) }
+        router.handlePacket(ReadReceipt.self) { [weak self] receipt, packet, _ in self?.read(receipt, from: packet.sender) }
     }
 
     /// The peer has every fragment up to the acknowledged one.
@@ -38,21 +40,21 @@ extension DeliveryService {
         guard ack.recipient == myKey, links[sender] != nil else { return }
         links[sender]!.queue.acknowledge(upTo: ack.sequence, now: clock())
         links[sender]!.acknowledged = max(links[sender]!.acknowledged, ack.sequence)
-        scheduleFlush()
+        states.schedule()
         // The window moved: what waited behind it goes now, not at the next alarm — once half
         // the window is free, so a burst goes in full packets rather than one fragment per
         // acknowledgement (each answered by its own acknowledgement, and so on).
-        if links[sender]!.queue.inFlight <= OutgoingQueue.window / 2 { send(now: clock()) }
+        if links[sender]!.queue.inFlight <= OutgoingQueue.window / 2 { outbound.send(now: clock()) }
         // Fragments it brought among the oldest may be overdue (only the oldest go again):
         // the alarm is set for them, else they would wait for the next one, up to seconds.
-        rearm()
+        outbound.rearm()
     }
 
     /// The peer has shown our messages up to the receipt's fragment.
     func read(_ receipt: ReadReceipt, from sender: Data) {
-        guard receipt.recipient == myKey, let conversation = knownConversation(sender) else { return }
+        guard receipt.recipient == myKey, let conversation = links[sender]?.conversation else { return }
         if let numbers = try? store.markRead(conversation, upTo: receipt.sequence, now: clock()), !numbers.isEmpty {
-            onEvent(.stateChanged(conversation: conversation, numbers: numbers, state: .read))
+            parts.onEvent(.stateChanged(conversation: conversation, numbers: numbers, state: .read))
         }
     }
 
@@ -60,10 +62,8 @@ extension DeliveryService {
     func receive(_ sealed: [Data], for recipient: Data, from sender: Data, by route: Route) {
         guard recipient == myKey else { return drop("not for us") }
         // The plane table binds the receiver too: only a sender whose plane reaches ours.
-        guard let peer = presentPeer(sender), let theirs = Plane(wireValue: peer.announcement.plane) else {
-            return drop("unknown sender")
-        }
-        guard theirs.canReach(myPlane()) else { return drop("plane") }
+        guard let peer = presentPeer(sender) else { return drop("unknown sender") }
+        guard parts.rules.canHear(from: peer) else { return drop("plane") }
         // The conversation is looked up once per peer, not for every fragment; a stranger's
         // is made only for a fragment that decrypts, so noise creates nothing.
         let known = links[sender]?.conversationRecord
@@ -77,21 +77,15 @@ extension DeliveryService {
 
     /// True when `sealed` decrypts with the key agreed with `peer` (checked before anything is
     /// made for a stranger).
-    func opens(_ sealed: Data, from peer: Peer) -> Bool {
-        guard let key = try? MessageCrypto.key(mine: identity.agreement, theirs: peer.announcement.agreementKey,
+    private func opens(_ sealed: Data, from peer: Peer) -> Bool {
+        guard let key = try? MessageCrypto.key(mine: parts.identity.agreement, theirs: peer.announcement.agreementKey,
                                                mySigningKey: myKey, theirSigningKey: peer.signingKey) else { return false }
         return (try? MessageCrypto.open(sealed, key: key, sender: peer.signingKey, recipient: myKey)) != nil
     }
 
-    /// Fragments held for all peers together, at most: a crowd of strangers cannot make this
-    /// shell buffer more than a few megabytes.
-    static let totalBufferLimit = 2_048
-    /// A sender's clock may be a little ahead; a time further in the future is not believed.
-    static let allowedClockSkew = 300.0
-
     /// Why a whole message from a peer is skipped rather than stored, if it is.
     static func refusal(of message: AssembledMessage) -> String? {
-        if !message.isWhole || message.text.count > maximumLength { return "too long" }
+        if !message.isWhole || message.text.count > Delivery.maximumLength { return "too long" }
         if message.text.unicodeScalars.contains("\0") { return "NUL character" }
         return nil
     }
@@ -99,7 +93,7 @@ extension DeliveryService {
     /// One packet's fragments: each opened and put in order. The messages they complete wait for
     /// `storeReceived` (queued behind the packets the engine was already given); a packet that
     /// completes none is acknowledged at once.
-    func receiveFragments(_ sealed: [Data], from peer: Peer, by route: Route, conversation: Conversation) {
+    private func receiveFragments(_ sealed: [Data], from peer: Peer, by route: Route, conversation: Conversation) {
         guard var link = try? link(for: conversation) else { return drop("storage") }
         let heldBefore = link.assembler.bufferedCount
         var whole: [AssembledMessage] = []
@@ -109,7 +103,7 @@ extension DeliveryService {
                 drop("cannot decrypt")
                 continue
             }
-            let held = bufferedTotal + link.assembler.bufferedCount - heldBefore
+            let held = parts.box.value.bufferedTotal + link.assembler.bufferedCount - heldBefore
             if fragment.sequence > link.assembler.delivered && held >= Self.totalBufferLimit {
                 drop("out of window")
                 continue
@@ -122,18 +116,20 @@ extension DeliveryService {
             case .duplicate, .buffered: accepted = true
             }
         }
-        bufferedTotal += link.assembler.bufferedCount - heldBefore
+        parts.box.value.bufferedTotal += link.assembler.bufferedCount - heldBefore
         links[peer.signingKey] = link
         guard accepted else { return }
         guard !whole.isEmpty else { return acknowledge(peer, reply: route) }
-        if let index = unstored.firstIndex(where: { $0.peer.signingKey == peer.signingKey }) {
-            unstored[index].messages += whole
-            unstored[index].route = route
-        } else {
-            unstored.append(Unstored(peer: peer, route: route, conversation: conversation, messages: whole))
+        parts.box.update { state in
+            if let index = state.unstored.firstIndex(where: { $0.peer.signingKey == peer.signingKey }) {
+                state.unstored[index].messages += whole
+                state.unstored[index].route = route
+            } else {
+                state.unstored.append(DeliveryState.Unstored(peer: peer, route: route, conversation: conversation, messages: whole))
+            }
         }
-        guard !storeScheduled else { return }
-        storeScheduled = true
+        guard !parts.box.value.storeScheduled else { return }
+        parts.box.value.storeScheduled = true
         engine.async { [weak self] in self?.storeReceived() }
     }
 
@@ -143,46 +139,45 @@ extension DeliveryService {
     /// what is stored and, unacknowledged, the messages come again — the conversation never
     /// sticks.
     func storeReceived() {
-        storeScheduled = false
-        let batches = unstored
-        unstored = []
+        parts.box.value.storeScheduled = false
+        let batches = parts.box.value.unstored
+        parts.box.value.unstored = []
         for batch in batches {
             let key = batch.peer.signingKey
             do {
                 let stored = try keep(batch.messages, in: batch.conversation)
                 links[key]?.stored = batch.messages.last!.lastSequence
-                for message in stored { onEvent(.received(conversation: batch.conversation.id, message: message, from: batch.peer)) }
+                for message in stored { parts.onEvent(.received(conversation: batch.conversation.id, message: message, from: batch.peer)) }
             } catch {
                 drop("storage")
                 if let link = links[key] {
-                    bufferedTotal -= link.assembler.bufferedCount
+                    parts.box.value.bufferedTotal -= link.assembler.bufferedCount
                     links[key]!.assembler = IncomingAssembler(delivered: link.stored)
                 }
             }
-            acknowledgements[key] = nil  // This one covers what a pending one would.
+            parts.box.value.acknowledgements[key] = nil  // This one covers what a pending one would.
             sendAcknowledgement(to: batch.peer, by: batch.route)
         }
     }
 
     /// Acknowledges what is stored from `peer`, after whatever the engine was already given to
     /// do: packets that came together are then acknowledged once, a packet alone at once.
-    /// Each acknowledgement is a signature made here and checked there.
-    func acknowledge(_ peer: Peer, reply route: Route) {
-        guard acknowledgements.updateValue((peer, route), forKey: peer.signingKey) == nil else { return }
+    private func acknowledge(_ peer: Peer, reply route: Route) {
+        guard parts.box.value.acknowledgements.updateValue((peer, route), forKey: peer.signingKey) == nil else { return }
         engine.async { [weak self] in
-            guard let self, let (peer, route) = self.acknowledgements.removeValue(forKey: peer.signingKey) else { return }
-            self.sendAcknowledgement(to: peer, by: route)
+            guard let self, let (peer, route) = parts.box.value.acknowledgements.removeValue(forKey: peer.signingKey) else { return }
+            sendAcknowledgement(to: peer, by: route)
         }
     }
 
-    func sendAcknowledgement(to peer: Peer, by route: Route) {
+    private func sendAcknowledgement(to peer: Peer, by route: Route) {
         guard let stored = links[peer.signingKey]?.stored else { return }
-        transmit(.acknowledgement(Acknowledgement(recipient: peer.signingKey, sequence: stored)), to: peer, reply: route)
+        transmit(Acknowledgement(recipient: peer.signingKey, sequence: stored), to: peer, reply: route)
     }
 
     /// Stores whole messages (or, for one that breaks the limits, only its sequence numbers),
     /// numbered after the link's last, in one transaction. Returns the messages stored.
-    func keep(_ messages: [AssembledMessage], in conversation: Conversation) throws -> [ChatMessage] {
+    private func keep(_ messages: [AssembledMessage], in conversation: Conversation) throws -> [ChatMessage] {
         let now = clock()
         var kept: [AssembledMessage] = []
         for message in messages {
@@ -190,7 +185,7 @@ extension DeliveryService {
         }
         // Numbered after every line taken so far, and written after them, so rows keep the
         // order of their numbers.
-        let (ours, first) = try withCounters(of: conversation.id) { intake, counters in
+        let (ours, first) = try outbound.withCounters(of: conversation.id) { intake, counters in
             defer {
                 counters.nextNumber += Int64(kept.count)
                 intake.unwritten = []
@@ -198,9 +193,9 @@ extension DeliveryService {
             return (intake.unwritten, counters.nextNumber)
         }
         if !ours.isEmpty {
-            write(ours, now: now)
-            send(now: now)
-            rearm()
+            outbound.write(ours, now: now)
+            outbound.send(now: now)
+            outbound.rearm()
         }
         let rows = kept.enumerated().map { index, message in
             let sentAt = Double(message.sentAt) / 1000

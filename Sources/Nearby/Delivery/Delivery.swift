@@ -1,0 +1,153 @@
+import Foundation
+import Storage
+
+/// Reliable, encrypted 1:1 delivery, the first feature: every message is stored first, sent in
+/// fragments, sent again until acknowledged, and kept in the outbox while the peer is away
+/// (`Outbound`). Incoming fragments are checked (recipient, plane, decryption) and reassembled
+/// in order before they are stored and acknowledged (`Inbound`); acknowledgements, first
+/// transmissions and what was shown are written together (`StateWrites`).
+///
+/// Engine state: every method runs on the engine (the shell's commands enter it with one
+/// `engine.sync`).
+package final class Delivery: Feature, DeliveryPart, Sendable {
+    let parts: DeliveryParts
+    let outbound: Outbound
+    let inbound: Inbound
+    let states: StateWrites
+
+    package static let maximumLength = 4_000
+
+    package init(store: MessageStore, identity: Identity, rules: Rules, router: Router, directory: PeerDirectory, deadlines: Deadlines,
+                 onEvent: @escaping @Sendable (DeliveryEvent) -> Void) {
+        parts = DeliveryParts(box: EngineBound(DeliveryState(), engine: router.engine), store: store, identity: identity, rules: rules,
+                              router: router, directory: directory, deadlines: deadlines, onEvent: onEvent)
+        states = StateWrites(parts)
+        outbound = Outbound(parts, states: states)
+        inbound = Inbound(parts, outbound: outbound, states: states)
+    }
+
+    /// Registers delivery's kinds and its deadline, follows who comes into reach, and loads
+    /// every outbox, so messages written while away go when their peer appears.
+    package func online(_ context: FeatureContext) throws {
+        inbound.register(on: parts.router)
+        parts.deadlines.add("delivery", next: { [unowned self] in outbound.nextDue }) { [unowned self] now in
+            outbound.writeOutgoing()
+            outbound.send(now: now)
+            states.flush(now: now)
+        }
+        context.observe { [unowned self] event in
+            guard case .reachable(let peer, let returned) = event else { return }
+            if let peer { peerArrived(peer, returned: returned) } else { transportReturned() }
+        }
+        try loadOutboxes()
+    }
+
+    package func offline() {}
+
+    package enum SendError: Error, Equatable, CustomStringConvertible {
+        case tooLong(Int)
+        case empty
+        case nul
+        case cannotReach(mine: Plane, theirs: Plane, name: String)
+
+        package var description: String {
+            switch self {
+            case .tooLong(let count): return "the message has \(count) characters; at most \(Delivery.maximumLength) can be sent"
+            case .empty: return "nothing to send"
+            case .nul: return "the message contains a NUL character, which cannot be sent"
+            case .cannotReach(let mine, let theirs, let name):
+                return "you are \(mine.name) and \(name) is \(theirs.name): your words cannot reach them"
+            }
+        }
+    }
+
+    /// Takes a line to send in `conversation` (`Outbound.take`): written and sent before this
+    /// returns when it is alone, with the lines after it when `more` follow at once.
+    package func send(_ text: String, in conversation: Conversation, more: Bool = false) throws -> ChatMessage {
+        try outbound.take(text, in: conversation, more: more)
+    }
+
+    /// The conversation with a peer, made if new.
+    package func conversation(with peer: Peer) throws -> Conversation { try makeConversation(with: peer) }
+
+    /// Writes every line taken and sends it, stores every message received, and writes every
+    /// state change.
+    package func settle() {
+        inbound.storeReceived()
+        outbound.writeOutgoing()
+        states.flush(now: clock())
+    }
+
+    /// Incoming messages up to row `number` were shown: they are marked read and the peer is
+    /// told (a read receipt), with the state writes: a stream of messages shown one by one
+    /// costs a write and a receipt per interval, not one each.
+    package func shown(upTo number: Int64, in conversation: Conversation) {
+        guard (try? withLink(conversation, { $0.shownUpTo = max($0.shownUpTo, number) })) != nil else { return }
+        states.schedule()
+    }
+
+    /// A peer came (back) into reach (`returned`: it was out of sight, not just changed): its
+    /// outbox is loaded and everything goes at once.
+    func peerArrived(_ peer: Peer, returned: Bool) {
+        let waiting = loadOutbox(of: peer)
+        if returned, waiting > 0, let conversation = links[peer.signingKey]?.conversation {
+            parts.onEvent(.awaitedArrived(conversation: conversation, peer: peer, waiting: waiting))
+        }
+    }
+
+    /// Queues what the outbox holds for `peer`; how many messages that is.
+    @discardableResult
+    private func loadOutbox(of peer: Peer) -> Int {
+        guard let conversation = try? store.existingConversation(myKey: myKey, peerKey: peer.signingKey),
+              let outbox = try? store.outbox(conversation.id), !outbox.isEmpty else { return 0 }
+        let now = clock()
+        try? withLink(conversation) { link in
+            for message in outbox { link.queue.enqueue(Outbound.fragments(message.row), message: message.id, now: now) }
+            link.queue.restart(now: now)
+        }
+        outbound.rearm()
+        return outbox.count
+    }
+
+    /// A transport came back (a broker reconnected): what waits for an acknowledgement goes
+    /// again at once, rather than when its backoff, up to `maximumBackoff`, would have it.
+    private func transportReturned() {
+        let now = clock()
+        for key in Array(links.keys) { links[key]?.queue.restart(now: now) }
+        outbound.send(now: now)
+        outbound.rearm()
+    }
+
+    /// Whether a message written waits for the acknowledgement of a peer in reach (one out of
+    /// reach waits in the outbox, however long one waits here).
+    package var awaitsAcknowledgement: Bool {
+        outbound.writeOutgoing()
+        return links.contains { key, link in !link.queue.isEmpty && reachablePeer(key) != nil }
+    }
+
+    /// What waits in the outboxes once every line taken is written: the conversations with
+    /// messages their peer has not acknowledged (none if the database cannot say).
+    package func waiting() -> [ConversationSummary] {
+        settle()
+        return ((try? store.conversations(myKey: myKey)) ?? []).filter { $0.waiting > 0 }
+    }
+
+    /// Loads every outbox.
+    private func loadOutboxes() throws {
+        let now = clock()
+        for conversation in try store.conversationsWithOutbox(myKey: myKey) {
+            let outbox = try store.outbox(conversation.id)
+            try withLink(conversation) { link in
+                for message in outbox { link.queue.enqueue(Outbound.fragments(message.row), message: message.id, now: now) }
+            }
+        }
+        outbound.rearm()
+    }
+
+    /// Packets dropped by delivery's checks, by reason.
+    package var droppedCounts: [String: Int] { parts.box.value.dropped }
+
+    /// Fragments sent again for want of an acknowledgement in time (each copy counted once,
+    /// whatever routes it took): losses, or a peer or broker slower than the measured round trip.
+    package var resentCount: Int { parts.box.value.resent }
+}

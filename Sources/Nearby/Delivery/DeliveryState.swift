@@ -1,0 +1,162 @@
+import Crypto
+import Foundation
+import Storage
+
+/// What the conversation view hears about.
+package enum DeliveryEvent: Sendable {
+    /// A whole message arrived, in order, and is stored.
+    case received(conversation: Int64, message: ChatMessage, from: Peer)
+    /// Your messages changed state (sent, delivered, read).
+    case stateChanged(conversation: Int64, numbers: [Int64], state: ChatMessage.State)
+    /// Your messages could not be written (the database refused): they were not sent.
+    case notStored(conversation: Int64, numbers: [Int64], reason: String)
+    /// A peer that messages of yours waited for came into reach: they go now.
+    case awaitedArrived(conversation: Int64, peer: Peer, waiting: Int)
+}
+
+/// Delivery's state on the engine, which its parts share (`Delivery`, `Outbound`, `Inbound`,
+/// `StateWrites`).
+struct DeliveryState {
+    struct Link {
+        var conversationRecord: Conversation
+        var key: SymmetricKey
+        var queue = OutgoingQueue()
+        var assembler: IncomingAssembler
+        /// Acknowledged and first-sent state not yet written (`StateWrites` writes it).
+        var acknowledged: UInt32 = 0
+        var sentThrough: UInt32 = 0
+        /// Incoming messages shown up to this row, not yet marked read.
+        var shownUpTo: Int64 = 0
+        /// The last fragment received whose message is stored: what is acknowledged. The
+        /// assembler may be ahead, by messages waiting for `Inbound.storeReceived`.
+        var stored: UInt32
+
+        var conversation: Int64 { conversationRecord.id }
+    }
+
+    /// A conversation's next message number and last fragment sequence given out, written or
+    /// not: messages are numbered here, so `send` need not wait for the database.
+    struct Counters {
+        var nextNumber: Int64
+        var sentSequence: UInt32
+
+        init(_ stored: (sentSequence: UInt32, nextNumber: Int64)) {
+            nextNumber = stored.nextNumber
+            sentSequence = stored.sentSequence
+        }
+    }
+
+    struct Unwritten {
+        var conversation: Conversation
+        var row: MessageRow
+    }
+
+    /// The numbering, and the lines taken but not yet written: the engine writes them together
+    /// (`Outbound.writeOutgoing`), so a burst of lines costs one transaction.
+    struct Intake {
+        var counters: [Int64: Counters] = [:]
+        var unwritten: [Unwritten] = []
+        /// A write is queued on the engine; a hold (`send(more:)`) has its timer running.
+        var writeScheduled = false
+        var holding = false
+    }
+
+    struct Unstored {
+        var peer: Peer
+        var route: Route
+        var conversation: Conversation
+        var messages: [AssembledMessage] = []
+    }
+
+    var links: [Data: Link] = [:]
+    var dropped: [String: Int] = [:]
+    var resent = 0
+    /// Peers owed an acknowledgement, and the route to send it by (`Inbound.acknowledge`).
+    var acknowledgements: [Data: (Peer, Route)] = [:]
+    /// Whole messages received and not yet stored, by sender in the order they first came:
+    /// stored once the engine has handled the packets it was already given, so packets that
+    /// came together (a burst) cost one transaction, not one each.
+    var unstored: [Unstored] = []
+    var storeScheduled = false
+    /// Fragments held by every link's assembler together.
+    var bufferedTotal = 0
+    var intake = Intake()
+    /// A state write is queued on the engine; when the last one was made.
+    var flushScheduled = false
+    var lastFlush = -Double.infinity
+}
+
+/// What delivery's parts share: the state on the engine, the store, and the network.
+struct DeliveryParts: Sendable {
+    let box: EngineBound<DeliveryState>
+    let store: MessageStore
+    let identity: Identity
+    /// Our plane, and what features do to a line before it goes (a curse's).
+    let rules: Rules
+    let router: Router
+    let directory: PeerDirectory
+    let deadlines: Deadlines
+    let onEvent: @Sendable (DeliveryEvent) -> Void
+
+    var engine: Engine { router.engine }
+    var myKey: Data { identity.signingPublicKey }
+}
+
+/// One of delivery's parts, with the shared state by name: each access checks that it runs on
+/// the engine.
+protocol DeliveryPart {
+    var parts: DeliveryParts { get }
+}
+
+extension DeliveryPart {
+    var links: [Data: DeliveryState.Link] { get { parts.box.value.links } nonmutating _modify { yield &parts.box.value.links } }
+    var intake: DeliveryState.Intake { get { parts.box.value.intake } nonmutating _modify { yield &parts.box.value.intake } }
+    var store: MessageStore { parts.store }
+    var engine: Engine { parts.engine }
+    var myKey: Data { parts.myKey }
+    func clock() -> Double { parts.engine.now }
+
+    func drop(_ reason: String) { parts.box.value.dropped[reason, default: 0] += 1 }
+
+    /// The present peer with this key.
+    func presentPeer(_ key: Data) -> Peer? { parts.directory.peer(key) }
+
+    /// The present peer with this key, if our plane reaches it: the only ones sent to.
+    func reachablePeer(_ key: Data) -> Peer? {
+        guard let peer = parts.directory.peer(key), parts.rules.canWrite(peer) else { return nil }
+        return peer
+    }
+
+    /// The conversation with a peer, made if new.
+    func makeConversation(with peer: Peer) throws -> Conversation {
+        try store.conversation(myKey: myKey, peerKey: peer.signingKey, peerName: peer.name,
+                               peerAgreementKey: peer.announcement.agreementKey, now: clock())
+    }
+
+    /// The link of `conversation`, created (key derived, assembler resumed from the stored
+    /// delivered sequence) on first use.
+    func link(for conversation: Conversation) throws -> DeliveryState.Link {
+        if let link = links[conversation.peerKey] { return link }
+        let key = try MessageCrypto.key(mine: parts.identity.agreement, theirs: conversation.peerAgreementKey,
+                                        mySigningKey: myKey, theirSigningKey: conversation.peerKey)
+        let link = DeliveryState.Link(conversationRecord: conversation, key: key,
+                                      assembler: IncomingAssembler(delivered: conversation.deliveredSequence),
+                                      acknowledged: conversation.acknowledgedSequence, stored: conversation.deliveredSequence)
+        links[conversation.peerKey] = link
+        return link
+    }
+
+    /// Runs `body` on the link of `conversation` and keeps what it changed.
+    @discardableResult
+    func withLink<T>(_ conversation: Conversation, _ body: (inout DeliveryState.Link) throws -> T) throws -> T {
+        _ = try link(for: conversation)
+        // In place: a copy would copy the link's queue.
+        return try body(&links[conversation.peerKey]!)
+    }
+
+    /// Sends one of delivery's packets to `peer`; true when it left this machine.
+    @discardableResult
+    func transmit<Kind: PacketKind>(_ packet: Kind, to peer: Peer, everyRoute: Bool = false, reply: Route? = nil) -> Bool {
+        parts.router.send(packet, to: peer, everyRoute: everyRoute, reply: reply)
+    }
+}

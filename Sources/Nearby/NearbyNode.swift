@@ -1,0 +1,59 @@
+import Crypto
+import Foundation
+
+/// One shell's network layer, assembled: the engine's one alarm (`Deadlines`), the router with
+/// its gate and sessions, the directory of peers, and presence (with its questions and
+/// avatars) as the first owner of kinds. `Online` makes one each time the user goes online;
+/// tests and the fuzzer make one for a peer of their own.
+package final class NearbyNode: Sendable {
+    package let engine: Engine
+    package let deadlines: Deadlines
+    package let directory: PeerDirectory
+    package let router: Router
+    package let presence: Presence
+
+    /// On the engine: every piece registers its kinds and deadlines there.
+    ///
+    /// - Parameters:
+    ///   - transports: the preferred first; the same frames go out on each.
+    ///   - announcement: what we announce; its interval, keys and version are filled in.
+    ///   - ownAvatarPixels: the 16x16 RGBA avatar to hand out when asked, if it is an image.
+    ///   - onEvent: told (on the engine) of every arrival, change and departure, and of what
+    ///     the network notices (a flood, an older seance, a transport down).
+    package init(transports: [Transport], timing: PresenceTiming, identity: Identity, announcement: Announcement,
+                 ownAvatarPixels: Data? = nil, deadlines: Deadlines, random: SeededRandom = SeededRandom(),
+                 sessionTiming: SessionTiming = SessionTiming(), floodLimits: FloodLimits.Settings = FloodLimits.Settings(),
+                 onEvent: @escaping @Sendable (PresenceEvent) -> Void) {
+        engine = deadlines.engine
+        engine.assertCurrent()
+        self.deadlines = deadlines
+        directory = PeerDirectory(timing: timing, engine: engine)
+        router = Router(transports: transports, timing: timing, identity: identity, directory: directory, deadlines: deadlines,
+                        sessionTiming: sessionTiming, floodLimits: floodLimits, onEvent: onEvent)
+        presence = Presence(router: router, directory: directory, deadlines: deadlines, announcement: announcement,
+                            agreementKey: identity.agreementPublicKey, ownAvatarPixels: ownAvatarPixels, random: random, onEvent: onEvent)
+    }
+
+    /// Starts every transport, then announcing and the alarm. When a transport cannot start,
+    /// those already started are stopped again and the error is thrown. From the shell's thread.
+    package func start() throws {
+        try router.startTransports()
+        engine.sync {
+            router.open()
+            presence.start()
+            deadlines.start()
+        }
+    }
+
+    /// Says goodbye and stops the transports. Safe to call twice. From the shell's thread.
+    package func stop() {
+        let wasOpen = engine.sync { () -> Bool in
+            guard router.isOpen else { return false }
+            deadlines.stop()
+            presence.stop()
+            router.close()
+            return true
+        }
+        if wasOpen { router.stopTransports() }
+    }
+}

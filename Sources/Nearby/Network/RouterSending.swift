@@ -1,0 +1,120 @@
+import Crypto
+import Foundation
+
+/// Sending (on the engine): broadcasts signed to everyone in range, direct packets sealed in the
+/// peer's session and sent by its preferred live route.
+extension Router {
+    /// Sends a packet to everyone in range on every transport, or on `only` those (`kind`
+    /// tells a broker where; presence's kinds say it themselves).
+    package func broadcast<Kind: PacketKind>(_ packet: Kind, as given: BroadcastKind = .other, flags: FrameFlags = [],
+                                            on only: [Transport]? = nil) {
+        let targets = only ?? transports
+        guard !targets.isEmpty, let bytes = frame(packet, flags: flags, ours: true) else { return }
+        let kind: BroadcastKind = switch Kind.code {
+        case KindTable.announce: .presence
+        case KindTable.goodbye: .farewell
+        case KindTable.query: .question
+        default: given
+        }
+        broadcastFrame(bytes, as: kind, on: targets)
+    }
+
+    /// Sends one frame, made already, to everyone in range on `targets`.
+    func broadcastFrame(_ bytes: [UInt8], as kind: BroadcastKind, on targets: [Transport]) {
+        for transport in targets { transport.broadcast(bytes, as: kind) }
+        count(bytes, copies: targets.count)
+    }
+
+    /// Sends a packet to one peer, by its preferred live route (the first transport in
+    /// `transports` that still hears it). `everyRoute` sends it by each live route instead: for
+    /// a packet sent again, whose first copy may have gone by a route that no longer works.
+    /// `reply` is the route a packet being answered came by: used when it is one of the peer's
+    /// own direct routes (an answer goes back the way that worked). True when a transport
+    /// carried it out of this machine.
+    @discardableResult
+    package func send<Kind: PacketKind>(_ packet: Kind, to peer: Peer, everyRoute: Bool = false, reply: Route? = nil) -> Bool {
+        guard let body = try? packet.encoded() else { return false }
+        let routes = directRoutes(of: peer)
+        if let reply, routes.contains(reply) { return sendSealed([Kind.code] + body, to: peer, by: [reply]) }
+        return sendSealed([Kind.code] + body, to: peer, by: everyRoute ? routes : Array(routes.prefix(1)))
+    }
+
+    /// Sends a payload of kind `code` as it is, sealed in the peer's session: for harnesses that
+    /// speak the protocol byte by byte (the fuzzer's, whose payloads no kind would write).
+    @discardableResult
+    package func sendRaw(kind code: UInt8, body: [UInt8], to peer: Peer) -> Bool {
+        sendSealed([code] + body, to: peer, by: Array(directRoutes(of: peer).prefix(1)))
+    }
+
+    /// The peer's direct routes, the preferred first.
+    package func directRoutes(of peer: Peer) -> [Route] {
+        peer.liveRoutes(now: engine.now, timing: timing, preference: transports.map(\.name)).compactMap { route in
+            transports.first { $0.name == route.transport }?.directRoute(
+                from: route.source, port: peer.announcement.unicastPort, signingKey: peer.signingKey)
+        }
+    }
+
+    /// The names of the transports a peer is heard on, the preferred first.
+    package func routeNames(of peer: Peer) -> [String] { directRoutes(of: peer).map(\.transport) }
+
+    /// Sends one frame by each of `routes`; true when any carried it.
+    func send(_ bytes: [UInt8], by routes: [Route]) -> Bool {
+        guard !routes.isEmpty else { return false }
+        var carried = false
+        for route in routes where transports.first(where: { $0.name == route.transport })?.send(bytes, to: route) == true { carried = true }
+        count(bytes, copies: routes.count)
+        return carried
+    }
+
+    /// The packet signed, with the next sequence number; nil once closed. A broadcast is
+    /// remembered as `ours`: it comes back (multicast loopback, a broker's echo).
+    func frame<Kind: PacketKind>(_ packet: Kind, flags: FrameFlags = [], ours broadcast: Bool = false) -> [UInt8]? {
+        guard isOpen else { return nil }
+        let timestamp = UInt64(engine.now * 1000)
+        let sequence = nextSequence()
+        if broadcast { gate.sent(sequence: sequence, timestamp: timestamp) }
+        return try? Packet.encode(packet, signer: signer, timestamp: timestamp, sequence: sequence, flags: flags)
+    }
+
+    // MARK: Sessions
+
+    /// `inner` (kind and payload) sealed for `peer` and sent by `routes`, or kept while a
+    /// handshake makes the session. True when a sealed frame left this machine.
+    func sendSealed(_ inner: [UInt8], to peer: Peer, by routes: [Route]) -> Bool {
+        guard isOpen, !routes.isEmpty else { return false }
+        switch sessions.seal(inner, to: peer, now: engine.now) {
+        case .older:
+            drop("older seance")
+            tellOlder(peer)
+            return false
+        case .sealed(let frame, let handshake):
+            dispatch(handshake)
+            return send(frame, by: routes)
+        case .waiting(let handshake):
+            // The frame goes as soon as the handshake answer comes: as good as sent when the
+            // handshake left (now, or when it started), not when it could not (a broker down).
+            return dispatch(handshake) || handshake.isEmpty
+        }
+    }
+
+    /// Sends what the sessions produced: handshake messages by every route the peer has, sealed
+    /// frames by the preferred one. True when every one left this machine.
+    @discardableResult
+    func dispatch(_ outputs: [SessionOutput]) -> Bool {
+        guard !outputs.isEmpty else { return false }
+        var carried = true
+        for output in outputs {
+            guard let peer = directory.peer(output.peer) else { continue }
+            let routes = directRoutes(of: peer)
+            if !send(output.bytes, by: output.isHandshake ? routes : Array(routes.prefix(1))) { carried = false }
+        }
+        deadlines.wake(at: sessions.nextDue)
+        return carried
+    }
+
+    /// A peer that makes no sessions (an older seance): named to the user once.
+    func tellOlder(_ peer: Peer) {
+        guard sessions.tellOnce(olderSeance: peer.signingKey) else { return }
+        onEvent(.olderSeance(peer))
+    }
+}
