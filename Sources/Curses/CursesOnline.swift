@@ -87,7 +87,7 @@ final class CursesOnline: Sendable {
         let now = context.engine.now
         let outcome: CurseAnswer.Outcome
         let store = CurseStore(database: context.database)
-        if Plane(wireValue: peer.announcement.plane) != .ghost {
+        if peer.plane != .ghost {
             outcome = .notAGhost
         } else if context.rules.plane != .human {
             outcome = .notAHuman
@@ -159,7 +159,7 @@ final class CursesOnline: Sendable {
         try context.engine.sync {
             let mine = context.rules.plane
             guard mine == .ghost else { throw UserError("only a Ghost can curse, and you are \(mine.name)") }
-            let theirs = Plane(wireValue: peer.announcement.plane) ?? .ghost
+            let theirs = peer.plane ?? .ghost
             guard theirs == .human else { throw UserError("\(peer.shownHandle) is \(theirs.name): only the living (Human) can be cursed") }
             let now = context.engine.now
             if let until = try CurseStore(database: context.database).repelled(context.me, from: peer.signingKey, now: now) {

@@ -13,7 +13,7 @@ package final class Rooms: Feature {
     private(set) var live: RoomsOnline?
     /// The shell is in room mode: lines arrive as bubbles, not one-line notices.
     package var showing = false {
-        didSet { live?.showing = showing }
+        didSet { live.map { live in live.context.engine.sync { live.showing = showing } } }
     }
 
     package init() {}
@@ -26,48 +26,108 @@ package final class Rooms: Feature {
     }
 
     package func offline() {
-        live?.stop()
+        live.map { live in live.context.engine.sync { live.stop() } }
         live = nil
     }
 
-    private func requireOnline() throws -> RoomsOnline {
-        guard let live else { throw UserError("you are in no room (and offline): room host or room listen") }
-        return live
+    /// Runs `body` on the engine with the rooms' part there (one visit for a command).
+    private func onEngine<T>(_ offline: @autoclosure () -> String = "you are in no room (and offline): room host or room listen",
+                             _ body: (RoomsOnline) throws -> T) throws -> T {
+        guard let live else { throw UserError(offline()) }
+        return try live.context.engine.sync { try body(live) }
     }
 
+    /// The same, nil when offline.
+    private func ifOnline<T>(_ body: (RoomsOnline) -> T?) -> T? { live.flatMap { live in live.context.engine.sync { body(live) } } }
+
     /// The room this shell is in, if any, and who hosts it.
-    package var currentRoom: (room: RoomID, host: Data)? { live?.currentRoom }
+    package var currentRoom: (room: RoomID, host: Data)? { ifOnline { $0.currentRoom } }
     /// The stored row of the room this shell is in, while its mode shows it (searched first).
-    package var shownRoomRow: Int64? { showing ? live?.storedRoomRow : nil }
-    package var isListening: Bool { live?.isListening ?? false }
+    package var shownRoomRow: Int64? { showing ? ifOnline { $0.storedRoomRow } : nil }
+    package var isListening: Bool { ifOnline { $0.isListening } ?? false }
     /// The room shown now as a place `mute` mutes (`room 1.2`), if any.
     package var placeShown: String? { showing ? currentRoom.map { RoomsOnline.place($0.room) } : nil }
     /// The beacons heard lately, as `room scan` lists them: room, signer, whether forged.
-    package var beaconsHeard: [(room: RoomID, host: Data, forged: Bool)] { live?.beaconsHeard().map { ($0.room, $0.host, $0.forged) } ?? [] }
+    package var beaconsHeard: [(room: RoomID, host: Data, forged: Bool)] {
+        ifOnline { $0.beaconsHeard().map { ($0.beacon.room, $0.beacon.host, $0.beacon.forged) } } ?? []
+    }
 
     /// While a room is shown: its members our plane reaches (nil when no room is shown).
-    package var membersInView: [Peer]? { showing ? live?.reachableMembers() : nil }
+    package var membersInView: [Peer]? { showing ? ifOnline { $0.talk.reachableMembers } : nil }
 
     @discardableResult
-    package func host(_ room: RoomID) throws -> String { try requireOnline().host(room) }
-    package func listen() throws { try requireOnline().listen() }
-    func listen(wait seconds: Double?, shell: Shell) throws { try requireOnline().listen(wait: seconds, shell: shell) }
-    func scan(shell: Shell) throws { try requireOnline().scan(shell: shell) }
-    package func members() throws -> [(name: String, what: String)]? { try requireOnline().members() }
-    func members(shell: Shell) throws { try requireOnline().members(shell: shell) }
+    package func host(_ room: RoomID) throws -> String { try onEngine { try $0.host(room) } }
+    package func listen() throws { try onEngine { try $0.listen() } }
+    package func members() throws -> [(name: String, what: String)]? { try onEngine { try $0.members() } }
     @discardableResult
-    package func leave() throws -> String { try requireOnline().leave() }
+    package func leave() throws -> String { try onEngine { try $0.leave() } }
     @discardableResult
-    package func close() throws -> String { try requireOnline().close() }
+    package func close() throws -> String { try onEngine { try $0.close() } }
 
     /// Says `text` to every member our plane reaches; stored, and its bubble returned.
     package func say(_ text: String) throws -> ChatMessage {
-        guard let live else { throw UserError("you are offline: room host or room listen brings you online") }
-        return try live.say(text)
+        try onEngine("you are offline: room host or room listen brings you online") { try $0.talk.say(text) }
     }
 
+    /// `room listen [--wait S]`.
+    func listen(wait seconds: Double?, shell: Shell) throws {
+        let blockedBefore = try onEngine { $0.context.network.blockedBeacons }
+        try listen()
+        if currentRoom == nil { shell.console.printProse("listening for beacons: you join the first room heard (/leave to stop)") }
+        guard let seconds else { return }
+        // Joining posts a notice, which wakes the shell to look again.
+        _ = try shell.wait(upTo: seconds) { currentRoom != nil || !isListening }
+        guard currentRoom == nil else { return }
+        // A room hosted by someone blocked is never joined: its beacons are not even read.
+        let blocked = try onEngine { $0.context.network.blockedBeacons } > blockedBefore
+        throw UserError("no beacon heard within \(Self.seconds(seconds))" + (blocked ? " but from people you blocked, whose rooms cannot be joined" : "")
+                        + " (still listening)")
+    }
+
+    static func seconds(_ value: Double) -> String { value == value.rounded() ? "\(Int(value)) s" : "\(value) s" }
+
+    /// `room scan`: the beacons in range (listening a moment if need be), without joining.
+    func scan(shell: Shell) throws {
+        let (watching, network) = try onEngine { ($0.isWatching, $0.context.network) }
+        if !watching {
+            // One beacon interval and a little: every room in range beacons once meanwhile. (While
+            // listening or in a room, what is heard is current already: no wait.)
+            network.subscribe(topic: RoomsOnline.everyRoom, true)
+            if shell.isInteractive {
+                shell.console.printProse(shell.styler.dim("listening for beacons…"))
+                shell.console.flush()
+            }
+            try shell.pause(RoomsOnline.beaconInterval * 1.2)
+            if !(try onEngine { $0.isWatching }) { network.subscribe(topic: RoomsOnline.everyRoom, false) }
+        }
+        let (heard, current, me, now) = try onEngine { ($0.beaconsHeard(), $0.currentRoom, $0.me, $0.now) }
+        guard !heard.isEmpty || current?.host == me else { return shell.console.print("no beacon in range") }
+        if let current, current.host == me { shell.console.print("\(DisplayWidth.pad(current.room.description, to: 12)) hosted by you") }
+        for (beacon, host) in heard {
+            var line = "\(DisplayWidth.pad(beacon.room.description, to: 12)) hosted by \(DisplayWidth.pad(host, to: 24)) "
+                + "heard \(Int(now - beacon.lastHeard))s ago"
+            if beacon.forged { line += "   " + shell.styler.apply(.yellow + .bold, "! forged: another key beacons this room") }
+            if let current, current.room == beacon.room, current.host == beacon.host { line += "   (you are in it)" }
+            shell.console.print(line)
+        }
+    }
+
+    /// `/members`.
+    func members(shell: Shell) throws {
+        guard let rows = try members(), let room = currentRoom?.room else {
+            return shell.console.print("you are listening for a beacon, in no room yet")
+        }
+        shell.console.print("room \(room): \(rows.count) here")
+        for row in rows { shell.console.print("  \(DisplayWidth.pad(row.name, to: 28)) \(row.what)") }
+    }
+
+    /// A page of the room's lines before row `before`; nil when not in a room.
     func page(before: Int64?, shell: Shell, reserved: Int) throws -> ([ChatMessage], [String])? {
-        try live?.page(before: before, shell: shell, reserved: reserved)
+        guard let live, let stored = ifOnline({ $0.storedRoomRow }) else { return nil }
+        let store = RoomStore(database: live.context.database)
+        let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
+        return try view.fitting(try store.page(stored, before: before), rows: shell.console.rows, reserved: reserved,
+                                now: shell.session.clock()) { try store.page(stored, before: $0.id, limit: 1).first }
     }
 
     /// The `room` mode: `room host`, `room listen`, `room scan`; in a room, a plain line goes to

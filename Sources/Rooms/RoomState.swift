@@ -10,21 +10,6 @@ import Wire
 /// What a room is while online, as plain values: beacons heard, a guest's view, a host's
 /// members, where this shell stands. Changed on the engine only (`RoomsOnline`).
 extension RoomsOnline {
-    /// A beacon heard lately, by room and signer.
-    struct Heard {
-        var room: RoomID
-        var host: Data
-        var firstHeard: Double
-        var lastHeard: Double
-        /// Another key was heard beaconing this room first: not followed.
-        var forged = false
-    }
-
-    struct HeardKey: Hashable {
-        var room: RoomID
-        var host: Data
-    }
-
     struct Member {
         var proximity: Proximity
         var lastHeard: Double

@@ -24,6 +24,10 @@ package final class Deadlines: Sendable {
         var generation = 0
         /// Rings so far (tests check that an idle engine sleeps).
         var rings = 0
+        /// Owners are being fired: the alarm is armed afresh from their deadlines afterwards, so
+        /// a wake meanwhile changes nothing (at the ring's own instant, it would ring again for
+        /// ever).
+        var firing = false
     }
 
     package let engine: Engine
@@ -59,7 +63,7 @@ package final class Deadlines: Sendable {
 
     /// Makes sure the engine is woken at `deadline` (or sooner): someone has work then.
     package func wake(at deadline: Double) {
-        guard state.value.running else { return }
+        guard state.value.running, !state.value.firing else { return }
         let now = engine.now
         let target = min(max(deadline, now), now + Self.longestSleep)
         guard target < state.value.at else { return }
@@ -82,11 +86,13 @@ package final class Deadlines: Sendable {
         state.value.timer = nil
         state.value.rings += 1
         let now = engine.now
+        state.value.firing = true
         for owner in state.value.owners where (owner.next() ?? .infinity) <= now {
             owner.fire(now)
-            guard state.value.running else { return }
+            guard state.value.running else { break }
         }
-        rearm()
+        state.value.firing = false
+        if state.value.running { rearm() }
     }
 
     /// Arms the timer for the earliest deadline, at least a millisecond on: a deadline met only

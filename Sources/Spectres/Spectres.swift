@@ -185,7 +185,7 @@ final class SpectresOnline: Sendable {
     func answer(_ question: String, from id: Int) -> String? {
         let said = context.engine.sync { () -> (text: String, spell: String?)? in
             guard state.value.present.contains(where: { $0.id == id }) else { return nil }
-            let ghosts = context.presence.peers().filter { Plane(wireValue: $0.announcement.plane) == .ghost }.count
+            let ghosts = context.presence.peers().filter { $0.plane == .ghost }.count
             return state.update { SpectreMind.answer(question, ghosts: ghosts, using: &$0.random) }
         }
         guard let said else { return nil }

@@ -1,8 +1,11 @@
+import Nearby
+
 /// The sender's side of one transfer: which chunks to send now. At most `size` chunks are in
 /// flight past the last one the receiver stored; a chunk goes again when the receiver says it
 /// has later ones but not it (a hole, sent again once a round trip has passed) or when nothing
-/// came back in time (the timeout, doubled while nothing moves). A pure value: the caller sends
-/// what it says and arms a timer for `deadline`.
+/// came back in time (the timeout, doubled while nothing moves). The round trip and the timeout
+/// are the peer's (`PeerTiming`, lent to each call), as its messages' are. A pure value: the
+/// caller sends what it says and is woken at `deadline`.
 package struct SendWindow: Sendable, Equatable {
     /// Chunks in flight at most: a window's worth of memory at each end (512 × 1,100 bytes).
     package static let size = FileChunkAck.heldBits
@@ -13,11 +16,10 @@ package struct SendWindow: Sendable, Equatable {
     private var next = 0
     /// Chunks past `stored` the receiver holds already.
     private var held: Set<Int> = []
-    /// Chunks in flight: when each went last.
+    /// Chunks in flight: when each went last; and those that went more than once, whose
+    /// acknowledgement measures no round trip (which copy it answers is unknown: Karn's rule).
     private var sentAt: [Int: Double] = [:]
-    /// The smoothed round trip, and how much the timeout is stretched while nothing moves.
-    private(set) var roundTrip = 0.05
-    private var backoff = 1.0
+    private var sentAgain: Set<Int> = []
     /// Holes found by what is held after them, not yet sent again: they are no timeout.
     private var lateOnes = 0
     /// Chunks held after a hole before it is taken for lost.
@@ -31,36 +33,50 @@ package struct SendWindow: Sendable, Equatable {
 
     package var isComplete: Bool { stored >= count }
 
-    /// How long a chunk waits for news of it before it goes again.
-    var timeout: Double { min(2, max(0.02, 2 * roundTrip) * backoff) }
+    /// The least a chunk waits for news of it before it goes again: a chunk is acknowledged as
+    /// soon as it is written, and a LAN's round trip is a millisecond.
+    static let timeoutFloor = 0.02
+
+    /// How long a chunk waits for news of it before it goes again, by the peer's `timer`.
+    static func timeout(_ timer: RetransmissionTimer) -> Double { timer.delay(floor: timeoutFloor) }
+
+    /// The round trip to the peer, as far as it was measured (a hole is sent again once it has
+    /// passed).
+    static func roundTrip(_ timer: RetransmissionTimer) -> Double { timer.roundTrip ?? 0.05 }
 
     /// The chunks to send now: those overdue, then new ones while the window has room.
-    package mutating func due(now: Double) -> [Int] {
-        var chunks = sentAt.filter { now - $0.value >= timeout }.map(\.key)
+    package mutating func due(now: Double, timing timer: inout RetransmissionTimer) -> [Int] {
+        let timeout = Self.timeout(timer)
+        var chunks = sentAt.filter { $0.value + timeout <= now }.map(\.key)  // As `deadline` adds it up.
         // Only a timeout stretches the next one: holes found by what is held after them do not.
-        if chunks.count > lateOnes { backoff = min(backoff * 2, 64) }
+        if chunks.count > lateOnes { timer.timedOut() }
         lateOnes = 0
         while next < count && next < stored + Self.size {
             chunks.append(next)
             next += 1
         }
-        for chunk in chunks { sentAt[chunk] = now }
+        for chunk in chunks {
+            if sentAt.updateValue(now, forKey: chunk) != nil { sentAgain.insert(chunk) }
+        }
         return chunks.sorted()
     }
 
     /// When a chunk in flight falls overdue, if any is.
-    package var deadline: Double? { sentAt.values.min().map { $0 + timeout } }
+    package func deadline(timing timer: RetransmissionTimer) -> Double? { sentAt.values.min().map { $0 + Self.timeout(timer) } }
 
     /// The receiver stored every chunk below `stored` and holds those `held` marks. A chunk it
     /// lacks below what it holds goes again once a round trip has passed since it went (the
     /// next `due`). False when it says nothing new or nothing possible.
     @discardableResult
-    package mutating func acknowledged(stored newStored: Int, held bits: [UInt64], now: Double) -> Bool {
+    package mutating func acknowledged(stored newStored: Int, held bits: [UInt64], now: Double, timing timer: inout RetransmissionTimer) -> Bool {
         guard newStored <= count, newStored >= stored, bits.count * 64 <= FileChunkAck.heldBits else { return false }  // A late one says less.
         var progressed = false
         if newStored > stored {
-            if let went = sentAt[newStored - 1] { roundTrip += (max(0, now - went) - roundTrip) / 8 }
-            for chunk in stored..<newStored { sentAt[chunk] = nil }
+            if let went = sentAt[newStored - 1], !sentAgain.contains(newStored - 1) { timer.measure(now - went) }
+            for chunk in stored..<newStored {
+                sentAt[chunk] = nil
+                sentAgain.remove(chunk)
+            }
             held = held.filter { $0 >= newStored }
             stored = newStored
             next = max(next, stored)
@@ -89,12 +105,13 @@ package struct SendWindow: Sendable, Equatable {
         // more than a round trip ago: overdue now, not at the timeout.
         if heldNow.count >= Self.reorderingAllowance {
             let limit = heldNow[heldNow.count - Self.reorderingAllowance]
+            let (roundTrip, timeout) = (Self.roundTrip(timer), Self.timeout(timer))
             for (chunk, went) in sentAt where chunk < limit && now - went >= roundTrip * 1.25 {
                 sentAt[chunk] = now - timeout
                 lateOnes += 1
             }
         }
-        if progressed { backoff = 1 }
+        if progressed { timer.progressed() }
         return progressed
     }
 }

@@ -37,9 +37,7 @@ package final class Transfers: Feature {
     static func progressMark(_ number: Int64) -> String { "transfer \(number)" }
 
     package func online(_ context: FeatureContext) throws {
-        let live = TransfersOnline(context, capabilities: capabilities, overwrites: console?.overwrites ?? false)
-        live.start()
-        self.live = live
+        live = TransfersOnline(context, capabilities: capabilities, overwrites: console?.overwrites ?? false)
     }
 
     package func offline() {
@@ -99,7 +97,7 @@ package final class Transfers: Feature {
             let transfer = try self.transfer(try invocation.arguments.integer("N")!, invocation.shell)
             guard !transfer.outgoing, transfer.state == .asking else { throw UserError("file \(transfer.number) waits for no answer of yours") }
             let live = try self.requireOnline()
-            try live.context.engine.sync { try live.accepted(transfer) }
+            try live.context.engine.sync { try live.receiver.accepted(transfer) }
             invocation.console.print("file \(transfer.number) accepted: it comes while you are both online")
         })
         shell.register(Command("decline", scope: .global, arguments: [number], summary: "refuse file N offered to you") { invocation in
@@ -203,7 +201,7 @@ package final class Transfers: Feature {
         let asking = unfinished.filter { !$0.outgoing && $0.state == .asking }.count
         var held: [String: Int] = [:]
         for transfer in moving where !transfer.outgoing { held[SafeText.visible(transfer.peerName), default: 0] += transfer.size }
-        let refusals = live.context.engine.sync { live.refusals }
+        let refusals = live.context.engine.sync { live.receiver.refusals }
         var line = "transfers: \(moving.filter(\.outgoing).count) sending, \(moving.filter { !$0.outgoing }.count) receiving, "
             + "\(asking) waiting for your answer"
         if !held.isEmpty {

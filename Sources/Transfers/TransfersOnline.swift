@@ -8,9 +8,10 @@ import Terminal
 /// Transfers while online: the engine's part. Offers go until answered (again whenever the
 /// peer comes back, which is how a transfer resumes: the answer says where the receiver
 /// stopped); chunks go a window at a time (`SendWindow`), are written in order as they come
-/// (`ReceiveWindow`) and acknowledged once written, so that a kill at any moment loses only
-/// what was not acknowledged yet. Everything here runs on the engine.
-final class TransfersOnline: Sendable {
+/// (`ReceiveWindow`, `TransferReceiver`'s) and acknowledged once written, so that a kill at any
+/// moment loses only what was not acknowledged yet. Everything here runs on the engine, whose
+/// one alarm wakes it when something of ours is due.
+final class TransfersOnline: TransferPart, Sendable {
     /// A file of ours going to one peer.
     struct Sending {
         var transfer: Transfer
@@ -45,7 +46,6 @@ final class TransfersOnline: Sendable {
     struct State {
         var sending: [Data: Sending] = [:]
         var receiving: [Key: Receiving] = [:]
-        var timer: Cancellable?
         /// Offers refused and chunks dropped, by reason (`nearby stats`).
         var refused: [String: Int] = [:]
         /// Chunks of transfers not known here, looked up once each (a flood of made-up ids
@@ -65,57 +65,42 @@ final class TransfersOnline: Sendable {
     /// Offers go again this often until answered (while the receiver asks its user, less often).
     static let offerInterval = 1.0
     static let askingInterval = 5.0
-    /// The shortest wait of the alarm (a chunk's timeout is at least 20 ms).
-    static let tick = 0.005
     /// The bar under a transfer is drawn again at most this often.
     static let progressInterval = 0.25
 
-    let context: FeatureContext
-    let state: EngineBound<State>
-    let capabilities: Capabilities
-    /// The terminal can write over lines printed earlier (the bar is updated in place).
-    let overwrites: Bool
-    /// The conversation shown in the shell now (set by chat through `Transfers`).
-    let inView: EngineBound<Int64?>
+    let parts: TransferParts
+    let receiver: TransferReceiver
+    private var state: EngineBound<State> { parts.state }
 
+    /// On the engine: registers the kinds, the observer of who comes back and the deadline;
+    /// what was moving when we last went offline goes on, what a kill left half-stored goes.
     init(_ context: FeatureContext, capabilities: Capabilities, overwrites: Bool) {
-        self.context = context
-        self.capabilities = capabilities
-        self.overwrites = overwrites
-        state = EngineBound(State(), engine: context.engine)
-        inView = EngineBound(nil, engine: context.engine)
-    }
-
-    var store: TransferStore { TransferStore(database: context.database) }
-
-    func start() {
+        parts = TransferParts(context: context, state: EngineBound(State(), engine: context.engine), capabilities: capabilities,
+                              overwrites: overwrites, inView: EngineBound(nil, engine: context.engine))
+        receiver = TransferReceiver(parts)
         let network = context.network
-        network.handle(FileOffer.self) { [self] offer, sender, peer in offered(offer, from: sender, peer: peer) }
+        network.handle(FileOffer.self) { [self] offer, sender, peer in receiver.offered(offer, from: sender, peer: peer) }
         network.handle(FileAnswer.self) { [self] answer, sender, _ in answered(answer, from: sender) }
-        network.handle(FileChunk.self) { [self] chunk, sender, _ in received(chunk, from: sender) }
+        network.handle(FileChunk.self) { [self] chunk, sender, _ in receiver.received(chunk, from: sender) }
         network.handle(FileChunkAck.self) { [self] ack, sender, _ in acknowledged(ack, from: sender) }
         context.observe { [self] event in
-            // Someone our files wait for came back: the offer goes again, and its answer
-            // says where to go on from.
-            if case .presence(.arrived(let peer)) = event {
-                for (id, sending) in state.value.sending where sending.transfer.peerKey == peer.signingKey {
-                    state.value.sending[id]?.offeredAt = -.infinity
-                }
-                tick()
+            // Someone our files wait for came back (or everyone, with a transport): the offer
+            // goes again, and its answer says where to go on from.
+            guard case .reachable(let peer, _) = event else { return }
+            for (id, sending) in state.value.sending where peer == nil || sending.transfer.peerKey == peer!.signingKey {
+                state.value.sending[id]?.offeredAt = -.infinity
             }
+            tick()
         }
-        // What was moving when we last went offline goes on; what a kill left half-stored goes.
+        context.deadlines.add("transfers", next: { [self] in nextDue }) { [self] _ in tick() }
         try? store.removeUnstored(myKey: context.me)
         for transfer in (try? store.transfers(myKey: context.me, unfinished: true)) ?? [] where transfer.outgoing {
             state.value.sending[transfer.transferID] = Sending(transfer: transfer)
         }
-        rearm()
     }
 
-    func stop() {
-        state.value.timer?.cancel()
-        state.value.timer = nil
-    }
+    /// Nothing more is sent; what moves goes on the next time online.
+    func stop() { state.value.sending = [:] }
 
     // MARK: Ours
 
@@ -125,31 +110,31 @@ final class TransfersOnline: Sendable {
         tick()
     }
 
-    /// One alarm, at the next thing due: an offer to send again, a chunk's timeout, a bar to
-    /// draw. Nothing due (a peer away, an offer the receiver's user has not answered for
-    /// hours): a check a second, not a wake-up every few milliseconds.
-    private func rearm() {
-        let now = context.engine.now
-        var next = Double.infinity
+    /// When something of ours is next due: an offer to send again, a chunk's timeout, a bar to
+    /// draw. A peer away is waited for by its coming back (`OnlineEvent.reachable`), not by
+    /// its deadlines; an offer the receiver's user has not answered for hours goes again at
+    /// its interval.
+    private var nextDue: Double? {
+        var next: Double?
         for sending in state.value.sending.values {
-            // A peer away is waited for by its arrival (and a check a second), not by its deadlines.
             guard reachable(sending.transfer.peerKey) != nil else { continue }
+            var due: Double?
             if let window = sending.window, sending.transfer.state == .moving {
-                if let deadline = window.deadline { next = min(next, deadline) }
-                if overwrites, let progress = sending.progress { next = min(next, progress.shownAt + Self.progressInterval) }
+                due = window.deadline(timing: timer(sending.transfer.peerKey))
+                if overwrites, let progress = sending.progress { due = min(due ?? .infinity, progress.shownAt + Self.progressInterval) }
             } else {
-                next = min(next, sending.offeredAt + (sending.transfer.state == .asking ? Self.askingInterval : Self.offerInterval))
+                due = sending.offeredAt + (sending.transfer.state == .asking ? Self.askingInterval : Self.offerInterval)
             }
+            if let due { next = min(next ?? due, due) }
         }
-        state.value.timer?.cancel()
-        state.value.timer = nil
-        guard !state.value.sending.isEmpty else { return }
-        let delay = min(1, max(Self.tick, next - now))
-        state.value.timer = context.engine.after(delay) { [weak self] in self?.tick() }
+        return next
     }
 
+    /// The peer's round trip and timeout, as `PeerTiming` has them.
+    private func timer(_ peer: Data) -> RetransmissionTimer { context.network.peerTiming.update(peer) { $0 } }
+
     /// Offers that are due go, chunks that are due go, bars are drawn.
-    func tick() {
+    private func tick() {
         let now = context.engine.now
         for id in Array(state.value.sending.keys) {
             guard let transfer = state.value.sending[id]?.transfer, let peer = reachable(transfer.peerKey) else { continue }
@@ -168,14 +153,14 @@ final class TransfersOnline: Sendable {
                 break
             }
         }
-        rearm()
+        if let next = nextDue { context.deadlines.wake(at: next) }
     }
 
     /// Sends what the window of `id` says is due, and draws its bar.
     private func sendDue(_ id: Data, to peer: Peer, now: Double) {
         // In place: a copy of the sending state would copy its window's chunks each time.
         guard state.value.sending[id]?.window != nil else { return }
-        let due = state.value.sending[id]!.window!.due(now: now)
+        let due = context.network.peerTiming.update(peer.signingKey) { timer in state.value.sending[id]!.window!.due(now: now, timing: &timer) }
         let chunks = chunks(due, of: id)
         for chunk in chunks { context.network.send(chunk, to: peer) }
         let (transfer, stored) = (state.value.sending[id]!.transfer, state.value.sending[id]!.window!.stored)
@@ -206,7 +191,7 @@ final class TransfersOnline: Sendable {
     private func answered(_ answer: FileAnswer, from sender: Data) {
         guard var sending = state.value.sending[answer.id], sending.transfer.peerKey == sender else {
             // Theirs, stopped by its sender; or ours, which their end found damaged once whole.
-            if answer.decision == .cancel { return cancelled(Key(peer: sender, id: answer.id)) }
+            if answer.decision == .cancel { return receiver.cancelled(Key(peer: sender, id: answer.id)) }
             return context.network.drop("file answer to nothing offered")
         }
         let transfer = sending.transfer
@@ -246,7 +231,10 @@ final class TransfersOnline: Sendable {
             return context.network.drop("file acknowledgement to nothing sent")
         }
         let now = context.engine.now
-        guard state.value.sending[ack.id]!.window!.acknowledged(stored: Int(ack.stored), held: ack.held, now: now) else { return }
+        let progressed = context.network.peerTiming.update(sender) { timer in
+            state.value.sending[ack.id]!.window!.acknowledged(stored: Int(ack.stored), held: ack.held, now: now, timing: &timer)
+        }
+        guard progressed else { return }
         let window = state.value.sending[ack.id]!.window!
         guard !window.isComplete else { return finish(sending.transfer, as: .complete) }
         // What the receiver stored leaves the cache.
@@ -254,9 +242,9 @@ final class TransfersOnline: Sendable {
             state.value.sending[ack.id]!.cache[index] = nil
         }
         if let peer = reachable(sender) { sendDue(ack.id, to: peer, now: now) }
-        // The alarm only when there was none: one set earlier for a deadline now later fires
-        // for nothing once, and rearms (an acknowledgement is frequent, an alarm changed is not cheap).
-        if state.value.timer == nil { rearm() }
+        // A deadline now later than the alarm set fires it for nothing once, and rearms (an
+        // acknowledgement is frequent, an alarm changed is not cheap).
+        if let next = nextDue { context.deadlines.wake(at: next) }
     }
 
     /// Ours ended: stored, told, forgotten here.
@@ -272,83 +260,21 @@ final class TransfersOnline: Sendable {
         tell(ended, stored: end == .complete ? transfer.chunkCount : 0, line: line)
     }
 
-    // MARK: What the user sees
-
-    func name(of key: Data) -> String {
-        context.rules.shownName(of: key) ?? context.presence.peer(key)?.shownHandle
-            ?? ((try? MessageStore(database: context.database).existingConversation(myKey: context.me, peerKey: key))??.shownHandle ?? "someone")
-    }
-
     /// The picture of a complete transfer, if it is one that decodes.
     static func picture(_ transfer: Transfer, store: TransferStore) -> RGBAImage? {
         guard transfer.picture, let bytes = try? store.contents(of: transfer.number) else { return nil }
         return try? ImageDecoder.decode(bytes)
     }
 
-    /// A line about `transfer`. At a terminal, a transfer new to the screen (one offered to
-    /// us) gets its bar under the line, written over as it moves; one on the screen already
-    /// has its bar written over, and the line is printed only when the bar has scrolled away.
-    func tell(_ transfer: Transfer, stored: Int, line: String, new: Bool = false, alert: Alert? = nil) {
-        let inbox = context.inbox
-        let capabilities = capabilities
-        if !overwrites {
-            inbox.post(line)
-        } else if new {
-            inbox.post(.markedLines { columns in
-                [MarkedLine(line), MarkedLine(TransferView(capabilities: capabilities, columns: columns).progressRow(transfer, stored: stored, rate: nil),
-                                              mark: Transfers.progressMark(transfer.number))]
-            })
-        } else {
-            inbox.post(.update([Overwrite(mark: Transfers.progressMark(transfer.number), id: transfer.number) { columns in
-                TransferView(capabilities: capabilities, columns: columns).progressRow(transfer, stored: stored, rate: nil)
-            }]) { missed in missed.isEmpty ? nil : line })
-        }
-        if let alert { inbox.post(.alert(alert)) }
+    /// The user stopped or declined a transfer: it goes from both sides here.
+    func stopped(_ transfer: Transfer, as end: Transfer.State) {
+        state.value.sending[transfer.transferID] = nil
+        receiver.stopped(transfer, as: end)
     }
 
-    /// A file of theirs is complete: in the conversation shown, its bubble (a picture drawn);
-    /// elsewhere a line, and the bell.
-    func tellArrived(_ transfer: Transfer, sender: String) {
-        let inbox = context.inbox
-        let (capabilities, store) = (capabilities, store)
-        let what = "\(transfer.picture ? "picture" : "file") \(transfer.number)"
-        if inView.value == transfer.conversation {
-            if overwrites {
-                // The bar under the placeholder says it came; the picture is drawn below.
-                inbox.post(.update([Overwrite(mark: Transfers.progressMark(transfer.number), id: transfer.number) { columns in
-                    TransferView(capabilities: capabilities, columns: columns).progressRow(transfer, stored: transfer.chunkCount, rate: nil)
-                }]) { _ in nil })
-            }
-            // Decoded where it is drawn, on the shell's thread (the decoder is the visions' too).
-            inbox.post(.lines { columns in
-                let view = TransferView(capabilities: capabilities, columns: columns)
-                return view.bubble(transfer, picture: Self.picture(transfer, store: store), sender: sender) + [view.numberRow(transfer)]
-            })
-        } else if !context.rules.isMuted(transfer.peerKey) {
-            inbox.post(Styler(capabilities).apply(.magenta, capabilities.ascii ? "*" : "✉") + " \(sender) sent \(what) "
-                       + "(\(TransferView.shownName(transfer.name)), \(TransferView.size(transfer.size)))   (open \(sender))",
-                       alert: Alert(who: sender, what: "sent you \(transfer.picture ? "a picture" : "a file")"))
-        }
-        if !overwrites, inView.value == transfer.conversation {
-            inbox.post("\(what) received from \(sender)")
-        }
-    }
-
-    /// The bar under a transfer, written over in place at a terminal (scripts get no bars).
-    private func showProgress(of transfer: Transfer, stored: Int, progress: inout Progress?, now: Double) {
-        guard var current = progress else { return }
-        showProgress(of: transfer, stored: stored, progress: &current, now: now)
-        progress = current
-    }
-
-    func showProgress(of transfer: Transfer, stored: Int, progress: inout Progress, now: Double) {
-        guard overwrites, now - progress.shownAt >= Self.progressInterval else { return }
-        progress.shownAt = now
-        let elapsed = now - progress.since
-        let rate = elapsed > 0.2 ? Double((stored - progress.from) * transfer.chunkSize) / elapsed : nil
-        let capabilities = capabilities
-        context.inbox.post(.update([Overwrite(mark: Transfers.progressMark(transfer.number), id: transfer.number) { columns in
-            TransferView(capabilities: capabilities, columns: columns).progressRow(transfer, stored: stored, rate: rate)
-        }]) { _ in nil })
+    /// Stored, how far it has come (what `transfers` shows of those moving).
+    func stored(of transfer: Transfer) -> Int {
+        if let sending = state.value.sending[transfer.transferID] { return sending.window?.stored ?? transfer.stored }
+        return receiver.stored(of: transfer)
     }
 }

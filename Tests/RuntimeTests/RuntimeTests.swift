@@ -178,3 +178,24 @@ import Testing
         #expect(scheduler.waiting == 0)
     }
 }
+
+extension DeadlinesTests {
+    /// An owner that asks to be woken at the ring's own instant while it is fired (its work
+    /// just queued more) is fired again a millisecond on, not for ever at that instant.
+    @Test func aWakeWhileFiringIsNoLoop() {
+        let (scheduler, engine, deadlines) = make()
+        let owner = Owner()
+        owner.due.withLock { $0 = 0.5 }
+        let fired = Mutex<[Double]>([])
+        engine.sync {
+            deadlines.add("eager", next: { fired.withLock { $0.count } < 3 ? owner.due.withLock { $0 } : nil }) { now in
+                fired.withLock { $0.append(now) }
+                deadlines.wake(at: now)
+            }
+            deadlines.start()
+        }
+        scheduler.advance(by: 0.5025)
+        // Not three times at 0.5: each ring a millisecond after the last.
+        #expect(fired.withLock { $0 }.map { ($0 * 1000).rounded() } == [500, 501, 502])
+    }
+}

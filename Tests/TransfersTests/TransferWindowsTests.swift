@@ -1,3 +1,4 @@
+import Nearby
 import Runtime
 import Testing
 @testable import Transfers
@@ -16,6 +17,7 @@ import Testing
         let (count, chunkSize) = (1_000, 10)
         let size = count * chunkSize - 3
         var sender = SendWindow(count: count)
+        var senderTimer = RetransmissionTimer()
         var receiver = ReceiveWindow(count: count, chunkSize: chunkSize, size: size)
         var written: [[UInt8]] = []
         var chunksInFlight: [(at: Double, index: Int)] = []
@@ -23,7 +25,7 @@ import Testing
         var now = 0.0, sent = 0, highestSent = -1
         while !sender.isComplete && now < 120 {
             now += 0.001
-            for index in sender.due(now: now) {
+            for index in sender.due(now: now, timing: &senderTimer) {
                 sent += 1
                 highestSent = max(highestSent, index)
                 #expect(index < sender.stored + SendWindow.size)
@@ -39,7 +41,7 @@ import Testing
             receiver.written()
             let ack = receiver.acknowledgement
             if Double.random(in: 0..<1, using: &random) >= 0.1 { acksInFlight.append((now + 0.002, ack.stored, ack.held)) }
-            for ack in acksInFlight where ack.at <= now { sender.acknowledged(stored: ack.stored, held: ack.held, now: now) }
+            for ack in acksInFlight where ack.at <= now { sender.acknowledged(stored: ack.stored, held: ack.held, now: now, timing: &senderTimer) }
             acksInFlight.removeAll { $0.at <= now }
         }
         #expect(sender.isComplete && receiver.isComplete)
@@ -51,10 +53,11 @@ import Testing
     /// An acknowledgement that arrives late says less than one before it: nothing goes back.
     @Test func aLateAcknowledgementChangesNothing() {
         var sender = SendWindow(count: 100)
-        _ = sender.due(now: 0)
-        let forward = sender.acknowledged(stored: 50, held: [0], now: 0.01)
-        let back = sender.acknowledged(stored: 20, held: [0b111], now: 0.02)
-        let beyond = sender.acknowledged(stored: 101, held: [0], now: 0.03)  // More than there is.
+        var senderTimer = RetransmissionTimer()
+        _ = sender.due(now: 0, timing: &senderTimer)
+        let forward = sender.acknowledged(stored: 50, held: [0], now: 0.01, timing: &senderTimer)
+        let back = sender.acknowledged(stored: 20, held: [0b111], now: 0.02, timing: &senderTimer)
+        let beyond = sender.acknowledged(stored: 101, held: [0], now: 0.03, timing: &senderTimer)  // More than there is.
         #expect(forward && !back && !beyond && sender.stored == 50)
     }
 
@@ -62,18 +65,21 @@ import Testing
     /// chunks it holds; with no news at all, the oldest go again at the timeout.
     @Test func holesGoAgainAndWhatIsHeldDoesNot() {
         var sender = SendWindow(count: 10)
-        let first = sender.due(now: 0)
+        var senderTimer = RetransmissionTimer()
+        senderTimer.measure(0.05)  // The peer's round trip, as its messages measured it (`PeerTiming`).
+        let first = sender.due(now: 0, timing: &senderTimer)
         #expect(first == Array(0..<10))
         // The receiver stored 0–2, lacks 3, holds 4–9.
-        sender.acknowledged(stored: 3, held: [0b111111], now: 0.2)
-        let hole = sender.due(now: 0.2), next = sender.due(now: 0.21)
+        sender.acknowledged(stored: 3, held: [0b111111], now: 0.2, timing: &senderTimer)
+        let hole = sender.due(now: 0.2, timing: &senderTimer), next = sender.due(now: 0.21, timing: &senderTimer)
         #expect(hole == [3] && next.isEmpty)
-        sender.acknowledged(stored: 10, held: [0], now: 0.3)
-        #expect(sender.isComplete && sender.deadline == nil)
+        sender.acknowledged(stored: 10, held: [0], now: 0.3, timing: &senderTimer)
+        #expect(sender.isComplete && sender.deadline(timing: senderTimer) == nil)
         var silent = SendWindow(count: 3)
-        _ = silent.due(now: 0)
-        let early = silent.due(now: 0.01)
-        let late = silent.due(now: silent.deadline!)
+        var silentTimer = RetransmissionTimer()
+        _ = silent.due(now: 0, timing: &silentTimer)
+        let early = silent.due(now: 0.01, timing: &silentTimer)
+        let late = silent.due(now: silent.deadline(timing: silentTimer)!, timing: &silentTimer)
         #expect(early.isEmpty && late == [0, 1, 2])
     }
 
@@ -82,28 +88,31 @@ import Testing
     /// first (the sender kept them as held, and the transfer waited for ever).
     @Test func whatAReceiverNoLongerHoldsGoesAgain() throws {
         var sender = SendWindow(count: 10)
-        _ = sender.due(now: 0)
+        var senderTimer = RetransmissionTimer()
+        senderTimer.measure(0.05)
+        _ = sender.due(now: 0, timing: &senderTimer)
         // 0–2 stored, 3 lost, 4–9 held in memory.
-        sender.acknowledged(stored: 3, held: [0b111111], now: 0.2)
-        let hole = sender.due(now: 0.2)
+        sender.acknowledged(stored: 3, held: [0b111111], now: 0.2, timing: &senderTimer)
+        let hole = sender.due(now: 0.2, timing: &senderTimer)
         #expect(hole == [3])
         // Killed and started again: it stored 3 meanwhile, nothing past it.
-        let news = sender.acknowledged(stored: 4, held: [0], now: 0.3)
-        let atOnce = sender.due(now: 0.3)
+        let news = sender.acknowledged(stored: 4, held: [0], now: 0.3, timing: &senderTimer)
+        let atOnce = sender.due(now: 0.3, timing: &senderTimer)
         #expect(news && atOnce.isEmpty)
         // (Before, they stayed held: nothing was in flight, so there was no deadline at all.)
-        let again = sender.due(now: try #require(sender.deadline))
+        let again = sender.due(now: try #require(sender.deadline(timing: senderTimer)), timing: &senderTimer)
         #expect(again == Array(4..<10))
         // A later acknowledgement marking some held again takes them out of flight.
-        sender.acknowledged(stored: 4, held: [0b11], now: try #require(sender.deadline) - 0.001)
-        let last = sender.due(now: try #require(sender.deadline) + 1e-9)
+        sender.acknowledged(stored: 4, held: [0b11], now: try #require(sender.deadline(timing: senderTimer)) - 0.001, timing: &senderTimer)
+        let last = sender.due(now: try #require(sender.deadline(timing: senderTimer)) + 1e-9, timing: &senderTimer)
         #expect(last.contains(4) && !last.contains(5) && !last.contains(6), "\(last)")
     }
 
     /// A transfer that resumes starts from what the receiver stored.
     @Test func aResumedWindowStartsWhereTheReceiverStopped() {
         var sender = SendWindow(count: 2_000, from: 600)
-        let first = sender.due(now: 0)
+        var senderTimer = RetransmissionTimer()
+        let first = sender.due(now: 0, timing: &senderTimer)
         #expect(first.first == 600 && first.count == SendWindow.size)
     }
 

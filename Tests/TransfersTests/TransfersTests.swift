@@ -102,7 +102,7 @@ import Wire
         #expect(try run(world, upTo: 20) { try transfers(of: ben).first?.state == .asking })
         let offered = try #require(try transfers(of: ben).first)
         #expect(try chunkCount(ben) == 0, "nothing is kept before it is accepted")
-        try ben.engine.sync { try ben.transfers.live!.accepted(offered) }
+        try ben.engine.sync { try ben.transfers.live!.receiver.accepted(offered) }
         #expect(try run(world, upTo: 30, step: 0.001) { (try transfers(of: ben).first?.stored ?? 0) > offered.chunkCount / 2 })
         let halfway = try #require(try transfers(of: ben).first?.stored)
         #expect(halfway < offered.chunkCount)
@@ -126,7 +126,7 @@ import Wire
         try send(file("long.bin", bytes), from: ann, to: ben, world: world)
         #expect(try run(world, upTo: 10) { try transfers(of: ben).first?.state == .asking })
         let offered = try #require(try transfers(of: ben).first)
-        try ben.engine.sync { try ben.transfers.live!.accepted(offered) }
+        try ben.engine.sync { try ben.transfers.live!.receiver.accepted(offered) }
         #expect(try run(world, upTo: 30, step: 0.001) { (try transfers(of: ben).first?.stored ?? 0) > offered.chunkCount / 3 })
         ann.goOffline()
         world.step(5)
@@ -145,7 +145,7 @@ import Wire
             guard let packet = packets(bytes), packet.code == KindTable.fileChunk, let chunk = try? FileChunk.read(packet.body) else { return false }
             return chunk.index >= 100
         }
-        try ben.engine.sync { try ben.transfers.live!.accepted(second) }
+        try ben.engine.sync { try ben.transfers.live!.receiver.accepted(second) }
         #expect(try run(world, upTo: 10) { (try transfers(of: ben).last?.stored ?? 0) == 100 })
         let mine = try #require(try transfers(of: ann).last)
         ann.engine.sync { ann.transfers.live!.stopped(mine, as: .cancelled) }
@@ -229,8 +229,8 @@ import Wire
         #expect(try chunkCount(ben) == 0)
         // Four of 16 MiB are 64 MiB: the fifth is over what one person may hold.
         let live = try #require(ben.transfers.live)
-        for transfer in offered.prefix(4) { try ben.engine.sync { try live.accepted(transfer) } }
-        #expect(throws: UserError.self) { try ben.engine.sync { try live.accepted(offered[4]) } }
+        for transfer in offered.prefix(4) { try ben.engine.sync { try live.receiver.accepted(transfer) } }
+        #expect(throws: UserError.self) { try ben.engine.sync { try live.receiver.accepted(offered[4]) } }
         #expect(try transfers(of: ben).filter { $0.state == .moving }.count == 4)
         // A chunk of the wrong size for an accepted one is dropped, and counted.
         eve.service.send(FileChunk(id: ids[0], index: 0, data: [1, 2, 3]), to: peer)
@@ -251,7 +251,7 @@ import Wire
                                    sentAt: 0), to: peer)
         world.step(1)
         let offered = try #require(try transfers(of: ben).first)
-        try ben.engine.sync { try ben.transfers.live!.accepted(offered) }
+        try ben.engine.sync { try ben.transfers.live!.receiver.accepted(offered) }
         eve.service.send(FileChunk(id: id, index: 0, data: Array("9876543210".utf8)), to: peer)
         world.step(1)
         let ended = try #require(try transfers(of: ben).first)

@@ -38,7 +38,7 @@ final class Inbound: DeliveryPart, Sendable {
     /// The peer has every fragment up to the acknowledged one.
     func acknowledged(_ ack: Acknowledgement, from sender: Data) {
         guard ack.recipient == myKey, links[sender] != nil else { return }
-        links[sender]!.queue.acknowledge(upTo: ack.sequence, now: clock())
+        parts.router.peerTiming.update(sender) { timer in links[sender]!.queue.acknowledge(upTo: ack.sequence, now: clock(), timing: &timer) }
         links[sender]!.acknowledged = max(links[sender]!.acknowledged, ack.sequence)
         states.schedule()
         // The window moved: what waited behind it goes now, not at the next alarm — once half

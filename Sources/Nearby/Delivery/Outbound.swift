@@ -136,7 +136,8 @@ final class Outbound: DeliveryPart, Sendable {
         guard !waiting.isEmpty else { return }
         var outgoing: [(Peer, SymmetricKey, OutgoingQueue.Due)] = []
         for key in waiting {
-            guard let peer = reachablePeer(key), let due = links[key]?.queue.due(now: now) else { continue }
+            guard let peer = reachablePeer(key), links[key] != nil else { continue }
+            let due = parts.router.peerTiming.update(key) { timer in links[key]!.queue.due(now: now, timing: &timer) }
             if !due.isEmpty { outgoing.append((peer, links[key]!.key, due)) }
         }
         for (peer, key, due) in outgoing {

@@ -1,7 +1,8 @@
 import Foundation
 
 /// The sending side of one conversation: fragments waiting for their acknowledgement, sent in a
-/// window and sent again with a growing delay until the peer confirms them.
+/// window and sent again with a growing delay until the peer confirms them. The delay is the
+/// peer's (`PeerTiming`), lent to `due` and `acknowledge`.
 package struct OutgoingQueue: Sendable {
     package struct Entry: Equatable, Sendable {
         package var fragment: Fragment
@@ -32,12 +33,6 @@ package struct OutgoingQueue: Sendable {
     /// doubling, up to `maximumBackoff` (`RetransmissionTimer`).
     package static let initialBackoff = RetransmissionTimer.initialBackoff
     package static let maximumBackoff = RetransmissionTimer.maximumBackoff
-
-    /// When fragments go again: from the round trips measured so far.
-    private var timer = RetransmissionTimer()
-
-    /// How long a fragment waits before it first goes again (`RetransmissionTimer.delay`).
-    package var retransmissionDelay: Double { timer.delay }
 
     /// The peer has acknowledged a fragment whose every copy went in a packet of several: it
     /// reads them (type 18 is not required of a reader), and copies sent again may go together.
@@ -101,8 +96,8 @@ package struct OutgoingQueue: Sendable {
     package static let togetherCopies = 3
 
     /// The fragments to (re)send now: those in the window whose time has come (to go again,
-    /// among the `resendLimit` oldest). Each gets its next deadline.
-    package mutating func due(now: Double) -> Due {
+    /// among the `resendLimit` oldest). Each gets its next deadline, by the peer's `timer`.
+    package mutating func due(now: Double, timing timer: inout RetransmissionTimer) -> Due {
         var due = Due()
         var lastFresh: Int?
         for (position, index) in items.indices[head...].prefix(Self.window).enumerated() where items[index].nextAt <= now {
@@ -149,8 +144,8 @@ package struct OutgoingQueue: Sendable {
     /// The peer has every fragment up to `sequence`: they leave the queue. The newest of them
     /// measures the round trip if none of them went again (which copy was answered is unknown,
     /// and a fragment after one that went again waited for it); a round trip counts as at most
-    /// `maximumBackoff`.
-    package mutating func acknowledge(upTo sequence: UInt32, now: Double) {
+    /// `maximumBackoff`, in the peer's `timer`.
+    package mutating func acknowledge(upTo sequence: UInt32, now: Double, timing timer: inout RetransmissionTimer) {
         var newest: Entry?
         var measurable = true
         while head < items.count && items[head].fragment.sequence <= sequence {

@@ -2,9 +2,9 @@ import Crypto
 import Foundation
 
 /// One thing said to several peers at once (a room's line), each copy sealed to its recipient
-/// and sent again, with the backoff messages have (`RetransmissionTimer`, one per peer), until
-/// that peer acknowledges it; a copy that went `maximumAttempts` times without an answer is
-/// given up and told. A pure value: the caller sends what it says is due.
+/// and sent again, with the backoff messages have (each peer's `RetransmissionTimer`, lent by
+/// `PeerTiming`), until that peer acknowledges it; a copy that went `maximumAttempts` times
+/// without an answer is given up and told. A pure value: the caller sends what it says is due.
 package struct ReliableCopies<Copy: Sendable>: Sendable {
     struct Pending: Sendable {
         var copy: Copy
@@ -16,11 +16,7 @@ package struct ReliableCopies<Copy: Sendable>: Sendable {
 
     /// What waits for its acknowledgement, by what was said (its id) and by peer.
     private var pending: [Data: [Data: Pending]] = [:]
-    /// Each peer's round trips, as far as they were measured.
-    private var timers: [Data: RetransmissionTimer] = [:]
     package let maximumAttempts: Int
-    /// Peers whose round trips are remembered at most (a room holds far fewer).
-    static var timerLimit: Int { 1_024 }
 
     package init(maximumAttempts: Int = 5) { self.maximumAttempts = maximumAttempts }
 
@@ -33,11 +29,10 @@ package struct ReliableCopies<Copy: Sendable>: Sendable {
     package var nextDue: Double? { pending.values.lazy.flatMap(\.values).map(\.nextAt).min() }
 
     /// `copies` (by recipient) of `id` went just now for the first time.
-    package mutating func sent(_ id: Data, copies: [Data: Copy], now: Double) {
+    package mutating func sent(_ id: Data, copies: [Data: Copy], now: Double, timing timers: PeerTimers) {
         guard !copies.isEmpty else { return }
-        if timers.count > Self.timerLimit { timers = [:] }
         pending[id] = copies.mapValues { copy in Pending(copy: copy, nextAt: now, sentAt: now) }
-        for peer in copies.keys { pending[id]![peer]!.nextAt = now + timers[peer, default: RetransmissionTimer()].delay }
+        for peer in copies.keys { pending[id]![peer]!.nextAt = now + timers[peer].delay }
     }
 
     /// What an acknowledgement changed.
@@ -51,9 +46,9 @@ package struct ReliableCopies<Copy: Sendable>: Sendable {
     }
 
     /// `peer` has its copy of `id`.
-    package mutating func acknowledge(_ id: Data, from peer: Data, now: Double) -> Acknowledged {
+    package mutating func acknowledge(_ id: Data, from peer: Data, now: Double, timing timers: inout PeerTimers) -> Acknowledged {
         guard let copy = pending[id]?.removeValue(forKey: peer) else { return .unknown }
-        if let sentAt = copy.sentAt { timers[peer, default: RetransmissionTimer()].measure(now - sentAt) }
+        if let sentAt = copy.sentAt { timers[peer].measure(now - sentAt) }
         guard pending[id]!.isEmpty else { return .copy }
         pending[id] = nil
         return .all
@@ -67,7 +62,7 @@ package struct ReliableCopies<Copy: Sendable>: Sendable {
 
     /// The copies whose time has come: each goes again (and waits longer next time), or, after
     /// `maximumAttempts`, is given up.
-    package mutating func due(now: Double) -> Due {
+    package mutating func due(now: Double, timing timers: inout PeerTimers) -> Due {
         var due = Due()
         var timedOut = Set<Data>()
         for (id, copies) in pending {
@@ -79,14 +74,14 @@ package struct ReliableCopies<Copy: Sendable>: Sendable {
                 }
                 copy.attempts += 1
                 copy.sentAt = nil
-                copy.nextAt = now + timers[peer, default: RetransmissionTimer()].delay(afterAttempt: copy.attempts)
+                copy.nextAt = now + timers[peer].delay(afterAttempt: copy.attempts)
                 pending[id]![peer] = copy
                 due.again.append((peer, copy.copy))
                 timedOut.insert(peer)
             }
             if pending[id]!.isEmpty { pending[id] = nil }
         }
-        for peer in timedOut { timers[peer]?.timedOut() }
+        for peer in timedOut { timers[peer].timedOut() }
         return due
     }
 

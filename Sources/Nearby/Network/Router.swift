@@ -45,6 +45,8 @@ package final class Router: Sendable {
     /// What the transports' threads check before a signature.
     let gate: Gate
     let sessions: SessionLayer
+    /// Each peer's round trip, by which whatever waits for its acknowledgement goes again.
+    package let peerTiming: PeerTiming
     let onEvent: @Sendable (PresenceEvent) -> Void
     private let state: EngineBound<State>
 
@@ -67,6 +69,7 @@ package final class Router: Sendable {
         self.onEvent = onEvent
         gate = Gate(myKey: myKey, limits: floodLimits, now: engine.now)
         sessions = SessionLayer(identity: identity, timing: sessionTiming, directory: directory, engine: engine)
+        peerTiming = PeerTiming(engine: engine)
         state = EngineBound(State(), engine: engine)
         deadlines.add("sessions", next: { [unowned self] in sessions.nextDue }) { [unowned self] now in dispatch(sessions.tick(now: now)) }
     }

@@ -39,7 +39,7 @@ package struct Peer: Equatable, Sendable {
     package init(signingKey: Data, announcement: Announcement, route: Route, lastSeen: Double, isKept: Bool = false) {
         self.signingKey = signingKey
         self.announcement = announcement
-        plane = Plane(wireValue: announcement.plane)
+        plane = Self.plane(of: announcement)
         self.routes = [PeerRoute(source: route, lastSeen: lastSeen, interval: PresenceTable.interval(of: announcement), isKept: isKept)]
         self.lastSeen = lastSeen
         self.newest = Freshness(timestamp: 0, sequence: 0)
@@ -47,10 +47,13 @@ package struct Peer: Equatable, Sendable {
 
     package var signingKey: Data
     /// Its last announcement; its plane is read from it once, here (`plane`).
-    package var announcement: Announcement { didSet { plane = Plane(wireValue: announcement.plane) } }
+    package var announcement: Announcement { didSet { plane = Self.plane(of: announcement) } }
     /// The plane it announced; nil for a number no plane has (such a peer reaches no one and
     /// is reached by no one).
     package private(set) var plane: Plane?
+
+    /// The plane an announcement gives: the one place a plane's wire number is read.
+    private static func plane(of announcement: Announcement) -> Plane? { Plane(wireValue: announcement.plane) }
     /// Each transport it was heard on, at most one route each, in the order first heard.
     package var routes: [PeerRoute]
     /// The last time it was heard on any transport.

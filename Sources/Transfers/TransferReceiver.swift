@@ -5,11 +5,17 @@ import Shell
 import Terminal
 
 /// Transfers while online, theirs: offers taken at once, asked about, refused or resumed;
-/// chunks written in order and acknowledged once written; the hash checked at the end. On the
-/// engine, as all of `TransfersOnline`.
-extension TransfersOnline {
+/// chunks written in order and acknowledged once written; the hash checked at the end. Every
+/// method runs on the engine.
+final class TransferReceiver: TransferPart, Sendable {
+    typealias Key = TransfersOnline.Key
+    let parts: TransferParts
+    private var state: EngineBound<TransfersOnline.State> { parts.state }
+
+    init(_ parts: TransferParts) { self.parts = parts }
+
     func offered(_ offer: FileOffer, from sender: Data, peer: Peer?) {
-        guard let peer, let theirs = Plane(wireValue: peer.announcement.plane), theirs.canReach(context.rules.plane) else {
+        guard let peer, context.rules.canHear(from: peer) else {
             return context.network.drop("file offer from nobody in reach")
         }
         let key = Key(peer: sender, id: offer.id)
@@ -23,12 +29,12 @@ extension TransfersOnline {
             return resume(known, offer: offer, peer: peer)
         }
         guard let holding = try? store.holding(of: sender, myKey: context.me) else { return }
-        guard holding.unfinished < Self.unfinishedLimit else {
-            refuse("more than \(Self.unfinishedLimit) unfinished from one person")
+        guard holding.unfinished < TransfersOnline.unfinishedLimit else {
+            refuse("more than \(TransfersOnline.unfinishedLimit) unfinished from one person")
             return answer(offer.id, .refuse, to: peer)
         }
         let knownPerson = existing.map { (try? store.hasMessages($0.id)) ?? false } ?? false
-        let automatic = offer.picture && Int(offer.size) <= Self.automaticLimit && knownPerson && holding.bytes + Int(offer.size) <= Self.quota
+        let automatic = offer.picture && Int(offer.size) <= TransfersOnline.automaticLimit && knownPerson && holding.bytes + Int(offer.size) <= TransfersOnline.quota
         guard let conversation = try? messages.conversation(myKey: context.me, peerKey: sender, peerName: peer.name,
                                                             peerAgreementKey: peer.announcement.agreementKey, now: now),
               let (transfer, _) = try? store.offered(offer, in: conversation, state: automatic ? .moving : .asking, now: now) else { return }
@@ -61,7 +67,7 @@ extension TransfersOnline {
         let now = context.engine.now
         if state.value.receiving[key] == nil {
             let window = ReceiveWindow(count: transfer.chunkCount, chunkSize: transfer.chunkSize, size: transfer.size, stored: transfer.stored)
-            state.value.receiving[key] = Receiving(transfer: transfer, window: window, progress: Progress(since: now, from: transfer.stored))
+            state.value.receiving[key] = TransfersOnline.Receiving(transfer: transfer, window: window, progress: TransfersOnline.Progress(since: now, from: transfer.stored))
             state.value.unknown.remove(key)
             if transfer.stored == 0 {
                 tell(transfer, stored: 0, line: "\(name(of: transfer.peerKey)) sends \(TransferView.shownName(transfer.name)) "
@@ -172,9 +178,8 @@ extension TransfersOnline {
         tell(transfer, stored: 0, line: "\(TransferView.shownName(transfer.name)) from \(name(of: key.peer)): cancelled, \(transfer.reason!)")
     }
 
-    /// The user stopped, declined or accepted a transfer (from the shell, through the engine).
+    /// The user stopped or declined a transfer (from the shell, through the engine).
     func stopped(_ transfer: Transfer, as end: Transfer.State) {
-        state.value.sending[transfer.transferID] = nil
         state.value.receiving[Key(peer: transfer.peerKey, id: transfer.transferID)] = nil
         try? store.set(transfer.number, state: end, reason: end == .declined ? "you said no" : "you stopped it")
         if let peer = context.presence.peer(transfer.peerKey) {
@@ -185,10 +190,10 @@ extension TransfersOnline {
     /// Accepts `/accept N`: false when it would take the sender past its quota.
     func accepted(_ transfer: Transfer) throws {
         let holding = try store.holding(of: transfer.peerKey, myKey: context.me)
-        guard holding.bytes + transfer.size <= Self.quota else {
-            refuse("over a person's \(Self.quota >> 20) MiB")
+        guard holding.bytes + transfer.size <= TransfersOnline.quota else {
+            refuse("over a person's \(TransfersOnline.quota >> 20) MiB")
             throw UserError("\(name(of: transfer.peerKey)) already holds \(TransferView.size(holding.bytes)) of your disk in unfinished files: "
-                            + "taking this one would pass the \(Self.quota >> 20) MiB one person may hold (cancel one first)")
+                            + "taking this one would pass the \(TransfersOnline.quota >> 20) MiB one person may hold (cancel one first)")
         }
         try store.set(transfer.number, state: .moving)
         var moving = transfer
@@ -205,10 +210,9 @@ extension TransfersOnline {
         context.network.drop("file: " + reason)
     }
 
-    /// Stored, how far it has come (what `transfers` shows of those moving).
+    /// Stored, how far a transfer of theirs has come.
     func stored(of transfer: Transfer) -> Int {
-        if let sending = state.value.sending[transfer.transferID] { return sending.window?.stored ?? transfer.stored }
-        return state.value.receiving[Key(peer: transfer.peerKey, id: transfer.transferID)]?.window.stored ?? transfer.stored
+        state.value.receiving[Key(peer: transfer.peerKey, id: transfer.transferID)]?.window.stored ?? transfer.stored
     }
 
     var refusals: [String: Int] { state.value.refused }

@@ -1,0 +1,114 @@
+import ChatViews
+import Foundation
+import Nearby
+import Shell
+import Storage
+import Terminal
+
+/// A room's lines: said to every member the planes allow, each copy sealed to its recipient and
+/// sent again until acknowledged (`ReliableCopies`, by each peer's round trip as
+/// `PeerTiming` measures it); received, stored once and acknowledged. Every method runs on the
+/// engine.
+final class RoomTalk: RoomPart, Sendable {
+    let parts: RoomParts
+
+    init(_ parts: RoomParts) { self.parts = parts }
+
+    /// The members of the room we are in (the host included, us excluded), and the stored room.
+    var audience: (room: RoomID, host: Data, stored: StoredRoom, members: [Data])? {
+        switch place {
+        case .hosting(let hosting): return (hosting.room, me, hosting.stored, Array(hosting.members.keys))
+        case .guest(let guest): return (guest.room, guest.host, guest.stored, [guest.host] + guest.roster.map(\.key).filter { $0 != me })
+        case .none, .listening: return nil
+        }
+    }
+
+    /// The members in reach that our plane reaches (a file sent in the room goes to each).
+    var reachableMembers: [Peer]? { audience.map { $0.members.compactMap(context.presence.peer).filter(context.rules.canWrite) } }
+
+    /// Says `text` to every member our plane reaches; stored, and its bubble returned.
+    func say(_ text: String) throws -> ChatMessage {
+        let size = text.utf8.count
+        guard size <= RoomsOnline.maximumLine else {
+            throw UserError("a room line is at most \(RoomsOnline.maximumLine) bytes (this one is \(size)): say it in parts, or open a conversation")
+        }
+        guard let audience else { throw UserError("you are in no room: room host MAJOR MINOR, or room listen") }
+        let present = audience.members.compactMap(context.presence.peer)
+        let reachable = present.filter(context.rules.canWrite)
+        guard !reachable.isEmpty else {
+            throw UserError(present.isEmpty ? "nobody else is in room \(audience.room) yet"
+                            : "nobody in room \(audience.room) is on a plane you reach (you are \(context.rules.plane.name))")
+        }
+        let id = Data((0..<16).map { _ in UInt8.random(in: 0...255) })
+        let fragment = Fragment(sequence: 0, isLast: true, sentAt: UInt64(now * 1000), text: Data(text.utf8))
+        var lines: [Data: RoomLine] = [:]
+        for (recipient, sealed) in try ReliableCopies<RoomLine>.seal(fragment, from: context.identity, to: reachable, purpose: .room) {
+            lines[recipient] = RoomLine(room: audience.room, host: audience.host, id: id, recipient: recipient, sealed: sealed)
+        }
+        let message = try RoomStore(database: context.database).sent(in: audience.stored.id, id: id, me: me, myName: context.profile.name,
+                                                                      text: text, copies: lines.count, now: now)
+        let timers = context.network.peerTiming.update { $0 }
+        parts.state.value.copies.sent(id, copies: lines, now: now, timing: timers)
+        parts.state.value.lines[id] = (audience.stored.id, message.number)
+        for peer in reachable { context.network.send(lines[peer.signingKey]!, to: peer) }
+        context.deadlines.wake(at: parts.state.value.copies.nextDue ?? .infinity)
+        return message
+    }
+
+    func received(_ line: RoomLine, from sender: Data, peer: Peer?) {
+        guard line.recipient == me, let audience, audience.room == line.room, audience.host == line.host,
+              audience.members.contains(sender) else { return }
+        // The plane table binds the receiver too: only a sender whose plane reaches ours.
+        guard let peer, context.rules.canHear(from: peer),
+              let key = try? MessageCrypto.key(mine: context.identity.agreement, theirs: peer.announcement.agreementKey, mySigningKey: me,
+                                               theirSigningKey: sender, purpose: .room),
+              let fragment = try? MessageCrypto.open(line.sealed, key: key, sender: sender, recipient: me),
+              let text = String(data: fragment.text, encoding: .utf8) else { return }
+        let now = self.now
+        let stored = try? RoomStore(database: context.database).received(in: audience.stored.id, id: line.id, sender: sender,
+                                                                         senderName: peer.name, text: text,
+                                                                         sentAt: min(Double(fragment.sentAt) / 1000, now), now: now)
+        // Acknowledged whether new or a copy sent again (our first acknowledgement may be lost).
+        context.network.send(RoomLineAck(room: line.room, host: line.host, id: line.id), to: peer)
+        guard var message = stored ?? nil else { return }
+        message.sender = context.rules.shownName(of: sender) ?? peer.shownHandle
+        if parts.state.value.showing {
+            let capabilities = parts.capabilities
+            context.inbox.post(.lines { [message] columns in ConversationView(capabilities: capabilities, columns: columns).bubble(message) })
+        } else if !context.rules.isMuted(sender) && !context.rules.isMuted(place: RoomsOnline.place(line.room)) {
+            let preview = ConversationView.preview(text, width: 40)
+            post("room \(line.room) · \(message.sender!): \(preview)   (room, to read it there)",
+                 alert: Alert(who: message.sender!, what: "wrote in room \(line.room)", text: text))
+        }
+    }
+
+    func acknowledged(_ ack: RoomLineAck, from sender: Data) {
+        let now = self.now
+        guard let line = parts.state.value.lines[ack.id] else { return }
+        let outcome = context.network.peerTiming.update { timers in
+            parts.state.value.copies.acknowledge(ack.id, from: sender, now: now, timing: &timers)
+        }
+        guard outcome != .unknown else { return }
+        if outcome == .all { parts.state.value.lines[ack.id] = nil }
+        guard let result = try? RoomStore(database: context.database).acknowledged(in: line.room, id: ack.id, me: me, now: now),
+              result.all, parts.state.value.showing else { return }
+        // Written over the state under the line's bubble while it is on screen.
+        let capabilities = parts.capabilities
+        context.inbox.post(.update([Overwrite(mark: Rooms.stateMark(result.row), id: result.number) { columns in
+            ConversationView(capabilities: capabilities, columns: columns).statusTail(number: result.number, state: .delivered)
+        }]) { missed in missed.isEmpty ? nil : Styler(capabilities).dim("#\(result.number) delivered to everyone") })
+    }
+
+    /// Copies whose time has come go again; those given up are told.
+    func resend() {
+        let now = self.now
+        let due = context.network.peerTiming.update { timers in parts.state.value.copies.due(now: now, timing: &timers) }
+        for (peer, line) in due.again { send(line, to: peer) }
+        for (id, key) in due.lost {
+            guard let line = parts.state.value.lines[id] else { continue }
+            post("#\(line.number) did not reach \(name(of: key))")
+        }
+        // A line with no copy left waiting is done with.
+        parts.state.update { state in state.lines = state.lines.filter { id, _ in state.copies.isWaiting(id) } }
+    }
+}

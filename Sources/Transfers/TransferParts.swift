@@ -1,0 +1,106 @@
+import ChatViews
+import Foundation
+import Nearby
+import Runtime
+import Shell
+import Terminal
+
+/// What transfers' parts share while online (`TransfersOnline`, `TransferReceiver`): the feature's
+/// context, the state on the engine, and how transfers are told on screen.
+struct TransferParts: Sendable {
+    let context: FeatureContext
+    let state: EngineBound<TransfersOnline.State>
+    let capabilities: Capabilities
+    /// The terminal can write over lines printed earlier (the bar is updated in place).
+    let overwrites: Bool
+    /// The conversation shown in the shell now (set by chat through `Transfers`).
+    let inView: EngineBound<Int64?>
+}
+
+/// One of transfers' parts, with what they all show and ask. Engine state: every method runs on
+/// the engine.
+protocol TransferPart {
+    var parts: TransferParts { get }
+}
+
+extension TransferPart {
+    var context: FeatureContext { parts.context }
+    var store: TransferStore { TransferStore(database: parts.context.database) }
+    var capabilities: Capabilities { parts.capabilities }
+    var overwrites: Bool { parts.overwrites }
+    var inView: EngineBound<Int64?> { parts.inView }
+
+    /// A peer as the user knows it: as the rules name it, by its handle, or as a conversation
+    /// remembers it.
+    func name(of key: Data) -> String {
+        context.rules.shownName(of: key) ?? context.presence.peer(key)?.shownHandle
+            ?? ((try? MessageStore(database: context.database).existingConversation(myKey: context.me, peerKey: key))??.shownHandle ?? "someone")
+    }
+
+    /// A line about `transfer`. At a terminal, a transfer new to the screen (one offered to
+    /// us) gets its bar under the line, written over as it moves; one on the screen already
+    /// has its bar written over, and the line is printed only when the bar has scrolled away.
+    func tell(_ transfer: Transfer, stored: Int, line: String, new: Bool = false, alert: Alert? = nil) {
+        let inbox = context.inbox
+        let capabilities = capabilities
+        if !overwrites {
+            inbox.post(line)
+        } else if new {
+            inbox.post(.markedLines { columns in
+                [MarkedLine(line), MarkedLine(TransferView(capabilities: capabilities, columns: columns).progressRow(transfer, stored: stored, rate: nil),
+                                              mark: Transfers.progressMark(transfer.number))]
+            })
+        } else {
+            inbox.post(.update([Overwrite(mark: Transfers.progressMark(transfer.number), id: transfer.number) { columns in
+                TransferView(capabilities: capabilities, columns: columns).progressRow(transfer, stored: stored, rate: nil)
+            }]) { missed in missed.isEmpty ? nil : line })
+        }
+        if let alert { inbox.post(.alert(alert)) }
+    }
+
+    /// A file of theirs is complete: in the conversation shown, its bubble (a picture drawn);
+    /// elsewhere a line, and the bell.
+    func tellArrived(_ transfer: Transfer, sender: String) {
+        let inbox = context.inbox
+        let (capabilities, store) = (capabilities, store)
+        let what = "\(transfer.picture ? "picture" : "file") \(transfer.number)"
+        if inView.value == transfer.conversation {
+            if overwrites {
+                // The bar under the placeholder says it came; the picture is drawn below.
+                inbox.post(.update([Overwrite(mark: Transfers.progressMark(transfer.number), id: transfer.number) { columns in
+                    TransferView(capabilities: capabilities, columns: columns).progressRow(transfer, stored: transfer.chunkCount, rate: nil)
+                }]) { _ in nil })
+            }
+            // Decoded where it is drawn, on the shell's thread (the decoder is the visions' too).
+            inbox.post(.lines { columns in
+                let view = TransferView(capabilities: capabilities, columns: columns)
+                return view.bubble(transfer, picture: TransfersOnline.picture(transfer, store: store), sender: sender) + [view.numberRow(transfer)]
+            })
+        } else if !context.rules.isMuted(transfer.peerKey) {
+            inbox.post(Styler(capabilities).apply(.magenta, capabilities.ascii ? "*" : "✉") + " \(sender) sent \(what) "
+                       + "(\(TransferView.shownName(transfer.name)), \(TransferView.size(transfer.size)))   (open \(sender))",
+                       alert: Alert(who: sender, what: "sent you \(transfer.picture ? "a picture" : "a file")"))
+        }
+        if !overwrites, inView.value == transfer.conversation {
+            inbox.post("\(what) received from \(sender)")
+        }
+    }
+
+    /// The bar under a transfer, written over in place at a terminal (scripts get no bars).
+    func showProgress(of transfer: Transfer, stored: Int, progress: inout TransfersOnline.Progress?, now: Double) {
+        guard var current = progress else { return }
+        showProgress(of: transfer, stored: stored, progress: &current, now: now)
+        progress = current
+    }
+
+    func showProgress(of transfer: Transfer, stored: Int, progress: inout TransfersOnline.Progress, now: Double) {
+        guard overwrites, now - progress.shownAt >= TransfersOnline.progressInterval else { return }
+        progress.shownAt = now
+        let elapsed = now - progress.since
+        let rate = elapsed > 0.2 ? Double((stored - progress.from) * transfer.chunkSize) / elapsed : nil
+        let capabilities = capabilities
+        context.inbox.post(.update([Overwrite(mark: Transfers.progressMark(transfer.number), id: transfer.number) { columns in
+            TransferView(capabilities: capabilities, columns: columns).progressRow(transfer, stored: stored, rate: rate)
+        }]) { _ in nil })
+    }
+}
