@@ -59,7 +59,7 @@ let package = Package(
         // How conversations look: bubbles, pages, headers; rooms draw their lines with it too.
         .target(name: "ChatViews", dependencies: ["Nearby", "Shell", "Terminal"]),
         .target(name: "Chat", dependencies: [
-            "Nearby", "ChatViews", "Accounts", "Search",
+            "Nearby", "ChatViews", "Accounts",
             "Shell", "Terminal", "Storage",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Crypto", package: "swift-crypto"),

@@ -1,5 +1,6 @@
 import Accounts
 import Chat
+import ChatViews
 import Curses
 import Spectres
 import Rooms
@@ -201,32 +202,21 @@ package enum App {
             if let mqtt = network.mqtt { transports.append(MQTTTransport(configuration: mqtt, signingKey: signingKey)) }
             return transports
         }
-        let chat = ChatMode(profiles: profiles, online: online, animate: animate, linger: network.linger, layout: network.conversationLayout)
+        // The places lines are shown in: chat owns conversations, rooms show theirs, and
+        // transfers and search extend them, each registered once.
+        let views = Views()
+        let chat = ChatMode(profiles: profiles, online: online, views: views, animate: animate, linger: network.linger,
+                            layout: network.conversationLayout)
         chat.register(in: shell)
         let curses = Curses(login: profiles.session)
         curses.register(in: shell, online: online)
         Spectres(curses: curses).register(in: shell, online: online)
-        let rooms = Rooms()
-        rooms.register(in: shell, online: online, goOnline: chat.goOnline)
-        // `mute` with no name in a room mutes the room.
-        chat.placeInView = { rooms.placeShown }
-        let search = Search(login: profiles.session)
-        search.register(in: shell)
-        chat.search = search
-        // Where the user is, searched first: the open conversation, or the room shown.
-        search.here = { chat.openConversationRow.map(Search.Here.conversation) ?? rooms.shownRoomRow.map(Search.Here.room) }
-        // Pictures and files: in the conversation or room shown, to a person by name.
+        Rooms().register(in: shell, online: online, views: views)
         let transfers = Transfers(login: profiles.session)
-        transfers.register(in: shell, online: online, goOnline: chat.goOnline)
-        transfers.conversationInView = { chat.conversationInView }
-        transfers.conversationNamed = { name, shell in try chat.conversation(named: name, shell) }
-        transfers.roomMembers = { rooms.membersInView }
         transfers.home = environment["HOME"]
         transfers.downloads = environment["XDG_DOWNLOAD_DIR"] ?? (environment["HOME"] ?? ".") + "/Downloads"
-        chat.conversationShown.append { transfers.show(conversation: $0) }
-        chat.openFile = { number, shell in try transfers.open(number, in: chat.conversationInView, shell) }
-        chat.statistics.append { transfers.statistics() }
-        chat.pageExtras = { conversation, view, database in transfers.pageExtras(conversation, columns: view.columns, database: database) }
+        transfers.register(in: shell, online: online, views: views)
+        Search(login: profiles.session).register(in: shell, views: views)
         let store = StoreMode(session: profiles.session)
         store.curses = curses
         store.register(in: shell)

@@ -2,10 +2,12 @@ import Nearby
 import Shell
 import Terminal
 
-extension ChatMode {
-    /// `battery [PCT|auto]`: shows the level, charging state and plane, or sets a pretend level
-    /// (announced at once when online).
-    func registerBattery(in shell: Shell) {
+/// `battery [PCT|auto]`: shows the level, charging state and plane, or sets a pretend level
+/// (announced at once when online).
+struct BatteryCommand {
+    let online: Online
+
+    func register(in shell: Shell) {
         let battery = online.battery
         let choices = [Candidate("auto", "return to the real reading"), Candidate("100", "Human"),
                        Candidate("40", "Dying"), Candidate("20", "Hollow"), Candidate("8", "Undead"), Candidate("3", "Ghost")]
@@ -23,7 +25,7 @@ extension ChatMode {
                     }
                     try battery.setOverride(level)
                 }
-                self.online.batteryChanged()
+                online.batteryChanged()
             }
             invocation.console.print(Self.describe(battery.reading, styler: invocation.shell.styler))
         })

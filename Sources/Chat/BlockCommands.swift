@@ -9,11 +9,14 @@ import Terminal
 /// What is blocked or muted is a key (`PeerChoiceStore`); `Online` applies it to the engine.
 /// Everywhere once logged in: in a conversation the person is its peer, in a room the room
 /// (`mute`) or a name.
-extension ChatMode {
-    func registerBlockCommands(in shell: Shell) {
-        let seen = ArgumentKind.dynamic { [unowned self] in self.choiceCandidates(shell, list: nil) }
-        let blocked = ArgumentKind.dynamic { [unowned self] in self.choiceCandidates(shell, list: .blocked) }
-        let muted = ArgumentKind.dynamic { [unowned self] in self.choiceCandidates(shell, list: .muted) }
+struct BlockCommands {
+    let chat: ChatMode
+    var online: Online { chat.online }
+
+    func register(in shell: Shell) {
+        let seen = ArgumentKind.dynamic { [self] in self.choiceCandidates(shell, list: nil) }
+        let blocked = ArgumentKind.dynamic { [self] in self.choiceCandidates(shell, list: .blocked) }
+        let muted = ArgumentKind.dynamic { [self] in self.choiceCandidates(shell, list: .muted) }
         shell.register(Command("block", scope: .global,
                                arguments: [.positional("peer", seen, optional: true,
                                                        help: "a name, or name#fingerprint (default: the open conversation's)"),
@@ -50,7 +53,7 @@ extension ChatMode {
     }
 
     private func choices(_ shell: Shell) throws -> PeerChoiceStore {
-        guard profiles.current != nil else { throw ProfileError.notLoggedIn }
+        guard chat.profiles.current != nil else { throw ProfileError.notLoggedIn }
         return PeerChoiceStore(database: try shell.session.openDatabase())
     }
 
@@ -61,7 +64,7 @@ extension ChatMode {
     private func choiceCandidates(_ shell: Shell, list: PeerChoiceStore.List?) -> [Candidate] {
         guard let store = try? choices(shell) else { return [] }
         if let list { return ((try? store.all(list)) ?? []).map { Candidate(SafeText.visible($0.handle), list == .blocked ? "blocked" : "muted") } }
-        return presentPeers().map { Candidate($0.shownHandle, "nearby") }
+        return chat.presentPeers().map { Candidate($0.shownHandle, "nearby") }
     }
 
     /// The one key `wanted` means among `candidates`: at a terminal, several are a question;
@@ -90,10 +93,10 @@ extension ChatMode {
     private func person(_ wanted: String?, _ shell: Shell) throws -> PeerChoiceStore.Choice {
         let store = try choices(shell)
         guard let wanted else {
-            guard let conversation = openConversation else { throw UserError("whom? give a name (or open their conversation first)") }
+            guard let conversation = chat.conversations.current else { throw UserError("whom? give a name (or open their conversation first)") }
             return .init(signingKey: conversation.peerKey, name: conversation.peerName, since: 0)
         }
-        let me = profiles.current!.identity.signingPublicKey
+        let me = chat.profiles.current!.identity.signingPublicKey
         let talkedTo = try MessageStore(database: store.database).conversations(myKey: me, peerName: PeerIdentity.split(wanted).name)
             .filter { PeerIdentity.answers(wanted, name: $0.peerName, signingKey: $0.peerKey) }
             .map { PeerChoiceStore.Choice(signingKey: $0.peerKey, name: $0.peerName, since: 0) }
@@ -118,7 +121,7 @@ extension ChatMode {
         let added = try choices(shell).add(person.signingKey, name: person.name, to: .blocked, now: shell.session.clock())
         guard added else { return shell.console.print("\(handle) is blocked already") }
         online.choicesChanged()
-        if openConversation?.peerKey == person.signingKey { closeConversation() }
+        if chat.conversations.current?.peerKey == person.signingKey { chat.conversations.close() }
         shell.console.print("blocked \(handle): nothing they send reaches you now (the conversation is kept: chats --all). "
                             + "A new key of theirs would be a stranger.")
     }
@@ -126,7 +129,7 @@ extension ChatMode {
     private func mute(_ wanted: String?, _ muting: Bool, _ shell: Shell) throws {
         let store = try choices(shell)
         let now = shell.session.clock()
-        if wanted == nil, openConversation == nil, let place = placeInView() {
+        if wanted == nil, chat.conversations.current == nil, case .room(let room)? = chat.views.shown, let place = room.placeName {
             let changed = try store.setMuted(place: place, muting, now: now)
             online.choicesChanged()
             return shell.console.print(changed ? "\(muting ? "muted" : "unmuted") \(place)" : "\(place) is \(muting ? "muted" : "not muted") already")

@@ -8,7 +8,8 @@ import Terminal
 /// Chat's part of being online: what it prints above the prompt as things happen — arrivals,
 /// departures and changes of those in sight, a name used by another key, our own plane's
 /// change, messages and the states of ours. Made on the engine when going online; it hears
-/// the engine's events there and posts the lines.
+/// the engine's events there and posts the lines. Every method runs on the engine (chat enters
+/// it with `engine.sync`).
 final class ChatNotices: Sendable {
     /// The conversation open in the shell: how to mark its messages shown, how it is drawn,
     /// and the last message shown (one joining it gets the header or gap a page would show).
@@ -47,25 +48,21 @@ final class ChatNotices: Sendable {
         context.observe { [self] event in self.hear(event) }
     }
 
-    /// The conversation open now (nil: none), from the shell's thread.
-    func setOpen(_ open: OpenConversation?) {
-        context.engine.sync { state.value.open = open }
-    }
+    /// The conversation open now (nil: none).
+    func setOpen(_ open: OpenConversation?) { state.value.open = open }
 
     /// `message`, just sent in the open conversation, is the last one shown there now; returns
     /// the one before it.
     func follow(_ message: ChatMessage) -> ChatMessage? {
-        context.engine.sync {
-            defer { state.value.open?.last = message }
-            return state.value.open?.last
-        }
+        defer { state.value.open?.last = message }
+        return state.value.open?.last
     }
 
     /// While true, arrivals are not told (the list `chat` is about to print names them).
-    func holdArrivals(_ holding: Bool) { context.engine.sync { state.value.holdingArrivals = holding } }
+    func holdArrivals(_ holding: Bool) { state.value.holdingArrivals = holding }
 
     /// Seconds since the last arrival was heard.
-    var sinceLastArrival: Double { context.engine.sync { context.engine.now - state.value.lastArrival } }
+    var sinceLastArrival: Double { context.engine.now - state.value.lastArrival }
 
     private var styler: Styler { Styler(capabilities) }
 
@@ -84,7 +81,7 @@ final class ChatNotices: Sendable {
                 state.value.lastArrival = context.engine.now
                 if state.value.holdingArrivals && trusted == nil { return }
             }
-            let lines = ChatMode.liveLines(for: presence, trusted: trusted, myPlane: rules.plane, styler: styler, ascii: capabilities.ascii,
+            let lines = PresenceLines.liveLines(for: presence, trusted: trusted, myPlane: rules.plane, styler: styler, ascii: capabilities.ascii,
                                            allowsSight: rules.allowsSight, shownName: rules.shownName)
             // Comings and goings are limited (a crowd, a flood); a warning told once is not.
             switch presence {
@@ -96,7 +93,7 @@ final class ChatNotices: Sendable {
         case .planeChanged(let old, let new):
             // Blind (a curse) sees nobody come or go, whatever the planes.
             let seen = context.presence.peers().filter(rules.allowsSight)
-            for line in ChatMode.sightLines(from: old, to: new, peers: seen, styler: styler, ascii: capabilities.ascii) {
+            for line in PresenceLines.sightLines(from: old, to: new, peers: seen, styler: styler, ascii: capabilities.ascii) {
                 context.inbox.post(line)
             }
         case .delivery(let delivery):
@@ -130,13 +127,13 @@ final class ChatNotices: Sendable {
         case .stateChanged(let conversation, let numbers, let state):
             guard self.state.value.open?.id == conversation, !numbers.isEmpty else { return }
             @Sendable func line(_ numbers: [Int64]) -> String? {
-                ChatMode.span(numbers).map { Styler(capabilities).dim("\($0) \(state.rawValue)") }
+                ChatText.span(numbers).map { Styler(capabilities).dim("\($0) \(state.rawValue)") }
             }
             guard overwrites else { return inbox.post(line(numbers)!) }
             // Written over the state under each bubble still on the screen (decided when
             // printed: the bubble may not be drawn yet); a line for the others.
             inbox.post(.update(numbers.map { number in
-                Overwrite(mark: ChatMode.stateMark(conversation, number), id: number) { columns in
+                Overwrite(mark: ChatText.stateMark(conversation, number), id: number) { columns in
                     ConversationView(capabilities: capabilities, columns: columns).statusTail(number: number, state: state)
                 }
             }) { missed in line(missed.map(\.id)) })
@@ -149,7 +146,7 @@ final class ChatNotices: Sendable {
             inbox.post(styler.apply(.magenta, "✉") + " \(name) is here: \(what)", alert: Alert(who: name, what: "is here"))
         case .notStored(_, let numbers, let reason):
             // Said wherever the user is: a line they typed was neither kept nor sent.
-            guard let which = ChatMode.span(numbers) else { return }
+            guard let which = ChatText.span(numbers) else { return }
             inbox.post(styler.error("\(which) could not be stored (\(reason)); it was not sent"))
         }
     }

@@ -39,7 +39,7 @@ package final class Curses: Feature, CurseBook {
     }
 
     package func offline() {
-        live?.stop()
+        live.map { live in live.context.engine.sync { live.stop() } }
         live = nil
     }
 
@@ -54,15 +54,19 @@ package final class Curses: Feature, CurseBook {
     /// the answer comes as a notice.
     func cast(_ wanted: String, kind: CurseKind, minutes: Int, shell: Shell) throws {
         let live = try requireOnline()
-        let peer = try Self.find(wanted, among: live.context.engine.sync { live.context.presence.peers() })
-        try live.send(kind, minutes: minutes, to: peer)
+        let peer = try live.context.engine.sync {
+            let peer = try Self.find(wanted, among: live.context.presence.peers())
+            try live.send(kind, minutes: minutes, to: peer)
+            return peer
+        }
         shell.console.print("you cast \(kind.rawValue) on \(peer.shownHandle) for \(minutes) min…")
     }
 
     /// Casts on a present peer, after the caster's own checks; the answer comes as a notice
     /// (or, after `answerWait`, a notice that none came).
     package func send(_ kind: CurseKind, minutes: Int, to peer: Peer) throws {
-        try requireOnline().send(kind, minutes: minutes, to: peer)
+        let live = try requireOnline()
+        try live.context.engine.sync { try live.send(kind, minutes: minutes, to: peer) }
     }
 
     /// `spell PEER`: the spell learnt last, to a ghost that cursed us (the one packet a Human may
@@ -70,15 +74,21 @@ package final class Curses: Feature, CurseBook {
     func castSpell(_ wanted: String, shell: Shell) throws {
         let live = try requireOnline()
         // Not by sight: a Human cannot see a Ghost. Any present peer that has cursed us.
-        let peer = try Self.find(wanted, among: live.context.engine.sync { live.context.presence.peers() })
-        let (phrase, lifted) = try live.speak(to: peer)
+        let (peer, phrase, lifted) = try live.context.engine.sync {
+            let peer = try Self.find(wanted, among: live.context.presence.peers())
+            let (phrase, lifted) = try live.speak(to: peer)
+            return (peer, phrase, lifted)
+        }
         shell.console.printProse("you speak the spell “\(phrase)” at \(peer.shownHandle)\(lifted.isEmpty ? "" : " — " + lifted.map(\.rawValue).joined(separator: ", ") + " lifted"); "
                             + "it cannot curse you for \(Int(Self.repelSeconds / 60)) min")
     }
 
     /// Speaks the spell learnt last at `peer`: what was said, and the curses it lifted.
     @discardableResult
-    package func speak(to peer: Peer) throws -> (phrase: String, lifted: [CurseKind]) { try requireOnline().speak(to: peer) }
+    package func speak(to peer: Peer) throws -> (phrase: String, lifted: [CurseKind]) {
+        let live = try requireOnline()
+        return try live.context.engine.sync { try live.speak(to: peer) }
+    }
 
     /// Remembers a spell a spectre taught (the last one learnt is the one `spell` speaks).
     package func learn(spell phrase: String, key: Data, database: SeanceDatabase) throws {
@@ -121,7 +131,7 @@ package final class Curses: Feature, CurseBook {
     }
 
     /// After the store's transaction committed: the engine stops applying the curse.
-    package func lifted(_ curse: LiftedCurse) { live?.lifted(curse.id) }
+    package func lifted(_ curse: LiftedCurse) { live.map { live in live.context.engine.sync { live.lifted(curse.id) } } }
 
     // MARK: Text
 

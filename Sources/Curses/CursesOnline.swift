@@ -7,14 +7,14 @@ import Storage
 import Store
 import Terminal
 
-/// The curses' part while online, on the engine: the curses in force on this shell with their
-/// end timers, the castings waiting for an answer, the packets of both, and the rules a curse
-/// adds. Made on the engine by `Curses.online`; the shell's commands ask it through
-/// `engine.sync`.
+/// The curses' part while online, on the engine: the curses in force on this shell until
+/// their ends, the castings waiting for an answer, the packets of both, and the rules a curse
+/// adds. Its times (a curse's end, an answer given up on) are one owner of the engine's alarm.
+/// Made on the engine by `Curses.online`; the shell's commands enter it with `engine.sync`, and
+/// every method runs on the engine.
 final class CursesOnline: Sendable {
     private struct State {
         var active: [ActiveCurse] = []
-        var timers: [Int64: Cancellable] = [:]
         var random: SeededRandom
         /// Curses this shell cast and has not heard about yet, by casting id.
         var pending: [Data: Casting] = [:]
@@ -24,6 +24,8 @@ final class CursesOnline: Sendable {
         var target: String
         var kind: CurseKind
         var minutes: Int
+        /// When the answer is given up on.
+        var until: Double
     }
 
     let context: FeatureContext
@@ -36,7 +38,9 @@ final class CursesOnline: Sendable {
         self.styler = styler
         let active = try CurseStore(database: context.database).active(on: context.me, now: context.engine.now)
         state = EngineBound(State(active: active, random: context.random), engine: context.engine)
-        for curse in active { scheduleEnd(curse) }
+        context.deadlines.add("curses", next: { [self] in
+            (state.value.active.map(\.endsAt) + state.value.pending.values.map(\.until)).min()
+        }) { [self] now in expire(now: now) }
         context.network.handle(CurseCast.self) { [self] cast, sender, peer in received(cast, from: sender, peer: peer) }
         context.network.handle(CurseAnswer.self) { [self] answer, _, peer in answered(answer, from: peer) }
         context.network.handle(SpellCast.self) { [self] spell, _, peer in received(spell, from: peer) }
@@ -50,11 +54,8 @@ final class CursesOnline: Sendable {
 
     /// Going offline: no curse ends here meanwhile (they are stored, and come back online).
     func stop() {
-        context.engine.sync {
-            for timer in state.value.timers.values { timer.cancel() }
-            state.value.timers = [:]
-            state.value.pending = [:]
-        }
+        state.value.active = []
+        state.value.pending = [:]
     }
 
     /// Whether a curse of `kind` is on this shell just now.
@@ -103,7 +104,7 @@ final class CursesOnline: Sendable {
                 return context.network.drop("curse replayed")
             }
             state.value.active.append(curse)
-            scheduleEnd(curse)
+            context.deadlines.wake(at: curse.endsAt)
             outcome = .tookHold
             post("\(name(of: peer)) cursed you with \(cast.kind.rawValue) for \(cast.minutes) min: \(cast.kind.effect)",
                  alert: Alert(who: name(of: peer), what: "cursed you with \(cast.kind.rawValue)"))
@@ -139,16 +140,20 @@ final class CursesOnline: Sendable {
              + "you cannot curse them for \(Int(Curses.repelSeconds / 60)) min")
     }
 
-    /// Ends `curse` at its time, with a notice (unless a candle or a spell ended it first).
-    private func scheduleEnd(_ curse: ActiveCurse) {
-        let timer = context.engine.after(max(0, curse.endsAt - context.engine.now)) { [self] in
-            state.value.timers[curse.id] = nil
-            guard let index = state.value.active.firstIndex(where: { $0.id == curse.id }) else { return }
-            state.value.active.remove(at: index)
-            try? CurseStore(database: context.database).end(curse.id, how: "expired", at: context.engine.now)
+    /// Curses whose time is up end, with a notice (those a candle or a spell ended went
+    /// already); castings not answered in `answerWait` are given up, and said so.
+    private func expire(now: Double) {
+        let ended = state.value.active.filter { $0.endsAt <= now }
+        state.value.active.removeAll { $0.endsAt <= now }
+        for curse in ended {
+            try? CurseStore(database: context.database).end(curse.id, how: "expired", at: now)
             post("the curse of \(curse.kind.rawValue) from \(caster(of: curse)) has ended")
         }
-        state.value.timers[curse.id] = timer
+        let unanswered = state.value.pending.filter { $0.value.until <= now }
+        for (id, casting) in unanswered {
+            state.value.pending[id] = nil
+            post("no answer from \(casting.target): the curse may not have reached them")
+        }
     }
 
     // MARK: Asked by the shell
@@ -156,55 +161,41 @@ final class CursesOnline: Sendable {
     /// Casts on a present peer, after the caster's own checks.
     func send(_ kind: CurseKind, minutes: Int, to peer: Peer) throws {
         guard CurseKind.minutes.contains(minutes) else { throw UserError("a curse lasts 1 to 60 minutes, not \(minutes)") }
-        try context.engine.sync {
-            let mine = context.rules.plane
-            guard mine == .ghost else { throw UserError("only a Ghost can curse, and you are \(mine.name)") }
-            let theirs = peer.plane ?? .ghost
-            guard theirs == .human else { throw UserError("\(peer.shownHandle) is \(theirs.name): only the living (Human) can be cursed") }
-            let now = context.engine.now
-            if let until = try CurseStore(database: context.database).repelled(context.me, from: peer.signingKey, now: now) {
-                throw UserError("\(peer.shownHandle) repelled you with a spell: you cannot curse them for \(Curses.left(until - now)) more")
-            }
-            // Unique whatever the seed: the cursed side refuses a casting id it has seen.
-            let id = Data((0..<16).map { _ in UInt8.random(in: 0...255) })
-            let casting = Casting(target: peer.shownHandle, kind: kind, minutes: minutes)
-            state.value.pending[id] = casting
-            context.network.send(CurseCast(target: peer.signingKey, kind: kind, minutes: UInt8(minutes), id: id), to: peer)
-            context.engine.after(Curses.answerWait) { [self] in
-                guard state.value.pending.removeValue(forKey: id) != nil else { return }
-                post("no answer from \(casting.target): the curse may not have reached them")
-            }
+        let mine = context.rules.plane
+        guard mine == .ghost else { throw UserError("only a Ghost can curse, and you are \(mine.name)") }
+        let theirs = peer.plane ?? .ghost
+        guard theirs == .human else { throw UserError("\(peer.shownHandle) is \(theirs.name): only the living (Human) can be cursed") }
+        let now = context.engine.now
+        if let until = try CurseStore(database: context.database).repelled(context.me, from: peer.signingKey, now: now) {
+            throw UserError("\(peer.shownHandle) repelled you with a spell: you cannot curse them for \(Curses.left(until - now)) more")
         }
+        // Unique whatever the seed: the cursed side refuses a casting id it has seen.
+        let id = Data((0..<16).map { _ in UInt8.random(in: 0...255) })
+        state.value.pending[id] = Casting(target: peer.shownHandle, kind: kind, minutes: minutes, until: now + Curses.answerWait)
+        context.deadlines.wake(at: now + Curses.answerWait)
+        context.network.send(CurseCast(target: peer.signingKey, kind: kind, minutes: UInt8(minutes), id: id), to: peer)
     }
 
     /// Speaks the spell learnt last at `peer`: what was said, and the curses it lifted.
     func speak(to peer: Peer) throws -> (phrase: String, lifted: [CurseKind]) {
-        try context.engine.sync {
-            let me = context.me
-            let store = CurseStore(database: context.database)
-            guard let phrase = try store.lastSpell(of: me) else {
-                throw UserError("you know no spell yet: ask a spectre for one (open one in chat and ask it)")
-            }
-            guard try store.hasCursed(me, from: peer.signingKey) else {
-                throw UserError("\(peer.shownHandle) has never cursed you: a spell is only for a ghost that did")
-            }
-            let now = context.engine.now
-            let ended = try store.endAll(from: peer.signingKey, on: me, how: "spell", at: now)
-            try store.repel(peer.signingKey, from: me, until: now + Curses.repelSeconds)
-            state.value.active.removeAll { $0.casterKey == peer.signingKey }
-            for curse in ended { state.value.timers.removeValue(forKey: curse.id)?.cancel() }
-            context.network.send(SpellCast(target: peer.signingKey, phrase: phrase), to: peer)
-            return (phrase, ended.map(\.kind))
+        let me = context.me
+        let store = CurseStore(database: context.database)
+        guard let phrase = try store.lastSpell(of: me) else {
+            throw UserError("you know no spell yet: ask a spectre for one (open one in chat and ask it)")
         }
+        guard try store.hasCursed(me, from: peer.signingKey) else {
+            throw UserError("\(peer.shownHandle) has never cursed you: a spell is only for a ghost that did")
+        }
+        let now = context.engine.now
+        let ended = try store.endAll(from: peer.signingKey, on: me, how: "spell", at: now)
+        try store.repel(peer.signingKey, from: me, until: now + Curses.repelSeconds)
+        state.value.active.removeAll { $0.casterKey == peer.signingKey }
+        context.network.send(SpellCast(target: peer.signingKey, phrase: phrase), to: peer)
+        return (phrase, ended.map(\.kind))
     }
 
     /// A candle lifted curse `id` (its transaction committed): it stops applying.
-    func lifted(_ id: Int64) {
-        context.engine.sync {
-            state.value.active.removeAll { $0.id == id }
-            state.value.timers.removeValue(forKey: id)?.cancel()
-        }
-    }
+    func lifted(_ id: Int64) { state.value.active.removeAll { $0.id == id } }
 
     // MARK: Text
 

@@ -45,6 +45,16 @@ package final class NearbyNode: Sendable {
         }
     }
 
+    /// Says goodbye and stops the transports, but leaves the alarm to the features: for
+    /// simulating many hours of a feature alone (tests). From the shell's thread.
+    package func silence() {
+        engine.sync {
+            presence.stop()
+            router.close()
+        }
+        router.stopTransports()
+    }
+
     /// Says goodbye and stops the transports. Safe to call twice. From the shell's thread.
     package func stop() {
         let wasOpen = engine.sync { () -> Bool in

@@ -6,14 +6,19 @@ import Terminal
 
 /// Rooms (SPEC §4.3), as a feature: the `room` mode and its commands here, on the shell's
 /// thread; while online, everything a room is lives on the engine (`RoomsOnline`).
-package final class Rooms: Feature {
+package final class Rooms: Feature, RoomInView {
     /// How the terminal draws (known once registered).
     var capabilities = Capabilities.plain
     /// While online: the rooms' part on the engine.
     private(set) var live: RoomsOnline?
-    /// The shell is in room mode: lines arrive as bubbles, not one-line notices.
+    /// The places shown (set when registered): a room shown is one of them.
+    private var views = Views()
+    /// The shell is in room mode: lines arrive as bubbles, not one-line notices; the views are told.
     package var showing = false {
-        didSet { live.map { live in live.context.engine.sync { live.showing = showing } } }
+        didSet {
+            live.map { live in live.context.engine.sync { live.showing = showing } }
+            views.shown = showing ? .room(self) : nil
+        }
     }
 
     package init() {}
@@ -43,17 +48,17 @@ package final class Rooms: Feature {
     /// The room this shell is in, if any, and who hosts it.
     package var currentRoom: (room: RoomID, host: Data)? { ifOnline { $0.currentRoom } }
     /// The stored row of the room this shell is in, while its mode shows it (searched first).
-    package var shownRoomRow: Int64? { showing ? ifOnline { $0.storedRoomRow } : nil }
+    package var row: Int64? { showing ? ifOnline { $0.storedRoomRow } : nil }
     package var isListening: Bool { ifOnline { $0.isListening } ?? false }
     /// The room shown now as a place `mute` mutes (`room 1.2`), if any.
-    package var placeShown: String? { showing ? currentRoom.map { RoomsOnline.place($0.room) } : nil }
+    package var placeName: String? { showing ? currentRoom.map { RoomsOnline.place($0.room) } : nil }
     /// The beacons heard lately, as `room scan` lists them: room, signer, whether forged.
     package var beaconsHeard: [(room: RoomID, host: Data, forged: Bool)] {
         ifOnline { $0.beaconsHeard().map { ($0.beacon.room, $0.beacon.host, $0.beacon.forged) } } ?? []
     }
 
-    /// While a room is shown: its members our plane reaches (nil when no room is shown).
-    package var membersInView: [Peer]? { showing ? ifOnline { $0.talk.reachableMembers } : nil }
+    /// While a room is shown: its members our plane reaches.
+    package var membersInReach: [Peer] { showing ? ifOnline { $0.talk.reachableMembers } ?? [] : [] }
 
     @discardableResult
     package func host(_ room: RoomID) throws -> String { try onEngine { try $0.host(room) } }
@@ -132,10 +137,12 @@ package final class Rooms: Feature {
 
     /// The `room` mode: `room host`, `room listen`, `room scan`; in a room, a plain line goes to
     /// every member and the prompt is `room:MAJOR.MINOR`; `members`, `leave`, `close`, `older`.
-    /// `goOnline` brings the user online (chat's way) when a command needs the network.
-    package func register(in shell: Shell, online: Online, goOnline: @escaping (Shell) throws -> Void) {
+    /// The views bring the user online (chat's way) when a command needs the network.
+    package func register(in shell: Shell, online: Online, views: Views) {
         capabilities = shell.capabilities
+        self.views = views
         online.add(self)
+        func goOnline(_ shell: Shell) throws { try views.conversationOwner().goOnline(shell) }
         var oldestShown: Int64?
         let mode = Mode(
             name: "room", summary: "group chat with the people near a beacon (room host, room listen)",

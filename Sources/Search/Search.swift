@@ -6,9 +6,10 @@ import Shell
 import Terminal
 
 /// `search TEXT` from anywhere, `more` for the next page, and the last search's results for
-/// `open N` (chat) to jump to.
-package final class Search {
-    /// Where the user is (the open conversation or room), searched first; set by those who know.
+/// `open N` and `goto N` to open where they were said: a place extension (`Views`), so chat
+/// knows nothing of it, nor it of chat.
+package final class Search: PlaceExtension {
+    /// Where the user is (the open conversation or room), searched first.
     package enum Here: Equatable, Sendable {
         case conversation(Int64)
         case room(Int64)
@@ -30,8 +31,17 @@ package final class Search {
 
     private let login: LoginSession
     private var last: Last?
+    /// The places shown, where this search's results open (set when registered).
+    private var views: Views?
+
     /// The conversation or room the user is in now, if any.
-    package var here: () -> Here? = { nil }
+    var here: Here? {
+        switch views?.shown {
+        case .conversation(let conversation)?: return .conversation(conversation.id)
+        case .room(let room)?: return room.row.map(Here.room)
+        case nil: return nil
+        }
+    }
 
     /// Results a page holds in a script (at a terminal, as many as the window does).
     static let scriptPage = 20
@@ -42,7 +52,13 @@ package final class Search {
         login.onChange.append { [unowned self] in last = nil }
     }
 
-    package func register(in shell: Shell) {
+    package func register(in shell: Shell, views: Views) {
+        self.views = views
+        views.add(self)
+        shell.register(mode: "chat", "goto", arguments: [.positional("number", .integer, help: "a result's number in the last search")],
+                       summary: "open search result N where it was said, with the lines around it") { shell, arguments in
+            try self.open(try arguments.integer("number")!, shell)
+        }
         shell.register(Command("search", scope: .global, arguments: [
             .positional("text", rest: true, help: "words, each found by its beginning; a quoted argument is a phrase"),
             .option("--from", "from", help: "written by this person (your own name: by you)"),
@@ -64,6 +80,28 @@ package final class Search {
 
     /// Whether a search was made (for this profile): `open N` then means its result N.
     package var hasResults: Bool { last != nil }
+
+    /// `open N` after a search: result N, where it was said.
+    package func open(_ number: Int64, in place: Place?, _ shell: Shell) throws -> Bool {
+        guard hasResults else { return false }
+        try open(Int(number), shell)
+        return true
+    }
+
+    /// Result `number` of the last search, shown where it was said: its conversation opened
+    /// at that line (by whoever shows conversations), or the room's lines around it.
+    private func open(_ number: Int, _ shell: Shell) throws {
+        let hit = try result(number)
+        switch hit.place {
+        case .conversation(let id, _, _):
+            guard let views else { throw SearchError.noSearch }
+            try views.conversationOwner().open(conversation: id, around: hit.number, shell)
+        case .room(_, let major, let minor, let host):
+            let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
+            shell.console.print(shell.styler.bold("room \(major).\(minor)") + " (hosted by \(SafeText.visible(host))), around #\(hit.number)")
+            for line in view.render(try roomContext(hit, count: 5), now: shell.session.clock()) { shell.console.print(line) }
+        }
+    }
 
     /// Result `number` of the last search.
     package func result(_ number: Int) throws -> SearchHit {
@@ -98,7 +136,7 @@ package final class Search {
         if let date = arguments["since"] { filter.since = try Self.date(date, now: now) }
         if let date = arguments["before"] { filter.before = try Self.date(date, now: now) }
         var first: SearchFilter?
-        let here = arguments["in"] == nil ? here() : nil
+        let here = arguments["in"] == nil ? self.here : nil
         if let name = arguments["in"] {
             let places = try store.places(named: name)
             guard !places.conversations.isEmpty || !places.rooms.isEmpty else { throw SearchError.nowhere(SafeText.visible(name)) }

@@ -90,24 +90,24 @@ package final class Spectres: Feature, LocalPresence {
     }
 
     package func offline() {
-        live?.stop()
+        live.map { live in live.context.engine.sync { live.stop() } }
         live = nil
     }
 
     /// How many have come since going online.
-    package var arrivals: Int { live?.arrivals ?? 0 }
+    package var arrivals: Int { live.map { live in live.context.engine.sync { live.arrivals } } ?? 0 }
 
-    package func present() -> [LocalPeer] { live?.present() ?? [] }
+    package func present() -> [LocalPeer] { live.map { live in live.context.engine.sync { live.present() } } ?? [] }
 }
 
 /// The spectres' part while online, on the engine: who is present, the next arrival and each
-/// one's fading, and their answers.
+/// one's fading (one owner of the engine's alarm), and their answers. Every method runs on the
+/// engine.
 final class SpectresOnline: Sendable {
     private struct State {
         var present: [Spectre] = []
-        /// The next arrival, and each present spectre's fading (removed as it fires).
-        var next: Cancellable?
-        var fades: [Int: Cancellable] = [:]
+        /// When the next spectre comes.
+        var next: Double
         var random: SeededRandom
         var nextID = 1
         /// Arrivals so far this time online (tests count them).
@@ -119,31 +119,37 @@ final class SpectresOnline: Sendable {
     private let state: EngineBound<State>
     private let styler: Styler
 
-    /// On the engine: the first arrival is scheduled.
+    /// On the engine: the first arrival is drawn.
     init(_ context: FeatureContext, styler: Styler) {
         self.context = context
         self.styler = styler
-        state = EngineBound(State(random: context.random), engine: context.engine)
-        scheduleNext()
+        var random = context.random
+        let first = context.engine.now + SpectreSchedule.gap(gift: context.profile.gift, using: &random)
+        state = EngineBound(State(next: first, random: random), engine: context.engine)
+        context.deadlines.add("spectres", next: { [self] in
+            state.value.running ? ([state.value.next] + state.value.present.map(\.fadesAt)).min() : nil
+        }) { [self] now in
+            fade(now: now)
+            if state.value.next <= now {
+                arrive()
+                state.update { $0.next = now + SpectreSchedule.gap(gift: context.profile.gift, using: &$0.random) }
+            }
+        }
     }
 
     func stop() {
-        context.engine.sync {
-            state.value.next?.cancel()
-            for fade in state.value.fades.values { fade.cancel() }
-            state.value = State(random: state.value.random)
-            state.value.running = false
-        }
+        state.value.present = []
+        state.value.running = false
     }
 
-    var arrivals: Int { context.engine.sync { state.value.arrivals } }
+    var arrivals: Int { state.value.arrivals }
 
-    private func scheduleNext() {
-        let gap = state.update { SpectreSchedule.gap(gift: context.profile.gift, using: &$0.random) }
-        state.value.next = context.engine.after(gap) { [self] in
-            arrive()
-            scheduleNext()
-        }
+    /// Spectres whose time is up fade away.
+    private func fade(now: Double) {
+        let fading = state.value.present.filter { $0.fadesAt <= now }
+        guard !fading.isEmpty else { return }
+        state.value.present.removeAll { $0.fadesAt <= now }
+        if context.rules.allowsSight(of: nil) { for spectre in fading { post("\(spectre.name) fades away") } }
     }
 
     /// A spectre comes, if this shell is Human (the dying see other things).
@@ -163,32 +169,26 @@ final class SpectresOnline: Sendable {
         if context.rules.allowsSight(of: nil) {
             post("\(spectre.name) drifts into sight (a spectre: open \(Tokenizer.quote(spectre.name)) to ask it something)")
         }
-        state.value.fades[spectre.id] = context.engine.after(spectre.fadesAt - now) { [self] in
-            state.value.fades[spectre.id] = nil
-            guard let index = state.value.present.firstIndex(where: { $0.id == spectre.id }) else { return }
-            state.value.present.remove(at: index)
-            if context.rules.allowsSight(of: nil) { post("\(spectre.name) fades away") }
-        }
     }
 
-    // MARK: Answers (asked from the shell's thread)
+    // MARK: Answers
 
+    /// Those present, each answering on the engine (asked from the shell's thread, it enters
+    /// there once).
     func present() -> [LocalPeer] {
-        let present = context.engine.sync { context.rules.plane == .human ? state.value.present : [] }
+        let present = context.rules.plane == .human ? state.value.present : []
+        let engine = context.engine
         return present.map { spectre in
-            LocalPeer(name: spectre.name, kind: "spectre", glyph: "👻") { [self] question in answer(question, from: spectre.id) }
+            LocalPeer(name: spectre.name, kind: "spectre", glyph: "👻") { [self] question in engine.sync { answer(question, from: spectre.id) } }
         }
     }
 
     /// A spectre's answer, or nil when it has faded. The count of ghosts is the real one: every
     /// Ghost peer in range, whether or not this shell can see it.
     func answer(_ question: String, from id: Int) -> String? {
-        let said = context.engine.sync { () -> (text: String, spell: String?)? in
-            guard state.value.present.contains(where: { $0.id == id }) else { return nil }
-            let ghosts = context.presence.peers().filter { $0.plane == .ghost }.count
-            return state.update { SpectreMind.answer(question, ghosts: ghosts, using: &$0.random) }
-        }
-        guard let said else { return nil }
+        guard state.value.present.contains(where: { $0.id == id }) else { return nil }
+        let ghosts = context.presence.peers().filter { $0.plane == .ghost }.count
+        let said = state.update { SpectreMind.answer(question, ghosts: ghosts, using: &$0.random) }
         if let spell = said.spell { try? CurseStore(database: context.database).learn(spell: spell, for: context.me) }
         return said.text
     }

@@ -9,23 +9,19 @@ import Terminal
 
 /// Pictures and files in conversations (SPEC §4.5), as a feature: the commands here, on the
 /// shell's thread; while online, offers, chunks and acknowledgements on the engine
-/// (`TransfersOnline`). What it needs of chat and rooms (the conversation shown, a person by
-/// name, a room's members) the app hands it, so that it imports neither.
-package final class Transfers: Feature {
+/// (`TransfersOnline`). A place extension too (`Views`): its pictures and files are drawn among
+/// a conversation's messages, `open N` draws one large; what it needs of the places (the
+/// conversation shown, a person by name, a room's members) it asks the views, so that it
+/// imports neither chat nor rooms.
+package final class Transfers: Feature, PlaceExtension {
     private let login: LoginSession
     private var capabilities = Capabilities.plain
     /// Whose line reader (made after registration) decides whether a bar can be written over.
     private var console: Console?
     /// While online: the engine's part.
     private(set) var live: TransfersOnline?
-    /// Set by the app: the conversation shown now, and the one a name means (asking which at a
-    /// terminal when it could mean several).
-    package var conversationInView: () -> Conversation? = { nil }
-    package var conversationNamed: (String, Shell) throws -> Conversation = { name, _ in
-        throw UserError("nobody called \(SafeText.visible(name)) is in sight")
-    }
-    /// Set by the app: the members of the room shown now (nil: no room is shown).
-    package var roomMembers: () -> [Peer]? = { nil }
+    /// The places shown (set when registered).
+    private var views = Views()
     /// Where `save` puts a file when given no path: `$XDG_DOWNLOAD_DIR`, else `~/Downloads`.
     package var downloads = "Downloads"
     /// `~/` at the start of a path typed means this.
@@ -45,10 +41,10 @@ package final class Transfers: Feature {
         live = nil
     }
 
-    /// The conversation shown changed (chat tells): a picture completing there is drawn in it.
-    package func show(conversation: Int64?) {
+    /// The place shown changed: a picture completing in the conversation shown is drawn in it.
+    package func shown(_ place: Place?) {
         guard let live else { return }
-        live.context.engine.sync { live.inView.value = conversation }
+        live.context.engine.sync { live.inView.value = place?.conversation?.id }
     }
 
     private func requireOnline() throws -> TransfersOnline {
@@ -72,10 +68,12 @@ package final class Transfers: Feature {
         return transfer
     }
 
-    package func register(in shell: Shell, online: Online, goOnline: @escaping (Shell) throws -> Void) {
+    package func register(in shell: Shell, online: Online, views: Views) {
         capabilities = shell.capabilities
         console = shell.console
+        self.views = views
         online.add(self)
+        views.add(self)
         shell.register(Command("send", scope: .global,
                                arguments: [.positional("peer|path", .path, help: "who to send it to (in a conversation or a room: the file)"),
                                            .positional("path", .path, optional: true, help: "the file (at most 16 MiB)"),
@@ -86,7 +84,7 @@ package final class Transfers: Feature {
                                 + "It goes on after either of you goes away and comes back. In a room, /send sends it to\n"
                                 + "every member.") { invocation in
             let shell = invocation.shell
-            try goOnline(shell)
+            try views.conversationOwner().goOnline(shell)
             try self.send(invocation.arguments, shell)
         })
         shell.register(Command("transfers", scope: .global, summary: "the files sent and received, and how far those moving have come") { invocation in
@@ -137,13 +135,14 @@ package final class Transfers: Feature {
         var conversations: [Conversation]
         let path: String
         if let second = arguments["path"] {
-            conversations = [try conversationNamed(first, shell)]
+            conversations = [try views.conversationOwner().conversation(named: first, shell)]
             path = expanded(second)
-        } else if let members = roomMembers() {
+        } else if case .room(let room)? = views.shown {
+            let members = room.membersInReach
             guard !members.isEmpty else { throw UserError("nobody else is in the room") }
             conversations = try live.context.engine.sync { try members.map { try live.context.delivery.conversation(with: $0) } }
             path = expanded(first)
-        } else if let conversation = conversationInView() {
+        } else if let conversation = views.shown?.conversation {
             conversations = [conversation]
             path = expanded(first)
         } else {
@@ -163,7 +162,13 @@ package final class Transfers: Feature {
         for transfer in sent {
             let to = SafeText.visible(conversations.first { $0.id == transfer.conversation }?.shownHandle ?? "them")
             if shell.console.overwrites {
-                if conversationInView()?.id == transfer.conversation || roomMembers() != nil {
+                // In the conversation or room it was sent in: its bubble; elsewhere a line.
+                let inPlace = switch views.shown {
+                case .conversation(let shown)?: shown.id == transfer.conversation
+                case .room?: true
+                case nil: false
+                }
+                if inPlace {
                     view.bubble(transfer, picture: picture, sender: nil).forEach { shell.console.print($0) }
                 } else {
                     shell.console.print("\(transfer.picture ? "picture" : "file") \(transfer.number) (\(TransferView.shownName(transfer.name)), "
@@ -226,9 +231,9 @@ package final class Transfers: Feature {
 
     /// The pictures and files of `conversation` as bubbles at their times, for its pages: each
     /// with its number, and for ours how it went.
-    package func pageExtras(_ conversation: Conversation, columns: Int, database: SeanceDatabase) -> [ConversationView.Extra] {
+    package func extras(in conversation: Conversation, view page: ConversationView, database: SeanceDatabase) -> [ConversationView.Extra] {
         let store = TransferStore(database: database)
-        let view = TransferView(capabilities: capabilities, columns: columns)
+        let view = TransferView(capabilities: capabilities, columns: page.columns)
         let transfers = ((try? store.transfers(myKey: conversation.myKey, in: conversation.id)) ?? []).filter { $0.state != .storing }
         return transfers.map { transfer in
             let picture = transfer.state == .complete ? TransfersOnline.picture(transfer, store: store) : nil
@@ -242,9 +247,10 @@ package final class Transfers: Feature {
     }
 
     /// `open N` in a conversation: picture N drawn as large as the window holds, or what file N is.
-    package func open(_ number: Int64, in conversation: Conversation?, _ shell: Shell) throws -> Bool {
+    package func open(_ number: Int64, in place: Place?, _ shell: Shell) throws -> Bool {
+        guard let conversation = place?.conversation else { return false }
         let store = TransferStore(database: try shell.session.openDatabase())
-        guard let transfer = try store.transfer(number), transfer.conversation == conversation?.id else { return false }
+        guard let transfer = try store.transfer(number), transfer.conversation == conversation.id else { return false }
         let view = TransferView(capabilities: shell.capabilities, columns: shell.console.columns)
         guard transfer.state == .complete else {
             shell.console.print(view.listLine(transfer, stored: transfer.stored))

@@ -12,7 +12,7 @@ import Testing
                                            random: SeededRandom(seed: 1)))
         let girl = LocalPeer(name: "the Girl in the Well", kind: "spectre", glyph: "👻") { _ in nil }
         let grey = LocalPeer(name: "the Grey Lady", kind: "spectre", glyph: "👻") { _ in nil }
-        let peers = ArgumentKind.dynamic { ChatMode.peerCandidates(locals: [girl, grey], present: [], past: []) }
+        let peers = ArgumentKind.dynamic { ChatText.peerCandidates(locals: [girl, grey], present: [], past: []) }
         shell.register(Command("open", scope: .global, arguments: [.positional("peer", peers)], summary: "open") { _ in })
         return shell
     }

@@ -9,11 +9,11 @@ import Testing
 @Suite struct ConversationViewTests {
     /// A typed line loses the spaces and tabs at its ends (any kind of space), nothing else.
     @Test func aLineIsTrimmedOfSpacesAtItsEnds() {
-        #expect(ChatMode.trimmed("hello there") == "hello there")
-        #expect(ChatMode.trimmed("  hi\t") == "hi")
-        #expect(ChatMode.trimmed("\u{3000}wide space") == "wide space")
-        #expect(ChatMode.trimmed(" ") == "" && ChatMode.trimmed("") == "")
-        #expect(ChatMode.trimmed("ends in a newline\n") == "ends in a newline\n")
+        #expect(ChatText.trimmed("hello there") == "hello there")
+        #expect(ChatText.trimmed("  hi\t") == "hi")
+        #expect(ChatText.trimmed("\u{3000}wide space") == "wide space")
+        #expect(ChatText.trimmed(" ") == "" && ChatText.trimmed("") == "")
+        #expect(ChatText.trimmed("ends in a newline\n") == "ends in a newline\n")
     }
 
     var utc: Calendar {

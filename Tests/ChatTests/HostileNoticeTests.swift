@@ -15,9 +15,9 @@ import Testing
                         announcement: Announcement(name: "eve" + evil, agreementKey: Data(repeating: 1, count: 32), plane: 0,
                                                    avatar: .emoji(evil), unicastPort: 1, intervalMilliseconds: 5000),
                         route: Route(transport: "memory", address: "h"), lastSeen: 0)
-        var lines = ChatMode.liveLines(for: .arrived(peer), trusted: "eve" + evil + "#abcd", myPlane: .human, styler: Styler(.plain),
+        var lines = PresenceLines.liveLines(for: .arrived(peer), trusted: "eve" + evil + "#abcd", myPlane: .human, styler: Styler(.plain),
                                        ascii: false)
-        lines += ChatMode.liveLines(for: .left(peer, .goodbye), myPlane: .human, styler: Styler(.plain), ascii: false)
+        lines += PresenceLines.liveLines(for: .left(peer, .goodbye), myPlane: .human, styler: Styler(.plain), ascii: false)
         let view = ConversationView(capabilities: .plain, columns: 60)
         lines += view.bubble(ChatMessage(number: 1, outgoing: false, text: "hi" + evil + "\u{9B}2J", sentAt: 0, state: .received))
         #expect(lines.count > 3)
@@ -40,10 +40,10 @@ import Testing
     /// A transport that stops carrying (a broker lost, no interface joined) is said once, with
     /// its reason shown inert; coming back is said too.
     @Test func transportStateIsANotice() {
-        let down = ChatMode.liveLines(for: .transport("broker", .down("connection refused\u{1B}[2J")), myPlane: .human,
+        let down = PresenceLines.liveLines(for: .transport("broker", .down("connection refused\u{1B}[2J")), myPlane: .human,
                                       styler: Styler(.plain), ascii: false)
         #expect(down == ["! broker: connection refused^[[2J"])
-        let up = ChatMode.liveLines(for: .transport("broker", .up), myPlane: .human, styler: Styler(.plain), ascii: false)
+        let up = PresenceLines.liveLines(for: .transport("broker", .up), myPlane: .human, styler: Styler(.plain), ascii: false)
         #expect(up == ["+ broker: connected again"])
     }
 }

@@ -90,16 +90,16 @@ import Testing
     let rows = (1...50).map { "peer \($0)" }
 
     @Test func aCrowdIsPagedToTheWindow() {
-        let first = ChatMode.nearbyPage(rows, page: 1, windowRows: 24)
+        let first = NearbyCommands.nearbyPage(rows, page: 1, windowRows: 24)
         #expect(first.first == "50 in sight, page 1 of 3" && first.count == 23)
         #expect(first[1] == "peer 1" && first[21] == "peer 21" && first.last == "… 'nearby 2' shows more")
-        let last = ChatMode.nearbyPage(rows, page: 3, windowRows: 24)
+        let last = NearbyCommands.nearbyPage(rows, page: 3, windowRows: 24)
         #expect(last == ["50 in sight, page 3 of 3"] + (43...50).map { "peer \($0)" })
-        #expect(ChatMode.nearbyPage(rows, page: 4, windowRows: 24) == ["50 in sight, 3 pages: there is no page 4"])
+        #expect(NearbyCommands.nearbyPage(rows, page: 4, windowRows: 24) == ["50 in sight, 3 pages: there is no page 4"])
     }
 
     @Test func whatFitsOrGoesToAScriptComesWhole() {
-        #expect(ChatMode.nearbyPage(Array(rows.prefix(20)), page: 1, windowRows: 24) == Array(rows.prefix(20)))
-        #expect(ChatMode.nearbyPage(rows, page: 1, windowRows: .max) == rows)
+        #expect(NearbyCommands.nearbyPage(Array(rows.prefix(20)), page: 1, windowRows: 24) == Array(rows.prefix(20)))
+        #expect(NearbyCommands.nearbyPage(rows, page: 1, windowRows: .max) == rows)
     }
 }

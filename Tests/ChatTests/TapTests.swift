@@ -7,7 +7,7 @@ import Testing
 /// has come.
 @Suite struct TapTests {
     func tap(_ message: ChatMessage) -> String {
-        ChatMode.times(of: message) { "t\(Int($0))" }.joined(separator: ", ")
+        ChatText.times(of: message) { "t\(Int($0))" }.joined(separator: ", ")
     }
 
     func mine(_ state: ChatMessage.State, delivered: Double? = nil, read: Double? = nil) -> ChatMessage {

@@ -144,8 +144,8 @@ package final class ChatWorld: World {
 
     /// Shells named and placed as `specs` says (with the gift for names in `gifted`), online on
     /// a transport on each of `transports` (the preferred first). Without `network`, presence
-    /// stops at once (no announcements, no alarm every second): for simulating many hours of a
-    /// feature alone.
+    /// stops at once (no announcements, no expiries; the features keep the alarm): for
+    /// simulating many hours of a feature alone.
     package init(_ specs: [(String, Plane)], gifted: Set<String> = [], seed: UInt64 = 5, network: Bool = true,
                 transports: [String] = ["memory"], sessionTiming: SessionTiming = SessionTiming()) throws {
         self.seed = seed
@@ -155,7 +155,7 @@ package final class ChatWorld: World {
         for (name, plane) in specs { nodes.append(try Node(name, plane: plane, gift: gifted.contains(name), world: self)) }
         for node in nodes {
             try node.goOnline(self)
-            if !network { node.service.stop() }
+            if !network { node.online.node!.silence() }
         }
         step(0)
     }

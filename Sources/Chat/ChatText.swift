@@ -1,0 +1,68 @@
+import Foundation
+import Nearby
+import Shell
+import Terminal
+
+/// How chat names and trims what it shows: pure functions of their arguments.
+enum ChatText {
+    /// Said after a handle whose name is trusted for another key: possibly an impersonation.
+    static func trustNote(_ trusted: Data?, _ key: Data) -> String {
+        guard let trusted, trusted != key else { return "" }
+        return " (not the one you trust: " + SafeText.visible(PeerIdentity.handle(name: "", signingKey: trusted)) + ")"
+    }
+
+    /// What `open` completes: the local ones, the peers present, the past conversations, each
+    /// once. Names as they are: the completion quotes what it inserts (`'the Girl in the Well'`),
+    /// so a name with spaces completes from its first word, quoted or not.
+    static func peerCandidates(locals: [LocalPeer], present: [Peer], past: [Conversation]) -> [Candidate] {
+        var names = Set<String>()
+        var candidates: [Candidate] = []
+        for local in locals where names.insert(local.name).inserted { candidates.append(Candidate(local.name, local.kind)) }
+        for peer in present where names.insert(peer.shownHandle).inserted {
+            candidates.append(Candidate(peer.shownHandle, peer.plane?.name ?? ""))
+        }
+        for conversation in past where names.insert(conversation.shownHandle).inserted {
+            candidates.append(Candidate(conversation.shownHandle, "past conversation"))
+        }
+        return candidates
+    }
+
+    /// Message numbers as a notice names them: `#3`, or `#3–#7` for a run; nil for none.
+    static func span(_ numbers: [Int64]) -> String? {
+        guard let first = numbers.min(), let last = numbers.max() else { return nil }
+        return first == last ? "#\(last)" : "#\(first)–#\(last)"
+    }
+
+    /// The name the state row under message `number` is printed with: written over when the
+    /// state changes, where the terminal allows (elsewhere each change is a line of its own).
+    static func stateMark(_ conversation: Int64, _ number: Int64) -> String { "state \(conversation) \(number)" }
+
+    /// The line without spaces or tabs at either end. Foundation's trimming costs more than a
+    /// sent line's encryption, so the usual line, with none, is not handed to it.
+    static func trimmed(_ line: String) -> String {
+        func isSpace(_ scalar: Unicode.Scalar) -> Bool { scalar == "\t" || scalar.properties.generalCategory == .spaceSeparator }
+        guard let first = line.unicodeScalars.first, let last = line.unicodeScalars.last, !isSpace(first) && !isSpace(last) else {
+            return line.trimmingCharacters(in: .whitespaces)
+        }
+        return line
+    }
+
+    /// What `tap` says of a message: when it was sent, delivered (received, if theirs) and read,
+    /// or how far it has come.
+    static func times(of message: ChatMessage, _ stamp: (Double) -> String) -> [String] {
+        var parts = ["sent " + stamp(message.sentAt)]
+        guard let received = message.receivedAt else {
+            // Only ours can be on its way (theirs are stored as they arrive).
+            return parts + [message.outgoing ? "not delivered yet (\(message.state.rawValue))" : "received"]
+        }
+        parts.append((message.outgoing ? "delivered " : "received ") + stamp(received))
+        if let read = message.readAt {
+            parts.append("read " + stamp(read))
+        } else if message.state == .read {
+            parts.append("read")  // Before read times were kept.
+        } else {
+            parts.append(message.outgoing ? "not read yet" : "not shown yet")
+        }
+        return parts
+    }
+}
