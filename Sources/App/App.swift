@@ -208,11 +208,11 @@ package enum App {
         let chat = ChatMode(profiles: profiles, online: online, views: views, animate: animate, linger: network.linger,
                             layout: network.conversationLayout)
         chat.register(in: shell)
-        let curses = Curses(login: profiles.session)
+        let curses = Curses(login: profiles.session, inbox: shell.console.inbox)
         curses.register(in: shell, online: online)
         Spectres(curses: curses).register(in: shell, online: online)
-        Rooms().register(in: shell, online: online, views: views)
-        let transfers = Transfers(login: profiles.session)
+        Rooms(inbox: shell.console.inbox).register(in: shell, online: online, views: views)
+        let transfers = Transfers(login: profiles.session, inbox: shell.console.inbox)
         transfers.home = environment["HOME"]
         transfers.downloads = environment["XDG_DOWNLOAD_DIR"] ?? (environment["HOME"] ?? ".") + "/Downloads"
         transfers.register(in: shell, online: online, views: views)

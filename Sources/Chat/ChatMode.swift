@@ -136,7 +136,7 @@ package final class ChatMode: ConversationOwner {
         guard !online.isOnline else { return }
         guard let login = profiles.current else { throw ProfileError.notLoggedIn }
         let context = try online.goOnline(as: login, database: try shell.session.openDatabase(), dataDirectory: shell.session.dataDirectory,
-                                          inbox: shell.console.inbox, scheduler: shell.session.scheduler, random: &shell.session.random)
+                                          wake: shell.console.inbox.wake, scheduler: shell.session.scheduler, random: &shell.session.random)
         let transports = context.network.transports.map(\.description).joined(separator: " and ")
         let plane = context.engine.sync { context.rules.plane }
         shell.console.print("announcing \(login.profile.handle) as \(plane.name) on \(transports)")
@@ -195,7 +195,7 @@ package final class ChatMode: ConversationOwner {
 /// Chat's notices come and go with being online.
 extension ChatMode: Feature {
     package func online(_ context: FeatureContext) throws {
-        notices = ChatNotices(context, capabilities: capabilities, overwrites: console?.overwrites ?? false,
+        notices = ChatNotices(context, capabilities: capabilities, inbox: console?.inbox ?? AsyncInbox(), overwrites: console?.overwrites ?? false,
                               holdingArrivals: holdFirstArrivals)
     }
 

@@ -37,8 +37,11 @@ final class ChatNotices: Sendable {
     private let capabilities: Capabilities
     /// The terminal can write over lines already printed (delivery states change in place).
     private let overwrites: Bool
+    /// Where the lines go: the console's, printed above the prompt.
+    private let inbox: AsyncInbox
 
-    init(_ context: FeatureContext, capabilities: Capabilities, overwrites: Bool, holdingArrivals: Bool = false) {
+    init(_ context: FeatureContext, capabilities: Capabilities, inbox: AsyncInbox, overwrites: Bool, holdingArrivals: Bool = false) {
+        self.inbox = inbox
         self.context = context
         self.capabilities = capabilities
         self.overwrites = overwrites
@@ -86,15 +89,15 @@ final class ChatNotices: Sendable {
             // Comings and goings are limited (a crowd, a flood); a warning told once is not.
             switch presence {
             case .arrived, .changed, .left:
-                for line in state.value.limiter.admit(lines, now: context.engine.now) { context.inbox.post(line) }
+                for line in state.value.limiter.admit(lines, now: context.engine.now) { inbox.post(line) }
             case .transport, .alsoOnlineElsewhere, .olderSeance, .flooded, .clockOff:
-                lines.forEach(context.inbox.post)
+                lines.forEach(inbox.post)
             }
         case .planeChanged(let old, let new):
             // Blind (a curse) sees nobody come or go, whatever the planes.
             let seen = context.presence.peers().filter(rules.allowsSight)
             for line in PresenceLines.sightLines(from: old, to: new, peers: seen, styler: styler, ascii: capabilities.ascii) {
-                context.inbox.post(line)
+                inbox.post(line)
             }
         case .delivery(let delivery):
             hear(delivery)
@@ -105,7 +108,6 @@ final class ChatNotices: Sendable {
 
     private func hear(_ event: DeliveryEvent) {
         let capabilities = self.capabilities
-        let inbox = context.inbox
         switch event {
         case .received(let conversation, let message, let from):
             if let open = state.value.open, open.id == conversation {

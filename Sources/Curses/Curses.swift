@@ -30,12 +30,18 @@ package final class Curses: Feature, CurseBook {
     /// While online: the curses' part on the engine.
     private(set) var live: CursesOnline?
 
-    package init(login: LoginSession) { self.login = login }
+    /// Where its notices go (above the prompt).
+    package let inbox: AsyncInbox
+
+    package init(login: LoginSession, inbox: AsyncInbox) {
+        self.login = login
+        self.inbox = inbox
+    }
 
     // MARK: Online
 
     package func online(_ context: FeatureContext) throws {
-        live = try CursesOnline(context, styler: styler)
+        live = try CursesOnline(context, styler: styler, inbox: inbox)
     }
 
     package func offline() {

@@ -31,11 +31,13 @@ final class CursesOnline: Sendable {
     let context: FeatureContext
     private let state: EngineBound<State>
     private let styler: Styler
+    private let inbox: AsyncInbox
 
     /// On the engine: loads the curses in force, arms their ends, registers the kinds and rules.
-    init(_ context: FeatureContext, styler: Styler) throws {
+    init(_ context: FeatureContext, styler: Styler, inbox: AsyncInbox) throws {
         self.context = context
         self.styler = styler
+        self.inbox = inbox
         let active = try CurseStore(database: context.database).active(on: context.me, now: context.engine.now)
         state = EngineBound(State(active: active, random: context.random), engine: context.engine)
         context.deadlines.add("curses", next: { [self] in
@@ -213,6 +215,6 @@ final class CursesOnline: Sendable {
 
     private func post(_ text: String, alert: Alert? = nil) {
         let line = styler.apply(.magenta + .bold, "☠") + " " + text
-        if let alert { context.inbox.post(line, alert: alert) } else { context.inbox.post(line) }
+        if let alert { inbox.post(line, alert: alert) } else { inbox.post(line) }
     }
 }

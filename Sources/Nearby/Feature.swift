@@ -17,8 +17,8 @@ package protocol Feature: AnyObject {
 }
 
 /// What a feature may use while online: the running engine and what it owns. Packet handlers,
-/// deadlines and the database writes the network causes run on `engine`; notices reach the
-/// shell through `inbox`.
+/// deadlines and the database writes the network causes run on `engine`. (What a feature
+/// tells the user goes through its own view side: the engine knows no terminal.)
 package struct FeatureContext: Sendable {
     package let engine: Engine
     /// Where kinds are registered (`handle`) and packets sent.
@@ -31,7 +31,6 @@ package struct FeatureContext: Sendable {
     package let profile: Profile
     package let identity: Identity
     package let database: SeanceDatabase
-    package let inbox: AsyncInbox
     /// Who may be seen and written to, and what features add to that (on the engine).
     package let rules: Rules
     /// Seeded from `--seed`, like every other random choice: each feature takes its own copy.
@@ -39,7 +38,7 @@ package struct FeatureContext: Sendable {
     private let events: EngineBound<[@Sendable (OnlineEvent) -> Void]>
 
     init(node: NearbyNode, delivery: Delivery, profile: Profile, identity: Identity,
-         database: SeanceDatabase, inbox: AsyncInbox, rules: Rules, random: SeededRandom,
+         database: SeanceDatabase, rules: Rules, random: SeededRandom,
          events: EngineBound<[@Sendable (OnlineEvent) -> Void]>) {
         engine = node.engine
         network = node.router
@@ -49,7 +48,6 @@ package struct FeatureContext: Sendable {
         self.profile = profile
         self.identity = identity
         self.database = database
-        self.inbox = inbox
         self.rules = rules
         self.random = random
         self.events = events

@@ -63,7 +63,7 @@ package final class Online {
     /// started stays behind when it throws.
     @discardableResult
     package func goOnline(as login: LoginSession.Login, database: SeanceDatabase, dataDirectory: DataDirectory,
-                         inbox: AsyncInbox, scheduler: Scheduler, random: inout SeededRandom) throws -> FeatureContext {
+                         wake: @escaping @Sendable () -> Void, scheduler: Scheduler, random: inout SeededRandom) throws -> FeatureContext {
         if let context { return context }
         let (profile, identity) = login
         // Released by `goOffline`, or when this throws before the end.
@@ -96,7 +96,7 @@ package final class Online {
             default: break
             }
             // A shell waiting for someone to come into sight looks again.
-            inbox.wake()
+            wake()
         }
         // Arrivals wait for the end of the engine's turn, then trust on first use records them
         // all in one transaction: a crowd's answers to a newcomer (500 in half a second) cost
@@ -132,7 +132,7 @@ package final class Online {
                 let delivery = Delivery(store: MessageStore(database: database), identity: identity, rules: rules, router: node.router,
                                         directory: node.directory, deadlines: node.deadlines) { event in tell(.delivery(event)) }
                 let context = FeatureContext(node: node, delivery: delivery, profile: profile, identity: identity, database: database,
-                                             inbox: inbox, rules: rules, random: featureRandom, events: events)
+                                             rules: rules, random: featureRandom, events: events)
                 // Delivery first, then every feature: kinds, rules and deadlines registered
                 // before the first packet can arrive.
                 try delivery.online(context)

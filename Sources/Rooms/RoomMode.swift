@@ -21,13 +21,16 @@ package final class Rooms: Feature, RoomInView {
         }
     }
 
-    package init() {}
+    /// Where its notices go (above the prompt).
+    let inbox: AsyncInbox
+
+    package init(inbox: AsyncInbox) { self.inbox = inbox }
 
     /// The name the state row under your line (stored as row `row`) is printed with.
     package static func stateMark(_ row: Int64) -> String { "room state \(row)" }
 
     package func online(_ context: FeatureContext) throws {
-        live = RoomsOnline(context, capabilities: capabilities, showing: showing)
+        live = RoomsOnline(context, capabilities: capabilities, inbox: inbox, showing: showing)
     }
 
     package func offline() {

@@ -10,6 +10,8 @@ struct RoomParts: Sendable {
     let context: FeatureContext
     let state: EngineBound<RoomsOnline.State>
     let capabilities: Capabilities
+    /// Where notices go (above the prompt).
+    let inbox: AsyncInbox
 }
 
 /// One of the rooms' parts, with the shared state and what they all say. Engine state: every
@@ -40,11 +42,11 @@ extension RoomPart {
     /// A notice about rooms above the prompt.
     func post(_ text: String, alert: Alert? = nil) {
         let line = Styler(parts.capabilities).apply(.cyan, parts.capabilities.ascii ? "@" : "◎") + " " + text
-        if let alert { context.inbox.post(line, alert: alert) } else { context.inbox.post(line) }
+        if let alert { parts.inbox.post(line, alert: alert) } else { parts.inbox.post(line) }
     }
 
     func post(warning text: String) {
-        context.inbox.post(Styler(parts.capabilities).apply(.yellow + .bold, "!") + " " + text)
+        parts.inbox.post(Styler(parts.capabilities).apply(.yellow + .bold, "!") + " " + text)
     }
 
     /// Sends `packet` to the present peer with this key, if any.

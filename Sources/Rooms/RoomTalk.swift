@@ -74,7 +74,7 @@ final class RoomTalk: RoomPart, Sendable {
         message.sender = context.rules.shownName(of: sender) ?? peer.shownHandle
         if parts.state.value.showing {
             let capabilities = parts.capabilities
-            context.inbox.post(.lines { [message] columns in ConversationView(capabilities: capabilities, columns: columns).bubble(message) })
+            parts.inbox.post(.lines { [message] columns in ConversationView(capabilities: capabilities, columns: columns).bubble(message) })
         } else if !context.rules.isMuted(sender) && !context.rules.isMuted(place: RoomsOnline.place(line.room)) {
             let preview = ConversationView.preview(text, width: 40)
             post("room \(line.room) · \(message.sender!): \(preview)   (room, to read it there)",
@@ -94,7 +94,7 @@ final class RoomTalk: RoomPart, Sendable {
               result.all, parts.state.value.showing else { return }
         // Written over the state under the line's bubble while it is on screen.
         let capabilities = parts.capabilities
-        context.inbox.post(.update([Overwrite(mark: Rooms.stateMark(result.row), id: result.number) { columns in
+        parts.inbox.post(.update([Overwrite(mark: Rooms.stateMark(result.row), id: result.number) { columns in
             ConversationView(capabilities: capabilities, columns: columns).statusTail(number: result.number, state: .delivered)
         }]) { missed in missed.isEmpty ? nil : Styler(capabilities).dim("#\(result.number) delivered to everyone") })
     }

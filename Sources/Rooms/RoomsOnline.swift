@@ -60,10 +60,10 @@ final class RoomsOnline: RoomPart, Sendable {
     let talk: RoomTalk
 
     /// On the engine: registers the rooms' kinds and the second's work.
-    init(_ context: FeatureContext, capabilities: Capabilities, showing: Bool) {
+    init(_ context: FeatureContext, capabilities: Capabilities, inbox: AsyncInbox, showing: Bool) {
         var state = State(random: context.random)
         state.showing = showing
-        parts = RoomParts(context: context, state: EngineBound(state, engine: context.engine), capabilities: capabilities)
+        parts = RoomParts(context: context, state: EngineBound(state, engine: context.engine), capabilities: capabilities, inbox: inbox)
         host = RoomHost(parts)
         guest = RoomGuest(parts)
         talk = RoomTalk(parts)

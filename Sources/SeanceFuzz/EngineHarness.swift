@@ -6,6 +6,7 @@ import Foundation
 import Nearby
 import Rooms
 import Runtime
+import Shell
 import Spectres
 import Storage
 import Transfers
@@ -38,15 +39,16 @@ final class EngineHarness {
         online = Online(battery: Battery(override: 100), timing: PresenceTiming(interval: 1, jitter: 0, startupGap: 0.5)) { _ in
             [MemoryTransport(network: network, address: "target")]
         }
-        let curses = Curses(login: LoginSession())
+        let inbox = AsyncInbox()
+        let curses = Curses(login: LoginSession(), inbox: inbox)
         let spectres = Spectres(curses: curses)
         online.add(curses)
         online.add(spectres)
         online.add(local: spectres)
-        online.add(Rooms())
-        online.add(Transfers(login: LoginSession()))
+        online.add(Rooms(inbox: inbox))
+        online.add(Transfers(login: LoginSession(), inbox: inbox))
         var random = SeededRandom(seed: 1)
-        try online.goOnline(as: (profile, identity), database: database, dataDirectory: data, inbox: AsyncInbox(), scheduler: scheduler,
+        try online.goOnline(as: (profile, identity), database: database, dataDirectory: data, wake: inbox.wake, scheduler: scheduler,
                             random: &random)
         peerKey = FuzzTarget.signer
         let engine = Engine(scheduler: scheduler)

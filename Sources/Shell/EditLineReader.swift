@@ -40,19 +40,6 @@ package final class EditLineReader: LineReader {
     package var hasPendingInput: Bool { false }
 
     /// - Parameter historyPath: where history is loaded from and saved to; nil keeps none.
-    /// `path` when history can be kept there: a regular file, or none yet (then created
-    /// private to the user, since it holds what was typed). Anything else (a FIFO would hang
-    /// both loading and saving) means no history.
-    private static func usableHistoryPath(_ path: String) -> String? {
-        var info = stat()
-        if stat(path, &info) != 0 {
-            let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-            if fd >= 0 { close(fd) }
-            return path
-        }
-        return (info.st_mode & S_IFMT) == S_IFREG ? path : nil
-    }
-
     package init?(console: Console, historyPath: String?, historySize: Int32 = 1000) {
         configureUTF8Locale()
         // Streams of libedit's own: Swift 6 forbids touching the C globals stdin/stdout/stderr.
@@ -62,7 +49,7 @@ package final class EditLineReader: LineReader {
         self.editLine = editLine
         self.history = history
         self.savedHistory = savedHistory
-        self.historyPath = historyPath.flatMap(Self.usableHistoryPath)
+        self.historyPath = historyPath.flatMap(HistoryFile.usable)
         self.console = console
 
         for list in [history, savedHistory] {
@@ -279,7 +266,7 @@ package final class EditLineReader: LineReader {
             if n < 0 { if errno == EINTR || errno == EAGAIN { continue } else { return -1 } }
             if n == 0 { return 0 }
             utf8Pending.append(byte)
-            switch Self.decodeUTF8(utf8Pending) {
+            switch UTF8Scalar.decode(utf8Pending) {
             case .incomplete:
                 continue
             case .scalar(let value):
@@ -292,27 +279,6 @@ package final class EditLineReader: LineReader {
                 return 1
             }
         }
-    }
-
-    enum Decoded: Equatable { case incomplete, scalar(UInt32), invalid }
-
-    /// Decodes one UTF-8 scalar from the bytes read so far.
-    static func decodeUTF8(_ bytes: [UInt8]) -> Decoded {
-        guard let lead = bytes.first else { return .incomplete }
-        let length: Int
-        switch lead {
-        case 0x00...0x7F: return .scalar(UInt32(lead))
-        case 0xC2...0xDF: length = 2
-        case 0xE0...0xEF: length = 3
-        case 0xF0...0xF4: length = 4
-        default: return .invalid
-        }
-        for byte in bytes.dropFirst() where byte & 0xC0 != 0x80 { return .invalid }
-        guard bytes.count == length else { return bytes.count < length ? .incomplete : .invalid }
-        var decoder = UTF8()
-        var iterator = bytes.makeIterator()
-        if case .scalarValue(let scalar) = decoder.decode(&iterator) { return .scalar(scalar.value) }
-        return .invalid
     }
 
     // MARK: Asynchronous output

@@ -77,6 +77,9 @@ package final class Spectres: Feature, LocalPresence {
     /// While online: the spectres' part on the engine.
     private(set) var live: SpectresOnline?
 
+    /// Where its notices go (above the prompt): the curses' (spectres come with them).
+    var inbox: AsyncInbox { curses.inbox }
+
     package init(curses: Curses) { self.curses = curses }
 
     package func register(in shell: Shell, online: Online) {
@@ -86,7 +89,7 @@ package final class Spectres: Feature, LocalPresence {
     }
 
     package func online(_ context: FeatureContext) throws {
-        live = SpectresOnline(context, styler: styler)
+        live = SpectresOnline(context, styler: styler, inbox: inbox)
     }
 
     package func offline() {
@@ -118,11 +121,13 @@ final class SpectresOnline: Sendable {
     let context: FeatureContext
     private let state: EngineBound<State>
     private let styler: Styler
+    private let inbox: AsyncInbox
 
     /// On the engine: the first arrival is drawn.
-    init(_ context: FeatureContext, styler: Styler) {
+    init(_ context: FeatureContext, styler: Styler, inbox: AsyncInbox) {
         self.context = context
         self.styler = styler
+        self.inbox = inbox
         var random = context.random
         let first = context.engine.now + SpectreSchedule.gap(gift: context.profile.gift, using: &random)
         state = EngineBound(State(next: first, random: random), engine: context.engine)
@@ -193,5 +198,5 @@ final class SpectresOnline: Sendable {
         return said.text
     }
 
-    private func post(_ text: String) { context.inbox.post(styler.apply(.cyan + .bold, "👻") + " " + text) }
+    private func post(_ text: String) { inbox.post(styler.apply(.cyan + .bold, "👻") + " " + text) }
 }

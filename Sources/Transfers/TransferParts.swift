@@ -11,6 +11,8 @@ struct TransferParts: Sendable {
     let context: FeatureContext
     let state: EngineBound<TransfersOnline.State>
     let capabilities: Capabilities
+    /// Where notices go (above the prompt).
+    let inbox: AsyncInbox
     /// The terminal can write over lines printed earlier (the bar is updated in place).
     let overwrites: Bool
     /// The conversation shown in the shell now (set by chat through `Transfers`).
@@ -41,8 +43,7 @@ extension TransferPart {
     /// us) gets its bar under the line, written over as it moves; one on the screen already
     /// has its bar written over, and the line is printed only when the bar has scrolled away.
     func tell(_ transfer: Transfer, stored: Int, line: String, new: Bool = false, alert: Alert? = nil) {
-        let inbox = context.inbox
-        let capabilities = capabilities
+        let (inbox, capabilities) = (parts.inbox, capabilities)
         if !overwrites {
             inbox.post(line)
         } else if new {
@@ -61,8 +62,7 @@ extension TransferPart {
     /// A file of theirs is complete: in the conversation shown, its bubble (a picture drawn);
     /// elsewhere a line, and the bell.
     func tellArrived(_ transfer: Transfer, sender: String) {
-        let inbox = context.inbox
-        let (capabilities, store) = (capabilities, store)
+        let (inbox, capabilities, store) = (parts.inbox, capabilities, store)
         let what = "\(transfer.picture ? "picture" : "file") \(transfer.number)"
         if inView.value == transfer.conversation {
             if overwrites {
@@ -99,7 +99,7 @@ extension TransferPart {
         let elapsed = now - progress.since
         let rate = elapsed > 0.2 ? Double((stored - progress.from) * transfer.chunkSize) / elapsed : nil
         let capabilities = capabilities
-        context.inbox.post(.update([Overwrite(mark: Transfers.progressMark(transfer.number), id: transfer.number) { columns in
+        parts.inbox.post(.update([Overwrite(mark: Transfers.progressMark(transfer.number), id: transfer.number) { columns in
             TransferView(capabilities: capabilities, columns: columns).progressRow(transfer, stored: stored, rate: rate)
         }]) { _ in nil })
     }

@@ -33,7 +33,7 @@ final class TransferReceiver: TransferPart, Sendable {
             refuse("more than \(TransfersOnline.unfinishedLimit) unfinished from one person")
             return answer(offer.id, .refuse, to: peer)
         }
-        let knownPerson = existing.map { (try? store.hasMessages($0.id)) ?? false } ?? false
+        let knownPerson = existing.map { (try? messages.hasMessages($0.id)) ?? false } ?? false
         let automatic = offer.picture && Int(offer.size) <= TransfersOnline.automaticLimit && knownPerson && holding.bytes + Int(offer.size) <= TransfersOnline.quota
         guard let conversation = try? messages.conversation(myKey: context.me, peerKey: sender, peerName: peer.name,
                                                             peerAgreementKey: peer.announcement.agreementKey, now: now),

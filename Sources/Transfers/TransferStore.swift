@@ -146,8 +146,9 @@ package struct TransferStore: Sendable {
     /// Files a kill stopped while they were being stored at `/send`: never offered, removed.
     package func removeUnstored(myKey: Data) throws {
         try database.write { db in
-            try db.execute(sql: "DELETE FROM transfer WHERE state = 'storing' AND conversationId IN (SELECT id FROM conversation WHERE myKey = ?)",
-                           arguments: [myKey])
+            for conversation in try MessageStore.conversations(db, myKey: myKey).keys {
+                try db.execute(sql: "DELETE FROM transfer WHERE state = 'storing' AND conversationId = ?", arguments: [conversation])
+            }
         }
     }
 
@@ -246,20 +247,17 @@ package struct TransferStore: Sendable {
         }
     }
 
-    /// Whether the conversation holds a message either way: its person is no stranger.
-    package func hasMessages(_ conversation: Int64) throws -> Bool {
-        try database.read { db in try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM message WHERE conversationId = ?)", arguments: [conversation]) ?? false }
-    }
-
     /// Transfers of this profile (`myKey`), newest last; only those still moving or waiting
     /// when `unfinished`, only those of one conversation when it is given.
     package func transfers(myKey: Data, unfinished: Bool = false, in conversation: Int64? = nil) throws -> [Transfer] {
         try database.read { db in
-            try Row.fetchAll(db, sql: """
-                SELECT transfer.*, conversation.peerKey, conversation.peerName FROM transfer JOIN conversation ON conversation.id = conversationId
-                WHERE conversation.myKey = ? \(unfinished ? "AND state IN ('offered', 'asking', 'moving')" : "")
-                \(conversation == nil ? "" : "AND conversationId = ?") ORDER BY transfer.id
-                """, arguments: StatementArguments([myKey] + (conversation.map { [$0] } ?? []))).map(Self.transfer)
+            let conversations = try MessageStore.conversations(db, myKey: myKey).filter { conversation == nil || $0.key == conversation }
+            guard !conversations.isEmpty else { return [] }
+            let places = Array(repeating: "?", count: conversations.count).joined(separator: ", ")
+            return try Row.fetchAll(db, sql: """
+                SELECT * FROM transfer WHERE conversationId IN (\(places))
+                \(unfinished ? "AND state IN ('offered', 'asking', 'moving')" : "") ORDER BY id
+                """, arguments: StatementArguments(Array(conversations.keys))).map { Self.transfer($0, in: conversations[$0["conversationId"]]!) }
         }
     }
 
@@ -267,25 +265,25 @@ package struct TransferStore: Sendable {
     /// offered that are not finished.
     package func holding(of peerKey: Data, myKey: Data) throws -> (bytes: Int, unfinished: Int) {
         try database.read { db in
+            guard let conversation = try MessageStore.conversations(db, myKey: myKey, peerKey: peerKey).keys.first else { return (0, 0) }
             let row = try Row.fetchOne(db, sql: """
                 SELECT coalesce(sum(CASE WHEN state = 'moving' THEN size ELSE 0 END), 0) AS bytes, count(*) AS unfinished
-                FROM transfer JOIN conversation ON conversation.id = conversationId
-                WHERE conversation.myKey = ? AND conversation.peerKey = ? AND outgoing = 0 AND state IN ('asking', 'moving')
-                """, arguments: [myKey, peerKey])!
+                FROM transfer WHERE conversationId = ? AND outgoing = 0 AND state IN ('asking', 'moving')
+                """, arguments: [conversation])!
             return (row["bytes"], row["unfinished"])
         }
     }
 
     static func transfer(_ db: Database, _ number: Int64) throws -> Transfer? {
-        try Row.fetchOne(db, sql: """
-            SELECT transfer.*, conversation.peerKey, conversation.peerName FROM transfer JOIN conversation ON conversation.id = conversationId
-            WHERE transfer.id = ?
-            """, arguments: [number]).map(transfer)
+        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM transfer WHERE id = ?", arguments: [number]),
+              let conversation = try MessageStore.conversation(db, id: row["conversationId"]) else { return nil }
+        return transfer(row, in: conversation)
     }
 
-    static func transfer(_ row: Row) -> Transfer {
-        Transfer(number: row["id"], transferID: row["transferId"], conversation: row["conversationId"], peerKey: row["peerKey"],
-                 peerName: row["peerName"], outgoing: row["outgoing"], name: row["name"], picture: row["picture"], size: row["size"],
+    /// A transfer's row, with the person of its conversation.
+    static func transfer(_ row: Row, in conversation: Conversation) -> Transfer {
+        Transfer(number: row["id"], transferID: row["transferId"], conversation: row["conversationId"], peerKey: conversation.peerKey,
+                 peerName: conversation.peerName, outgoing: row["outgoing"], name: row["name"], picture: row["picture"], size: row["size"],
                  chunkSize: row["chunkSize"], sha256: row["sha256"], state: Transfer.State(rawValue: row["state"]) ?? .failed,
                  stored: row["stored"], sentAt: row["sentAt"], reason: row["reason"])
     }

@@ -27,13 +27,19 @@ package final class Transfers: Feature, PlaceExtension {
     /// `~/` at the start of a path typed means this.
     package var home: String?
 
-    package init(login: LoginSession) { self.login = login }
+    /// Where its notices go (above the prompt).
+    let inbox: AsyncInbox
+
+    package init(login: LoginSession, inbox: AsyncInbox) {
+        self.login = login
+        self.inbox = inbox
+    }
 
     /// The name a transfer's bar is printed with, to be written over as it moves.
     static func progressMark(_ number: Int64) -> String { "transfer \(number)" }
 
     package func online(_ context: FeatureContext) throws {
-        live = TransfersOnline(context, capabilities: capabilities, overwrites: console?.overwrites ?? false)
+        live = TransfersOnline(context, capabilities: capabilities, inbox: inbox, overwrites: console?.overwrites ?? false)
     }
 
     package func offline() {

@@ -74,9 +74,9 @@ final class TransfersOnline: TransferPart, Sendable {
 
     /// On the engine: registers the kinds, the observer of who comes back and the deadline;
     /// what was moving when we last went offline goes on, what a kill left half-stored goes.
-    init(_ context: FeatureContext, capabilities: Capabilities, overwrites: Bool) {
+    init(_ context: FeatureContext, capabilities: Capabilities, inbox: AsyncInbox, overwrites: Bool) {
         parts = TransferParts(context: context, state: EngineBound(State(), engine: context.engine), capabilities: capabilities,
-                              overwrites: overwrites, inView: EngineBound(nil, engine: context.engine))
+                              inbox: inbox, overwrites: overwrites, inView: EngineBound(nil, engine: context.engine))
         receiver = TransferReceiver(parts)
         let network = context.network
         network.handle(FileOffer.self) { [self] offer, sender, peer in receiver.offered(offer, from: sender, peer: peer) }

@@ -301,11 +301,11 @@ final class Recorder { var events: [String] = [] }
     }
 
     @Test func utf8Decoding() {
-        #expect(EditLineReader.decodeUTF8([0x41]) == .scalar(0x41))
-        #expect(EditLineReader.decodeUTF8([0xF0, 0x9F]) == .incomplete)
-        #expect(EditLineReader.decodeUTF8([0xF0, 0x9F, 0xA7, 0x9F]) == .scalar(0x1F9DF))
-        #expect(EditLineReader.decodeUTF8([0xC3, 0x41]) == .invalid)
-        #expect(EditLineReader.decodeUTF8([0xFF]) == .invalid)
+        #expect(UTF8Scalar.decode([0x41]) == .scalar(0x41))
+        #expect(UTF8Scalar.decode([0xF0, 0x9F]) == .incomplete)
+        #expect(UTF8Scalar.decode([0xF0, 0x9F, 0xA7, 0x9F]) == .scalar(0x1F9DF))
+        #expect(UTF8Scalar.decode([0xC3, 0x41]) == .invalid)
+        #expect(UTF8Scalar.decode([0xFF]) == .invalid)
     }
 
     @Test func seededRandomIsReproducible() {

@@ -43,9 +43,9 @@ package final class ChatWorld: World {
         package let battery: Battery
         package let curses: Curses
         package let spectres: Spectres
-        package let rooms = Rooms()
-        package let transfers = Transfers(login: LoginSession())
         package let inbox = AsyncInbox()
+        package let rooms: Rooms
+        package let transfers: Transfers
         package let database: SeanceDatabase
         let dataDirectory: DataDirectory
 
@@ -62,8 +62,10 @@ package final class ChatWorld: World {
                             sessionTiming: world.sessionTiming) { _ in
                 networks.map { transport, network in MemoryTransport(network: network, address: name, name: transport) }
             }
-            curses = Curses(login: LoginSession())
+            curses = Curses(login: LoginSession(), inbox: inbox)
             spectres = Spectres(curses: curses)
+            rooms = Rooms(inbox: inbox)
+            transfers = Transfers(login: LoginSession(), inbox: inbox)
             online.add(curses)
             online.add(spectres)
             online.add(local: spectres)
@@ -85,7 +87,7 @@ package final class ChatWorld: World {
         /// Online as the program is: engine, presence, delivery and every feature.
         package func goOnline(_ world: ChatWorld) throws {
             var random = SeededRandom(seed: world.seed)
-            try online.goOnline(as: (profile, identity), database: database, dataDirectory: dataDirectory, inbox: inbox,
+            try online.goOnline(as: (profile, identity), database: database, dataDirectory: dataDirectory, wake: inbox.wake,
                                 scheduler: world.scheduler, random: &random)
         }
 

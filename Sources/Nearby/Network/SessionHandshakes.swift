@@ -38,7 +38,7 @@ extension SessionTable {
         let index = newIndex(for: peer.signingKey)
         let frame = HandshakeFrame(sender: me, recipient: peer.signingKey, senderIndex: index, recipientIndex: 0, step: 1,
                                    message: message).encoded()
-        entry.initiation = Initiation(handshake: handshake, localIndex: index, frame: frame, sentAt: now, isRekey: isRekey)
+        entry.initiation = SessionInitiation(handshake: handshake, localIndex: index, frame: frame, sentAt: now, isRekey: isRekey)
         statistics.started += 1
         due(at: now + timing.retry)
         return [SessionOutput(bytes: frame, peer: peer.signingKey, isHandshake: true)]
@@ -82,7 +82,7 @@ extension SessionTable {
         let index = newIndex(for: peer.signingKey)
         let reply = HandshakeFrame(sender: me, recipient: peer.signingKey, senderIndex: index, recipientIndex: frame.senderIndex,
                                    step: 2, message: message).encoded()
-        answers[index] = Answer(handshake: handshake, localIndex: index, remoteIndex: frame.senderIndex, peer: peer, frame: reply, at: now)
+        answers[index] = SessionAnswer(handshake: handshake, localIndex: index, remoteIndex: frame.senderIndex, peer: peer, frame: reply, at: now)
         entry.lastAnswerAt = now
         peers[peer.signingKey] = entry
         statistics.answered += 1
@@ -102,7 +102,7 @@ extension SessionTable {
         }
         let last = HandshakeFrame(sender: me, recipient: peer.signingKey, senderIndex: initiation.localIndex,
                                   recipientIndex: frame.senderIndex, step: 3, message: message).encoded()
-        var session = Session(peer: peer.signingKey, localIndex: initiation.localIndex, remoteIndex: frame.senderIndex,
+        var session = OpenSession(peer: peer.signingKey, localIndex: initiation.localIndex, remoteIndex: frame.senderIndex,
                               sending: sending, receiving: receiving, createdAt: now, lastUsed: now)
         session.confirmation = (last, now, 1)
         entry.initiation = nil
@@ -131,7 +131,7 @@ extension SessionTable {
         }
         answers[frame.recipientIndex] = nil
         var entry = peers[peer.signingKey] ?? PeerSessions()
-        var session = Session(peer: peer.signingKey, localIndex: answer.localIndex, remoteIndex: answer.remoteIndex,
+        var session = OpenSession(peer: peer.signingKey, localIndex: answer.localIndex, remoteIndex: answer.remoteIndex,
                               sending: responderSending, receiving: initiatorSending, createdAt: now, lastUsed: now)
         let confirmation = Self.seal([0], in: &session, now: now)
         session.unansweredSince = nil
@@ -140,7 +140,7 @@ extension SessionTable {
 
     /// The new session becomes the current one (the old one opens late frames a while longer),
     /// and what waited is sealed in it.
-    private mutating func install(_ session: Session, in entry: inout PeerSessions, now: Double) -> [SessionOutput] {
+    private mutating func install(_ session: OpenSession, in entry: inout PeerSessions, now: Double) -> [SessionOutput] {
         if let previous = entry.previous { indices[previous.session.localIndex] = nil }
         if let old = entry.current {
             entry.previous = (old, now + timing.previousGrace)

@@ -60,54 +60,10 @@ package struct SessionStatistics: Sendable, Equatable {
 /// started and what waits for it; the handshakes we answered, bounded. A pure model on the
 /// engine: the caller sends what it returns and supplies the clock.
 package struct SessionTable: Sendable {
-    struct Session: Sendable {
-        let peer: Data
-        let localIndex: UInt32
-        let remoteIndex: UInt32
-        var sending: CipherState
-        let receiving: CipherState
-        var counter: UInt64 = 0
-        var window = ReplayWindow()
-        let createdAt: Double
-        var lastUsed: Double
-        /// When the first frame went that nothing has been heard after.
-        var unansweredSince: Double?
-        /// The initiator's step 3, sent again until a frame in the session confirms it arrived.
-        var confirmation: (frame: [UInt8], sentAt: Double, tries: Int)?
-    }
-
-    struct Initiation: Sendable {
-        var handshake: HandshakeState
-        let localIndex: UInt32
-        let frame: [UInt8]
-        var sentAt: Double
-        var tries = 1
-        /// A new key for a session that still works: nothing waits for it.
-        let isRekey: Bool
-    }
-
-    struct Answer: Sendable {
-        var handshake: HandshakeState
-        let localIndex: UInt32
-        let remoteIndex: UInt32
-        let peer: SessionPeer
-        let frame: [UInt8]
-        let at: Double
-    }
-
-    struct PeerSessions: Sendable {
-        var current: Session?
-        var previous: (session: Session, until: Double)?
-        var initiation: Initiation?
-        /// Inner packets (kind, payload) waiting for a session, oldest first.
-        var pending: [[UInt8]] = []
-        var lastAnswerAt = -Double.infinity
-    }
-
     let identity: Identity
     let timing: SessionTiming
     var peers: [Data: PeerSessions] = [:]
-    var answers: [UInt32: Answer] = [:]
+    var answers: [UInt32: SessionAnswer] = [:]
     /// Our session indices: which peer each belongs to.
     var indices: [UInt32: Data] = [:]
     package internal(set) var statistics = SessionStatistics()
@@ -174,7 +130,7 @@ package struct SessionTable: Sendable {
         return .waiting(handshake: initiate(&entry, with: peer, now: now, isRekey: false))
     }
 
-    static func seal(_ inner: [UInt8], in session: inout Session, now: Double) -> [UInt8] {
+    static func seal(_ inner: [UInt8], in session: inout OpenSession, now: Double) -> [UInt8] {
         let header = SealedFrame.header(recipientIndex: session.remoteIndex, counter: session.counter)
         // Only a nonce of 2^64 − 1 can fail, and the counter never gets near it (a rekey comes first).
         let sealed = (try? session.sending.encrypt(nonce: session.counter, ad: header, plaintext: inner)) ?? []
