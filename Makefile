@@ -3,7 +3,7 @@
 
 SWIFT        ?= swift
 RELEASE_FLAGS = -c release --static-swift-stdlib
-BUILD_PACKAGES = libedit-dev libsqlite3-dev libstb-dev libmosquitto-dev pkg-config
+BUILD_PACKAGES = libedit-dev libsqlite3-dev libstb-dev libmosquitto-dev libqrencode-dev pkg-config
 # What the tests use besides the build: namespaces and routes, packet loss, a terminal, a reference,
 # brokers (started by the tests themselves, inside their namespaces) and MQTT clients; groff to
 # read the manual page, and the three shells whose completions are loaded; nc, the transfers

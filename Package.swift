@@ -16,12 +16,13 @@ let package = Package(
     targets: [
         // libedit through a system library target; shim.h wraps its variadic calls.
         .systemLibrary(name: "CEditLine", pkgConfig: "libedit", providers: [.apt(["libedit-dev"])]),
+        .systemLibrary(name: "CQREncode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
         // libmosquitto (Debian libmosquitto-dev), the MQTT client: its header, and calls that load
         // it on first use (it brings libssl and libcrypto, which every start-up would pay for).
         .target(name: "CMosquitto", linkerSettings: [.linkedLibrary("dl")]),
         // stb_image from Debian's libstb-dev, compiled once in this target.
         .target(name: "CStbImage"),
-        .target(name: "Terminal", dependencies: ["CStbImage", "Runtime"]),
+        .target(name: "Terminal", dependencies: ["CStbImage", "CQREncode", "Runtime"]),
         .target(name: "Storage", dependencies: ["Runtime", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),
         .target(name: "Shell", dependencies: ["CEditLine", "Terminal", "Storage", "Runtime"]),
         .target(name: "Zombies", dependencies: ["Shell", "Terminal", "Storage", .product(name: "GRDB", package: "GRDB.swift")]),
@@ -116,7 +117,7 @@ let package = Package(
         .target(name: "TestWorld", dependencies: ["TestSupport", "App", "Nearby", "Curses", "Spectres", "Rooms", "Transfers", "Accounts", "Shell", "Terminal"],
                 path: "Tests/TestWorld"),
         .testTarget(name: "RoomsTests", dependencies: ["TestWorld", "Rooms", "Chat", "Nearby", "Wire", "Shell", "Terminal", .product(name: "GRDB", package: "GRDB.swift")]),
-        .testTarget(name: "TransfersTests", dependencies: ["TestWorld", "Transfers", "Nearby", "Wire", "Storage", "Runtime", "Terminal", "Shell",
+        .testTarget(name: "TransfersTests", dependencies: ["TestWorld", "TestSupport", "Transfers", "Nearby", "Wire", "Storage", "Runtime", "Terminal", "Shell",
                                                          .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "TerminalTests", dependencies: ["Terminal", "Runtime"]),
         // The engine, what is bound to it, the schedulers and the one alarm.

@@ -79,6 +79,8 @@ extension Schema {
         TrustSchema.lookAlikes,
         TrustSchema.blocksAndMutes,
         TransfersSchema.transfers,
+        TransfersSchema.thumbnails,
+        TrustSchema.verifiedKeys,
     ], backfills: [SearchSchema.indexing], commitSteps: [SearchSchema.keepingUp])
 
     /// Each feature's list, for the test that every one is in the order above.

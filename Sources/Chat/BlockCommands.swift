@@ -69,7 +69,7 @@ struct BlockCommands {
 
     /// The one key `wanted` means among `candidates`: at a terminal, several are a question;
     /// in a script, an error naming them.
-    private func pick(_ wanted: String, among candidates: [PeerChoiceStore.Choice], _ shell: Shell) throws -> PeerChoiceStore.Choice {
+    func pick(_ wanted: String, among candidates: [PeerChoiceStore.Choice], _ shell: Shell) throws -> PeerChoiceStore.Choice {
         var unique: [PeerChoiceStore.Choice] = []
         for candidate in candidates where !unique.contains(where: { $0.signingKey == candidate.signingKey }) { unique.append(candidate) }
         guard unique.count > 1 else {
@@ -90,7 +90,7 @@ struct BlockCommands {
     }
 
     /// Whom `wanted` (nil: the open conversation's peer) means among everyone seen and talked to.
-    private func person(_ wanted: String?, _ shell: Shell) throws -> PeerChoiceStore.Choice {
+    func person(_ wanted: String?, _ shell: Shell) throws -> PeerChoiceStore.Choice {
         let store = try choices(shell)
         guard let wanted else {
             guard let conversation = chat.conversations.current else { throw UserError("whom? give a name (or open their conversation first)") }

@@ -94,6 +94,7 @@ package final class ChatMode: ConversationOwner {
         })
         BatteryCommand(online: online).register(in: shell)
         BlockCommands(chat: self).register(in: shell)
+        VerifyCommands(chat: self).register(in: shell)
         // Another profile, or none: this one is no longer announced.
         profiles.session.onChange.append { [unowned self, unowned shell] in
             if self.online.isOnline { self.takeOffline(shell) }

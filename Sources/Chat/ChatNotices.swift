@@ -23,9 +23,9 @@ final class ChatNotices: Sendable {
 
     private struct State {
         var open: OpenConversation?
-        var limiter = NoticeLimiter()
+        var limiter = NoticeLimiter(what: "presence notices", seeAll: "nearby lists who is here")
         /// The warning about an arriving key that uses a trusted name, printed with its arrival.
-        var impostor: (key: Data, trusted: String)?
+        var impostor: (key: Data, trusted: String, verified: Bool)?
         /// Arrivals are not told while `chat` waits to list everyone: the list names them.
         var holdingArrivals = false
         /// When the last arrival was heard (engine time).
@@ -72,12 +72,19 @@ final class ChatNotices: Sendable {
     private func hear(_ event: OnlineEvent) {
         let rules = context.rules
         switch event {
-        case .impostor(let peer, let trusted):
-            state.value.impostor = (peer.signingKey, trusted)
+        case .impostor(let peer, let trusted, let verified):
+            state.value.impostor = (peer.signingKey, trusted, verified)
         case .presence(let presence):
             var trusted: String?
             if case .arrived(let peer) = presence, let warning = state.value.impostor, warning.key == peer.signingKey {
                 trusted = warning.trusted
+                // A key using a verified name: said loudly, with the bell, past any limit.
+                if warning.verified {
+                    state.value.impostor = nil
+                    trusted = nil
+                    inbox.post(PresenceLines.verifiedWarning(peer, verified: warning.trusted, styler: styler),
+                               alert: Alert(who: peer.shownHandle, what: "uses the name of someone you verified"))
+                }
             }
             state.value.impostor = nil
             if case .arrived = presence {
@@ -151,36 +158,5 @@ final class ChatNotices: Sendable {
             guard let which = ChatText.span(numbers) else { return }
             inbox.post(styler.error("\(which) could not be stored (\(reason)); it was not sent"))
         }
-    }
-}
-
-/// Presence notices above the prompt, at most `burst` at once and `perSecond` after that: a
-/// crowd of made-up keys must not scroll everything else away. What is held back is counted in
-/// one line when notices flow again.
-struct NoticeLimiter: Sendable {
-    private var tokens: Double
-    private var last: Double?
-    private var held = 0
-    let burst: Double
-    let perSecond: Double
-
-    init(burst: Double = 20, perSecond: Double = 2) {
-        self.burst = burst
-        self.perSecond = perSecond
-        tokens = burst
-    }
-
-    /// The lines to print now (possibly none, possibly with a count of those held back).
-    mutating func admit(_ lines: [String], now: Double) -> [String] {
-        guard !lines.isEmpty else { return [] }
-        tokens = min(burst, tokens + perSecond * max(0, now - (last ?? now)))
-        last = now
-        guard tokens >= 1 else {
-            held += lines.count
-            return []
-        }
-        tokens -= 1
-        defer { held = 0 }
-        return (held > 0 ? ["… \(held) more presence notices not shown (nearby lists who is here)"] : []) + lines
     }
 }

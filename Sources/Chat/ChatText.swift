@@ -14,18 +14,23 @@ enum ChatText {
     /// What `open` completes: the local ones, the peers present, the past conversations, each
     /// once. Names as they are: the completion quotes what it inserts (`'the Girl in the Well'`),
     /// so a name with spaces completes from its first word, quoted or not.
-    static func peerCandidates(locals: [LocalPeer], present: [Peer], past: [Conversation]) -> [Candidate] {
+    /// A verified key's candidates say so.
+    static func peerCandidates(locals: [LocalPeer], present: [Peer], past: [Conversation], verified: Set<Data> = []) -> [Candidate] {
         var names = Set<String>()
         var candidates: [Candidate] = []
+        func checked(_ key: Data, _ description: String) -> String { verified.contains(key) ? "verified, " + description : description }
         for local in locals where names.insert(local.name).inserted { candidates.append(Candidate(local.name, local.kind)) }
         for peer in present where names.insert(peer.shownHandle).inserted {
-            candidates.append(Candidate(peer.shownHandle, peer.plane?.name ?? ""))
+            candidates.append(Candidate(peer.shownHandle, checked(peer.signingKey, peer.plane?.name ?? "")))
         }
         for conversation in past where names.insert(conversation.shownHandle).inserted {
-            candidates.append(Candidate(conversation.shownHandle, "past conversation"))
+            candidates.append(Candidate(conversation.shownHandle, checked(conversation.peerKey, "past conversation")))
         }
         return candidates
     }
+
+    /// Beside the name of a key the user verified (`verify`).
+    static func verifiedMark(ascii: Bool) -> String { ascii ? " (verified)" : " \u{2713}" }
 
     /// Message numbers as a notice names them: `#3`, or `#3–#7` for a run; nil for none.
     static func span(_ numbers: [Int64]) -> String? {

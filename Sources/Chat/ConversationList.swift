@@ -17,6 +17,7 @@ struct ConversationList {
         let database = try shell.session.openDatabase()
         let choices = PeerChoiceStore(database: database)
         let (blocked, muted) = (choices.keys(.blocked), choices.keys(.muted))
+        let verified = TrustStore(database: database).verifiedKeys()
         let everyone = try MessageStore(database: database).conversations(myKey: me.identity.signingPublicKey)
         // Those of people blocked are kept, and shown only when asked for.
         let summaries = all ? everyone : everyone.filter { !blocked.contains($0.conversation.peerKey) }
@@ -32,7 +33,9 @@ struct ConversationList {
             let counts = [blocked.contains(key) ? "blocked" : nil, muted.contains(key) ? "muted" : nil,
                           summary.unread > 0 ? "\(summary.unread) unread" : nil, summary.waiting > 0 ? "\(summary.waiting) waiting" : nil]
             // Under amnesia the peers of conversations are strangers too.
-            return ConversationView.ListEntry(handle: chat.renamed(summary.conversation) ?? summary.conversation.shownHandle,
+            let handle = chat.renamed(summary.conversation)
+                ?? summary.conversation.shownHandle + (verified.contains(key) ? ChatText.verifiedMark(ascii: shell.capabilities.ascii) : "")
+            return ConversationView.ListEntry(handle: handle,
                                               when: summary.lastTime.map { view.sectionTitle($0, now: shell.session.clock()) } ?? "",
                                               counts: counts.compactMap { $0 }.joined(separator: ", "), unread: summary.unread > 0,
                                               last: summary.lastText)

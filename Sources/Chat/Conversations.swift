@@ -58,12 +58,14 @@ final class Conversations {
     func register(in shell: Shell) {
         let peers = ArgumentKind.dynamic {
             var past: [Conversation] = []
+            var verified: Set<Data> = []
             if let me = self.profiles.current?.identity.signingPublicKey, let database = try? shell.session.openDatabase() {
                 let blocked = BlockCommands(chat: self.chat).blockedKeys(shell)
                 past = ((try? MessageStore(database: database).conversations(myKey: me)) ?? []).map(\.conversation)
                     .filter { !blocked.contains($0.peerKey) }
+                verified = TrustStore(database: database).verifiedKeys()
             }
-            return ChatText.peerCandidates(locals: self.chat.localPeers(), present: self.chat.presentPeers(), past: past)
+            return ChatText.peerCandidates(locals: self.chat.localPeers(), present: self.chat.presentPeers(), past: past, verified: verified)
         }
         shell.register(mode: "chat", "open", arguments: [.positional("peer", peers, help: "a name, or name#fingerprint"),
                                                          .option("--wait", "seconds", help: "wait up to this long for them to come into sight (scripts)")],
@@ -202,11 +204,15 @@ final class Conversations {
         guard let conversation = current, let delivery, let context else { throw UserError("open a conversation first: open NAME") }
         guard !text.isEmpty else { return }
         // Sent and followed in one visit to the engine: a line typed costs one.
-        let (message, previous) = try context.engine.sync {
+        let (message, previous, held) = try context.engine.sync {
             let message = try delivery.send(text, in: conversation, more: shell.hasPendingInput)
-            return (message, notices?.follow(message))
+            return (message, notices?.follow(message), context.rules.isHeld(conversation.peerKey))
         }
         tellOfSlash(text, shell)
+        if held {
+            shell.console.printProse(shell.styler.apply(.red, "\(conversation.shownHandle) uses the name of someone you verified, with another key: "
+                                                           + "this waits until you decide (verify or trust \(conversation.shownHandle))"))
+        }
         let view = conversationView(shell)
         let rows = view.following(message, after: previous ?? nil, now: message.sentAt)
         let own = view.rows(of: message)

@@ -51,19 +51,24 @@ struct NearbyCommands {
         // One visit to the engine for the whole list (a crowd of 500 made it 500 visits, each
         // queued behind whatever the engine was doing). How each is reached, the preferred
         // way first: lan, broker, or lan+broker.
-        let (visible, names, vias, pictures) = context.engine.sync {
+        let (visible, names, vias, pictures, verified) = context.engine.sync {
             let visible = context.presence.peers().filter(context.rules.canSee)
             return (visible, visible.map { context.rules.shownName(of: $0.signingKey) },
                     visible.map { context.network.routeNames(of: $0).joined(separator: "+") },
                     visible.map { peer -> Data? in
                         guard case .image(let hash) = peer.announcement.avatar else { return nil }
                         return context.presence.avatars.pixels(hash)
-                    })
+                    },
+                    Set(visible.map(\.signingKey).filter(context.rules.isVerified)))
         }
         let locals = chat.localPeers()
         guard !visible.isEmpty || !locals.isEmpty else { return shell.console.print("nobody you can see is nearby") }
         // The names' column as wide as the longest (up to 24), so a narrow window keeps a line a peer.
-        let nameWidth = min(24, (locals.map { SafeText.visible($0.name) } + zip(visible, names).map { $1 ?? $0.shownHandle })
+        let mark = ChatText.verifiedMark(ascii: shell.capabilities.ascii)
+        func shown(_ peer: Peer, _ renamed: String?) -> String {
+            renamed ?? peer.shownHandle + (verified.contains(peer.signingKey) ? mark : "")
+        }
+        let nameWidth = min(24, (locals.map { SafeText.visible($0.name) } + zip(visible, names).map(shown))
             .map(\.displayWidth).max() ?? 0)
         for local in locals {
             let glyph = shell.capabilities.ascii ? "~" : local.glyph
@@ -78,7 +83,7 @@ struct NearbyCommands {
             let avatar = renamed == nil ? avatarCell(peer.announcement.avatar, pixels: picture, capabilities: shell.capabilities) : ""
             // A key using a name trusted for another key stays marked, every listing.
             let note = renamed == nil ? ChatText.trustNote(trust.trustedKey(forName: peer.name), peer.signingKey) : ""
-            rows.append("\(DisplayWidth.pad(avatar, to: 2)) \(DisplayWidth.pad(renamed ?? peer.shownHandle, to: nameWidth)) "
+            rows.append("\(DisplayWidth.pad(avatar, to: 2)) \(DisplayWidth.pad(shown(peer, renamed), to: nameWidth)) "
                         + "\(DisplayWidth.pad(plane, to: 7)) seen \(age) ago via \(via)" + (note.isEmpty ? "" : shell.styler.apply(.yellow, note)))
         }
         // A script gets everyone; a terminal, a window's worth at a time.

@@ -15,6 +15,14 @@ enum PresenceLines {
         }
     }
 
+    /// The warning when a key arrives with the name (or a look-alike) of one the user verified:
+    /// not the key they checked, and what they write to it waits.
+    static func verifiedWarning(_ peer: Peer, verified: String, styler: Styler) -> String {
+        styler.apply(.red + .bold, "!!") + " " + styler.bold(peer.shownHandle) + " uses the name of \(SafeText.visible(verified)), "
+            + "whom you verified, with another key: it is not the key you checked. What you write to \(peer.shownHandle) waits "
+            + "until you decide (verify \(peer.shownHandle) to compare its safety number, or trust \(peer.shownHandle) to take it as theirs)"
+    }
+
     /// What to print above the prompt for one presence event: only about peers the table lets
     /// this plane see (and the sight rules allow, named as the naming rules say), plus a
     /// warning when the peer arriving uses the name of `trusted`, another key.

@@ -67,8 +67,9 @@ package struct FeatureContext: Sendable {
 package enum OnlineEvent: Sendable {
     case presence(PresenceEvent)
     /// `peer` arrived with the name of another key, the one trusted for it (`trusted`, its
-    /// handle): possibly an impersonation. Told every time it appears.
-    case impostor(Peer, trusted: String)
+    /// handle; `verified`: the user compared its safety number, and what is written to `peer`
+    /// waits): possibly an impersonation. Told every time it appears.
+    case impostor(Peer, trusted: String, verified: Bool)
     /// What waits for a peer may go now: it came into reach (`returned`: it was out of sight,
     /// not just changed), or, with no peer, a transport came back and everyone it carries is
     /// reachable again. Everything that sends again until acknowledged listens for this.

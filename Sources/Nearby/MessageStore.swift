@@ -55,9 +55,13 @@ package struct MessageStore: Sendable {
         return Dictionary(uniqueKeysWithValues: found.map { ($0.id, $0) })
     }
 
-    /// Whether the conversation holds a message either way: its person is no stranger.
-    package func hasMessages(_ conversation: Int64) throws -> Bool {
-        try database.read { db in try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM message WHERE conversationId = ?)", arguments: [conversation]) ?? false }
+    /// Whether the user wrote in the conversation: its person is one they chose to talk to (a
+    /// message of theirs to the user proves nothing of the kind).
+    package func hasWritten(in conversation: Int64) throws -> Bool {
+        try database.read { db in
+            try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM message WHERE conversationId = ? AND outgoing = 1)", arguments: [conversation])
+                ?? false
+        }
     }
 
     /// Messages received and not read yet, from people neither muted nor blocked, outside the

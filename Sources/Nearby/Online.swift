@@ -107,8 +107,12 @@ package final class Online {
             let peers = arrivals.value
             guard !peers.isEmpty else { return }
             arrivals.value = []
-            for (peer, trusted) in zip(peers, trust.remember(peers)) {
-                if let trusted { tell(.impostor(peer, trusted: trusted)) }
+            for (peer, flag) in zip(peers, trust.remember(peers)) {
+                if let flag {
+                    // Under a verified name: nothing goes to it before the user decides.
+                    if flag.verified { rules.hold(peer.signingKey) }
+                    tell(.impostor(peer, trusted: flag.trusted, verified: flag.verified))
+                }
                 handle(.arrived(peer))
             }
         }
@@ -159,17 +163,22 @@ package final class Online {
         return context
     }
 
-    /// Blocks and mutes were changed in the database (`PeerChoiceStore`): the engine applies
-    /// them at once. A key newly blocked leaves the table and its sessions end, and every
-    /// frame in its name is dropped before any check from now on.
+    /// Blocks, mutes and verifications were changed in the database (`PeerChoiceStore`,
+    /// `TrustStore`): the engine applies them at once. A key newly blocked leaves the table and
+    /// its sessions end, and every frame in its name is dropped before any check from now on; a
+    /// key no longer held is sent what waited for it.
     package func choicesChanged() {
         guard let context else { return }
-        let store = PeerChoiceStore(database: context.database)
+        let store = PeerChoiceStore(database: context.database), trust = TrustStore(database: context.database)
         let (blocked, muted, places) = (store.keys(.blocked), store.keys(.muted), store.mutedPlaces())
+        let (verified, held) = (trust.verifiedKeys(), trust.heldKeys())
         context.engine.sync {
             let newly = context.rules.choose(blocked: blocked, muted: muted, mutedPlaces: places)
             context.presence.block(blocked)
             if !newly.isEmpty { context.tellObservers(.blocked(newly)) }
+            for key in context.rules.verifications(verified: verified, held: held) {
+                if let peer = context.presence.peer(key) { context.tellObservers(.reachable(peer, returned: false)) }
+            }
         }
     }
 

@@ -24,6 +24,10 @@ package final class Rules: Sendable {
         var blocked: Set<Data> = []
         var muted: Set<Data> = []
         var mutedPlaces: Set<String> = []
+        /// Keys the user verified (`TrustStore`), and keys using a verified key's name, to
+        /// which nothing is sent until the user decides.
+        var verified: Set<Data> = []
+        var held: Set<Data> = []
     }
 
     private let state: EngineBound<State>
@@ -46,6 +50,25 @@ package final class Rules: Sendable {
 
     /// Whether what this key sends arrives silently: stored, never told above the prompt.
     package func isMuted(_ signingKey: Data) -> Bool { state.value.muted.contains(signingKey) }
+
+    /// Whether the user compared this key's safety number (`verify`).
+    package func isVerified(_ signingKey: Data) -> Bool { state.value.verified.contains(signingKey) }
+
+    /// Whether this key uses the name of a key the user verified: what is written to it waits
+    /// until the user decides.
+    package func isHeld(_ signingKey: Data) -> Bool { state.value.held.contains(signingKey) }
+
+    /// Holds a key that just arrived under a verified name.
+    package func hold(_ signingKey: Data) { state.value.held.insert(signingKey) }
+
+    /// The verifications as stored; returns the keys no longer held.
+    func verifications(verified: Set<Data>, held: Set<Data>) -> Set<Data> {
+        defer {
+            state.value.verified = verified
+            state.value.held = held
+        }
+        return state.value.held.subtracting(held)
+    }
 
     /// Whether a place (`room 1.2`) is muted.
     package func isMuted(place: String) -> Bool { state.value.mutedPlaces.contains(place) }

@@ -33,10 +33,12 @@ package enum ImageError: Error, Equatable, CustomStringConvertible {
     case tooLarge(width: Int, height: Int)
     case empty(width: Int, height: Int)
 
-    /// The largest image accepted, in pixels: 50 megapixels.
-    package static let maximumPixels = 50_000_000
-    /// And on each side: a 1x16,000,000 strip is small in area but not to draw.
-    package static let maximumSide = 16_384
+    /// The most a picture may be on each side (a 1x16,000,000 strip is small in area but not to
+    /// draw), and the most its decoding may take, counting the source's bytes a pixel (a 16-bit
+    /// channel is two): over either, it is never decoded. A picture as large as a phone's camera
+    /// takes fits (4,032 × 3,024 is 47 MiB).
+    package static let maximumSide = 4_096
+    package static let maximumDecodedBytes = 64 << 20
 
     package var description: String {
         switch self {
@@ -45,7 +47,7 @@ package enum ImageError: Error, Equatable, CustomStringConvertible {
         case .tooLarge(let width, let height) where max(width, height) > ImageError.maximumSide:
             return "the image is \(width)x\(height); at most \(ImageError.maximumSide) pixels a side are accepted"
         case .tooLarge(let width, let height):
-            return "the image is \(width)x\(height), over the limit of 50 megapixels"
+            return "the image is \(width)x\(height), over the \(ImageError.maximumDecodedBytes >> 20) MiB a picture may take decoded"
         case .empty(let width, let height):
             return "the image is \(width)x\(height): it has no pixels"
         }
@@ -55,7 +57,7 @@ package enum ImageError: Error, Equatable, CustomStringConvertible {
 /// PNG, JPEG, GIF (first frame) and BMP through stb_image.
 package enum ImageDecoder {
     /// Decodes `bytes`, refusing anything that is not a whole image of an accepted format or is
-    /// over 50 megapixels (checked from the header, before any pixel is decoded).
+    /// over the budget (checked from the header, before any pixel is decoded).
     package static func decode(_ bytes: [UInt8]) throws(ImageError) -> RGBAImage {
         guard !bytes.isEmpty else { throw .notAnImage(reason: "the file is empty") }
         guard bytes.count < Int(Int32.max) else { throw .notAnImage(reason: "the file is too large") }
@@ -65,7 +67,7 @@ package enum ImageDecoder {
             stbi_info_from_memory($0.baseAddress, Int32($0.count), &width, &height, &channels)
         }
         guard known == 1 else { throw .notAnImage(reason: failureReason()) }
-        guard Int(width) * Int(height) <= ImageError.maximumPixels,
+        guard Int(width) * Int(height) * 4 <= ImageError.maximumDecodedBytes,
               max(width, height) <= ImageError.maximumSide else {
             throw .tooLarge(width: Int(width), height: Int(height))
         }
@@ -84,16 +86,18 @@ package enum ImageDecoder {
     }
 
     /// The limits, checked on the header alone: the format is one of the four, and the size is
-    /// neither empty nor over the limits.
-    package static func check(_ bytes: [UInt8]) throws(ImageError) {
+    /// neither empty nor over the budget. The header read.
+    @discardableResult
+    package static func check(_ bytes: [UInt8]) throws(ImageError) -> ImageHeader {
         guard let header = ImageHeader.parse(bytes) else {
             throw .notAnImage(reason: ImageHeader.format(of: bytes) == nil ? "unknown format" : "truncated or damaged")
         }
         guard header.width > 0, header.height > 0 else { throw .empty(width: header.width, height: header.height) }
         guard header.width <= ImageError.maximumSide, header.height <= ImageError.maximumSide,
-              header.width * header.height <= ImageError.maximumPixels else {
+              header.decodedBytes <= ImageError.maximumDecodedBytes else {
             throw .tooLarge(width: header.width, height: header.height)
         }
+        return header
     }
 
     private static func failureReason() -> String {

@@ -7,6 +7,20 @@ package struct ImageHeader: Equatable, Sendable {
     package var format: Format
     package var width: Int
     package var height: Int
+    /// The source's bytes a pixel: a 16-bit RGBA PNG's are 8, a grey one's 1, every other
+    /// format's 4 at most (decoded, each is 4).
+    package var bytesPerPixel = 4
+
+    package init(format: Format, width: Int, height: Int, bytesPerPixel: Int = 4) {
+        self.format = format
+        self.width = width
+        self.height = height
+        self.bytesPerPixel = bytesPerPixel
+    }
+
+    /// What decoding it takes at least: its pixels at the larger of the source's size and the
+    /// decoded RGBA's (`ImageError.maximumDecodedBytes` bounds it).
+    package var decodedBytes: Int { width * height * max(4, bytesPerPixel) }
 
     /// The format `bytes` start like, from the signature alone.
     package static func format(of bytes: [UInt8]) -> Format? {
@@ -21,9 +35,12 @@ package struct ImageHeader: Equatable, Sendable {
     /// cut off before the size).
     package static func parse(_ bytes: [UInt8]) -> ImageHeader? {
         if bytes.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) {
-            // The first chunk must be IHDR: width and height, big-endian.
-            guard bytes.count >= 24, Array(bytes[12..<16]) == Array("IHDR".utf8) else { return nil }
-            return ImageHeader(format: .png, width: bigEndian(bytes, 16, 4), height: bigEndian(bytes, 20, 4))
+            // The first chunk must be IHDR: width and height, big-endian, then the bit depth
+            // and the colour type (grey, RGB, palette, grey and alpha, RGBA).
+            guard bytes.count >= 26, Array(bytes[12..<16]) == Array("IHDR".utf8) else { return nil }
+            let channels = [0: 1, 2: 3, 3: 1, 4: 2, 6: 4][Int(bytes[25])] ?? 4
+            return ImageHeader(format: .png, width: bigEndian(bytes, 16, 4), height: bigEndian(bytes, 20, 4),
+                               bytesPerPixel: channels * (bytes[24] == 16 ? 2 : 1))
         }
         if bytes.starts(with: Array("GIF87a".utf8)) || bytes.starts(with: Array("GIF89a".utf8)) {
             guard bytes.count >= 10 else { return nil }

@@ -71,10 +71,11 @@ extension TransferPart {
                     TransferView(capabilities: capabilities, columns: columns).progressRow(transfer, stored: transfer.chunkCount, rate: nil)
                 }]) { _ in nil })
             }
-            // Decoded where it is drawn, on the shell's thread (the decoder is the visions' too).
+            // Its thumbnail made where it is drawn, on the shell's thread.
             inbox.post(.lines { columns in
                 let view = TransferView(capabilities: capabilities, columns: columns)
-                return view.bubble(transfer, picture: TransfersOnline.picture(transfer, store: store), sender: sender) + [view.numberRow(transfer)]
+                let (shown, picture) = TransfersOnline.drawn(transfer, store: store)
+                return view.bubble(shown, picture: picture, sender: sender) + [view.numberRow(shown)]
             })
         } else if !context.rules.isMuted(transfer.peerKey) {
             inbox.post(Styler(capabilities).apply(.magenta, capabilities.ascii ? "*" : "✉") + " \(sender) sent \(what) "

@@ -33,8 +33,14 @@ final class TransferReceiver: TransferPart, Sendable {
             refuse("more than \(TransfersOnline.unfinishedLimit) unfinished from one person")
             return answer(offer.id, .refuse, to: peer)
         }
-        let knownPerson = existing.map { (try? messages.hasMessages($0.id)) ?? false } ?? false
-        let automatic = offer.picture && Int(offer.size) <= TransfersOnline.automaticLimit && knownPerson && holding.bytes + Int(offer.size) <= TransfersOnline.quota
+        // Only from someone the user wrote to: their writing first is no consent.
+        let chosen = existing.map { (try? messages.hasWritten(in: $0.id)) ?? false } ?? false
+        let automatic = offer.picture && Int(offer.size) <= TransfersOnline.automaticLimit && chosen && holding.bytes + Int(offer.size) <= TransfersOnline.quota
+        // Everyone's offers waiting for the user together are bounded too: keys cost nothing.
+        if !automatic, ((try? store.waitingForAnswer(myKey: context.me)) ?? 0) >= TransfersOnline.waitingLimit {
+            refuse("busy: \(TransfersOnline.waitingLimit) offers wait for your answer")
+            return answer(offer.id, .refuse, to: peer)
+        }
         guard let conversation = try? messages.conversation(myKey: context.me, peerKey: sender, peerName: peer.name,
                                                             peerAgreementKey: peer.announcement.agreementKey, now: now),
               let (transfer, _) = try? store.offered(offer, in: conversation, state: automatic ? .moving : .asking, now: now) else { return }
@@ -45,6 +51,9 @@ final class TransferReceiver: TransferPart, Sendable {
             let who = name(of: sender)
             let what = "\(transfer.picture ? "a picture" : "a file"), \(TransferView.size(transfer.size))"
             let line = "\(who) offers \(TransferView.shownName(transfer.name)) (\(what)): /accept \(transfer.number) or /decline \(transfer.number)"
+            let (shown, held) = state.update { $0.offerNotices.admit(now: now) }
+            guard shown else { return }
+            if let held { parts.inbox.post(held) }
             tell(transfer, stored: 0, line: line, new: true, alert: Alert(who: who, what: "offers you a file"))
         }
     }

@@ -238,6 +238,30 @@ package struct TransferStore: Sendable {
 
     package func transfer(_ number: Int64) throws -> Transfer? { try database.read { db in try Self.transfer(db, number) } }
 
+    /// The small picture kept for a transfer's bubble, once made.
+    package func thumbnail(of number: Int64) throws -> RGBAImage? {
+        try database.read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT thumbnail, thumbnailWidth, thumbnailHeight FROM transfer WHERE id = ?",
+                                             arguments: [number]),
+                  let pixels = row["thumbnail"] as Data?, let width = row["thumbnailWidth"] as Int?, let height = row["thumbnailHeight"] as Int?,
+                  width > 0, height > 0, pixels.count == width * height * 4 else { return nil }
+            return RGBAImage(width: width, height: height, pixels: [UInt8](pixels))
+        }
+    }
+
+    /// Keeps a transfer's thumbnail; nil: it is no picture to draw (over the budget, or it does
+    /// not decode), and is shown as a file from now on.
+    package func keep(thumbnail: RGBAImage?, of number: Int64) throws {
+        try database.write { db in
+            if let thumbnail {
+                try db.execute(sql: "UPDATE transfer SET thumbnail = ?, thumbnailWidth = ?, thumbnailHeight = ? WHERE id = ?",
+                               arguments: [Data(thumbnail.pixels), thumbnail.width, thumbnail.height, number])
+            } else {
+                try db.execute(sql: "UPDATE transfer SET picture = 0 WHERE id = ?", arguments: [number])
+            }
+        }
+    }
+
     /// The transfer `id` in `conversation`, ours (`outgoing`) or theirs, if there is one.
     package func transfer(_ id: Data, in conversation: Int64, outgoing: Bool) throws -> Transfer? {
         try database.read { db in
@@ -258,6 +282,17 @@ package struct TransferStore: Sendable {
                 SELECT * FROM transfer WHERE conversationId IN (\(places))
                 \(unfinished ? "AND state IN ('offered', 'asking', 'moving')" : "") ORDER BY id
                 """, arguments: StatementArguments(Array(conversations.keys))).map { Self.transfer($0, in: conversations[$0["conversationId"]]!) }
+        }
+    }
+
+    /// How many files offered to this profile wait for its user's answer, from everyone.
+    package func waitingForAnswer(myKey: Data) throws -> Int {
+        try database.read { db in
+            let conversations = try MessageStore.conversations(db, myKey: myKey).keys
+            guard !conversations.isEmpty else { return 0 }
+            let places = Array(repeating: "?", count: conversations.count).joined(separator: ", ")
+            return try Int.fetchOne(db, sql: "SELECT count(*) FROM transfer WHERE outgoing = 0 AND state = 'asking' AND conversationId IN (\(places))",
+                                    arguments: StatementArguments(Array(conversations))) ?? 0
         }
     }
 
@@ -290,7 +325,7 @@ package struct TransferStore: Sendable {
 }
 
 package enum TransfersSchema {
-    package static let migrations = [transfers]
+    package static let migrations = [transfers, thumbnails]
 
     package static let transfers = Migration("v22-transfers") { db in
         // One file, one way, in one conversation; its chunks apart, so that a file is read and
@@ -319,5 +354,15 @@ package enum TransfersSchema {
                 data BLOB NOT NULL,
                 PRIMARY KEY (transfer, idx)) WITHOUT ROWID
             """)
+    }
+}
+
+extension TransfersSchema {
+    /// A picture's bubble draws a thumbnail made once (a few KB), not the picture decoded at
+    /// every page.
+    package static let thumbnails = Migration("v23-transfer-thumbnails") { db in
+        try db.execute(sql: "ALTER TABLE transfer ADD COLUMN thumbnail BLOB")
+        try db.execute(sql: "ALTER TABLE transfer ADD COLUMN thumbnailWidth INTEGER")
+        try db.execute(sql: "ALTER TABLE transfer ADD COLUMN thumbnailHeight INTEGER")
     }
 }

@@ -164,7 +164,7 @@ package final class Transfers: Feature, PlaceExtension {
             live.context.engine.sync { live.send(transfer) }
         }
         let view = TransferView(capabilities: shell.capabilities, columns: shell.console.columns)
-        let picture = sent.first.flatMap { TransfersOnline.picture($0, store: store) }
+        let drawn = sent.first.map { TransfersOnline.drawn($0, store: store) }
         for transfer in sent {
             let to = SafeText.visible(conversations.first { $0.id == transfer.conversation }?.shownHandle ?? "them")
             if shell.console.overwrites {
@@ -175,7 +175,9 @@ package final class Transfers: Feature, PlaceExtension {
                 case nil: false
                 }
                 if inPlace {
-                    view.bubble(transfer, picture: picture, sender: nil).forEach { shell.console.print($0) }
+                    var shown = transfer
+                    shown.picture = drawn?.transfer.picture ?? transfer.picture
+                    view.bubble(shown, picture: drawn?.picture, sender: nil).forEach { shell.console.print($0) }
                 } else {
                     shell.console.print("\(transfer.picture ? "picture" : "file") \(transfer.number) (\(TransferView.shownName(transfer.name)), "
                                         + "\(TransferView.size(transfer.size))) to \(to)")
@@ -242,7 +244,7 @@ package final class Transfers: Feature, PlaceExtension {
         let view = TransferView(capabilities: capabilities, columns: page.columns)
         let transfers = ((try? store.transfers(myKey: conversation.myKey, in: conversation.id)) ?? []).filter { $0.state != .storing }
         return transfers.map { transfer in
-            let picture = transfer.state == .complete ? TransfersOnline.picture(transfer, store: store) : nil
+            let (transfer, picture) = transfer.state == .complete ? TransfersOnline.drawn(transfer, store: store) : (transfer, nil)
             let last = transfer.outgoing || transfer.state != .complete ? view.progressRow(transfer, stored: transfer.stored, rate: nil)
                                                                         : view.numberRow(transfer)
             // One still going keeps its bar written over in place on a page drawn again.
@@ -262,9 +264,12 @@ package final class Transfers: Feature, PlaceExtension {
             shell.console.print(view.listLine(transfer, stored: transfer.stored))
             return true
         }
-        if transfer.picture, let picture = TransfersOnline.picture(transfer, store: store) {
+        // Decoded again for the window (in a child process), once it is known to be a picture.
+        let rows = max(4, shell.console.rows - 3)
+        if TransfersOnline.drawn(transfer, store: store).picture != nil,
+           let picture = try? PictureProcess.fitted(try store.contents(of: transfer.number), width: shell.console.columns, height: rows * 2) {
             let renderer = ImageRenderer(shell.capabilities)
-            for line in renderer.render(picture, columns: shell.console.columns, rows: max(4, shell.console.rows - 3)) { shell.console.print(line) }
+            for line in renderer.render(picture, columns: shell.console.columns, rows: rows) { shell.console.print(line) }
         }
         shell.console.print(view.listLine(transfer, stored: transfer.chunkCount) + "   (/save \(transfer.number) to keep it as a file)")
         return true

@@ -54,13 +54,17 @@ final class TransfersOnline: TransferPart, Sendable {
         /// Transfers of theirs complete here, with their chunk counts: a chunk of one (its
         /// sender missed our last acknowledgement) gets that acknowledgement again.
         var finished: [Key: Int] = [:]
+        /// Offers told above the prompt: a burst, then a few a second (a crowd of keys offering
+        /// must not scroll everything else away).
+        var offerNotices = NoticeLimiter(what: "offers", seeAll: "transfers lists them")
     }
 
     /// A peer may hold this much of our disk in unfinished transfers, and have this many
-    /// offers unfinished at once.
+    /// offers unfinished at once; everyone together, this many offers waiting for the user.
     static let quota = 64 << 20
     static let unfinishedLimit = 16
-    /// Pictures up to this size from someone we have a conversation with are accepted at once.
+    static let waitingLimit = 64
+    /// Pictures up to this size from someone the user wrote to are accepted at once.
     static let automaticLimit = 1 << 20
     /// Offers go again this often until answered (while the receiver asks its user, less often).
     static let offerInterval = 1.0
@@ -222,7 +226,7 @@ final class TransfersOnline: TransferPart, Sendable {
             finish(sending.transfer, as: .cancelled, reason: "\(name(of: sender)) stopped it")
         case .refuse:
             finish(sending.transfer, as: .failed, reason: "\(name(of: sender))'s seance refused it (over the \(Self.unfinishedLimit) files "
-                   + "or \(Self.quota >> 20) MiB one person may have unfinished there)")
+                   + "or \(Self.quota >> 20) MiB one person may have unfinished there, or \(Self.waitingLimit) offers wait there already)")
         }
     }
 
@@ -260,10 +264,18 @@ final class TransfersOnline: TransferPart, Sendable {
         tell(ended, stored: end == .complete ? transfer.chunkCount : 0, line: line)
     }
 
-    /// The picture of a complete transfer, if it is one that decodes.
-    static func picture(_ transfer: Transfer, store: TransferStore) -> RGBAImage? {
-        guard transfer.picture, let bytes = try? store.contents(of: transfer.number) else { return nil }
-        return try? ImageDecoder.decode(bytes)
+    /// A transfer as its bubble draws it: a picture's thumbnail, made once (decoded in a child
+    /// process, within the picture budget) and kept beside it; a picture over the budget, or one
+    /// that does not decode, is a file from then on, never decoded again.
+    static func drawn(_ transfer: Transfer, store: TransferStore) -> (transfer: Transfer, picture: RGBAImage?) {
+        guard transfer.picture, transfer.outgoing || transfer.state == .complete else { return (transfer, nil) }
+        if let kept = try? store.thumbnail(of: transfer.number) { return (transfer, kept) }
+        guard let bytes = try? store.contents(of: transfer.number) else { return (transfer, nil) }
+        let thumbnail = try? PictureProcess.fitted(bytes, width: TransferView.thumbnailColumns, height: TransferView.thumbnailRows * 2)
+        try? store.keep(thumbnail: thumbnail, of: transfer.number)
+        var shown = transfer
+        shown.picture = thumbnail != nil
+        return (shown, thumbnail)
     }
 
     /// The user stopped or declined a transfer: it goes from both sides here.

@@ -20,13 +20,14 @@ package enum NameRules {
     package static let subdivisionFlags: Set<String> = ["gbeng", "gbsct", "gbwls"]
 
     package enum Violation: Error, Equatable, Sendable, CustomStringConvertible {
-        case empty, tooLong, surroundingSpace, control, invisible, hash, stackedMarks, joinedEmoji
+        case empty, tooLong, surroundingSpace, doubleSpace, control, invisible, hash, stackedMarks, joinedEmoji
 
         package var description: String {
             switch self {
             case .empty: return "it is empty"
             case .tooLong: return "it has more than \(NameRules.maximumCharacters) characters"
-            case .surroundingSpace: return "it starts or ends with a space"
+            case .surroundingSpace: return "it starts or ends with a space (or a letter that draws as one)"
+            case .doubleSpace: return "it has two spaces together (or letters that draw as spaces)"
             case .control: return "it contains control characters"
             case .invisible: return "it contains invisible or direction-changing characters"
             case .hash: return "'#' separates a name from its fingerprint"
@@ -40,7 +41,8 @@ package enum NameRules {
     package static func violation(_ name: String) -> Violation? {
         guard !name.isEmpty else { return .empty }
         guard name.count <= maximumCharacters, name.utf8.count <= maximumBytes else { return .tooLong }
-        if name.first!.isWhitespace || name.last!.isWhitespace { return .surroundingSpace }
+        if isSpace(name.first!) || isSpace(name.last!) { return .surroundingSpace }
+        if zip(name, name.dropFirst()).contains(where: { isSpace($0) && isSpace($1) }) { return .doubleSpace }
         for character in name {
             let scalars = character.unicodeScalars
             if scalars.contains(where: { $0.properties.generalCategory == .control }) { return .control }
@@ -50,6 +52,37 @@ package enum NameRules {
         }
         return name.contains("#") ? .hash : nil
     }
+
+    /// A space, or a letter or symbol that draws as nothing (`isBlank`): what a name may hold
+    /// only between other characters, one at a time.
+    static func isSpace(_ character: Character) -> Bool {
+        character.isWhitespace || character.unicodeScalars.allSatisfy { isBlank($0) }
+    }
+
+    /// A code point that is a letter or symbol but draws as nothing: Hangul fillers, the blank
+    /// Braille pattern and their kin. Taken from Unicode's own data (`blanks`), not listed by hand.
+    package static func isBlank(_ scalar: Unicode.Scalar) -> Bool { scalar.value >= 0x80 && blanks.contains(scalar.value) }
+
+    /// Every code point Unicode says is ignorable by default (drawn as nothing) that is not a
+    /// format or control character (those are refused anyway) — the Hangul fillers are such
+    /// letters — and every symbol Unicode names a blank (`BRAILLE PATTERN BLANK`). Read once,
+    /// from the planes where letters and symbols are assigned.
+    static let blanks: Set<UInt32> = {
+        var found = Set<UInt32>()
+        for value in UInt32(0x80)...0x3FFFF {
+            guard let scalar = Unicode.Scalar(value) else { continue }
+            let properties = scalar.properties
+            switch properties.generalCategory {
+            case .otherLetter, .modifierLetter, .modifierSymbol:
+                if properties.isDefaultIgnorableCodePoint { found.insert(value) }
+            case .otherSymbol:
+                if properties.isDefaultIgnorableCodePoint || properties.name?.hasSuffix(" BLANK") == true { found.insert(value) }
+            default:
+                continue
+            }
+        }
+        return found
+    }()
 
     static func marks(in character: Character) -> Int {
         character.unicodeScalars.count {
@@ -68,8 +101,9 @@ package enum NameRules {
     /// What a name looks like, for telling look-alikes apart: compatibility forms unfolded
     /// (fullwidth letters, ligatures), accents and marks, invisible and variation characters
     /// dropped, letters that look like Latin ones (Cyrillic а, е, о, р, с, х…, Greek ο, ν…, a
-    /// dotless ı, the digits 0 and 1, a capital I) taken as those, then lower case. `bob`, `BOB`,
-    /// `bób`, `bоb` with a Cyrillic о and `b0b` all look like `bob`.
+    /// dotless ı, the digits 0 and 1, a capital I) taken as those, letters that draw as nothing
+    /// dropped, then lower case. `bob`, `BOB`, `bób`, `bоb` with a Cyrillic о, `b0b` and `bob`
+    /// with a Hangul filler all look like `bob`.
     package static func skeleton(_ name: String) -> String {
         var result = ""
         for scalar in name.decomposedStringWithCompatibilityMapping.unicodeScalars {
@@ -77,6 +111,7 @@ package enum NameRules {
             case .nonspacingMark, .enclosingMark, .spacingMark, .format, .control: continue
             default: break
             }
+            if isBlank(scalar) { continue }
             if (0xFE00...0xFE0F).contains(scalar.value) || (0xE0100...0xE01EF).contains(scalar.value) { continue }
             if let latin = lookAlikes[scalar.value] {
                 result.unicodeScalars.append(latin)

@@ -96,6 +96,9 @@ struct Seance: ParsableCommand {
                   terminator: "")
             return
         }
+        // A picture to decode for the shell that started this one, and nothing else.
+        if Array(CommandLine.arguments.dropFirst()) == [PictureProcess.flag] { Glibc.exit(PictureProcess.serve()) }
+        PictureProcess.use(program: "/proc/self/exe")
         if let options = LaunchOptions(commonFlags: Array(CommandLine.arguments.dropFirst())) {
             Glibc.exit(App.run(options).exitStatus)
         }

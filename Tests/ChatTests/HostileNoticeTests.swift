@@ -29,7 +29,7 @@ import Testing
     }
 
     @Test func presenceNoticesAreRateLimited() {
-        var limiter = NoticeLimiter(burst: 5, perSecond: 1)
+        var limiter = NoticeLimiter(burst: 5, perSecond: 1, what: "presence notices", seeAll: "nearby lists who is here")
         var shown: [String] = []
         for i in 0..<1_000 { shown += limiter.admit(["+ key\(i)"], now: 0) }
         #expect(shown.count == 5)

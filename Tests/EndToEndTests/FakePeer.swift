@@ -21,21 +21,22 @@ final class FakePeer {
 
     var signingKey: Data { signing.publicKey.rawRepresentation }
 
-    init(group: String = "239.255.77.77", port: UInt16, signing: Curve25519.Signing.PrivateKey = .init()) {
+    /// `host`: the address it sends from, and multicasts by (loopback, or a test host's).
+    init(group: String = "239.255.77.77", port: UInt16, signing: Curve25519.Signing.PrivateKey = .init(), host: String = "127.0.0.1") {
         self.group = group
         self.port = port
         self.signing = signing
         socketFD = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_addr.s_addr = inet_addr(host)
         _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
             bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
             getsockname(socketFD, $0, &length) } }
         unicastPort = UInt16(bigEndian: address.sin_port)
-        var interface = in_addr(s_addr: inet_addr("127.0.0.1"))
+        var interface = in_addr(s_addr: inet_addr(host))
         _ = setsockopt(socketFD, Int32(IPPROTO_IP), IP_MULTICAST_IF, &interface, socklen_t(MemoryLayout<in_addr>.size))
         var ttl: UInt8 = 1
         _ = setsockopt(socketFD, Int32(IPPROTO_IP), IP_MULTICAST_TTL, &ttl, 1)
@@ -175,7 +176,7 @@ final class FakeSession {
 final class GroupListener {
     private let socketFD: Int32
 
-    init(group: String = "239.255.77.77", port: UInt16) {
+    init(group: String = "239.255.77.77", port: UInt16, host: String = "127.0.0.1") {
         socketFD = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         var one: Int32 = 1
         _ = setsockopt(socketFD, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -186,7 +187,7 @@ final class GroupListener {
         address.sin_addr.s_addr = INADDR_ANY
         _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
             bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        var request = ip_mreq(imr_multiaddr: in_addr(s_addr: inet_addr(group)), imr_interface: in_addr(s_addr: inet_addr("127.0.0.1")))
+        var request = ip_mreq(imr_multiaddr: in_addr(s_addr: inet_addr(group)), imr_interface: in_addr(s_addr: inet_addr(host)))
         _ = setsockopt(socketFD, Int32(IPPROTO_IP), IP_ADD_MEMBERSHIP, &request, socklen_t(MemoryLayout<ip_mreq>.size))
     }
 

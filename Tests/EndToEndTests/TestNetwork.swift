@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import TestSupport
 
 /// Hosts for tests that cross a network: network namespaces joined by veth pairs to one bridge,
 /// all made inside the test's own private namespace (`make test` runs the suite in one), so
@@ -50,6 +51,12 @@ final class TestNetwork {
         let output: String
         var description: String { "could not build the test network: \(output)" }
     }
+
+    /// Runs `body` with the test's thread on `host` (sockets it opens are that host's).
+    func inside<T>(host: Int, _ body: () throws -> T) throws -> T { try PrivateNetwork.inside(namespace(host), body) }
+
+    /// The address of `host` on the bridge.
+    func address(_ host: Int) -> String { "198.18.0.\(host)" }
 
     /// Drops `percent` % of the frames this network's bridge forwards, at random (nft numgen).
     func dropFrames(percent: Int) throws {
@@ -109,6 +116,14 @@ final class TestNetwork {
         func kill() {
             Glibc.kill(process.processIdentifier, SIGKILL)
             try? input.fileHandleForWriting.close()
+        }
+
+        /// Its peak resident memory so far in bytes (the kernel's VmHWM), while it runs.
+        var peakMemory: Int? {
+            guard let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8),
+                  let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+                  let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "") else { return nil }
+            return kilobytes << 10
         }
 
         /// What it has written so far (it may still be running).

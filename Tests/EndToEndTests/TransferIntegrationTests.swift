@@ -30,16 +30,18 @@ struct TransferIntegrationTests {
 
     /// A picture and a 5 MiB file through 10 % loss, the receiver killed half-way through the
     /// file and started again: both arrive byte for byte (ben saves them, and they compare
-    /// equal), the picture taken at once (ann wrote first), the file once ben accepted it.
+    /// equal), the picture taken at once (ben wrote to ann first), the file once ben accepted it.
     @Test func aPictureAndAFileCrossLossAndARestartByteForByte() throws {
         let net = try TestNetwork(hosts: 2)
         try net.dropFrames(percent: 10)
         let (picture, big) = try files(in: net)
         let a = try net.makeProfile("ann", host: 1), b = try net.makeProfile("ben", host: 2)
-        var runB = try net.start(host: 2, data: b, name: "ben", lines: ["chat"])
-        let runA = try net.start(host: 1, data: a, name: "ann", lines: ["chat", "open ben --wait 30", "a picture, then the notes"])
+        let runA = try net.start(host: 1, data: a, name: "ann", lines: ["chat"])
+        var runB = try net.start(host: 2, data: b, name: "ben", lines: ["chat", "open ann --wait 30", "the map, please"])
         defer { runA.kill(); runB.kill() }
-        #expect(runA.waitFor("#1 delivered"))
+        #expect(runB.waitFor("#1 delivered"))
+        runB.send("/back")
+        runA.send("open ben")
         runA.send("/send \(picture)", "/send \(big)")
         #expect(runA.waitFor("sending file 2 (big.bin, 5.0 MiB)"))
         // Numbered at ben's end as the offers come: the loss may bring the file's first.
@@ -63,6 +65,39 @@ struct TransferIntegrationTests {
         runB.send("save \(pictureNumber)", "save \(pictureNumber)")
         #expect(runB.waitFor("Downloads/vision (2).png"))
         #expect(FileManager.default.contentsEqual(atPath: picture, andPath: net.scratch.path + "/Downloads/vision.png"))
+    }
+
+    /// Issue 49's picture bomb (7,000 × 7,000 at 16 bits: 2.4 MB of zeros, 392 MB decoded) and
+    /// a picture at the budget (4,096 × 2,048 at 16 bits, 64 MiB decoded): ben, who wrote to
+    /// ann, takes the second at once and accepts the first; the bomb is shown as a file, never
+    /// decoded; the other is drawn from a thumbnail decoded once in a child process, and opened
+    /// as large as the window holds; ben's shell stays under 100 MiB at its peak throughout.
+    @Test func pictureBombsCostTheReceiverNoMemory() throws {
+        let net = try TestNetwork(hosts: 2)
+        let bomb = net.scratch.path + "/bomb.png", limit = net.scratch.path + "/limit.png"
+        try Data(TestPictures.zeros(width: 7_000, height: 7_000, sixteenBit: true)).write(to: URL(fileURLWithPath: bomb))
+        try Data(TestPictures.zeros(width: 4_096, height: 2_048, sixteenBit: true)).write(to: URL(fileURLWithPath: limit))
+        let a = try net.makeProfile("ann", host: 1), b = try net.makeProfile("ben", host: 2)
+        let runA = try net.start(host: 1, data: a, name: "ann", lines: ["chat"])
+        let runB = try net.start(host: 2, data: b, name: "ben", lines: ["chat", "open ann --wait 30", "the pictures, please"])
+        defer { runA.kill(); runB.kill() }
+        #expect(runB.waitFor("#1 delivered"))
+        runB.send("/back")
+        runA.send("open ben", "/send \(limit)", "/send \(bomb)")
+        #expect(runB.waitFor(timeout: 60, { $0.contains("sent picture") && $0.contains("(limit.png") }))
+        #expect(runB.waitFor { $0.contains("offers bomb.png (a picture, 2.4 MiB): /accept") })
+        let bombNumber = try #require(number(b, "bomb.png")), limitNumber = try #require(number(b, "limit.png"))
+        runB.send("accept \(bombNumber)")
+        #expect(try eventually(timeout: 60) { state(b, "bomb.png") == "complete" })
+        runB.send("open ann", "/open \(limitNumber)", "/back", "echo opened")
+        #expect(runB.waitFor("opened"))
+        let output = runB.output
+        #expect(output.contains("PNG file · 2.4 MiB"), "the bomb, a file: \(output.suffix(2_000))")
+        #expect(output.contains("(/save \(limitNumber) to keep it as a file)"))
+        #expect(try query(b, "SELECT thumbnailWidth, thumbnailHeight, picture FROM transfer WHERE name = 'limit.png'") == ["24|12|1"])
+        #expect(try query(b, "SELECT thumbnail IS NULL, picture FROM transfer WHERE name = 'bomb.png'") == ["1|0"])
+        let peak = try #require(runB.peakMemory)
+        #expect(peak < 100 << 20, "ben's peak: \(peak >> 20) MiB")
     }
 
     /// Through mosquitto alone (no LAN in common): the same file arrives, and the broker carries

@@ -57,6 +57,52 @@ import Testing
         #expect(!limits.isKnown(bob))
     }
 
+    /// What proves nothing spends nothing of the key it names (issue 49): a host sending a
+    /// thousand handshake messages or refresh proofs in bob's name spends its own allowance and
+    /// that of the pair (its host, bob's key), and bob, from his own host, is checked every time;
+    /// signed frames that fail their check give the key's token back.
+    @Test func framesThatProveNothingSpendNothingOfTheKey() {
+        var limits = FloodLimits(now: 0)
+        let bob = Self.key(7)
+        limits.accepted(bob, transport: "lan", interval: 5, payload: 1, timestamp: 1, sequence: 1, isRefresh: true, now: 0)
+        var verdicts: [FloodLimits.Reason?] = []
+        var now = 0.0
+        while now < 10 {
+            for _ in 0..<200 {
+                verdicts.append(limits.admit(sender: bob, source: "lan 198.18.0.66", transport: "lan", refresh: nil, claim: .unverified, now: now))
+            }
+            // Bob's own handshake message and signed frame, five a second each.
+            if Int((now * 10).rounded()) % 2 == 0 {
+                #expect(limits.admit(sender: bob, source: "lan 198.18.0.2", transport: "lan", refresh: nil, claim: .unverified, now: now) == nil)
+                #expect(limits.admit(sender: bob, source: "lan 198.18.0.2", transport: "lan", refresh: nil, now: now) == nil)
+            }
+            now += 0.1
+        }
+        // The attacker's pair gets bob's burst and rate, then its host runs dry first or the pair does.
+        #expect(verdicts.filter { $0 == nil }.count <= 32 + 16 * 10)
+        #expect(verdicts.contains(.pair))
+        #expect(!verdicts.contains(.key))
+        // Forged signatures: admitted, refused, refunded, a thousand times; bob's allowance is whole.
+        for index in 0..<1_000 {
+            #expect(limits.admit(sender: bob, source: "lan 198.18.0.\(100 + index % 100)", transport: "lan", refresh: nil, now: now) == nil)
+            limits.refund(bob)
+        }
+        #expect((0..<32).allSatisfy { _ in limits.admit(sender: bob, source: "lan 198.18.0.3", transport: "lan", refresh: nil, now: now) == nil })
+        #expect(limits.admit(sender: bob, source: "lan 198.18.0.4", transport: "lan", refresh: nil, now: now) == .key)
+    }
+
+    /// A captured announcement older than the last one checked is a replay: dropped unchecked,
+    /// whatever its payload, so replaying a peer's past announcements spends none of its allowance.
+    @Test func anOlderAnnouncementIsAReplay() {
+        var limits = FloodLimits(now: 0)
+        let bob = Self.key(7)
+        limits.accepted(bob, transport: "lan", interval: 5, payload: 1, timestamp: 10_000, sequence: 9, isRefresh: true, now: 10)
+        for (timestamp, sequence) in [(9_000, 8), (10_000, 8), (5_000, 1)] as [(UInt64, UInt32)] {
+            #expect(limits.admit(sender: bob, source: "lan 198.18.0.66", transport: "lan", refresh: (timestamp, sequence, 2), now: 30) == .duplicate)
+        }
+        #expect(limits.admit(sender: bob, source: "lan 198.18.0.2", transport: "lan", refresh: (30_000, 10, 1), now: 30) == nil)
+    }
+
     /// 300 hosts send fresh keys at twice their allowance (12,000 a second, of which 6,000 within
     /// the hosts' allowances: six times the new keys' budget of 1,000). Once half the budget is
     /// gone only hosts that kept within their own allowance get the rest. An honest newcomer,

@@ -57,6 +57,29 @@ import Testing
         }
     }
 
+    /// Letters and symbols that draw as nothing (issue 49): Hangul fillers, the blank Braille
+    /// pattern. Found in Unicode's data, they are spaces in a name: never at its ends, never two
+    /// together, and set aside when names are compared, so `bob` and a filler looks like `bob`.
+    @Test func blankLettersAreSpaces() {
+        let blanks: [Unicode.Scalar] = ["\u{115F}", "\u{1160}", "\u{3164}", "\u{FFA0}", "\u{2800}"]
+        for blank in blanks {
+            #expect(NameRules.isBlank(blank), "\(blank.debugDescription)")
+            let character = String(blank)
+            #expect(NameRules.violation("bob" + character) == .surroundingSpace)
+            #expect(NameRules.violation(character + "bob") == .surroundingSpace)
+            #expect(NameRules.violation("bob " + character + "x") == .doubleSpace)
+            #expect(NameRules.violation("bob" + character + "x") == nil, "one between letters is a space")
+            #expect(NameRules.skeleton("bo" + character + "b") == NameRules.skeleton("bob"))
+            #expect(throws: DecodeError.malformedPayload("name")) { try decodeAnnounce(name: "bob" + character).get() }
+        }
+        #expect(NameRules.violation("alice  smith") == .doubleSpace)
+        // Letters that draw are no blanks: Hangul syllables and jamo, Braille dots, a space.
+        for letter: Unicode.Scalar in ["\u{AC00}", "\u{1100}", "\u{3131}", "\u{2801}", "a", " "] {
+            #expect(!NameRules.isBlank(letter), "\(letter.debugDescription)")
+        }
+        #expect(NameRules.violation("한국어 이름") == nil)
+    }
+
     /// Names that look like another once case, accents, invisible characters and look-alike
     /// letters are set aside look the same.
     @Test func lookAlikeNamesShareASkeleton() {

@@ -187,6 +187,62 @@ import Wire
         #expect(b.table.halfOpen == 0, "unfinished handshakes are forgotten")
     }
 
+    /// A first message in a's name can be written by anyone (it proves nothing until step 3).
+    /// One from another host (issue 49) is answered to be sent back there, is answered once per
+    /// gap from that host, and does not cancel b's own handshake to a.
+    @Test func aForgedFirstMessageFromAnotherHostHoldsUpNoOne() throws {
+        var a = Self.side(), b = Self.side()
+        // b's key the higher: b answers a first message of a's even while its own is under way
+        // (the lower key's handshake survives a crossing), and a real one would cancel b's.
+        if b.identity.signingPublicKey.lexicographicallyPrecedes(a.identity.signingPublicKey) { swap(&a, &b) }
+        func forged(now: Double) throws -> HandshakeFrame {
+            var forger = Self.side()
+            guard case .waiting(let first) = forger.table.seal([5], to: b.keys, now: now) else { throw SessionTable.HandshakeError.failed }
+            var frame = try HandshakeFrame(decoding: first[0].bytes)
+            frame.sender = a.identity.signingPublicKey
+            return frame
+        }
+        let elsewhere = "lan 198.18.0.66"
+        guard case .waiting(let fromB) = b.table.seal([5, 2], to: a.keys, now: 0) else { Issue.record("no handshake"); return }
+        let answer = try b.table.receive(try forged(now: 0), from: a.keys, source: elsewhere, fromItsHost: false, now: 0)
+        #expect(answer.count == 1 && answer[0].isAnswer, "goes back the way it came")
+        #expect(throws: SessionTable.HandshakeError.busy) {
+            try b.table.receive(try forged(now: 0.01), from: a.keys, source: elsewhere, fromItsHost: false, now: 0.01)
+        }
+        // b's handshake to a was not cancelled by the forgery: it completes, and what waited arrives.
+        #expect(try Self.settle(fromB, &b, &a, now: 0.02) == [[5, 2]])
+        #expect(b.table.hasSession(with: a.identity.signingPublicKey))
+    }
+
+    /// Forged first messages from one host hold only that host's half-open handshake: a's
+    /// real one, from its own host at the same moment, is answered and completes.
+    @Test func aRealFirstMessageIsAnsweredBesideForgedOnes() throws {
+        var a = Self.side(), b = Self.side()
+        for index in 0..<5 {
+            var forger = Self.side()
+            guard case .waiting(let first) = forger.table.seal([5], to: b.keys, now: 0) else { return }
+            var frame = try HandshakeFrame(decoding: first[0].bytes)
+            frame.sender = a.identity.signingPublicKey
+            _ = try b.table.receive(frame, from: a.keys, source: "lan 198.18.0.66", fromItsHost: false, now: Double(index) * 0.25)
+        }
+        #expect(b.table.halfOpen == 1, "one a host")
+        guard case .waiting(let fromA) = a.table.seal([5, 1], to: b.keys, now: 1) else { Issue.record("no handshake"); return }
+        let step1 = try HandshakeFrame(decoding: fromA[0].bytes)
+        let step2 = try b.table.receive(step1, from: a.keys, source: "lan 198.18.0.2", now: 1)
+        #expect(b.table.halfOpen == 2)
+        let step3 = try a.table.receive(try HandshakeFrame(decoding: step2[0].bytes), from: b.keys, now: 1)
+        var opened: [[UInt8]] = []
+        for output in step3 {
+            if output.isHandshake {
+                _ = try b.table.receive(try HandshakeFrame(decoding: output.bytes), from: a.keys, source: "lan 198.18.0.2", now: 1)
+            } else {
+                opened.append(try b.table.open(output.bytes, now: 1).inner)
+            }
+        }
+        #expect(opened == [[5, 1]])
+        #expect(b.table.hasSession(with: a.identity.signingPublicKey))
+    }
+
     @Test func theReplayWindowSlides() {
         var window = ReplayWindow()
         #expect(window.allows(0))

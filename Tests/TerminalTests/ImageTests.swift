@@ -36,7 +36,7 @@ func makeBMP(width: Int, height: Int, _ pixel: (Int, Int) -> (UInt8, UInt8, UInt
         #expect(throws: ImageError.self) { try ImageDecoder.decode(Array(quad.prefix(40))) }
     }
 
-    @Test func refusesMoreThanFiftyMegapixels() {
+    @Test func refusesMoreThanFourThousandPixelsASide() {
         // A BMP header claiming 10000x6000 pixels: refused before any pixel is decoded.
         var header = makeBMP(width: 1, height: 1) { _, _ in (0, 0, 0) }
         header.replaceSubrange(18..<22, with: [0x10, 0x27, 0, 0])  // width 10000

@@ -50,10 +50,10 @@ import Testing
 
 @Suite struct ImageHeaderTests {
     /// A PNG signature and IHDR chunk claiming `width` x `height`, and nothing else.
-    static func pngHeader(width: UInt32, height: UInt32) -> [UInt8] {
+    static func pngHeader(width: UInt32, height: UInt32, depth: UInt8 = 8, colourType: UInt8 = 6) -> [UInt8] {
         var bytes: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13] + Array("IHDR".utf8)
         for value in [width, height] { bytes += (0..<4).map { UInt8(truncatingIfNeeded: value >> (24 - 8 * $0)) } }
-        return bytes + [8, 6, 0, 0, 0, 0, 0, 0, 0]
+        return bytes + [depth, colourType, 0, 0, 0, 0, 0, 0, 0]
     }
 
     @Test func readsTheSizeOfEachFormat() throws {
@@ -73,11 +73,20 @@ import Testing
             try ImageDecoder.decode(Self.pngHeader(width: 1, height: 16_000_000))
         }
         #expect(ImageError.tooLarge(width: 1, height: 16_000_000).description
-                    == "the image is 1x16000000; at most 16384 pixels a side are accepted")
-        #expect(throws: ImageError.tooLarge(width: 16_000, height: 16_000)) {
-            try ImageDecoder.decode(Self.pngHeader(width: 16_000, height: 16_000))
+                    == "the image is 1x16000000; at most 4096 pixels a side are accepted")
+        // The budget counts the source's bytes: 4,096 × 2,048 is 64 MiB as 16-bit RGBA, the
+        // bomb of issue 49 (7,000 × 7,000 at 16 bits) far over, 4,096 × 4,096 at 8 bits just in.
+        #expect(ImageHeader.parse(Self.pngHeader(width: 7_000, height: 7_000, depth: 16))?.decodedBytes == 7_000 * 7_000 * 8)
+        #expect(throws: ImageError.tooLarge(width: 7_000, height: 7_000)) {
+            try ImageDecoder.check(Self.pngHeader(width: 7_000, height: 7_000, depth: 16))
         }
-        #expect(ImageError.tooLarge(width: 16_000, height: 16_000).description.contains("over the limit of 50 megapixels"))
+        #expect(throws: ImageError.tooLarge(width: 4_096, height: 2_049)) {
+            try ImageDecoder.check(Self.pngHeader(width: 4_096, height: 2_049, depth: 16))
+        }
+        #expect(throws: Never.self) { try ImageDecoder.check(Self.pngHeader(width: 4_096, height: 2_048, depth: 16)) }
+        #expect(throws: Never.self) { try ImageDecoder.check(Self.pngHeader(width: 4_096, height: 4_096)) }
+        #expect(throws: Never.self) { try ImageDecoder.check(Self.pngHeader(width: 4_096, height: 4_096, depth: 16, colourType: 0)) }
+        #expect(ImageError.tooLarge(width: 4_096, height: 2_049).description.contains("over the 64 MiB a picture may take decoded"))
         // A header and nothing more: a reason, never an empty one.
         do {
             _ = try ImageDecoder.decode(Self.pngHeader(width: 2, height: 2))

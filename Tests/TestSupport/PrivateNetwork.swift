@@ -40,17 +40,21 @@ package final class PrivateNetwork: @unchecked Sendable {
     /// the sockets `body` opens (and the threads it starts) belong here for good, whichever
     /// thread uses them later. `setns` moves only the calling thread, and `body` runs to its end
     /// on it, so nothing else runs there meanwhile.
-    package func inside<T>(_ body: () throws -> T) throws -> T {
+    package func inside<T>(_ body: () throws -> T) throws -> T { try Self.inside(name, body) }
+
+    /// Runs `body` with the calling thread in the namespace called `name` (made by `ip netns
+    /// add`: this network, or a test host), and back in its own afterwards.
+    package static func inside<T>(_ name: String, _ body: () throws -> T) throws -> T {
         let own = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)
         let target = open("/run/netns/\(name)", O_RDONLY | O_CLOEXEC)
         defer {
             close(own)
             close(target)
         }
-        guard own >= 0, target >= 0, Self.setns(target, Self.newNetwork) == 0 else {
+        guard own >= 0, target >= 0, setns(target, newNetwork) == 0 else {
             throw SetupError(output: "cannot enter \(name): \(String(cString: strerror(errno)))")
         }
-        defer { precondition(Self.setns(own, Self.newNetwork) == 0, "the test's thread could not leave \(name)") }
+        defer { precondition(setns(own, newNetwork) == 0, "the test's thread could not leave \(name)") }
         return try body()
     }
 

@@ -6,6 +6,7 @@ import Runtime
 import Shell
 import Storage
 import Synchronization
+import TestSupport
 import TestWorld
 import Testing
 import Wire
@@ -69,14 +70,20 @@ import Wire
         try node.database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM transferChunk")! }
     }
 
-    /// From someone you have written with, a picture up to 1 MiB is taken at once and arrives
-    /// whole; it is drawn where it is told (a line here: the conversation is not shown).
-    @Test func aPictureFromSomeoneYouTalkedWithArrivesAtOnce() throws {
+    /// `from` writes `text` to `to` (a conversation of theirs, and for pictures their consent).
+    func write(_ text: String, from: ChatWorld.Node, to: ChatWorld.Node, world: ChatWorld) throws {
+        _ = try from.delivery.send(text, in: try from.delivery.conversation(with: try #require(from.service.peer(to.identity.signingPublicKey))))
+        world.step(1)
+    }
+
+    /// From someone you wrote to, a picture up to 1 MiB is taken at once and arrives whole; it
+    /// is drawn where it is told (a line here: the conversation is not shown), from a thumbnail
+    /// made once and kept.
+    @Test func aPictureFromSomeoneYouWroteToArrivesAtOnce() throws {
         let world = try ChatWorld([("ann", .human), ("ben", .human)])
         let (ann, ben) = (world.nodes[0], world.nodes[1])
         world.step(2)
-        _ = try ann.delivery.send("look at this", in: try ann.delivery.conversation(with: try #require(ann.service.peer(ben.identity.signingPublicKey))))
-        world.step(1)
+        try write("send me the map", from: ben, to: ann, world: world)
         let picture = Self.bitmap(width: 40, height: 30)
         try send(file("map.bmp", picture), from: ann, to: ben, world: world)
         #expect(try run(world, upTo: 10) { try transfers(of: ben).first?.state == .complete })
@@ -85,6 +92,46 @@ import Wire
         #expect(try TransferStore(database: ben.database).contents(of: received.number) == picture)
         #expect(try transfers(of: ann).first?.state == .complete)
         #expect(ben.notices().contains { $0.contains("sent picture \(received.number)") })
+        let store = TransferStore(database: ben.database)
+        #expect(try store.thumbnail(of: received.number) == nil, "made where it is first drawn")
+        let (shown, drawn) = TransfersOnline.drawn(received, store: store)
+        let thumbnail = try #require(drawn)
+        #expect(shown.picture && thumbnail.width == 16 && thumbnail.height == 12, "40 × 30 within 24 × 12")
+        #expect(try store.thumbnail(of: received.number) == thumbnail, "kept: a page drawn again decodes nothing")
+    }
+
+    /// Their message first is no consent (issue 49): a picture from someone who wrote to you,
+    /// whom you never answered, waits for your answer like any file.
+    @Test func aPictureFromSomeoneWhoWroteFirstWaitsForConsent() throws {
+        let world = try ChatWorld([("eve", .human), ("ben", .human)])
+        let (eve, ben) = (world.nodes[0], world.nodes[1])
+        world.step(2)
+        try write("look at this", from: eve, to: ben, world: world)
+        try send(file("look.bmp", Self.bitmap(width: 40, height: 30)), from: eve, to: ben, world: world)
+        #expect(try run(world, upTo: 5) { try transfers(of: ben).first?.state == .asking })
+        #expect(try chunkCount(ben) == 0)
+    }
+
+    /// Issue 49's bomb, a 7,000 × 7,000 16-bit PNG of zeros (2.4 MB, 392 MB decoded), accepted:
+    /// it arrives, its header alone says it is over the budget, and it is shown as a file from
+    /// then on, never decoded.
+    @Test func aPictureOverTheBudgetIsShownAsAFile() throws {
+        let world = try ChatWorld([("eve", .human), ("ben", .human)])
+        let (eve, ben) = (world.nodes[0], world.nodes[1])
+        world.step(2)
+        let bomb = TestPictures.zeros(width: 7_000, height: 7_000, sixteenBit: true)
+        try send(file("bomb.png", bomb), from: eve, to: ben, world: world)
+        #expect(try run(world, upTo: 5) { try transfers(of: ben).first?.state == .asking })
+        let offered = try #require(try transfers(of: ben).first)
+        #expect(offered.picture, "the sender said so")
+        try ben.engine.sync { try ben.transfers.live!.receiver.accepted(offered) }
+        #expect(try run(world, upTo: 60) { try transfers(of: ben).first?.state == .complete })
+        let store = TransferStore(database: ben.database)
+        let (shown, drawn) = TransfersOnline.drawn(try #require(try transfers(of: ben).first), store: store)
+        #expect(drawn == nil && !shown.picture)
+        #expect(try transfers(of: ben).first?.picture == false, "a file from now on")
+        let bubble = TransferView(capabilities: .plain, columns: 80).bubble(shown, picture: drawn, sender: "eve")
+        #expect(bubble.joined().contains("PNG file"))
     }
 
     /// 1 MiB through 10 % loss both ways, the receiver gone half-way and back: the transfer
@@ -162,8 +209,7 @@ import Wire
         let world = try ChatWorld([("ann", .human), ("ben", .human)])
         let (ann, ben) = (world.nodes[0], world.nodes[1])
         world.step(2)
-        _ = try ann.delivery.send("hi", in: try ann.delivery.conversation(with: try #require(ann.service.peer(ben.identity.signingPublicKey))))
-        world.step(1)
+        try write("hi", from: ben, to: ann, world: world)
         let picture = Self.bitmap(width: 60, height: 40)
         let chunks = (picture.count + 1_099) / 1_100
         let packets = world.packets, lost = Shared(0)
@@ -238,6 +284,40 @@ import Wire
         #expect(try chunkCount(ben) == 0)
         #expect(ben.transfers.statistics().first?.contains("file chunk of the wrong size or place") == true)
         #expect(ben.transfers.statistics().first?.contains("eve 64.0 MiB of 64 MiB") == true)
+    }
+
+    /// Keys cost nothing (issue 49): five strangers offering 16 files each leave at most 64
+    /// offers waiting for the user (the rest refused as busy, and counted), and the offers are
+    /// told as presence notices are: a burst, then a line counting those held back.
+    @Test func offersWaitingForTheUserAreBoundedInTotal() throws {
+        let world = try ChatWorld([("ben", .human)] + (1...5).map { ("eve\($0)", Plane.human) })
+        let ben = world.nodes[0]
+        world.step(2)
+        _ = ben.notices()
+        for (number, eve) in world.nodes.dropFirst().enumerated() {
+            let peer = try #require(eve.service.peer(ben.identity.signingPublicKey))
+            for index in 0..<TransfersOnline.unfinishedLimit {
+                eve.service.send(FileOffer(id: Data((0..<16).map { _ in UInt8(number * 16 + index) }), name: "f\(index).bin", picture: false,
+                                           size: 10, sha256: Data(count: 32), sentAt: 0), to: peer)
+            }
+        }
+        world.step(1)
+        let offered = try transfers(of: ben)
+        #expect(offered.count == TransfersOnline.waitingLimit)
+        #expect(ben.transfers.statistics().first?.contains("busy: 64 offers wait for your answer 16") == true,
+                "\(ben.transfers.statistics())")
+        let told = ben.notices().filter { $0.contains(" offers ") }
+        #expect(told.count == 20, "a burst")
+        // One answered, another comes: told after the count of those held back.
+        ben.engine.sync { ben.transfers.live!.stopped(offered[0], as: .declined) }
+        world.step(10)
+        let peer = try #require(world.nodes[1].service.peer(ben.identity.signingPublicKey))
+        world.nodes[1].service.send(FileOffer(id: Data(repeating: 200, count: 16), name: "late.bin", picture: false, size: 10,
+                                              sha256: Data(count: 32), sentAt: 0), to: peer)
+        world.step(1)
+        let later = ben.notices()
+        #expect(later.contains("… 44 more offers not shown (transfers lists them)"), "\(later)")
+        #expect(later.contains { $0.contains("offers late.bin") })
     }
 
     /// A hash that does not match: nothing is shown or kept, and the sender is told.

@@ -121,9 +121,10 @@ extension DeliveryPart {
     /// The present peer with this key.
     func presentPeer(_ key: Data) -> Peer? { parts.directory.peer(key) }
 
-    /// The present peer with this key, if our plane reaches it: the only ones sent to.
+    /// The present peer with this key, if our plane reaches it and it is not held (a key using
+    /// a verified name): the only ones sent to.
     func reachablePeer(_ key: Data) -> Peer? {
-        guard let peer = parts.directory.peer(key), parts.rules.canWrite(peer) else { return nil }
+        guard let peer = parts.directory.peer(key), parts.rules.canWrite(peer), !parts.rules.isHeld(key) else { return nil }
         return peer
     }
 

@@ -115,10 +115,11 @@ final class Gate: Sendable {
     /// the flood limits; when not, it is counted, by reason and by source, and the first time
     /// a limit drops anything the source is named (the user is told once).
     private func admit(sender: Data, from route: Route, refresh: (timestamp: UInt64, sequence: UInt32, payload: Int)?,
-                       now: Double) -> (admitted: Bool, firstFlood: String?) {
+                       claim: FloodLimits.Claim = .signed, now: Double) -> (admitted: Bool, firstFlood: String?) {
         let source = Self.source(of: route)
         return state.withLock { state in
-            guard let reason = state.limits.admit(sender: sender, source: source, transport: route.transport, refresh: refresh, now: now) else {
+            guard let reason = state.limits.admit(sender: sender, source: source, transport: route.transport, refresh: refresh,
+                                                  claim: claim, now: now) else {
                 return (true, nil)
             }
             // A repeat is no flood (the start-up's second announcement is one): skipped, as
@@ -182,7 +183,7 @@ final class Gate: Sendable {
                 // Only announced peers get an answer (the engine checks the key it proves): a
                 // stranger's message goes without touching anyone's allowance.
                 guard knows(sender) else { return drop(SessionTable.HandshakeError.unannounced.counterName) }
-                let (admitted, flooder) = admit(sender: sender, from: route, refresh: nil, now: now)
+                let (admitted, flooder) = admit(sender: sender, from: route, refresh: nil, claim: .unverified, now: now)
                 guard admitted else { return flooder.map(Arrival.flooded) }
             }
             return .session(bytes, route)
@@ -211,9 +212,14 @@ final class Gate: Sendable {
         do {
             return .packet(try Packet.decode(bytes), route)
         } catch {
+            // It proved false: what it took of its key's allowance goes back.
+            if let header = UncheckedHeader(bytes) { refund(Data(header.sender)) }
             return drop(error.counterName)
         }
     }
+
+    /// A frame admitted in `key`'s name proved false: the key's token comes back.
+    private func refund(_ key: Data) { state.withLock { $0.limits.refund(key) } }
 
     /// A refresh proof: no signature to check, but a visit to the engine and a few hashes
     /// there, so blocked keys, our own (looped back) and the flood limits first.
@@ -225,7 +231,7 @@ final class Gate: Sendable {
             return drop(error.counterName)
         }
         guard proof.sender != myKey, !dropsBlocked(proof.sender) else { return nil }
-        let (admitted, flooder) = admit(sender: proof.sender, from: route, refresh: nil, now: now)
+        let (admitted, flooder) = admit(sender: proof.sender, from: route, refresh: nil, claim: .unverified, now: now)
         guard admitted else { return flooder.map(Arrival.flooded) }
         return .news(.proof(proof, route))
     }

@@ -170,8 +170,8 @@ package final class Router: Sendable {
 
     /// A frame of version 3: a handshake answered, or a sealed frame opened and handled.
     private func receiveSession(_ bytes: [UInt8], from route: Route) {
-        switch sessions.receive(bytes, now: engine.now) {
-        case .answer(let outputs): dispatch(outputs)
+        switch sessions.receive(bytes, from: route, now: engine.now) {
+        case .answer(let outputs): dispatch(outputs, answering: route)
         case .packet(let packet): handle(packet, from: route)
         case .nothing: break
         case .dropped(let reason): drop(reason)

@@ -98,15 +98,24 @@ extension Router {
     }
 
     /// Sends what the sessions produced: handshake messages by every route the peer has, sealed
-    /// frames by the preferred one. True when every one left this machine.
+    /// frames by the preferred one, an answer to a first message back the way it came (`answering`:
+    /// its route). True when every one left this machine.
     @discardableResult
-    func dispatch(_ outputs: [SessionOutput]) -> Bool {
+    func dispatch(_ outputs: [SessionOutput], answering: Route? = nil) -> Bool {
         guard !outputs.isEmpty else { return false }
         var carried = true
         for output in outputs {
             guard let peer = directory.peer(output.peer) else { continue }
-            let routes = directRoutes(of: peer)
-            if !send(output.bytes, by: output.isHandshake ? routes : Array(routes.prefix(1))) { carried = false }
+            let routes: [Route]
+            if output.isAnswer, let answering,
+               let back = transports.first(where: { $0.name == answering.transport })?.directRoute(
+                   from: answering, port: peer.announcement.unicastPort, signingKey: peer.signingKey) {
+                routes = [back]
+            } else {
+                let all = directRoutes(of: peer)
+                routes = output.isHandshake ? all : Array(all.prefix(1))
+            }
+            if !send(output.bytes, by: routes) { carried = false }
         }
         deadlines.wake(at: sessions.nextDue)
         return carried

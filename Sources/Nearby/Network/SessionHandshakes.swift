@@ -44,50 +44,64 @@ extension SessionTable {
         return [SessionOutput(bytes: frame, peer: peer.signingKey, isHandshake: true)]
     }
 
-    /// A handshake frame from `peer` (nil when its sender is not announced): what to send back
-    /// (the next message; on a session made, what waited for it).
-    package mutating func receive(_ frame: HandshakeFrame, from peer: SessionPeer?, now: Double) throws(HandshakeError) -> [SessionOutput] {
+    /// A handshake frame from `peer` (nil when its sender is not announced), which came from
+    /// `source` (its host: a first message proves nothing of the key it claims, so what it costs
+    /// is that host's; `fromItsHost`: the host the peer's announcement was heard from): what to
+    /// send back (the next message; on a session made, what waited for it).
+    package mutating func receive(_ frame: HandshakeFrame, from peer: SessionPeer?, source: String = "", fromItsHost: Bool = true,
+                                  now: Double) throws(HandshakeError) -> [SessionOutput] {
         guard frame.recipient == me else { throw .misaddressed }
         guard let peer, peer.signingKey == frame.sender else { throw .unannounced }
         switch frame.step {
-        case 1: return try answer(frame, from: peer, now: now)
+        case 1: return try answer(frame, from: peer, source: source, fromItsHost: fromItsHost, now: now)
         case 2: return try finish(frame, from: peer, now: now)
         default: return try confirm(frame, from: peer, now: now)
         }
     }
 
-    /// Step 1 received: answered with step 2, unless ours crossed it and wins.
-    private mutating func answer(_ frame: HandshakeFrame, from peer: SessionPeer, now: Double) throws(HandshakeError) -> [SessionOutput] {
+    /// Step 1 received: answered with step 2, unless ours crossed it and wins. It proves
+    /// nothing of the key it claims until step 3: what it holds (one half-open handshake, one
+    /// answer per `answerGap`) is its source's, so that another host's forgeries in this key's
+    /// name never push out the real peer's handshake.
+    private mutating func answer(_ frame: HandshakeFrame, from peer: SessionPeer, source: String, fromItsHost: Bool,
+                                 now: Double) throws(HandshakeError) -> [SessionOutput] {
         var entry = peers[peer.signingKey] ?? PeerSessions()
         // Their first message again (our answer was lost): the same answer.
-        if let existing = answers.values.first(where: { $0.peer.signingKey == peer.signingKey && $0.remoteIndex == frame.senderIndex }) {
-            return [SessionOutput(bytes: existing.frame, peer: peer.signingKey, isHandshake: true)]
+        if let existing = answers.values.first(where: { $0.peer.signingKey == peer.signingKey && $0.remoteIndex == frame.senderIndex
+                                                          && $0.source == source }) {
+            return [SessionOutput(bytes: existing.frame, peer: peer.signingKey, isHandshake: true, isAnswer: true)]
         }
         // Both started at once: the lower signing key's handshake survives, on both sides.
         if entry.initiation != nil, me.lexicographicallyPrecedes(peer.signingKey) { throw .crossed }
-        guard now - entry.lastAnswerAt >= Self.answerGap else { throw .busy }
+        guard now - (entry.lastAnswerAt[source] ?? -.infinity) >= Self.answerGap else { throw .busy }
         var handshake = HandshakeState(initiator: false, prologue: Self.prologue(initiator: peer.signingKey, responder: me),
                                        s: identity.agreement)
         guard (try? handshake.readMessage(frame.message)) != nil, let message = try? handshake.writeMessage().message else {
             throw .failed
         }
-        // Theirs survives: ours goes (what waited for it stays, for the session theirs makes).
-        if let mine = entry.initiation {
+        // Theirs survives: ours goes (what waited for it stays, for the session theirs makes) —
+        // when it comes from the peer's own host: one from elsewhere may be a forgery, which
+        // would cancel every handshake of ours for ever; both then go on, and the first done
+        // makes the session.
+        if let mine = entry.initiation, fromItsHost {
             indices[mine.localIndex] = nil
             entry.initiation = nil
         }
-        // One half-open handshake per key; past the limit in all, the oldest goes.
-        for (index, old) in answers where old.peer.signingKey == peer.signingKey { forgetAnswer(index) }
+        // One half-open handshake per key and source; past the limit in all, the oldest goes.
+        for (index, old) in answers where old.peer.signingKey == peer.signingKey && old.source == source { forgetAnswer(index) }
         if answers.count >= Self.halfOpenLimit, let oldest = answers.min(by: { $0.value.at < $1.value.at })?.key { forgetAnswer(oldest) }
         let index = newIndex(for: peer.signingKey)
         let reply = HandshakeFrame(sender: me, recipient: peer.signingKey, senderIndex: index, recipientIndex: frame.senderIndex,
                                    step: 2, message: message).encoded()
-        answers[index] = SessionAnswer(handshake: handshake, localIndex: index, remoteIndex: frame.senderIndex, peer: peer, frame: reply, at: now)
-        entry.lastAnswerAt = now
+        answers[index] = SessionAnswer(handshake: handshake, localIndex: index, remoteIndex: frame.senderIndex, peer: peer, frame: reply,
+                                       at: now, source: source)
+        // The sources answered lately, a few at most (a flood from many hosts forgets them first).
+        entry.lastAnswerAt = entry.lastAnswerAt.filter { now - $0.value < Self.answerGap }
+        entry.lastAnswerAt[source] = now
         peers[peer.signingKey] = entry
         statistics.answered += 1
         due(at: now + timing.halfOpenLifetime)
-        return [SessionOutput(bytes: reply, peer: peer.signingKey, isHandshake: true)]
+        return [SessionOutput(bytes: reply, peer: peer.signingKey, isHandshake: true, isAnswer: true)]
     }
 
     /// Step 2 received: the initiator checks the responder's key, sends step 3, and has a

@@ -48,8 +48,8 @@ final class SessionLayer: Sendable {
         case dropped(String)
     }
 
-    /// A frame of version 3: a handshake message or a sealed frame.
-    func receive(_ bytes: [UInt8], now: Double) -> Received {
+    /// A frame of version 3, a handshake message or a sealed frame, which came by `route`.
+    func receive(_ bytes: [UInt8], from route: Route, now: Double) -> Received {
         switch bytes[5] {
         case KindTable.handshake:
             let frame: HandshakeFrame
@@ -60,12 +60,17 @@ final class SessionLayer: Sendable {
             }
             // Only a peer that announced itself gets an answer, checked against the key its
             // signed announcement carries.
-            let peer = directory.peer(frame.sender).flatMap { peer in
+            let present = directory.peer(frame.sender)
+            let peer = present.flatMap { peer in
                 peer.announcement.speaksSessions ? SessionPeer(signingKey: peer.signingKey, agreementKey: peer.announcement.agreementKey) : nil
             }
+            // What a first message holds is its host's; one from the host the peer is heard at
+            // may also cancel a handshake of ours that crossed it.
+            let fromItsHost = present?.routes.contains { $0.transport == route.transport && $0.source.host == route.host } ?? false
             state.value.table.statistics.handshakeFrames += 1
             do {
-                return .answer(try state.value.table.receive(frame, from: peer, now: now))
+                return .answer(try state.value.table.receive(frame, from: peer, source: Gate.source(of: route), fromItsHost: fromItsHost,
+                                                             now: now))
             } catch {
                 return .dropped(error.counterName)
             }

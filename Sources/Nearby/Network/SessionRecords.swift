@@ -37,6 +37,8 @@ struct SessionAnswer: Sendable {
     let peer: SessionPeer
     let frame: [UInt8]
     let at: Double
+    /// The host its first message came from (`SessionTable.answer`).
+    let source: String
 }
 
 /// Everything of one peer's: its session, the one it replaced, a handshake of ours, what waits.
@@ -46,5 +48,7 @@ struct PeerSessions: Sendable {
     var initiation: SessionInitiation?
     /// Inner packets (kind, payload) waiting for a session, oldest first.
     var pending: [[UInt8]] = []
-    var lastAnswerAt = -Double.infinity
+    /// When a first message from each source (a host) was last answered: one a source per
+    /// `answerGap`, so that one host's flood in this key's name holds up no other host's.
+    var lastAnswerAt: [String: Double] = [:]
 }

@@ -41,6 +41,10 @@ package struct SessionOutput: Sendable, Equatable {
     package var bytes: [UInt8]
     package var peer: Data
     package var isHandshake: Bool
+    /// An answer to a first message: it goes back the way that message came, not to every
+    /// route of the key it claims (a forged first message in a friend's name must not make us
+    /// write to the friend).
+    package var isAnswer = false
 }
 
 /// Counts for `nearby stats`.
