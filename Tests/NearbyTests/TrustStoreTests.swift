@@ -1,7 +1,9 @@
 import Foundation
+import GRDB
 import Storage
 import TestWorld
 import Testing
+import Wire
 @testable import Nearby
 
 /// Trust on first use: the first key seen for a name stays trusted; another key with the name
@@ -52,6 +54,33 @@ import Testing
         try trust.verify(real.signingKey, name: "bob", now: 6)
         #expect(try trust.unverify(real.signingKey) && !(try trust.unverify(real.signingKey)))
         #expect(trust.heldKeys().isEmpty && trust.trustedKey(forName: "bob") == real.signingKey)
+    }
+
+    /// On the manual clock, three shells: ann verifies ben; another key called `bеn` (a Cyrillic
+    /// е) is held, and what ann writes to it waits, unsent, while her lines to ben go; once she
+    /// trusts the other key (her decision), what waited goes to it.
+    @Test func whatIsWrittenToAKeyUnderAVerifiedNameWaitsForTheUser() throws {
+        let world = try ChatWorld([("ann", .human), ("ben", .human), ("b\u{0435}n", .human)])
+        let (ann, ben, other) = (world.nodes[0], world.nodes[1], world.nodes[2])
+        world.step(2)
+        try TrustStore(database: ann.database).verify(ben.identity.signingPublicKey, name: "ben", now: world.scheduler.now)
+        ann.online.choicesChanged()
+        #expect(ann.engine.sync { ann.context.rules.isVerified(ben.identity.signingPublicKey) })
+        #expect(ann.engine.sync { ann.context.rules.isHeld(other.identity.signingPublicKey) })
+        func received(_ node: ChatWorld.Node) throws -> [String] {
+            try node.database.read { db in try String.fetchAll(db, sql: "SELECT text FROM message WHERE outgoing = 0 ORDER BY id") }
+        }
+        let toOther = try ann.delivery.conversation(with: try #require(ann.service.peer(other.identity.signingPublicKey)))
+        let toBen = try ann.delivery.conversation(with: try #require(ann.service.peer(ben.identity.signingPublicKey)))
+        _ = try ann.delivery.send("for the real ben", in: toBen)
+        _ = try ann.delivery.send("are you ben?", in: toOther)
+        world.step(5)
+        #expect(try received(ben) == ["for the real ben"])
+        #expect(try received(other) == [], "held")
+        _ = try TrustStore(database: ann.database).trust(PeerIdentity.handle(name: "b\u{0435}n", signingKey: other.identity.signingPublicKey))
+        ann.online.choicesChanged()
+        world.step(5)
+        #expect(try received(other) == ["are you ben?"])
     }
 
     /// A key whose name only looks like a trusted one (a Cyrillic о, a zero, capitals) is
