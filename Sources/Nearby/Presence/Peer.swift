@@ -30,7 +30,9 @@ package struct PeerRoute: Equatable, Sendable {
     package var transport: String { source.transport }
 
     /// When it expires, as `timing` counts missed refreshes.
-    package func expiry(_ timing: PresenceTiming) -> Double { lastSeen + timing.lifetime(ofInterval: interval) }
+    package func expiry(_ timing: PresenceTiming) -> Double {
+        lastSeen + (isKept ? timing.keptLifetime(ofInterval: interval) : timing.lifetime(ofInterval: interval))
+    }
 }
 
 /// Someone nearby, as their last announcement described them: one entry per signing key,

@@ -131,7 +131,9 @@ package final class Presence: Sendable {
 
     /// An announcement or a goodbye: the table changes, the transports' gate learns who is heard.
     /// Its own time counts (`FrameTime`): one older than its own expiry is no presence (a
-    /// broker's stale retained message, a replay), one from the future is dropped.
+    /// broker's copy older than its client would have published again, a replay), one from the
+    /// future is dropped; on the LAN, a key not listed yet whose announcement is older than live
+    /// is asked first, and listed when something newer of its own comes (`Questions.notLive`).
     private func heard(_ news: PresenceNews, in packet: Packet, by route: Route) {
         let now = engine.now, stamp = Double(packet.timestamp) / 1000
         let isKept = router.keeping.contains { $0.name == route.transport }
@@ -139,10 +141,22 @@ package final class Presence: Sendable {
             if case .announce(let announcement) = news, !isKept { clockOff(announcement, of: packet.sender, offset: stamp - now) }
             return router.drop("from the future")
         }
-        if case .announce(let announcement) = news, heardAt + timing.lifetime(ofInterval: PresenceTable.interval(of: announcement)) < now {
-            // Heard live on the LAN, it is a peer whose clock is behind ours (or a replay).
-            if !isKept { clockOff(announcement, of: packet.sender, offset: stamp - now) }
-            return router.drop("stale")
+        if case .announce(let announcement) = news {
+            let interval = PresenceTable.interval(of: announcement)
+            let lifetime = isKept ? timing.keptLifetime(ofInterval: interval) : timing.lifetime(ofInterval: interval)
+            if heardAt + lifetime < now {
+                // Heard live on the LAN, it is a peer whose clock is behind ours (or a replay).
+                if !isKept { clockOff(announcement, of: packet.sender, offset: stamp - now) }
+                return router.drop("stale")
+            }
+            let freshness = Freshness(timestamp: packet.timestamp, sequence: packet.sequence)
+            if !isKept, now - stamp > PresenceTiming.liveness(ofInterval: interval), directory.peer(packet.sender) == nil,
+               !questions.confirms(packet.sender, freshness) {
+                let direct = router.transports.first { $0.name == route.transport }?.directRoute(
+                    from: route, port: announcement.unicastPort, signingKey: packet.sender)
+                questions.notLive(packet.sender, freshness, asking: direct, now: now)
+                return router.drop("not live")
+            }
         }
         let events = directory.update {
             $0.receive(news, in: packet, from: route, isKept: isKept, now: heardAt, said: FrameTime.said(stamp: stamp, now: now))

@@ -116,8 +116,10 @@ extension Presence {
 /// that left (a thousand profiles on a broker publish a few an hour where the LAN's refreshes
 /// would be 200 a second).
 struct KeptPresence {
-    /// How often a kept announcement is published when nothing changes, as it advertises.
-    static let interval = PresenceTable.maximumInterval
+    /// How often a kept announcement is published when nothing changes, as it advertises: a
+    /// copy older than this (and a quarter more, `PresenceTiming.keptLifetime`) is no live
+    /// client's, so a captured one published again after the will lists nobody for long.
+    static let interval = 600.0
     /// After a reconnection, how long the broker has to hand every presence it keeps again.
     static let resync = 10.0
 

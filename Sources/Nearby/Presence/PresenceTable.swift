@@ -94,7 +94,7 @@ package struct PresenceTable: Sendable {
             peer.announcements = (known?.announcements ?? 0) + 1
             store(peer)
             retired[packet.sender] = nil  // Its order entry goes when it comes round.
-            nextExpiry = min(nextExpiry, now + timing.lifetime(ofInterval: Self.interval(of: announcement)))
+            nextExpiry = min(nextExpiry, peer.routes.map { $0.expiry(timing) }.min() ?? now)
             guard let known else { return events + [.arrived(peer)] }
             var old = known.announcement, new = announcement
             old.intervalMilliseconds = 0; new.intervalMilliseconds = 0

@@ -41,6 +41,17 @@ package struct PresenceTiming: Sendable, Equatable {
     /// How long after its last announcement a peer announcing every `interval` expires: half an
     /// interval more than the allowed misses, so jitter alone never expires anyone.
     package func lifetime(ofInterval interval: Double) -> Double { interval * (missedBeforeExpiry + 0.5) }
+
+    /// How long a broker's copy of a peer's announcement, published again every `interval`
+    /// while its client is connected, counts as presence: a quarter interval more than that. An
+    /// older one is no live client's (its will would have withdrawn it, or a newer copy replaced
+    /// it): a replay.
+    package func keptLifetime(ofInterval interval: Double) -> Double { interval * 1.25 }
+
+    /// How old (by its own stamp) an announcement heard on the LAN may be and still be live:
+    /// three of its intervals, at least 15 s. A key not listed yet whose announcement is older
+    /// is asked before it is listed (`Questions.notLive`): a replay gets no newer answer.
+    package static func liveness(ofInterval interval: Double) -> Double { max(15, 3 * interval) }
 }
 
 /// When to announce next.

@@ -16,7 +16,13 @@ package final class Questions: Sendable {
         /// In our first seconds online, the senders of proofs we could not check and where to
         /// ask them (`askUnknownProvers`, when those seconds end); nil once they are over.
         var unknownProvers: [Data: Route]? = [:]
+        /// Keys not listed yet whose announcement was too old to be live, and the newest such
+        /// announcement of each: something newer of theirs lists them (`confirms`).
+        var notLive: [Data: Freshness] = [:]
     }
+
+    /// The most keys waiting to be confirmed live (a flood of old announcements forgets them first).
+    static let notLiveKept = 256
 
     let router: Router
     let directory: PeerDirectory
@@ -71,6 +77,28 @@ package final class Questions: Sendable {
         }
         guard state.update({ $0.askingLost.take(now: now) }), let bytes = router.frame(Query()) else { return false }
         _ = router.send(bytes, by: [route])
+        return true
+    }
+
+    /// An announcement of `key`, not listed yet, too old to be live (a replay, or a peer whose
+    /// clock is behind ours): it is remembered, and its sender asked who it is (as the sender of
+    /// a proof we cannot check is) at `direct`; its answer, newer, lists it. A replay gets no
+    /// newer answer: captured after a goodbye we never heard, it lists nobody.
+    func notLive(_ key: Data, _ freshness: Freshness, asking direct: Route?, now: Double) {
+        if state.value.notLive[key].map({ $0 < freshness }) ?? true {
+            if state.value.notLive[key] == nil, state.value.notLive.count >= Self.notLiveKept, let any = state.value.notLive.keys.first {
+                state.value.notLive[any] = nil
+            }
+            state.value.notLive[key] = freshness
+        }
+        if let direct { _ = untracked(key, at: direct, now: now) }
+    }
+
+    /// Whether `freshness` is newer than an announcement of `key` that was too old to be live:
+    /// then it is (and is forgotten here).
+    func confirms(_ key: Data, _ freshness: Freshness) -> Bool {
+        guard let old = state.value.notLive[key], old < freshness else { return false }
+        state.value.notLive[key] = nil
         return true
     }
 
