@@ -12,7 +12,7 @@ TEST_PACKAGES  = iproute2 nftables tmux sqlite3 util-linux python3 python3-venv 
                  groff-base bash-completion zsh fish netcat-openbsd
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all setup setup-test build release run test bench fuzz clean install uninstall screenshots
+.PHONY: all setup setup-test build release run test bench soak fuzz clean install uninstall screenshots
 
 all: build
 
@@ -103,6 +103,13 @@ bench: setup-test release $(TEST_PYTHON)
 	scripts/in-netns python3 bench/bench.py --binary .build/release/seance --python $(TEST_PYTHON) \
 	    --kernel-backlog $$(cat /proc/sys/net/core/netdev_max_backlog) \
 	    --neighbour-table $$(cat /proc/sys/net/ipv4/neigh/default/gc_thresh3) $(BENCH_ARGS)
+
+# Ten minutes of each hostile peer (SOAK_MINUTES each), the victim's memory sampled: outside
+# `make bench` (it takes some 45 minutes).
+SOAK_MINUTES ?= 10
+soak: setup-test release $(TEST_PYTHON)
+	scripts/in-netns python3 bench/bench.py --binary .build/release/seance --python $(TEST_PYTHON) --only soak \
+	    --soak-minutes $(SOAK_MINUTES) --json .build/soak.json
 
 clean:
 	rm -rf .build
