@@ -81,7 +81,8 @@ extension Schema {
         TransfersSchema.transfers,
         TransfersSchema.thumbnails,
         TrustSchema.verifiedKeys,
-    ], backfills: [SearchSchema.indexing], commitSteps: [SearchSchema.keepingUp])
+        TransfersSchema.files,
+    ], backfills: [SearchSchema.indexing, TransfersSchema.movingChunksOut], commitSteps: [SearchSchema.keepingUp])
 
     /// Each feature's list, for the test that every one is in the order above.
     static let features: [[Migration]] = [[.settings], ZombiesSchema.migrations, VisionsSchema.migrations, AccountsSchema.migrations,

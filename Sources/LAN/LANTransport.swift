@@ -65,6 +65,9 @@ package final class LANTransport: Transport {
 
     package var description: String { "\(name) \(configuration.group):\(configuration.port)" }
 
+    /// A LAN peer's host: its file streams connect there (`FileStream`).
+    package func streamHost(of route: Route) -> String? { Self.hostAndPort(route.address)?.host }
+
     package func directRoute(from source: Route, port: UInt16, signingKey: Data) -> Route {
         let host = Self.hostAndPort(source.address)?.host ?? source.address
         return Route(transport: name, address: "\(host):\(port)")

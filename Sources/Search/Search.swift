@@ -206,36 +206,8 @@ package final class Search: PlaceExtension {
         }
     }
 
-    /// A date as typed: `2026-11-20`, `2026-11-20 14:05`, `today`, `yesterday`, or a while
-    /// ago (`3d`, `12h`, `30m`); local time.
+    /// A date as typed (`TypedDate`).
     static func date(_ text: String, now: Double, calendar: Calendar = .current) throws(SearchError) -> Double {
-        let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
-        let today = calendar.startOfDay(for: Date(timeIntervalSince1970: now))
-        switch trimmed {
-        case "today": return today.timeIntervalSince1970
-        case "yesterday": return (calendar.date(byAdding: .day, value: -1, to: today) ?? today).timeIntervalSince1970
-        default: break
-        }
-        if let unit = trimmed.last, let amount = Double(trimmed.dropLast()), amount >= 0, amount.isFinite {
-            switch unit {
-            case "d": return now - amount * 86_400
-            case "h": return now - amount * 3_600
-            case "m": return now - amount * 60
-            default: break
-            }
-        }
-        let parts = trimmed.split(whereSeparator: { $0 == " " || $0 == "t" }).map(String.init)
-        let day = parts.first?.split(separator: "-").map { Int($0) } ?? []
-        guard (1...2).contains(parts.count), day.count == 3, let year = day[0], let month = day[1], let date = day[2] else {
-            throw .badDate(SafeText.visible(text))
-        }
-        var components = DateComponents(year: year, month: month, day: date)
-        if parts.count == 2 {
-            let clock = parts[1].split(separator: ":").map { Int($0) }
-            guard (2...3).contains(clock.count), let hour = clock[0], let minute = clock[1] else { throw .badDate(SafeText.visible(text)) }
-            (components.hour, components.minute) = (hour, minute)
-        }
-        guard components.isValidDate(in: calendar), let found = calendar.date(from: components) else { throw .badDate(SafeText.visible(text)) }
-        return found.timeIntervalSince1970
+        do { return try TypedDate.parse(text, now: now, calendar: calendar) } catch { throw .badDate(error.text) }
     }
 }

@@ -55,12 +55,16 @@ package struct Backfill: Sendable {
     package let remaining: @Sendable (Database) throws -> Int?
     /// Does one step, in the transaction it is given.
     package let step: @Sendable (Database) throws -> Void
+    /// What follows the last step, outside any transaction (a `VACUUM`): done once, when the
+    /// backfill had work.
+    package let afterwards: (@Sendable (Database) throws -> Void)?
 
     package init(_ name: String, remaining: @escaping @Sendable (Database) throws -> Int?,
-                 step: @escaping @Sendable (Database) throws -> Void) {
+                 step: @escaping @Sendable (Database) throws -> Void, afterwards: (@Sendable (Database) throws -> Void)? = nil) {
         self.name = name
         self.remaining = remaining
         self.step = step
+        self.afterwards = afterwards
     }
 }
 
@@ -90,7 +94,20 @@ extension SeanceDatabase {
             }, commitSteps: []) {
                 progress(backfill.name, 1 - Double(left) / Double(max(1, total, left)))
             }
+            if let afterwards = backfill.afterwards {
+                do { try writer.writeWithoutTransaction { db in try afterwards(db) } } catch let error as DatabaseError {
+                    throw Self.describe(error, path: path)
+                }
+            }
             progress(backfill.name, 1)
+        }
+    }
+
+    /// Gives the pages rows left behind back to the file system (the database is made with
+    /// `auto_vacuum = INCREMENTAL`; one made before is converted once, `TransfersSchema`).
+    package func giveSpaceBack() throws {
+        do { try writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA incremental_vacuum") } } catch let error as DatabaseError {
+            throw Self.describe(error, path: path)
         }
     }
 

@@ -22,7 +22,15 @@ package final class SeanceDatabase: Sendable {
         configuration.foreignKeysEnabled = true
         // In WAL mode, NORMAL survives any crash of the process (only a power cut can lose the
         // last commits), and saves an fsync per transaction.
-        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+        // A new database gives back the pages deleted rows leave (`giveSpaceBack`); on one that
+        // has tables already this changes nothing until a VACUUM.
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            // Only while the file is empty: set later it changes nothing but takes the write lock.
+            if !db.configuration.readonly, try Bool.fetchOne(db, sql: "SELECT NOT EXISTS (SELECT 1 FROM sqlite_master)") == true {
+                try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
+            }
+        }
         do {
             writer = try DatabasePool(path: path, configuration: configuration)
             // The checks only read: in WAL mode they go ahead while another process writes, so

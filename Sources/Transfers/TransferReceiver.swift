@@ -83,7 +83,65 @@ final class TransferReceiver: TransferPart, Sendable {
                      + "(\(transfer.picture ? "a picture" : "a file"), \(TransferView.size(transfer.size)))", new: new)
             }
         }
-        if let peer { answer(transfer.transferID, .accept, stored: state.value.receiving[key]!.window.stored, to: peer) }
+        guard let peer else { return }
+        let stored = state.value.receiving[key]!.window.stored
+        answer(transfer.transferID, .accept, stored: stored, to: peer, stream: streamOffer(for: transfer, key: key, stored: stored, peer: peer))
+    }
+
+    // MARK: Streams
+
+    /// Opens the listener for streams of theirs, on the LAN's port (`FileStream`).
+    func listen() {
+        let port = context.network.directPort
+        guard port != 0 else { return }
+        let engine = context.engine
+        // Released with the listener when going offline (`TransfersOnline.stop`).
+        let receiver = self
+        state.value.listener = StreamListener(port: port, engine: engine, events: .init(
+            expect: { id in engine.sync { receiver.state.value.expected[id]?.terms } },
+            progress: { id, bytes in engine.async { receiver.streamed(id, bytes: bytes) } },
+            ended: { id, result in engine.async { receiver.streamEnded(id, result) } }))
+    }
+
+    /// A stream for a transfer accepted from a peer on the LAN: a fresh key for this acceptance
+    /// alone, sealed to the peer in the answer; nil when streams cannot be had (no listener, a
+    /// peer heard only through a broker).
+    private func streamOffer(for transfer: Transfer, key: Key, stored: Int, peer: Peer) -> FileAnswer.StreamOffer? {
+        guard let listener = state.value.listener, context.network.streamHost(of: peer) != nil else { return nil }
+        var random = SystemRandomNumberGenerator()
+        let secret = Data((0..<32).map { _ in UInt8.random(in: 0...255, using: &random) })
+        state.value.expected[transfer.transferID] = TransfersOnline.ExpectedStream(
+            key: key, terms: StreamListener.Expected(key: secret, path: store.path(of: transfer), size: transfer.size,
+                                                     from: stored * transfer.chunkSize))
+        return FileAnswer.StreamOffer(port: listener.port, key: secret)
+    }
+
+    /// A stream stored this many bytes from the first: the whole chunks among them are said to
+    /// be stored (in the database, then to the sender), as chunks written are.
+    private func streamed(_ id: Data, bytes: Int) {
+        guard let expected = state.value.expected[id], let receiving = state.value.receiving[expected.key] else { return }
+        let transfer = receiving.transfer
+        let chunks = bytes >= transfer.size ? transfer.chunkCount : bytes / transfer.chunkSize
+        guard chunks > receiving.window.stored, (try? store.stored(chunks, of: transfer)) != nil else { return }
+        state.value.receiving[expected.key]!.window = ReceiveWindow(count: transfer.chunkCount, chunkSize: transfer.chunkSize, size: transfer.size,
+                                                                    stored: chunks)
+        if let peer = context.presence.peer(expected.key.peer) {
+            context.network.send(FileChunkAck(id: id, stored: UInt32(chunks)), to: peer)
+        }
+        showProgress(of: transfer, stored: chunks, progress: &state.value.receiving[expected.key]!.progress, now: context.engine.now)
+    }
+
+    /// A stream ended: whole, its hash decides (as for chunks); cut short, what it stored stays
+    /// and the sender goes on in chunks.
+    private func streamEnded(_ id: Data, _ result: Result<Data, FileStream.Failure>) {
+        guard let expected = state.value.expected.removeValue(forKey: id) else { return }
+        switch result {
+        case .success(let hash):
+            guard let receiving = state.value.receiving[expected.key], receiving.window.isComplete else { return }
+            complete(expected.key, hash: hash)
+        case .failure(let failure):
+            context.network.drop("file stream: \(failure)")
+        }
     }
 
     func received(_ chunk: FileChunk, from sender: Data) {
@@ -131,7 +189,7 @@ final class TransferReceiver: TransferPart, Sendable {
         let unwritten = receiving.window.unwritten
         if !unwritten.isEmpty {
             // Not acknowledged when the database refuses: the sender sends it again.
-            guard (try? store.received(unwritten, from: receiving.window.stored, in: receiving.transfer.number)) != nil else { return }
+            guard (try? store.received(unwritten, from: receiving.window.stored, of: receiving.transfer)) != nil else { return }
             state.value.receiving[key]!.window.written()
         }
         let (stored, held) = state.value.receiving[key]!.window.acknowledgement
@@ -150,11 +208,12 @@ final class TransferReceiver: TransferPart, Sendable {
         state.value.finished[key] = count
     }
 
-    /// Every chunk is in: the hash over all of them decides whether it is shown.
-    private func complete(_ key: Key) {
+    /// Every chunk is in: the hash over all of them (read from the file, or kept as a stream
+    /// wrote it) decides whether it is shown.
+    private func complete(_ key: Key, hash: Data? = nil) {
         guard let receiving = state.value.receiving.removeValue(forKey: key) else { return }
         var transfer = receiving.transfer
-        if (try? store.hash(of: transfer.number)) == transfer.sha256 {
+        if (hash ?? (try? store.hash(of: transfer))) == transfer.sha256 {
             remember(finished: key, count: transfer.chunkCount)
             transfer.state = .complete
             try? store.set(transfer.number, state: .complete, stored: transfer.chunkCount)
@@ -196,13 +255,11 @@ final class TransferReceiver: TransferPart, Sendable {
         }
     }
 
-    /// Accepts `/accept N`: false when it would take the sender past its quota.
+    /// Accepts `/accept N`: refused when the disk has not room for it (and a margin).
     func accepted(_ transfer: Transfer) throws {
-        let holding = try store.holding(of: transfer.peerKey, myKey: context.me)
-        guard holding.bytes + transfer.size <= TransfersOnline.quota else {
-            refuse("over a person's \(TransfersOnline.quota >> 20) MiB")
-            throw UserError("\(name(of: transfer.peerKey)) already holds \(TransferView.size(holding.bytes)) of your disk in unfinished files: "
-                            + "taking this one would pass the \(TransfersOnline.quota >> 20) MiB one person may hold (cancel one first)")
+        if let free = store.files.freeSpace(), free < transfer.size + TransfersOnline.diskMargin {
+            throw UserError("file \(transfer.number) is \(TransferView.size(transfer.size)) and the disk has \(TransferView.size(free)) free: "
+                            + "make room first (transfers delete N, transfers clean)")
         }
         try store.set(transfer.number, state: .moving)
         var moving = transfer
@@ -210,8 +267,8 @@ final class TransferReceiver: TransferPart, Sendable {
         accept(moving, peer: context.presence.peer(transfer.peerKey))
     }
 
-    func answer(_ id: Data, _ decision: FileAnswer.Decision, stored: Int = 0, to peer: Peer) {
-        context.network.send(FileAnswer(id: id, decision: decision, stored: UInt32(stored)), to: peer)
+    func answer(_ id: Data, _ decision: FileAnswer.Decision, stored: Int = 0, to peer: Peer, stream: FileAnswer.StreamOffer? = nil) {
+        context.network.send(FileAnswer(id: id, decision: decision, stored: UInt32(stored), stream: stream), to: peer)
     }
 
     func refuse(_ reason: String) {

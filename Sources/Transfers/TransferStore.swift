@@ -38,6 +38,11 @@ package struct Transfer: Equatable, Sendable {
     package var sentAt: Double
     /// Why it failed, or who stopped it.
     package var reason: String?
+    /// Where its bytes are when not in the transfers folder: ours, the user's file as sent;
+    /// theirs, where the user saved it.
+    package var localPath: String?
+    /// Ours: what the user's file was when sent (a later read checks it is still so).
+    package var source: TransferFiles.Source?
 
     package var chunkCount: Int { (size + chunkSize - 1) / chunkSize }
 
@@ -53,6 +58,7 @@ package enum TransferError: Error, Equatable, CustomStringConvertible {
     case empty(path: String)
     case tooLarge(path: String, size: Int)
     case noSuchTransfer(Int64)
+    case file(TransferFiles.Failure)
 
     package var description: String {
         switch self {
@@ -62,84 +68,49 @@ package enum TransferError: Error, Equatable, CustomStringConvertible {
         case .tooLarge(let path, let size):
             return "\(path) is \(TransferView.size(size)): the most a file can be is \(TransferView.size(Int(FileOffer.maximumSize)))"
         case .noSuchTransfer(let number): return "no file \(number) (transfers lists them)"
+        case .file(let failure): return failure.description
         }
     }
 }
 
-/// Transfers and their chunks in the database. A file's bytes are read once, when it is
-/// sent, and kept here; a received one is written chunk by chunk as it comes, and is shown
-/// only once the hash over all of it matched.
+/// Transfers in the database, their bytes in files (`TransferFiles`): ours read from the user's
+/// own file where it is, theirs written chunk by chunk into a file of the data directory as they
+/// come, shown only once the hash over all of it matched.
 package struct TransferStore: Sendable {
     package let database: SeanceDatabase
+    package let files: TransferFiles
 
-    package init(database: SeanceDatabase) { self.database = database }
+    package init(database: SeanceDatabase) {
+        self.database = database
+        files = TransferFiles(database: database)
+    }
 
-    /// Reads the file at `path` once (at most 16 MiB), in chunks, into a new outgoing transfer
-    /// in `conversation`; its picture-ness from its header, its hash over every byte.
+    /// How much of a file's start is read to know whether it is a picture: a JPEG states its
+    /// size after its EXIF and tables, often kilobytes in.
+    static let pictureHead = 256 << 10
+
+    /// Offers the file at `path` in `conversation`: read once, where it is (never copied), for
+    /// its size, its hash and whether it is a picture; a later change to it fails the transfer.
     package func send(path: String, name: String, in conversation: Conversation, id: Data, now: Double) throws -> Transfer {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw TransferError.unreadable(path: path, reason: String(cString: strerror(errno))) }
-        defer { close(fd) }
+        let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
         var info = stat()
-        guard fstat(fd, &info) == 0 else { throw TransferError.unreadable(path: path, reason: String(cString: strerror(errno))) }
+        guard stat(absolute, &info) == 0 else { throw TransferError.unreadable(path: path, reason: String(cString: strerror(errno))) }
         if let kind = FileContents.irregularKind(info.st_mode) { throw TransferError.notAFile(path: path, kind: kind) }
-        guard info.st_size > 0 else { throw TransferError.empty(path: path) }
-        guard info.st_size <= FileOffer.maximumSize else { throw TransferError.tooLarge(path: path, size: Int(info.st_size)) }
-        let chunkSize = Int(FileChunk.maximumData)
-        // Written a mebibyte a transaction, as `storing` until the last: the engine writes between
-        // them (a 16 MiB file in one transaction held its writes back half a second), and what a
-        // kill leaves half-stored is never offered (`removeUnstored`).
-        let row = try database.write { db in
-            try db.execute(sql: """
-                INSERT INTO transfer (transferId, conversationId, outgoing, name, picture, size, chunkSize, sha256, state, stored, sentAt)
-                VALUES (?, ?, 1, ?, 0, 0, ?, zeroblob(32), 'storing', 0, ?)
-                """, arguments: [id, conversation.id, name, chunkSize, now])
-            return db.lastInsertedRowID
+        let summary: (sha256: Data, size: Int, head: [UInt8], source: TransferFiles.Source)
+        do { summary = try files.summary(of: absolute, head: Self.pictureHead) } catch {
+            throw TransferError.unreadable(path: path, reason: error.description)
         }
-        do {
-            var hash = SHA256()
-            var size = 0, index = 0, head: [UInt8] = [], ended = false
-            var buffer = [UInt8](repeating: 0, count: chunkSize)
-            while !ended {
-                var batch: [[UInt8]] = []
-                while !ended && batch.count < (1 << 20) / chunkSize {
-                    // A whole chunk at a time (a pipe or a slow disk may give less per read).
-                    var filled = 0
-                    while filled < chunkSize {
-                        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, chunkSize - filled) }
-                        if n < 0 && errno == EINTR { continue }
-                        guard n >= 0 else { throw TransferError.unreadable(path: path, reason: String(cString: strerror(errno))) }
-                        if n == 0 { break }
-                        filled += n
-                    }
-                    ended = filled < chunkSize
-                    guard filled > 0 else { break }
-                    let chunk = Array(buffer[..<filled])
-                    size += filled
-                    guard size <= FileOffer.maximumSize else { throw TransferError.tooLarge(path: path, size: size) }
-                    if head.count < 64 { head += chunk.prefix(64 - head.count) }
-                    hash.update(data: chunk)
-                    batch.append(chunk)
-                }
-                try database.write { db in
-                    let insert = try db.cachedStatement(sql: "INSERT INTO transferChunk (transfer, idx, data) VALUES (?, ?, ?)")
-                    for chunk in batch {
-                        try insert.execute(arguments: [row, index, Data(chunk)])
-                        index += 1
-                    }
-                }
-            }
-            guard size > 0 else { throw TransferError.empty(path: path) }
-            let picture = ImageHeader.parse(head) != nil
-            return try database.write { db in
-                try db.execute(sql: "UPDATE transfer SET size = ?, picture = ?, sha256 = ?, state = 'offered' WHERE id = ?",
-                               arguments: [size, picture, Data(hash.finalize()), row])
-                guard let stored = try Self.transfer(db, row) else { throw TransferError.unreadable(path: path, reason: "it was removed meanwhile") }
-                return stored
-            }
-        } catch {
-            _ = try? database.write { db in try db.execute(sql: "DELETE FROM transfer WHERE id = ?", arguments: [row]) }
-            throw error
+        guard summary.size > 0 else { throw TransferError.empty(path: path) }
+        guard summary.size <= FileOffer.maximumSize else { throw TransferError.tooLarge(path: path, size: summary.size) }
+        let picture = ImageHeader.parse(summary.head) != nil
+        return try database.write { db in
+            try db.execute(sql: """
+                INSERT INTO transfer (transferId, conversationId, outgoing, name, picture, size, chunkSize, sha256, state, stored, sentAt,
+                                      localPath, sourceSize, sourceModified)
+                VALUES (?, ?, 1, ?, ?, ?, ?, ?, 'offered', 0, ?, ?, ?, ?)
+                """, arguments: [id, conversation.id, name, picture, summary.size, Int(FileChunk.maximumData), summary.sha256, now,
+                                 absolute, summary.source.size, summary.source.modified])
+            return try Self.transfer(db, db.lastInsertedRowID)!
         }
     }
 
@@ -169,71 +140,78 @@ package struct TransferStore: Sendable {
         }
     }
 
-    /// Chunks received in order, from `first` on, and how far the transfer has come: one transaction.
-    package func received(_ chunks: [[UInt8]], from first: Int, in number: Int64) throws {
+    /// Chunks received in order, from `first` on: written into its file, then how far the
+    /// transfer has come, in one transaction (never said of bytes not written yet).
+    package func received(_ chunks: [[UInt8]], from first: Int, of transfer: Transfer) throws {
+        guard !chunks.isEmpty else { return }
+        do { try files.write(Array(chunks.joined()), at: first * transfer.chunkSize, to: transfer.number) } catch { throw TransferError.file(error) }
         try database.write { db in
-            // One statement, compiled once, for every chunk (compiling it each time was a tenth of a chunk's cost).
-            let insert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO transferChunk (transfer, idx, data) VALUES (?, ?, ?)")
-            for (offset, chunk) in chunks.enumerated() {
-                try chunk.withUnsafeBytes { bytes in
-                    try insert.execute(arguments: [number, first + offset, Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: bytes.baseAddress!),
-                                                                               count: bytes.count, deallocator: .none)])
-                }
-            }
             try db.execute(sql: "UPDATE transfer SET stored = ? WHERE id = ? AND stored < ?",
-                           arguments: [first + chunks.count, number, first + chunks.count])
+                           arguments: [first + chunks.count, transfer.number, first + chunks.count])
         }
     }
 
-    /// The chunks `indices` of transfer `number`, by index.
-    package func chunks(_ indices: [Int], of number: Int64) throws -> [Int: [UInt8]] {
-        guard let low = indices.min(), let high = indices.max() else { return [:] }
-        return try database.read { db in
-            var found: [Int: [UInt8]] = [:]
-            let wanted = Set(indices)
-            let rows = try Row.fetchCursor(db, sql: "SELECT idx, data FROM transferChunk WHERE transfer = ? AND idx BETWEEN ? AND ?",
-                                           arguments: [number, low, high])
-            while let row = try rows.next() {
-                let index: Int = row["idx"]
-                guard wanted.contains(index) else { continue }
-                let data: Data = row["data"]
-                found[index] = [UInt8](data)
-            }
-            return found
-        }
-    }
-
-    /// The SHA-256 of every chunk in order, read a chunk at a time.
-    package func hash(of number: Int64) throws -> Data {
-        try database.read { db in
-            var hash = SHA256()
-            let rows = try Data.fetchCursor(db, sql: "SELECT data FROM transferChunk WHERE transfer = ? ORDER BY idx", arguments: [number])
-            while let data = try rows.next() { hash.update(data: data) }
-            return Data(hash.finalize())
-        }
-    }
-
-    /// The whole file (a picture to draw, a file to save), once complete.
-    package func contents(of number: Int64) throws -> [UInt8] {
-        try database.read { db in
-            var bytes: [UInt8] = []
-            let rows = try Data.fetchCursor(db, sql: "SELECT data FROM transferChunk WHERE transfer = ? ORDER BY idx", arguments: [number])
-            while let data = try rows.next() { bytes += data }
-            return bytes
-        }
-    }
-
-    /// A new state; what the transfer holds is let go when it ends without completing.
-    package func set(_ number: Int64, state: Transfer.State, stored: Int? = nil, reason: String? = nil) throws {
+    /// How far a received file has come, written already (by a stream): in chunks, from the first.
+    package func stored(_ chunks: Int, of transfer: Transfer) throws {
         try database.write { db in
+            try db.execute(sql: "UPDATE transfer SET stored = ? WHERE id = ? AND stored < ?", arguments: [chunks, transfer.number, chunks])
+        }
+    }
+
+    /// The file of a transfer: where the user keeps it, or in the transfers folder.
+    package func path(of transfer: Transfer) -> String { transfer.localPath ?? files.path(of: transfer.number) }
+
+    /// The chunks `indices` of one of ours, by index, read from the user's file (which must
+    /// still be as it was sent: `TransferFiles.Failure.changed` otherwise).
+    package func chunks(_ indices: [Int], of transfer: Transfer) throws -> [Int: [UInt8]] {
+        let ranges = indices.map { (offset: $0 * transfer.chunkSize, count: min(transfer.chunkSize, transfer.size - $0 * transfer.chunkSize)) }
+        do {
+            let read = try files.read(path(of: transfer), ranges, as: transfer.source)
+            return Dictionary(uniqueKeysWithValues: zip(indices, read))
+        } catch { throw TransferError.file(error) }
+    }
+
+    /// The SHA-256 of a received file, read a mebibyte at a time.
+    package func hash(of transfer: Transfer) throws -> Data {
+        do { return try files.summary(of: path(of: transfer)).sha256 } catch { throw TransferError.file(error) }
+    }
+
+    /// The whole file (a picture to draw), once complete; at most `limit` bytes.
+    package func contents(of number: Int64, limit: Int = FileContents.defaultLimit) throws -> [UInt8] {
+        guard let transfer = try transfer(number) else { throw TransferError.noSuchTransfer(number) }
+        do { return try files.contents(path(of: transfer), limit: limit) } catch { throw TransferError.file(error) }
+    }
+
+    /// A new state; a received file that ends without completing is deleted at once.
+    package func set(_ number: Int64, state: Transfer.State, stored: Int? = nil, reason: String? = nil) throws {
+        let incoming = try database.write { db -> Bool in
             try db.execute(sql: "UPDATE transfer SET state = ?, stored = coalesce(?, stored), reason = coalesce(?, reason) WHERE id = ?",
                            arguments: [state.rawValue, stored, reason, number])
-            if state.isFinal && state != .complete {
-                // A sent file keeps its bytes (it can be saved still); a received one that did not complete keeps nothing.
-                try db.execute(sql: "DELETE FROM transferChunk WHERE transfer = ? AND (SELECT outgoing FROM transfer WHERE id = ?) = 0",
-                               arguments: [number, number])
-            }
+            return try Bool.fetchOne(db, sql: "SELECT NOT outgoing AND localPath IS NULL FROM transfer WHERE id = ?", arguments: [number]) ?? false
         }
+        if state.isFinal && state != .complete && incoming { files.remove(number) }
+    }
+
+    /// Forgets transfers and deletes their files where they are seance's (a file the user sent
+    /// or saved stays where it is); the database gives the space back.
+    package func delete(_ transfers: [Transfer]) throws {
+        guard !transfers.isEmpty else { return }
+        try database.write { db in
+            for transfer in transfers { try db.execute(sql: "DELETE FROM transfer WHERE id = ?", arguments: [transfer.number]) }
+        }
+        for transfer in transfers where transfer.localPath == nil { files.remove(transfer.number) }
+        try database.giveSpaceBack()
+    }
+
+    /// A received file saved at `path` (which must not exist): moved there from the transfers
+    /// folder (a rename on the same file system: no second copy) and kept there from now on;
+    /// ours, or one saved already, copied.
+    package func save(_ transfer: Transfer, to path: String) throws {
+        do {
+            guard transfer.localPath == nil else { return try TransferFiles.copy(self.path(of: transfer), to: path) }
+            try TransferFiles.move(files.path(of: transfer.number), to: path)
+        } catch { throw TransferError.file(error) }
+        try database.write { db in try db.execute(sql: "UPDATE transfer SET localPath = ? WHERE id = ?", arguments: [path, transfer.number]) }
     }
 
     package func transfer(_ number: Int64) throws -> Transfer? { try database.read { db in try Self.transfer(db, number) } }
@@ -320,49 +298,7 @@ package struct TransferStore: Sendable {
         Transfer(number: row["id"], transferID: row["transferId"], conversation: row["conversationId"], peerKey: conversation.peerKey,
                  peerName: conversation.peerName, outgoing: row["outgoing"], name: row["name"], picture: row["picture"], size: row["size"],
                  chunkSize: row["chunkSize"], sha256: row["sha256"], state: Transfer.State(rawValue: row["state"]) ?? .failed,
-                 stored: row["stored"], sentAt: row["sentAt"], reason: row["reason"])
-    }
-}
-
-package enum TransfersSchema {
-    package static let migrations = [transfers, thumbnails]
-
-    package static let transfers = Migration("v22-transfers") { db in
-        // One file, one way, in one conversation; its chunks apart, so that a file is read and
-        // written a chunk at a time and a kill at any moment leaves whole chunks.
-        try db.execute(sql: """
-            CREATE TABLE transfer (
-                id INTEGER PRIMARY KEY,
-                transferId BLOB NOT NULL,
-                conversationId INTEGER NOT NULL REFERENCES conversation(id) ON DELETE CASCADE,
-                outgoing BOOLEAN NOT NULL,
-                name TEXT NOT NULL,
-                picture BOOLEAN NOT NULL,
-                size INTEGER NOT NULL,
-                chunkSize INTEGER NOT NULL,
-                sha256 BLOB NOT NULL,
-                state TEXT NOT NULL,
-                stored INTEGER NOT NULL DEFAULT 0,
-                sentAt DOUBLE NOT NULL,
-                reason TEXT,
-                UNIQUE (conversationId, transferId, outgoing))
-            """)
-        try db.execute(sql: """
-            CREATE TABLE transferChunk (
-                transfer INTEGER NOT NULL REFERENCES transfer(id) ON DELETE CASCADE,
-                idx INTEGER NOT NULL,
-                data BLOB NOT NULL,
-                PRIMARY KEY (transfer, idx)) WITHOUT ROWID
-            """)
-    }
-}
-
-extension TransfersSchema {
-    /// A picture's bubble draws a thumbnail made once (a few KB), not the picture decoded at
-    /// every page.
-    package static let thumbnails = Migration("v23-transfer-thumbnails") { db in
-        try db.execute(sql: "ALTER TABLE transfer ADD COLUMN thumbnail BLOB")
-        try db.execute(sql: "ALTER TABLE transfer ADD COLUMN thumbnailWidth INTEGER")
-        try db.execute(sql: "ALTER TABLE transfer ADD COLUMN thumbnailHeight INTEGER")
+                 stored: row["stored"], sentAt: row["sentAt"], reason: row["reason"], localPath: row["localPath"],
+                 source: (row["sourceSize"] as Int?).map { TransferFiles.Source(size: $0, modified: row["sourceModified"] ?? 0) })
     }
 }

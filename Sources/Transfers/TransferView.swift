@@ -19,11 +19,12 @@ package struct TransferView: Sendable {
         self.columns = max(20, columns)
     }
 
-    /// 812 B, 320 KiB, 5.0 MiB.
+    /// 812 B, 320 KiB, 5.0 MiB, 2.3 GiB.
     package static func size(_ bytes: Int) -> String {
         if bytes < 1_024 { return "\(bytes) B" }
         if bytes < 1 << 20 { return "\((bytes + 512) / 1_024) KiB" }
-        return String(format: "%.1f MiB", Double(bytes) / Double(1 << 20))
+        if bytes < 1 << 30 { return String(format: "%.1f MiB", Double(bytes) / Double(1 << 20)) }
+        return String(format: "%.1f GiB", Double(bytes) / Double(1 << 30))
     }
 
     /// What a file is, from its name's extension: "PNG picture", "PDF file", "file".

@@ -58,13 +58,13 @@ package final class Transfers: Feature, PlaceExtension {
         return live
     }
 
-    private func myKey() throws -> Data {
+    func myKey() throws -> Data {
         guard let current = login.current else { throw ProfileError.notLoggedIn }
         return current.identity.signingPublicKey
     }
 
     /// A transfer of this profile by its number.
-    private func transfer(_ number: Int, _ shell: Shell) throws -> Transfer {
+    func transfer(_ number: Int, _ shell: Shell) throws -> Transfer {
         let store = TransferStore(database: try shell.session.openDatabase())
         let me = try myKey()
         guard let transfer = try store.transfer(Int64(number)),
@@ -82,20 +82,19 @@ package final class Transfers: Feature, PlaceExtension {
         views.add(self)
         shell.register(Command("send", scope: .global,
                                arguments: [.positional("peer|path", .path, help: "who to send it to (in a conversation or a room: the file)"),
-                                           .positional("path", .path, optional: true, help: "the file (at most 16 MiB)"),
+                                           .positional("path", .path, optional: true, help: "the file"),
                                            .option("--wait", "seconds", help: "wait up to this long for it to be delivered (scripts)")],
                                summary: "send a picture or a file, end-to-end encrypted (in a conversation: /send PATH)",
                                details: "A picture (PNG, JPEG, GIF, BMP) is drawn in the conversation; another file shows its name,\n"
-                                + "type and size. The file is read once, when you send it: changing it later changes nothing.\n"
+                                + "type and size. The file is read where it is, never copied: changed or removed before it\n"
+                                + "has gone, the transfer fails (send it again).\n"
                                 + "It goes on after either of you goes away and comes back. In a room, /send sends it to\n"
                                 + "every member.") { invocation in
             let shell = invocation.shell
             try views.conversationOwner().goOnline(shell)
             try self.send(invocation.arguments, shell)
         })
-        shell.register(Command("transfers", scope: .global, summary: "the files sent and received, and how far those moving have come") { invocation in
-            try self.list(invocation.shell)
-        })
+        registerListAndCleanup(in: shell)
         let number = ArgumentSpec.positional("N", .integer, help: "the file's number (transfers lists them)")
         shell.register(Command("accept", scope: .global, arguments: [number], summary: "take file N offered to you") { invocation in
             let transfer = try self.transfer(try invocation.arguments.integer("N")!, invocation.shell)
@@ -226,7 +225,7 @@ package final class Transfers: Feature, PlaceExtension {
         return [line]
     }
 
-    private func list(_ shell: Shell) throws {
+    func list(_ shell: Shell) throws {
         let store = TransferStore(database: try shell.session.openDatabase())
         let transfers = try store.transfers(myKey: try myKey())
         guard !transfers.isEmpty else { return shell.console.print("no files sent or received yet: /send PATH in a conversation") }
@@ -282,7 +281,7 @@ package final class Transfers: Feature, PlaceExtension {
         guard transfer.state == .complete || transfer.outgoing else {
             throw UserError("file \(transfer.number) is \(transfer.state.rawValue): only a whole file can be saved")
         }
-        let bytes = try TransferStore(database: try shell.session.openDatabase()).contents(of: transfer.number)
+        let store = TransferStore(database: try shell.session.openDatabase())
         var directory = downloads
         var chosen: String?
         if let path {
@@ -292,43 +291,21 @@ package final class Transfers: Feature, PlaceExtension {
             _ = mkdir(downloads, 0o700)
         }
         if let chosen {
-            try Self.write(bytes, to: chosen)
+            try store.save(transfer, to: chosen)
             return chosen
         }
         let (stem, suffix) = Self.safeName(transfer.name)
         for attempt in 1...1_000 {
-            let candidate = directory + "/" + stem + (attempt == 1 ? "" : " (\(attempt))") + suffix
+            let candidate = (directory.hasSuffix("/") ? String(directory.dropLast()) : directory) + "/" + stem
+                + (attempt == 1 ? "" : " (\(attempt))") + suffix
             do {
-                try Self.write(bytes, to: candidate)
+                try store.save(transfer, to: candidate)
                 return candidate
-            } catch let error as SaveError where error.exists {
+            } catch TransferError.file(.exists) {
                 continue
             }
         }
         throw UserError("\(SafeText.visible(directory)) holds a thousand files called \(SafeText.visible(stem + suffix)) already")
-    }
-
-    struct SaveError: Error, CustomStringConvertible {
-        var path: String
-        var code: Int32
-        var exists: Bool { code == EEXIST }
-        var description: String {
-            exists ? "\(SafeText.visible(path)) exists: seance never writes over a file" : "cannot write \(SafeText.visible(path)): \(String(cString: strerror(code)))"
-        }
-    }
-
-    /// Writes a new file (never one that exists).
-    static func write(_ bytes: [UInt8], to path: String) throws {
-        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw SaveError(path: path, code: errno) }
-        defer { close(fd) }
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, bytes.count - offset) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw SaveError(path: path, code: errno) }
-            offset += n
-        }
     }
 
     /// A peer's name for a file as a file name here: no directory in it, nothing hidden, no

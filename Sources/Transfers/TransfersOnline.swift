@@ -21,6 +21,10 @@ final class TransfersOnline: TransferPart, Sendable {
         var cache: [Int: [UInt8]] = [:]
         var offeredAt = -Double.infinity
         var progress: Progress?
+        /// On a stream (`FileStream`) instead of in chunks, while it goes.
+        var stream: StreamSender?
+        /// A stream failed once: chunks from then on.
+        var streamFailed = false
     }
 
     /// A file coming from one peer, accepted.
@@ -29,6 +33,12 @@ final class TransfersOnline: TransferPart, Sendable {
         var window: ReceiveWindow
         var flushScheduled = false
         var progress: Progress
+    }
+
+    /// A stream of theirs expected at our listener: for which transfer, and its terms.
+    struct ExpectedStream {
+        var key: Key
+        var terms: StreamListener.Expected
     }
 
     /// Where a transfer's rate is measured from, and when its bar was last drawn.
@@ -57,11 +67,17 @@ final class TransfersOnline: TransferPart, Sendable {
         /// Offers told above the prompt: a burst, then a few a second (a crowd of keys offering
         /// must not scroll everything else away).
         var offerNotices = NoticeLimiter(what: "offers", seeAll: "transfers lists them")
+        /// Streams we offered, by transfer id, until they end.
+        var expected: [Data: ExpectedStream] = [:]
+        /// Where streams of theirs come (nil: the port was taken, or no LAN).
+        var listener: StreamListener?
     }
 
-    /// A peer may hold this much of our disk in unfinished transfers, and have this many
-    /// offers unfinished at once; everyone together, this many offers waiting for the user.
+    /// A peer may hold this much of our disk in unfinished transfers taken without asking, and
+    /// have this many offers unfinished at once; everyone together, this many offers waiting
+    /// for the user. What the user accepts is bounded by the disk alone, less a margin.
     static let quota = 64 << 20
+    static let diskMargin = 64 << 20
     static let unfinishedLimit = 16
     static let waitingLimit = 64
     /// Pictures up to this size from someone the user wrote to are accepted at once.
@@ -97,6 +113,7 @@ final class TransfersOnline: TransferPart, Sendable {
             tick()
         }
         context.deadlines.add("transfers", next: { [self] in nextDue }) { [self] _ in tick() }
+        receiver.listen()
         try? store.removeUnstored(myKey: context.me)
         for transfer in (try? store.transfers(myKey: context.me, unfinished: true)) ?? [] where transfer.outgoing {
             state.value.sending[transfer.transferID] = Sending(transfer: transfer)
@@ -104,7 +121,12 @@ final class TransfersOnline: TransferPart, Sendable {
     }
 
     /// Nothing more is sent; what moves goes on the next time online.
-    func stop() { state.value.sending = [:] }
+    func stop() {
+        for sending in state.value.sending.values { sending.stream?.stop() }
+        state.value.sending = [:]
+        state.value.listener?.stop()
+        state.value.listener = nil
+    }
 
     // MARK: Ours
 
@@ -123,7 +145,9 @@ final class TransfersOnline: TransferPart, Sendable {
         for sending in state.value.sending.values {
             guard reachable(sending.transfer.peerKey) != nil else { continue }
             var due: Double?
-            if let window = sending.window, sending.transfer.state == .moving {
+            if sending.stream != nil {
+                due = overwrites ? sending.progress.map { $0.shownAt + Self.progressInterval } : nil
+            } else if let window = sending.window, sending.transfer.state == .moving {
                 due = window.deadline(timing: timer(sending.transfer.peerKey))
                 if overwrites, let progress = sending.progress { due = min(due ?? .infinity, progress.shownAt + Self.progressInterval) }
             } else {
@@ -146,13 +170,13 @@ final class TransfersOnline: TransferPart, Sendable {
             case .offered, .asking, .moving:
                 // Moving but resumed from the database (no window yet): the offer finds out
                 // where the receiver is.
-                let waiting = transfer.state != .moving || state.value.sending[id]!.window == nil
+                let waiting = transfer.state != .moving || (state.value.sending[id]!.window == nil && state.value.sending[id]!.stream == nil)
                 let interval = transfer.state == .asking ? Self.askingInterval : Self.offerInterval
                 if waiting, now - state.value.sending[id]!.offeredAt >= interval {
                     state.value.sending[id]!.offeredAt = now
                     context.network.send(transfer.offer, to: peer)
                 }
-                if !waiting { sendDue(id, to: peer, now: now) }
+                if !waiting && state.value.sending[id]!.stream == nil { sendDue(id, to: peer, now: now) }
             default:
                 break
             }
@@ -174,12 +198,19 @@ final class TransfersOnline: TransferPart, Sendable {
         }
     }
 
-    /// The chunks `indices` of `id`, from the window's cache, read from the database once.
+    /// The chunks `indices` of `id`, from the window's cache, read from the user's file once;
+    /// a file changed (or gone) since it was sent fails the transfer, and the receiver is told.
     private func chunks(_ indices: [Int], of id: Data) -> [FileChunk] {
-        guard !indices.isEmpty, let number = state.value.sending[id]?.transfer.number else { return [] }
+        guard !indices.isEmpty, let transfer = state.value.sending[id]?.transfer else { return [] }
         let missing = indices.filter { state.value.sending[id]!.cache[$0] == nil }
-        if !missing.isEmpty, let read = try? store.chunks(missing, of: number) {
-            for (index, data) in read { state.value.sending[id]!.cache[index] = data }
+        if !missing.isEmpty {
+            do {
+                for (index, data) in try store.chunks(missing, of: transfer) { state.value.sending[id]!.cache[index] = data }
+            } catch {
+                if let peer = context.presence.peer(transfer.peerKey) { receiver.answer(id, .cancel, to: peer) }
+                finish(transfer, as: .failed, reason: "\(error); send it again")
+                return []
+            }
         }
         return indices.compactMap { index in
             state.value.sending[id]!.cache[index].map { FileChunk(id: id, index: UInt32(index), data: $0) }
@@ -203,9 +234,22 @@ final class TransfersOnline: TransferPart, Sendable {
         switch answer.decision {
         case .accept:
             let from = min(Int(answer.stored), transfer.chunkCount)
-            sending.window = SendWindow(count: transfer.chunkCount, from: from)
-            sending.cache = sending.cache.filter { $0.key >= from }
             sending.progress = Progress(since: now, from: from)
+            sending.stream?.stop()
+            sending.stream = nil
+            if let offer = answer.stream, !sending.streamFailed, let peer = reachable(sender), let host = context.network.streamHost(of: peer) {
+                // On the LAN: a stream, at the link's speed; chunks if it fails.
+                sending.window = nil
+                sending.cache = [:]
+                let job = StreamSender.Job(id: answer.id, path: store.path(of: transfer), source: transfer.source, size: transfer.size,
+                                           from: from * transfer.chunkSize, host: host, port: offer.port, key: offer.key)
+                sending.stream = StreamSender(job, engine: context.engine) { [weak self] failure, changed in
+                    self?.streamEnded(answer.id, failure: failure, changed: changed)
+                }
+            } else {
+                sending.window = SendWindow(count: transfer.chunkCount, from: from)
+                sending.cache = sending.cache.filter { $0.key >= from }
+            }
             if transfer.state != .moving {
                 sending.transfer.state = .moving
                 try? store.set(transfer.number, state: .moving)
@@ -231,10 +275,16 @@ final class TransfersOnline: TransferPart, Sendable {
     }
 
     private func acknowledged(_ ack: FileChunkAck, from sender: Data) {
-        guard let sending = state.value.sending[ack.id], sending.transfer.peerKey == sender, sending.window != nil else {
+        guard let sending = state.value.sending[ack.id], sending.transfer.peerKey == sender, sending.window != nil || sending.stream != nil else {
             return context.network.drop("file acknowledgement to nothing sent")
         }
         let now = context.engine.now
+        if sending.stream != nil {
+            // On a stream the receiver says how far it has stored; all of it, it is done.
+            guard Int(ack.stored) < sending.transfer.chunkCount else { return finish(sending.transfer, as: .complete) }
+            showProgress(of: sending.transfer, stored: Int(ack.stored), progress: &state.value.sending[ack.id]!.progress, now: now)
+            return
+        }
         let progressed = context.network.peerTiming.update(sender) { timer in
             state.value.sending[ack.id]!.window!.acknowledged(stored: Int(ack.stored), held: ack.held, now: now, timing: &timer)
         }
@@ -251,8 +301,25 @@ final class TransfersOnline: TransferPart, Sendable {
         if let next = nextDue { context.deadlines.wake(at: next) }
     }
 
+    /// A stream of ours ended: every byte sent (the receiver's acknowledgement ends it), a file
+    /// changed (the transfer fails), or a connection lost: the transfer goes on in chunks, from
+    /// where the receiver says it stands (the offer again).
+    private func streamEnded(_ id: Data, failure: FileStream.Failure?, changed: Bool) {
+        guard let sending = state.value.sending[id], sending.stream != nil, let failure else { return }
+        state.value.sending[id]!.stream = nil
+        if changed {
+            if let peer = context.presence.peer(sending.transfer.peerKey) { receiver.answer(id, .cancel, to: peer) }
+            return finish(sending.transfer, as: .failed, reason: "\(store.path(of: sending.transfer)) changed since you sent it; send it again")
+        }
+        state.value.sending[id]!.streamFailed = true
+        state.value.sending[id]!.offeredAt = -.infinity
+        context.network.drop("file stream: \(failure)")
+        tick()
+    }
+
     /// Ours ended: stored, told, forgotten here.
     private func finish(_ transfer: Transfer, as end: Transfer.State, reason: String? = nil) {
+        state.value.sending[transfer.transferID]?.stream?.stop()
         state.value.sending[transfer.transferID] = nil
         var ended = transfer
         ended.state = end

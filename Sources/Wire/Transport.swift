@@ -64,6 +64,9 @@ package protocol Transport: AnyObject, Sendable, CustomStringConvertible {
     /// The route of a peer's direct packets, from the route its announcement came by, the port
     /// it announced and its signing key (what each transport needs of them differs).
     func directRoute(from source: Route, port: UInt16, signingKey: Data) -> Route
+    /// The address a TCP connection reaches the sender of `route` at, when this transport's
+    /// peers are hosts of one network (the LAN's); nil otherwise (a broker's).
+    func streamHost(of route: Route) -> String?
     /// Broadcasts on `topic` are wanted (a filter: `rooms/+` is every room's): a broker
     /// subscribes to it only then, and again on reconnecting. The LAN hears everything anyway.
     func subscribe(topic: String)
@@ -255,6 +258,7 @@ package final class MemoryTransport: Transport {
 extension Transport {
     package func subscribe(topic: String) {}
     package func unsubscribe(topic: String) {}
+    package func streamHost(of route: Route) -> String? { nil }
 
     /// Starts with nobody told of its state (tests).
     package func start(deliver: @escaping @Sendable ([UInt8], Route) -> Void) throws { try start(deliver: deliver, report: { _ in }) }

@@ -30,7 +30,7 @@ import Wire
 
     @Test func whatNoHonestSeanceSendsIsRefused() throws {
         var tooLarge = try FileOffer(id: id, name: "a", picture: false, size: 10, sha256: Data(count: 32), sentAt: 0).encoded()
-        tooLarge.replaceSubrange(17..<25, with: [0, 0, 0, 0, 1, 0, 0, 1])  // 16 MiB and a byte.
+        tooLarge.replaceSubrange(17..<25, with: [0, 0, 1, 0, 0, 0, 0, 1])  // 1 TiB and a byte.
         #expect(throws: DecodeError.self) { try FileOffer.read(tooLarge) }
         var noName = try FileOffer(id: id, name: "a", picture: false, size: 10, sha256: Data(count: 32), sentAt: 0).encoded()
         noName.removeLast(2)

@@ -66,8 +66,11 @@ import Wire
         return try condition()
     }
 
+    /// Bytes of received files kept in the node's transfers folder.
     func chunkCount(_ node: ChatWorld.Node) throws -> Int {
-        try node.database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM transferChunk")! }
+        let directory = TransferFiles(database: node.database).directory
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return try names.map { try FileManager.default.attributesOfItem(atPath: directory + "/" + $0)[.size] as? Int ?? 0 }.reduce(0, +)
     }
 
     /// `from` writes `text` to `to` (a conversation of theirs, and for pictures their consent).
@@ -199,7 +202,7 @@ import Wire
         let cancelled = try run(world, upTo: 5) { try transfers(of: ben).last?.state == .cancelled }
         let seen = try transfers(of: ben).last
         #expect(cancelled, "\(String(describing: seen))")
-        #expect(try TransferStore(database: ben.database).chunks(Array(0..<second.chunkCount), of: second.number).isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: TransferFiles(database: ben.database).path(of: second.number)), "deleted at once")
         #expect(ben.notices().contains { $0.contains("second.bin from ann#") && $0.contains("cancelled") })
     }
 
@@ -251,8 +254,9 @@ import Wire
         _ = live
     }
 
-    /// A hostile sender can make a receiver hold at most 64 MiB, and have at most 16 offers
-    /// unfinished; chunks of what was not accepted, or of the wrong size, are dropped.
+    /// A hostile sender can have at most 16 offers unfinished; what the user accepts must fit
+    /// the disk (a 1 TiB offer is refused on `/accept`); chunks of what was not accepted, or of
+    /// the wrong size, are dropped.
     @Test func aHostileSenderMeetsTheQuotaAndTheCount() throws {
         let world = try ChatWorld([("eve", .human), ("ben", .human)])
         let (eve, ben) = (world.nodes[0], world.nodes[1])
@@ -262,7 +266,7 @@ import Wire
         for index in 0..<(TransfersOnline.unfinishedLimit + 3) {
             let id = Data((0..<16).map { _ in UInt8(index) })
             ids.append(id)
-            eve.service.send(FileOffer(id: id, name: "huge \(index).bin", picture: false, size: FileOffer.maximumSize,
+            eve.service.send(FileOffer(id: id, name: "huge \(index).bin", picture: false, size: index == 0 ? FileOffer.maximumSize : 16 << 20,
                                        sha256: Data(count: 32), sentAt: 0), to: peer)
         }
         world.step(1)
@@ -273,13 +277,13 @@ import Wire
         eve.service.send(FileChunk(id: ids[0], index: 0, data: [UInt8](repeating: 1, count: 1_100)), to: peer)
         world.step(1)
         #expect(try chunkCount(ben) == 0)
-        // Four of 16 MiB are 64 MiB: the fifth is over what one person may hold.
+        // 1 TiB does not fit the disk; four of 16 MiB do.
         let live = try #require(ben.transfers.live)
-        for transfer in offered.prefix(4) { try ben.engine.sync { try live.receiver.accepted(transfer) } }
-        #expect(throws: UserError.self) { try ben.engine.sync { try live.receiver.accepted(offered[4]) } }
+        #expect(throws: UserError.self) { try ben.engine.sync { try live.receiver.accepted(offered[0]) } }
+        for transfer in offered[1...4] { try ben.engine.sync { try live.receiver.accepted(transfer) } }
         #expect(try transfers(of: ben).filter { $0.state == .moving }.count == 4)
         // A chunk of the wrong size for an accepted one is dropped, and counted.
-        eve.service.send(FileChunk(id: ids[0], index: 0, data: [1, 2, 3]), to: peer)
+        eve.service.send(FileChunk(id: ids[1], index: 0, data: [1, 2, 3]), to: peer)
         world.step(1)
         #expect(try chunkCount(ben) == 0)
         #expect(ben.transfers.statistics().first?.contains("file chunk of the wrong size or place") == true)
@@ -350,11 +354,13 @@ import Wire
         #expect(Transfers.safeName(String(repeating: "x", count: 300) + ".png").stem.count == 100)
     }
 
-    /// Saving never writes over a file.
+    /// Saving never writes over a file, whether it moves the file or copies it.
     @Test func savingNeverWritesOverAFile() throws {
-        let path = file("taken.txt", Array("mine".utf8))
-        #expect(throws: (any Error).self) { try Transfers.write(Array("theirs".utf8), to: path) }
+        let path = file("taken.txt", Array("mine".utf8)), theirs = file("theirs.txt", Array("theirs".utf8))
+        #expect(throws: TransferFiles.Failure.exists(path: path)) { try TransferFiles.move(theirs, to: path) }
+        #expect(throws: TransferFiles.Failure.exists(path: path)) { try TransferFiles.copy(theirs, to: path) }
         #expect(try String(contentsOfFile: path, encoding: .utf8) == "mine")
+        #expect(try String(contentsOfFile: theirs, encoding: .utf8) == "theirs")
     }
 }
 

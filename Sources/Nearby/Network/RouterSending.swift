@@ -54,6 +54,15 @@ extension Router {
         }
     }
 
+    /// Where a TCP connection reaches the peer (its host on the LAN), if a transport it is heard
+    /// on live has hosts: the preferred first.
+    package func streamHost(of peer: Peer) -> String? {
+        for route in peer.liveRoutes(now: engine.now, timing: timing, preference: transports.map(\.name)) {
+            if let host = transports.first(where: { $0.name == route.transport })?.streamHost(of: route.source) { return host }
+        }
+        return nil
+    }
+
     /// The names of the transports a peer is heard on, the preferred first.
     package func routeNames(of peer: Peer) -> [String] { directRoutes(of: peer).map(\.transport) }
 

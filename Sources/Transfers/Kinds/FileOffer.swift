@@ -10,8 +10,9 @@ import Wire
 ///     · name length 1 · name (UTF-8, 1–255 bytes)
 package struct FileOffer: PacketKind, Equatable {
     package static let code = KindTable.fileOffer
-    /// The largest file sent (16 MiB).
-    package static let maximumSize: UInt64 = 16 << 20
+    /// The largest file sent (1 TiB: well within 2^32 chunks; an older seance takes 16 MiB at
+    /// most, and refuses a larger offer as malformed).
+    package static let maximumSize: UInt64 = 1 << 40
 
     package var id: Data
     package var name: String
