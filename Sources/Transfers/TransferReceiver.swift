@@ -90,10 +90,14 @@ final class TransferReceiver: TransferPart, Sendable {
 
     // MARK: Streams
 
-    /// Opens the listener for streams of theirs, on the LAN's port (`FileStream`).
-    func listen() {
+    /// The listener for streams of theirs, on the LAN's port (`FileStream`): opened the first
+    /// time it is wanted (the port is the LAN's once it runs), again if the port changed.
+    private func listener() -> StreamListener? {
         let port = context.network.directPort
-        guard port != 0 else { return }
+        guard port != 0 else { return nil }
+        if state.value.listenedOn == port { return state.value.listener }
+        state.value.listener?.stop()
+        state.value.listenedOn = port
         let engine = context.engine
         // Released with the listener when going offline (`TransfersOnline.stop`).
         let receiver = self
@@ -101,13 +105,14 @@ final class TransferReceiver: TransferPart, Sendable {
             expect: { id in engine.sync { receiver.state.value.expected[id]?.terms } },
             progress: { id, bytes in engine.async { receiver.streamed(id, bytes: bytes) } },
             ended: { id, result in engine.async { receiver.streamEnded(id, result) } }))
+        return state.value.listener
     }
 
     /// A stream for a transfer accepted from a peer on the LAN: a fresh key for this acceptance
     /// alone, sealed to the peer in the answer; nil when streams cannot be had (no listener, a
     /// peer heard only through a broker).
     private func streamOffer(for transfer: Transfer, key: Key, stored: Int, peer: Peer) -> FileAnswer.StreamOffer? {
-        guard let listener = state.value.listener, context.network.streamHost(of: peer) != nil else { return nil }
+        guard context.network.streamHost(of: peer) != nil, let listener = listener() else { return nil }
         var random = SystemRandomNumberGenerator()
         let secret = Data((0..<32).map { _ in UInt8.random(in: 0...255, using: &random) })
         state.value.expected[transfer.transferID] = TransfersOnline.ExpectedStream(

@@ -69,8 +69,9 @@ final class TransfersOnline: TransferPart, Sendable {
         var offerNotices = NoticeLimiter(what: "offers", seeAll: "transfers lists them")
         /// Streams we offered, by transfer id, until they end.
         var expected: [Data: ExpectedStream] = [:]
-        /// Where streams of theirs come (nil: the port was taken, or no LAN).
+        /// Where streams of theirs come (nil: not opened yet, the port was taken, or no LAN).
         var listener: StreamListener?
+        var listenedOn: UInt16 = 0
     }
 
     /// A peer may hold this much of our disk in unfinished transfers taken without asking, and
@@ -113,7 +114,6 @@ final class TransfersOnline: TransferPart, Sendable {
             tick()
         }
         context.deadlines.add("transfers", next: { [self] in nextDue }) { [self] _ in tick() }
-        receiver.listen()
         try? store.removeUnstored(myKey: context.me)
         for transfer in (try? store.transfers(myKey: context.me, unfinished: true)) ?? [] where transfer.outgoing {
             state.value.sending[transfer.transferID] = Sending(transfer: transfer)
