@@ -117,9 +117,9 @@ let package = Package(
         .target(name: "TestWorld", dependencies: ["TestSupport", "App", "Nearby", "Curses", "Spectres", "Rooms", "Transfers", "Accounts", "Shell", "Terminal"],
                 path: "Tests/TestWorld"),
         .testTarget(name: "RoomsTests", dependencies: ["TestWorld", "Rooms", "Chat", "Nearby", "Wire", "Shell", "Terminal", .product(name: "GRDB", package: "GRDB.swift")]),
-        .testTarget(name: "TransfersTests", dependencies: ["TestWorld", "TestSupport", "Transfers", "Nearby", "Wire", "Storage", "Runtime", "Terminal", "Shell",
+        .testTarget(name: "TransfersTests", dependencies: ["TestWorld", "App", "TestSupport", "Transfers", "Nearby", "Wire", "Storage", "Runtime", "Terminal", "Shell",
                                                          .product(name: "GRDB", package: "GRDB.swift")]),
-        .testTarget(name: "TerminalTests", dependencies: ["Terminal", "Runtime"]),
+        .testTarget(name: "TerminalTests", dependencies: ["TestSupport", "Terminal", "Runtime"]),
         // The engine, what is bound to it, the schedulers and the one alarm.
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime"]),
         .testTarget(name: "ShellTests", dependencies: ["TestSupport", "Shell", "Terminal", "Storage"]),

@@ -627,6 +627,8 @@ def main():
                         help="the tests' Python, with paho-mqtt, for the broker load scripts")
     parser.add_argument("--crowds", default="50,200,500", help="the sizes of the LAN crowds")
     parser.add_argument("--soak-minutes", type=float, default=10, help="how long each hostile peer of the soak runs")
+    parser.add_argument("--soak-attacks", default="", help="comma-separated hostile peers of the soak (default: all): "
+                        "forged,half-open,offers,chunks")
     parser.add_argument("--kernel-backlog", type=int, help="net.core.netdev_max_backlog, read outside the namespace "
                         "(which cannot see it), printed beside the crowds' drops")
     parser.add_argument("--neighbour-table", type=int, help="net.ipv4.neigh.default.gc_thresh3, read outside the "
@@ -656,7 +658,8 @@ def main():
             "hostile": lambda: hostile.hostile(binary, work, env),
             "transfers": lambda: transfer_bench.transfers(binary, work, env),
             "site": lambda: crowds.broker_site(binary, work, env, count=1000, runs=10, venv_python=os.path.abspath(args.python)),
-            "soak": lambda: soak_bench.soak(binary, work, env, args.soak_minutes, os.path.abspath(args.python)),
+            "soak": lambda: soak_bench.soak(binary, work, env, args.soak_minutes, os.path.abspath(args.python),
+                                            [name for name in args.soak_attacks.split(",") if name]),
         }
         # The soak takes some 45 minutes: only when asked for (make soak).
         chosen = [name for name in args.only.split(",") if name] or [name for name in sections if name != "soak"]

@@ -24,11 +24,16 @@ ATTACKS = [("forged", "2,000 forged step 1s and refresh proofs a second in ben's
 TARGET_CORE = 0.10
 
 
-def soak(binary, work, env, minutes, venv_python):
+def soak(binary, work, env, minutes, venv_python, only=()):
     section(f"soak: {minutes:g} minutes of each hostile peer; ann's memory every 10 s (flat: within 5 MiB of minute 1)")
+    unknown = set(only) - {kind for kind, _, _ in ATTACKS}
+    if unknown:
+        sys.exit(f"no hostile peer called {', '.join(sorted(unknown))}; they are {', '.join(kind for kind, _, _ in ATTACKS)}")
     password = os.path.join(work, "password")
     results = {}
     for number, (kind, what, rate) in enumerate(ATTACKS):
+        if only and kind not in only:
+            continue
         # Hosts of their own each time: a namespace deleted goes some moments later.
         hosts = Hosts(3, f"s{number}{os.getpid() % 10000}")
         try:

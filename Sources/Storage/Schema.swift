@@ -106,7 +106,14 @@ extension SeanceDatabase {
     /// Gives the pages rows left behind back to the file system (the database is made with
     /// `auto_vacuum = INCREMENTAL`; one made before is converted once, `TransfersSchema`).
     package func giveSpaceBack() throws {
-        do { try writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA incremental_vacuum") } } catch let error as DatabaseError {
+        do {
+            try writer.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA incremental_vacuum")
+                // The file shrinks when the log is written back: now (a reader may hold it back,
+                // and then the next checkpoint does it).
+                try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+            }
+        } catch let error as DatabaseError {
             throw Self.describe(error, path: path)
         }
     }

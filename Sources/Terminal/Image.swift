@@ -27,6 +27,41 @@ package struct RGBAImage: Equatable, Sendable {
     }
 }
 
+extension RGBAImage {
+    /// The image turned and mirrored as EXIF's `orientation` asks (1 to 8; anything else is
+    /// left as it is): 6 is a quarter turn clockwise, 8 one anticlockwise, 3 a half turn, and
+    /// 2, 4, 5 and 7 mirror them.
+    package func turned(_ orientation: Int) -> RGBAImage {
+        guard (2...8).contains(orientation) else { return self }
+        let sideways = orientation >= 5
+        let (outWidth, outHeight) = sideways ? (height, width) : (width, height)
+        var out = [UInt8](repeating: 0, count: pixels.count)
+        // A pixel is four bytes: moved as one 32-bit word.
+        pixels.withUnsafeBytes { source in
+            out.withUnsafeMutableBytes { target in
+                for y in 0..<outHeight {
+                    for x in 0..<outWidth {
+                        // Where the pixel drawn at (x, y) is stored.
+                        let (sx, sy): (Int, Int)
+                        switch orientation {
+                        case 2: (sx, sy) = (width - 1 - x, y)
+                        case 3: (sx, sy) = (width - 1 - x, height - 1 - y)
+                        case 4: (sx, sy) = (x, height - 1 - y)
+                        case 5: (sx, sy) = (y, x)
+                        case 6: (sx, sy) = (y, height - 1 - x)
+                        case 7: (sx, sy) = (width - 1 - y, height - 1 - x)
+                        default: (sx, sy) = (width - 1 - y, x)
+                        }
+                        let pixel = source.loadUnaligned(fromByteOffset: (sy * width + sx) * 4, as: UInt32.self)
+                        target.storeBytes(of: pixel, toByteOffset: (y * outWidth + x) * 4, as: UInt32.self)
+                    }
+                }
+            }
+        }
+        return RGBAImage(width: outWidth, height: outHeight, pixels: out)
+    }
+}
+
 package enum ImageError: Error, Equatable, CustomStringConvertible {
     case unreadable(path: String, reason: String)
     case notAnImage(reason: String)
@@ -57,11 +92,12 @@ package enum ImageError: Error, Equatable, CustomStringConvertible {
 /// PNG, JPEG, GIF (first frame) and BMP through stb_image.
 package enum ImageDecoder {
     /// Decodes `bytes`, refusing anything that is not a whole image of an accepted format or is
-    /// over the budget (checked from the header, before any pixel is decoded).
+    /// over the budget (checked from the header, before any pixel is decoded), and stands it
+    /// upright as its EXIF orientation says.
     package static func decode(_ bytes: [UInt8]) throws(ImageError) -> RGBAImage {
         guard !bytes.isEmpty else { throw .notAnImage(reason: "the file is empty") }
         guard bytes.count < Int(Int32.max) else { throw .notAnImage(reason: "the file is too large") }
-        try check(bytes)
+        let header = try check(bytes)
         var width: Int32 = 0, height: Int32 = 0, channels: Int32 = 0
         let known = bytes.withUnsafeBufferPointer {
             stbi_info_from_memory($0.baseAddress, Int32($0.count), &width, &height, &channels)
@@ -82,7 +118,7 @@ package enum ImageDecoder {
         defer { stbi_image_free(decoded) }
         let count = Int(width) * Int(height) * 4
         return RGBAImage(width: Int(width), height: Int(height),
-                         pixels: Array(UnsafeBufferPointer(start: decoded, count: count)))
+                         pixels: Array(UnsafeBufferPointer(start: decoded, count: count))).turned(header.orientation)
     }
 
     /// The limits, checked on the header alone: the format is one of the four, and the size is

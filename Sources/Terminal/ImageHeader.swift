@@ -10,12 +10,16 @@ package struct ImageHeader: Equatable, Sendable {
     /// The source's bytes a pixel: a 16-bit RGBA PNG's are 8, a grey one's 1, every other
     /// format's 4 at most (decoded, each is 4).
     package var bytesPerPixel = 4
+    /// How the pixels are to be turned to stand upright (EXIF's orientation, 1 to 8; 1 as
+    /// stored): a phone writes its photos as the sensor saw them and says so here.
+    package var orientation = 1
 
-    package init(format: Format, width: Int, height: Int, bytesPerPixel: Int = 4) {
+    package init(format: Format, width: Int, height: Int, bytesPerPixel: Int = 4, orientation: Int = 1) {
         self.format = format
         self.width = width
         self.height = height
         self.bytesPerPixel = bytesPerPixel
+        self.orientation = orientation
     }
 
     /// What decoding it takes at least: its pixels at the larger of the source's size and the
@@ -60,9 +64,12 @@ package struct ImageHeader: Equatable, Sendable {
         return nil
     }
 
-    /// Walks the JPEG's marker segments to the first start-of-frame, which holds the size.
+    /// Walks the JPEG's marker segments to the first start-of-frame, which holds the size (a
+    /// camera's EXIF and colour profile come first, often tens of kilobytes), noting the EXIF
+    /// orientation on the way.
     private static func jpeg(_ bytes: [UInt8]) -> ImageHeader? {
         var index = 2
+        var orientation = 1
         while index + 1 < bytes.count {
             guard bytes[index] == 0xFF else { return nil }
             let marker = bytes[index + 1]
@@ -72,14 +79,46 @@ package struct ImageHeader: Equatable, Sendable {
             case 0x01, 0xD0...0xD7: continue  // No length.
             case 0xC0...0xCF where marker != 0xC4 && marker != 0xC8 && marker != 0xCC:
                 guard index + 7 <= bytes.count else { return nil }
-                return ImageHeader(format: .jpeg, width: bigEndian(bytes, index + 5, 2), height: bigEndian(bytes, index + 3, 2))
+                return ImageHeader(format: .jpeg, width: bigEndian(bytes, index + 5, 2), height: bigEndian(bytes, index + 3, 2),
+                                   orientation: orientation)
             case 0xD9, 0xDA: return nil  // End of image, or scan data, before any frame.
             default:
                 guard index + 2 <= bytes.count else { return nil }
                 let length = bigEndian(bytes, index, 2)
                 guard length >= 2 else { return nil }
+                if marker == 0xE1, index + length <= bytes.count {
+                    orientation = exifOrientation(bytes[(index + 2)..<(index + length)]) ?? orientation
+                }
                 index += length
             }
+        }
+        return nil
+    }
+
+    /// The orientation (tag 0x0112) in an APP1 segment's EXIF: a TIFF header, in either byte
+    /// order, and its first directory of 12-byte entries. Nil when it is not there or not 1...8.
+    static func exifOrientation(_ segment: ArraySlice<UInt8>) -> Int? {
+        let exif = Array(segment)
+        guard exif.starts(with: Array("Exif".utf8) + [0, 0]), exif.count >= 14 else { return nil }
+        let tiff = 6
+        let little: Bool
+        switch (exif[tiff], exif[tiff + 1]) {
+        case (0x49, 0x49): little = true  // "II"
+        case (0x4D, 0x4D): little = false  // "MM"
+        default: return nil
+        }
+        func number(_ at: Int, _ count: Int) -> Int? {
+            guard at >= 0, at + count <= exif.count else { return nil }
+            return little ? littleEndian(exif, at, count) : bigEndian(exif, at, count)
+        }
+        guard number(tiff + 2, 2) == 42, let first = number(tiff + 4, 4), let entries = number(tiff + first, 2) else { return nil }
+        for entry in 0..<min(entries, 1_000) {
+            let at = tiff + first + 2 + entry * 12
+            guard let tag = number(at, 2) else { return nil }
+            // A SHORT (type 3), one of it, held in the entry's value field.
+            guard tag == 0x0112 else { continue }
+            guard number(at + 2, 2) == 3, let value = number(at + 8, 2), (1...8).contains(value) else { return nil }
+            return value
         }
         return nil
     }

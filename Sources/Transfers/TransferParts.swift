@@ -64,13 +64,10 @@ extension TransferPart {
     func tellArrived(_ transfer: Transfer, sender: String) {
         let (inbox, capabilities, store) = (parts.inbox, capabilities, store)
         let what = "\(transfer.picture ? "picture" : "file") \(transfer.number)"
+        // Its bar says it came (under the placeholder, or under the offer's line); a picture is
+        // drawn below.
+        showEnd(of: transfer)
         if inView.value == transfer.conversation {
-            if overwrites {
-                // The bar under the placeholder says it came; the picture is drawn below.
-                inbox.post(.update([Overwrite(mark: Transfers.progressMark(transfer.number), id: transfer.number) { columns in
-                    TransferView(capabilities: capabilities, columns: columns).progressRow(transfer, stored: transfer.chunkCount, rate: nil)
-                }]) { _ in nil })
-            }
             // Its thumbnail made where it is drawn, on the shell's thread.
             inbox.post(.lines { columns in
                 let view = TransferView(capabilities: capabilities, columns: columns)
@@ -85,6 +82,27 @@ extension TransferPart {
         if !overwrites, inView.value == transfer.conversation {
             inbox.post("\(what) received from \(sender)")
         }
+    }
+
+    /// The bar of a transfer that ended written over with how (where it is still on the
+    /// screen; the line that says so is someone else's).
+    func showEnd(of transfer: Transfer) {
+        guard overwrites else { return }
+        let capabilities = capabilities
+        parts.inbox.post(.update([Overwrite(mark: Transfers.progressMark(transfer.number), id: transfer.number) { columns in
+            TransferView(capabilities: capabilities, columns: columns).progressRow(transfer, stored: transfer.chunkCount, rate: nil)
+        }]) { _ in nil })
+    }
+
+    /// The bar of a transfer whose peer went away: where it stopped, and whom it waits for
+    /// (no rate, no time left); its rate is measured afresh when it moves again.
+    func showWaiting(_ transfer: Transfer, stored: Int, progress: inout TransfersOnline.Progress, now: Double) {
+        guard overwrites else { return }
+        progress = TransfersOnline.Progress(since: now, from: stored, shownAt: now)
+        let (capabilities, name) = (capabilities, SafeText.visible(name(of: transfer.peerKey)))
+        parts.inbox.post(.update([Overwrite(mark: Transfers.progressMark(transfer.number), id: transfer.number) { columns in
+            TransferView(capabilities: capabilities, columns: columns).progressRow(transfer, stored: stored, rate: nil, waitingFor: name)
+        }]) { _ in nil })
     }
 
     /// The bar under a transfer, written over in place at a terminal (scripts get no bars).

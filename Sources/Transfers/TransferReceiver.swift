@@ -254,9 +254,24 @@ final class TransferReceiver: TransferPart, Sendable {
     /// The user stopped or declined a transfer (from the shell, through the engine).
     func stopped(_ transfer: Transfer, as end: Transfer.State) {
         state.value.receiving[Key(peer: transfer.peerKey, id: transfer.transferID)] = nil
-        try? store.set(transfer.number, state: end, reason: end == .declined ? "you said no" : "you stopped it")
+        var ended = transfer
+        (ended.state, ended.reason) = (end, end == .declined ? "you said no" : "you stopped it")
+        try? store.set(transfer.number, state: end, reason: ended.reason)
+        showEnd(of: ended)
+        let decision: FileAnswer.Decision = end == .declined ? .decline : .cancel
         if let peer = context.presence.peer(transfer.peerKey) {
-            answer(transfer.transferID, end == .declined ? .decline : .cancel, to: peer)
+            answer(transfer.transferID, decision, to: peer)
+        } else if state.value.untold.count < TransfersOnline.waitingLimit {
+            state.value.untold[Key(peer: transfer.peerKey, id: transfer.transferID)] = decision
+        }
+    }
+
+    /// The peer came back (or, nil, everyone did): what the user stopped meanwhile is told.
+    func tellUntold(_ peer: Peer?) {
+        for (key, decision) in state.value.untold where peer == nil || key.peer == peer!.signingKey {
+            guard let reached = peer ?? context.presence.peer(key.peer) else { continue }
+            answer(key.id, decision, to: reached)
+            state.value.untold[key] = nil
         }
     }
 

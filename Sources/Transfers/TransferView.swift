@@ -62,8 +62,8 @@ package struct TransferView: Sendable {
 
     /// The row under a transfer's bubble, as wide as the window (written over in place while
     /// it moves): its number, then a bar with how much of it has come, the rate and the time
-    /// left; or how it ended.
-    package func progressRow(_ transfer: Transfer, stored: Int, rate: Double?) -> String {
+    /// left (or, `waitingFor` someone gone away, neither: nothing moves); or how it ended.
+    package func progressRow(_ transfer: Transfer, stored: Int, rate: Double?, waitingFor: String? = nil) -> String {
         let label = "\(transfer.picture ? "picture" : "file") \(transfer.number)"
         let status: String
         switch transfer.state {
@@ -74,7 +74,9 @@ package struct TransferView: Sendable {
             let bar = capabilities.ascii ? "[" + String(repeating: "#", count: filled) + String(repeating: ".", count: Self.barWidth - filled) + "]"
                 : String(repeating: "█", count: filled) + String(repeating: "░", count: Self.barWidth - filled)
             var parts = ["\(Self.size(done)) of \(Self.size(transfer.size))"]
-            if let rate, rate > 0 {
+            if let waitingFor {
+                parts.append("waiting for " + waitingFor)
+            } else if let rate, rate > 0 {
                 parts.append(Self.size(Int(rate)) + "/s")
                 parts.append(Self.duration(Double(transfer.size - done) / rate) + " left")
             } else if transfer.state == .offered {

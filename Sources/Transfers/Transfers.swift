@@ -22,6 +22,8 @@ package final class Transfers: Feature, PlaceExtension {
     private(set) var live: TransfersOnline?
     /// The places shown (set when registered).
     private var views = Views()
+    /// Whether bars are written over in place; nil: when the console can (a test sets it).
+    package var drawsBars: Bool?
     /// Where `save` puts a file when given no path: `$XDG_DOWNLOAD_DIR`, else `~/Downloads`.
     package var downloads = "Downloads"
     /// `~/` at the start of a path typed means this.
@@ -39,7 +41,7 @@ package final class Transfers: Feature, PlaceExtension {
     static func progressMark(_ number: Int64) -> String { "transfer \(number)" }
 
     package func online(_ context: FeatureContext) throws {
-        live = TransfersOnline(context, capabilities: capabilities, inbox: inbox, overwrites: console?.overwrites ?? false)
+        live = TransfersOnline(context, capabilities: capabilities, inbox: inbox, overwrites: drawsBars ?? console?.overwrites ?? false)
     }
 
     package func offline() {

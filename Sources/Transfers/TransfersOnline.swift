@@ -69,6 +69,8 @@ final class TransfersOnline: TransferPart, Sendable {
         var offerNotices = NoticeLimiter(what: "offers", seeAll: "transfers lists them")
         /// Streams we offered, by transfer id, until they end.
         var expected: [Data: ExpectedStream] = [:]
+        /// Transfers the user stopped while their peer was away, told when it comes back.
+        var untold: [Key: FileAnswer.Decision] = [:]
         /// Where streams of theirs come (nil: not opened yet, the port was taken, or no LAN).
         var listener: StreamListener?
         var listenedOn: UInt16 = 0
@@ -105,13 +107,20 @@ final class TransfersOnline: TransferPart, Sendable {
         network.handle(FileChunk.self) { [self] chunk, sender, _ in receiver.received(chunk, from: sender) }
         network.handle(FileChunkAck.self) { [self] ack, sender, _ in acknowledged(ack, from: sender) }
         context.observe { [self] event in
-            // Someone our files wait for came back (or everyone, with a transport): the offer
-            // goes again, and its answer says where to go on from.
-            guard case .reachable(let peer, _) = event else { return }
-            for (id, sending) in state.value.sending where peer == nil || sending.transfer.peerKey == peer!.signingKey {
-                state.value.sending[id]?.offeredAt = -.infinity
+            switch event {
+            case .reachable(let peer, _):
+                // Someone our files wait for came back (or everyone, with a transport): the
+                // offer goes again, and its answer says where to go on from.
+                for (id, sending) in state.value.sending where peer == nil || sending.transfer.peerKey == peer!.signingKey {
+                    state.value.sending[id]?.offeredAt = -.infinity
+                }
+                receiver.tellUntold(peer)
+                tick()
+            case .presence(.left(let peer, _)):
+                wait(for: peer.signingKey)
+            default:
+                break
             }
-            tick()
         }
         context.deadlines.add("transfers", next: { [self] in nextDue }) { [self] _ in tick() }
         try? store.removeUnstored(myKey: context.me)
@@ -156,6 +165,21 @@ final class TransfersOnline: TransferPart, Sendable {
             if let due { next = min(next ?? due, due) }
         }
         return next
+    }
+
+    /// The bars of what moves between us and `peer`, gone away: they wait for it.
+    private func wait(for peer: Data) {
+        let now = context.engine.now
+        for (id, sending) in state.value.sending where sending.transfer.peerKey == peer && sending.transfer.state == .moving {
+            guard var progress = sending.progress else { continue }
+            showWaiting(sending.transfer, stored: sending.window?.stored ?? sending.transfer.stored, progress: &progress, now: now)
+            state.value.sending[id]!.progress = progress
+        }
+        for (key, receiving) in state.value.receiving where key.peer == peer {
+            var progress = receiving.progress
+            showWaiting(receiving.transfer, stored: receiving.window.stored, progress: &progress, now: now)
+            state.value.receiving[key]!.progress = progress
+        }
     }
 
     /// The peer's round trip and timeout, as `PeerTiming` has them.

@@ -91,5 +91,8 @@ extension TransfersSchema {
         try db.execute(sql: "DROP TABLE IF EXISTS transferChunk")
         try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
         try db.execute(sql: "VACUUM")
+        // The smaller database is in the log until a checkpoint writes it back: now, so that
+        // the file shrinks at once.
+        try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
     })
 }

@@ -1,25 +1,10 @@
 import Foundation
+import TestSupport
 import Testing
 @testable import Terminal
 
-/// A 24-bit BMP written by hand (rows from the top), so the tests need no image encoder.
-func makeBMP(width: Int, height: Int, _ pixel: (Int, Int) -> (UInt8, UInt8, UInt8)) -> [UInt8] {
-    let rowSize = (width * 3 + 3) / 4 * 4
-    func le32(_ v: Int) -> [UInt8] { (0..<4).map { UInt8(v >> ($0 * 8) & 0xFF) } }
-    func le16(_ v: Int) -> [UInt8] { (0..<2).map { UInt8(v >> ($0 * 8) & 0xFF) } }
-    var bytes: [UInt8] = Array("BM".utf8) + le32(54 + rowSize * height) + le32(0) + le32(54)
-    bytes += le32(40) + le32(width) + le32(height) + le16(1) + le16(24) + le32(0) + le32(rowSize * height)
-    bytes += le32(2835) + le32(2835) + le32(0) + le32(0)
-    for y in (0..<height).reversed() {
-        var row: [UInt8] = []
-        for x in 0..<width { let (r, g, b) = pixel(x, y); row += [b, g, r] }
-        bytes += row + [UInt8](repeating: 0, count: rowSize - row.count)
-    }
-    return bytes
-}
-
 @Suite struct ImageDecoderTests {
-    let quad = makeBMP(width: 2, height: 2) { x, y in [(255, 0, 0), (0, 255, 0), (0, 0, 255), (10, 20, 30)][y * 2 + x] }
+    let quad = TestPictures.bitmap(width: 2, height: 2) { x, y in [(255, 0, 0), (0, 255, 0), (0, 0, 255), (10, 20, 30)][y * 2 + x] }
 
     @Test func decodesKnownPixels() throws {
         let image = try ImageDecoder.decode(quad)
@@ -38,7 +23,7 @@ func makeBMP(width: Int, height: Int, _ pixel: (Int, Int) -> (UInt8, UInt8, UInt
 
     @Test func refusesMoreThanFourThousandPixelsASide() {
         // A BMP header claiming 10000x6000 pixels: refused before any pixel is decoded.
-        var header = makeBMP(width: 1, height: 1) { _, _ in (0, 0, 0) }
+        var header = TestPictures.bitmap(width: 1, height: 1) { _, _ in (0, 0, 0) }
         header.replaceSubrange(18..<22, with: [0x10, 0x27, 0, 0])  // width 10000
         header.replaceSubrange(22..<26, with: [0x70, 0x17, 0, 0])  // height 6000
         #expect(throws: ImageError.tooLarge(width: 10_000, height: 6_000)) { try ImageDecoder.decode(header) }
@@ -98,5 +83,47 @@ func makeBMP(width: Int, height: Int, _ pixel: (Int, Int) -> (UInt8, UInt8, UInt
         for _ in 0..<3 { url.deleteLastPathComponent() }
         let bomb = [UInt8](try Data(contentsOf: url.appendingPathComponent("fuzz/corpus/image/zlib-bomb.png")))
         #expect(throws: ImageError.notAnImage(reason: "truncated or damaged")) { try ImageDecoder.decode(bomb) }
+    }
+
+    /// Issue 50: a phone's photo states its size after its EXIF and colour profile, tens of
+    /// kilobytes in, and says how to turn it; it is read there and drawn upright.
+    @Test func aPhotoIsReadPastItsEXIFAndStoodUpright() throws {
+        let photo = TestPictures.cameraJPEG(orientation: 6, profile: 120_000)
+        #expect(photo.count > 120_000)
+        #expect(ImageHeader.parse(photo) == ImageHeader(format: .jpeg, width: 16, height: 8, orientation: 6))
+        #expect(ImageHeader.parse(Array(photo.prefix(64))) == nil, "what the sender read before")
+        /// Red or blue, as far as a JPEG keeps them.
+        func colour(_ image: RGBAImage, _ x: Int, _ y: Int) -> String {
+            let pixel = image[x, y]
+            return pixel.r > 180 && pixel.b < 80 ? "red" : pixel.b > 180 && pixel.r < 80 ? "blue" : "\(pixel)"
+        }
+        // Stored with red on the left: where red is drawn, each way it may be turned.
+        let cases: [(orientation: Int, size: (Int, Int), red: (Int, Int), blue: (Int, Int))] = [
+            (1, (16, 8), (1, 4), (14, 4)), (2, (16, 8), (14, 4), (1, 4)), (3, (16, 8), (14, 4), (1, 4)),
+            (4, (16, 8), (1, 4), (14, 4)), (5, (8, 16), (4, 1), (4, 14)), (6, (8, 16), (4, 1), (4, 14)),
+            (7, (8, 16), (4, 14), (4, 1)), (8, (8, 16), (4, 14), (4, 1)),
+        ]
+        for (orientation, size, red, blue) in cases {
+            for bigEndian in [true, false] {
+                let image = try ImageDecoder.decode(TestPictures.cameraJPEG(orientation: orientation, bigEndian: bigEndian))
+                #expect(image.width == size.0 && image.height == size.1, "orientation \(orientation)")
+                #expect(colour(image, red.0, red.1) == "red" && colour(image, blue.0, blue.1) == "blue", "orientation \(orientation)")
+            }
+        }
+        // Mirrored ones differ from turned ones in the corners: orientation 2 flips the top row only sideways.
+        let turned = try ImageDecoder.decode(TestPictures.cameraJPEG(orientation: 6))
+        let plain = try ImageDecoder.decode(TestPictures.sideways)
+        #expect(turned[7, 0] == plain[0, 0] && turned[0, 15] == plain[15, 7])
+    }
+
+    @Test func aDamagedEXIFLeavesThePictureAsStored() {
+        var exif = Array("Exif".utf8) + [0, 0] + Array("MM".utf8) + [0, 42, 0xFF, 0xFF, 0xFF, 0xF0]
+        #expect(ImageHeader.exifOrientation(exif[...]) == nil, "a directory past the end")
+        exif = Array("Exif".utf8) + [0, 0] + Array("II".utf8) + [42, 0, 8, 0, 0, 0, 0xFF, 0xFF]
+        #expect(ImageHeader.exifOrientation(exif[...]) == nil, "65,535 entries that are not there")
+        exif = Array("Exif".utf8) + [0, 0] + Array("II".utf8) + [42, 0, 8, 0, 0, 0, 1, 0, 0x12, 0x01, 3, 0, 1, 0, 0, 0, 9, 0, 0, 0]
+        #expect(ImageHeader.exifOrientation(exif[...]) == nil, "orientation 9")
+        exif[exif.count - 4] = 8
+        #expect(ImageHeader.exifOrientation(exif[...]) == 8)
     }
 }

@@ -1,7 +1,66 @@
+import Foundation
+
 /// Pictures made for tests without an encoder: PNGs of zeros as large as asked yet small on
 /// disk, the picture bombs of issue 49 (a 7,000 × 7,000 16-bit RGBA PNG is 2.4 MB; 4,096 ×
-/// 2,048, 64 MiB decoded, 0.4 MB).
+/// 2,048, 64 MiB decoded, 0.4 MB), BMPs written by hand, and a JPEG laid out as a camera's.
 package enum TestPictures {
+    /// A 24-bit BMP (rows from the top).
+    package static func bitmap(width: Int, height: Int, _ pixel: (Int, Int) -> (UInt8, UInt8, UInt8)) -> [UInt8] {
+        let rowSize = (width * 3 + 3) / 4 * 4
+        func le32(_ v: Int) -> [UInt8] { (0..<4).map { UInt8(v >> ($0 * 8) & 0xFF) } }
+        func le16(_ v: Int) -> [UInt8] { (0..<2).map { UInt8(v >> ($0 * 8) & 0xFF) } }
+        var bytes: [UInt8] = Array("BM".utf8) + le32(54 + rowSize * height) + le32(0) + le32(54)
+        bytes += le32(40) + le32(width) + le32(height) + le16(1) + le16(24) + le32(0) + le32(rowSize * height)
+        bytes += le32(2835) + le32(2835) + le32(0) + le32(0)
+        for y in (0..<height).reversed() {
+            var row: [UInt8] = []
+            for x in 0..<width { let (r, g, b) = pixel(x, y); row += [b, g, r] }
+            bytes += row + [UInt8](repeating: 0, count: rowSize - row.count)
+        }
+        return bytes
+    }
+
+    /// A 16 × 8 JPEG (stb_image_write's, quality 95), its left half red and its right half blue.
+    package static let sideways = [UInt8](Data(base64Encoded: """
+        /9j/4AAQSkZJRgABAQAAAQABAAD/2wCEAAIBAQEBAQIBAQECAgICAgQDAgICAgUEBAMEBgUGBgYFBgYGBwkIBgcJBwYGCAsI
+        CQoKCgoKBggLDAsKDAkKCgoBAgICAgICBQMDBQoHBgcKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoK
+        CgoKCgoKCgoKCv/AABEIAAgAEAMBEQACEQEDEQH/xAGiAAABBQEBAQEBAQAAAAAAAAAAAQIDBAUGBwgJCgsQAAIBAwMCBAMF
+        BQQEAAABfQECAwAEEQUSITFBBhNRYQcicRQygZGhCCNCscEVUtHwJDNicoIJChYXGBkaJSYnKCkqNDU2Nzg5OkNERUZHSElK
+        U1RVVldYWVpjZGVmZ2hpanN0dXZ3eHl6g4SFhoeIiYqSk5SVlpeYmZqio6Slpqeoqaqys7S1tre4ubrCw8TFxsfIycrS09TV
+        1tfY2drh4uPk5ebn6Onq8fLz9PX29/j5+gEAAwEBAQEBAQEBAQAAAAAAAAECAwQFBgcICQoLEQACAQIEBAMEBwUEBAABAncA
+        AQIDEQQFITEGEkFRB2FxEyIygQgUQpGhscEJIzNS8BVictEKFiQ04SXxFxgZGiYnKCkqNTY3ODk6Q0RFRkdISUpTVFVWV1hZ
+        WmNkZWZnaGlqc3R1dnd4eXqCg4SFhoeIiYqSk5SVlpeYmZqio6Slpqeoqaqys7S1tre4ubrCw8TFxsfIycrS09TV1tfY2dri
+        4+Tl5ufo6ery8/T19vf4+fr/2gAMAwEAAhEDEQA/APjCv5TP9/j5Cr/qqP8AmuP/2Q==
+        """, options: .ignoreUnknownCharacters)!)
+
+    /// `sideways` as a phone writes a photo: after its start, an EXIF segment saying how to turn
+    /// it (`orientation`, in the byte order asked) and `profile` bytes of colour profile (APP2),
+    /// so that its size comes only that far in.
+    package static func cameraJPEG(orientation: Int, bigEndian: Bool = true, profile: Int = 60_000) -> [UInt8] {
+        func number(_ value: Int, _ count: Int) -> [UInt8] {
+            let bytes = (0..<count).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
+            return bigEndian ? bytes.reversed() : bytes
+        }
+        // A TIFF header, then one directory: a resolution entry to step over, the orientation.
+        var tiff: [UInt8] = bigEndian ? Array("MM".utf8) : Array("II".utf8)
+        tiff += number(42, 2) + number(8, 4) + number(2, 2)
+        tiff += number(0x011A, 2) + number(5, 2) + number(1, 4) + number(38, 4)
+        tiff += number(0x0112, 2) + number(3, 2) + number(1, 4) + number(orientation, 2) + [0, 0]
+        tiff += number(0, 4) + number(72, 4) + number(1, 4)
+        let exif = Array("Exif".utf8) + [0, 0] + tiff
+        func segment(_ marker: UInt8, _ body: [UInt8]) -> [UInt8] {
+            [0xFF, marker, UInt8((body.count + 2) >> 8), UInt8((body.count + 2) & 0xFF)] + body
+        }
+        var profileSegments: [UInt8] = []
+        var left = profile
+        while left > 0 {
+            let size = min(left, 65_000)
+            profileSegments += segment(0xE2, Array("ICC_PROFILE".utf8) + [0] + [UInt8](repeating: 0x5A, count: size))
+            left -= size
+        }
+        return [0xFF, 0xD8] + segment(0xE1, exif) + profileSegments + sideways.dropFirst(2)
+    }
+
     /// A black (all zero) PNG, RGBA at 8 or 16 bits a channel.
     package static func zeros(width: Int, height: Int, sixteenBit: Bool = false) -> [UInt8] {
         let raw = height * (1 + width * (sixteenBit ? 8 : 4))

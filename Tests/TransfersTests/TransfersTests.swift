@@ -19,17 +19,7 @@ import Wire
 
     /// A BMP of `width` x `height` (a picture every decoder here reads).
     static func bitmap(width: Int, height: Int) -> [UInt8] {
-        let rowSize = (width * 3 + 3) & ~3
-        var bytes: [UInt8] = Array("BM".utf8)
-        func le32(_ value: Int) { bytes += (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
-        func le16(_ value: Int) { bytes += (0..<2).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
-        le32(54 + rowSize * height); le32(0); le32(54)
-        le32(40); le32(width); le32(height); le16(1); le16(24); le32(0); le32(rowSize * height); le32(2835); le32(2835); le32(0); le32(0)
-        for y in 0..<height {
-            for x in 0..<width { bytes += [UInt8(x * 4 % 256), UInt8(y * 8 % 256), 200] }
-            bytes += [UInt8](repeating: 0, count: rowSize - width * 3)
-        }
-        return bytes
+        TestPictures.bitmap(width: width, height: height) { x, y in (200, UInt8(y * 8 % 256), UInt8(x * 4 % 256)) }
     }
 
     func file(_ name: String, _ bytes: [UInt8]) -> String {
@@ -103,6 +93,23 @@ import Wire
         #expect(try store.thumbnail(of: received.number) == thumbnail, "kept: a page drawn again decodes nothing")
     }
 
+    /// A phone's photo (a JPEG whose size comes after 120 kB of EXIF and colour profile, stored
+    /// sideways) is a picture, not a file to accept, and is drawn upright (issue 50).
+    @Test func aPhonesPhotoIsAPictureDrawnUpright() throws {
+        let world = try ChatWorld([("ann", .human), ("ben", .human)])
+        let (ann, ben) = (world.nodes[0], world.nodes[1])
+        world.step(2)
+        try write("send me the photo", from: ben, to: ann, world: world)
+        let photo = TestPictures.cameraJPEG(orientation: 6, profile: 120_000)
+        let sent = try send(file("IMG_0001.JPG", photo), from: ann, to: ben, world: world)
+        #expect(sent.picture, "the sender reads far enough to know")
+        #expect(try run(world, upTo: 10) { try transfers(of: ben).first?.state == .complete })
+        let received = try #require(try transfers(of: ben).first)
+        let (shown, drawn) = TransfersOnline.drawn(received, store: TransferStore(database: ben.database))
+        let thumbnail = try #require(drawn)
+        #expect(shown.picture && thumbnail.height == thumbnail.width * 2, "16 × 8 stored, a quarter turn to stand: \(thumbnail.width) × \(thumbnail.height)")
+    }
+
     /// Their message first is no consent (issue 49): a picture from someone who wrote to you,
     /// whom you never answered, waits for your answer like any file.
     @Test func aPictureFromSomeoneWhoWroteFirstWaitsForConsent() throws {
@@ -162,6 +169,79 @@ import Wire
         #expect(try run(world, upTo: 60) { try transfers(of: ben).first?.state == .complete })
         #expect(try TransferStore(database: ben.database).contents(of: offered.number) == bytes)
         #expect(try transfers(of: ann).first?.state == .complete)
+    }
+
+    /// What a node's bars said, in order (each drawing of a row marked as a transfer's).
+    func bars(of node: ChatWorld.Node) -> [String] {
+        node.inbox.drain().flatMap { notice -> [String] in
+            switch notice {
+            case .update(let overwrites, _): return overwrites.map { $0.render(100).trimmingCharacters(in: .whitespaces) }
+            case .markedLines(let render): return render(100).filter { $0.mark != nil }.map { $0.text.trimmingCharacters(in: .whitespaces) }
+            default: return []
+            }
+        }
+    }
+
+    /// Bars tell the truth (issue 50): the peer gone, a bar says whom it waits for, with no
+    /// rate or time left; back, it moves again; ended, its final state is written over it.
+    @Test func aBarSaysWhomItWaitsForAndEndsWithItsState() throws {
+        let world = try ChatWorld([("ann", .human), ("ben", .human)])
+        let (ann, ben) = (world.nodes[0], world.nodes[1])
+        for node in [ann, ben] {
+            node.transfers.drawsBars = true
+            node.goOffline()
+            try node.goOnline(world)
+        }
+        world.step(2)
+        var random = SeededRandom(seed: 31)
+        let bytes = (0..<800_000).map { _ in UInt8.random(in: 0...255, using: &random) }
+        // No chunk past the 300th gets through until the sender has gone.
+        let packets = world.packets
+        let stopped = Shared(true)
+        world.network.setLoss { bytes in
+            guard stopped.withLock({ $0 }), let packet = packets(bytes), packet.code == KindTable.fileChunk,
+                  let chunk = try? FileChunk.read(packet.body) else { return false }
+            return chunk.index >= 300
+        }
+        try send(file("long.bin", bytes), from: ann, to: ben, world: world)
+        #expect(try run(world, upTo: 10) { try transfers(of: ben).first?.state == .asking })
+        let offered = try #require(try transfers(of: ben).first)
+        try ben.engine.sync { try ben.transfers.live!.receiver.accepted(offered) }
+        #expect(try run(world, upTo: 30) { (try transfers(of: ben).first?.stored ?? 0) == 300 })
+        let moving = bars(of: ben)
+        #expect(moving.last?.contains(" of 781 KiB") == true, "\(moving)")
+        _ = bars(of: ann)
+        ann.goOffline()
+        var seen: [String] = []
+        #expect(run(world, upTo: 20) { seen += bars(of: ben); return seen.last?.contains("waiting") == true }, "\(seen)")
+        let waiting = try #require(seen.last)
+        #expect(waiting.hasPrefix("file 1 ") && waiting.contains(" of 781 KiB · waiting for ann#"), "\(waiting)")
+        #expect(!waiting.contains("/s") && !waiting.contains("left"))
+        stopped.withLock { $0 = false }
+        try ann.goOnline(world)
+        #expect(try run(world, upTo: 60) { try transfers(of: ben).first?.state == .complete && transfers(of: ann).first?.state == .complete })
+        world.step(1)
+        #expect(bars(of: ben).last == "file 1 received")
+
+        // The sender's bar, its receiver gone; cancelled meanwhile, its state replaces the bar,
+        // and the receiver's too when it comes back.
+        try send(file("second.bin", Array(bytes.prefix(500_000))), from: ann, to: ben, world: world)
+        #expect(try run(world, upTo: 10) { try transfers(of: ben).last?.state == .asking })
+        let second = try #require(try transfers(of: ben).last)
+        stopped.withLock { $0 = true }
+        try ben.engine.sync { try ben.transfers.live!.receiver.accepted(second) }
+        #expect(try run(world, upTo: 30) { (try transfers(of: ben).last?.stored ?? 0) == 300 })
+        _ = bars(of: ann)
+        ben.goOffline()
+        seen = []
+        #expect(run(world, upTo: 20) { seen += bars(of: ann); return seen.last?.contains("waiting for ben#") == true }, "\(seen)")
+        let mine = try #require(try transfers(of: ann).last)
+        ann.engine.sync { ann.transfers.live!.stopped(mine, as: .cancelled) }
+        #expect(bars(of: ann).last == "file \(mine.number) cancelled: you stopped it")
+        try ben.goOnline(world)
+        #expect(try run(world, upTo: 20) { try transfers(of: ben).last?.state == .cancelled })
+        world.step(0.5)
+        #expect(bars(of: ben).last?.hasPrefix("file \(second.number) cancelled") == true)
     }
 
     /// The sender gone half-way and back: what it had not been told was stored goes again, from
