@@ -7,9 +7,9 @@ BUILD_PACKAGES = libedit-dev libsqlite3-dev libstb-dev libmosquitto-dev libqrenc
 # What the tests use besides the build: namespaces and routes, packet loss, a terminal, a reference,
 # brokers (started by the tests themselves, inside their namespaces) and MQTT clients; groff to
 # read the manual page, and the three shells whose completions are loaded; nc, the transfers
-# benchmark's reference.
+# benchmark's reference; valgrind and binutils (objcopy), the cost of a message in instructions.
 TEST_PACKAGES  = iproute2 nftables tmux sqlite3 util-linux python3 python3-venv python3-cryptography time mosquitto mosquitto-clients nats-server \
-                 groff-base bash-completion zsh fish netcat-openbsd
+                 groff-base bash-completion zsh fish netcat-openbsd valgrind binutils
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all setup setup-test build release run test bench soak fuzz clean install uninstall screenshots

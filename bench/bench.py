@@ -26,6 +26,7 @@ from common import FIGURES, STALLED
 import crowds
 import hostile
 import soak as soak_bench
+import message_cost
 import transfers as transfer_bench
 
 
@@ -622,7 +623,7 @@ def main():
     parser.add_argument("--commands", type=int, default=100_000)
     parser.add_argument("--json", default=".build/bench.json", help="where to write the figures")
     parser.add_argument("--only", default="", help="comma-separated sections to run (default: all): "
-                        "startup,batch,visions,nearby,conversations,search,sessions,brokers,nats,crowds,site,hostile,transfers")
+                        "startup,batch,visions,nearby,conversations,cost,search,sessions,brokers,nats,crowds,site,hostile,transfers")
     parser.add_argument("--python", default=".build/test-venv/bin/python3",
                         help="the tests' Python, with paho-mqtt, for the broker load scripts")
     parser.add_argument("--crowds", default="50,200,500", help="the sizes of the LAN crowds")
@@ -648,6 +649,7 @@ def main():
             "visions": lambda: visions_page(binary, work, env, max(20, args.runs // 4)),
             "nearby": lambda: nearby(binary, work, env, runs=20, peers=50, watch_seconds=30),
             "conversations": lambda: conversations(binary, work, env, count=5000),
+            "cost": lambda: message_cost.message_cost(binary, work, env),
             "search": lambda: search(binary, work, env, runs=11, count=20),
             "sessions": lambda: sessions(binary, work, env, runs=10),
             "brokers": lambda: brokers(binary, work, env, count=5000),

@@ -1,0 +1,93 @@
+"""What a message costs its receiver, in instructions (issue 51): ben runs under callgrind
+while ann sends him pings one at a time (each once the one before is shown) and then bursts;
+two runs that differ only in how many, the difference divided by the difference in messages.
+Instructions do not depend on the machine's load: the same figure from run to run."""
+import os
+import re
+import subprocess
+import tempfile
+
+from common import make_profile, next_line, record, section, wait_for_line
+
+TARGET = 150_000
+
+
+def instructions(out_file):
+    """The total instructions callgrind counted (its `summary:` or `totals:` line)."""
+    with open(out_file) as f:
+        for line in f:
+            found = re.match(r"(?:summary|totals): (\d+)", line)
+            if found:
+                return int(found.group(1))
+    raise RuntimeError(f"no totals in {out_file}")
+
+
+def one_run(binary, work, env, password, tag, pings, burst):
+    """ben's instructions from login to quit, receiving `pings` pings and a burst of `burst`."""
+    a_dir, b_dir = os.path.join(work, f"cost-{tag}-a"), os.path.join(work, f"cost-{tag}-b")
+    make_profile(binary, a_dir, "ann", password, env)
+    make_profile(binary, b_dir, "ben", password, env)
+    out_file = os.path.join(work, f"callgrind-{tag}.out")
+    ben = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}", binary, "--data-dir", b_dir],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True, bufsize=1)
+    ben.stdin.write(f"login ben --password-file {password}\nchat\n")
+    ben.stdin.flush()
+    ann = subprocess.Popen([binary, "--data-dir", a_dir], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, env=env, text=True, bufsize=1)
+    ann.stdin.write(f"login ann --password-file {password}\nchat\nopen ben --wait 120\n")
+    ann.stdin.flush()
+    try:
+        if wait_for_line(ben, "ann#", 120) is None:
+            raise RuntimeError("ben under callgrind never listed ann")
+        # The session is made by the first message; then the pings, each after the one before.
+        for i in range(pings + 1):
+            ann.stdin.write(f"ping {i}\n")
+            ann.stdin.flush()
+            if wait_for_line(ben, f"ping {i}", 60) is None:
+                raise RuntimeError(f"ping {i} never reached ben")
+        if burst:
+            ann.stdin.write("".join(f"burst {i}\n" for i in range(burst)))
+            ann.stdin.flush()
+            if wait_for_line(ben, f"burst {burst - 1}", 300) is None:
+                raise RuntimeError("the burst never reached ben")
+        ben.stdin.write("quit\n")
+        ben.stdin.flush()
+        while next_line(ben, 60) is not None:
+            pass
+        ben.wait(120)
+    finally:
+        for proc in (ann, ben):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return instructions(out_file)
+
+
+def message_cost(binary, work, env, pings=(50, 250), bursts=(0, 2000)):
+    """Prints and records ben's instructions a message: one at a time, and within a burst."""
+    section("cost: the receiver's instructions a message (callgrind: the same count on any load)")
+    password = os.path.join(work, "password")
+    # Valgrind cannot read the debug sections swift writes: a copy without them (the symbols
+    # stay, for callgrind_annotate).
+    stripped = os.path.join(work, "seance-for-callgrind")
+    subprocess.run(["objcopy", "--strip-debug", binary, stripped], check=True)
+    binary = stripped
+    few = one_run(binary, work, env, password, "few", pings[0], bursts[0])
+    more = one_run(binary, work, env, password, "pings", pings[1], bursts[0])
+    burst = one_run(binary, work, env, password, "burst", pings[0], bursts[1])
+    per_ping = (more - few) / (pings[1] - pings[0])
+    per_burst = (burst - few) / (bursts[1] - bursts[0])
+    record("message_instructions", ping=per_ping, burst=per_burst)
+    print(f"receiver's instructions a message, one at a time {per_ping:10,.0f}   (callgrind; target: at most {TARGET:,})")
+    print(f"receiver's instructions a message, in a burst     {per_burst:10,.0f}")
+    return per_ping, per_burst
+
+
+if __name__ == "__main__":
+    import sys
+    binary = os.path.abspath(sys.argv[1])
+    with tempfile.TemporaryDirectory(prefix="seance-cost-") as work:
+        env = dict(os.environ, NO_COLOR="1", HOME=work)
+        with open(os.path.join(work, "password"), "w") as f:
+            f.write("correct horse\n")
+        message_cost(binary, work, env)
