@@ -82,6 +82,7 @@ extension Schema {
         TransfersSchema.thumbnails,
         TrustSchema.verifiedKeys,
         TransfersSchema.files,
+        SearchSchema.deferredIndex,
     ], backfills: [SearchSchema.indexing, TransfersSchema.movingChunksOut], commitSteps: [SearchSchema.keepingUp])
 
     /// Each feature's list, for the test that every one is in the order above.

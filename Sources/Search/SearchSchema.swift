@@ -14,7 +14,7 @@ package enum SearchSchema {
     static let tokenizer = "unicode61 remove_diacritics 2"
 
     /// Every migration of this feature, in order.
-    package static let migrations = [search, indexByRange]
+    package static let migrations = [search, indexByRange, deferredIndex]
 
     package static let search = Migration("v18-search") { db in
         for (table, index) in indexed {
@@ -62,20 +62,43 @@ package enum SearchSchema {
         }
     }
 
-    /// The end of every write transaction: the rows it stored indexed with it.
+    /// Rows stored and not yet indexed wait for company up to this many: indexing costs FTS5 a
+    /// new segment a transaction whatever it holds (some 140,000 instructions, more than
+    /// storing the message and everything else about receiving it), so a lone message is not
+    /// indexed alone. A search indexes what waits first (`catchingUp`), so it finds everything.
+    static let deferLimit: Int64 = 64
+
+    /// The end of every write transaction: the rows it stored indexed with it once
+    /// `deferLimit` of them wait (a burst), else later.
     package static let keepingUp = CommitStep { db in
-        for (table, index) in indexed {
-            guard let (upTo, newest) = try bounds(db, table), newest > upTo else { continue }
+        for (table, index, upTo, newest) in try bounds(db) where newest - upTo >= deferLimit && newest - upTo <= backfillStep {
             try indexRows(db, table, index, after: upTo, through: newest)
         }
     }
 
-    /// The last row indexed and the newest row of `table`; nil where the table is not followed.
-    private static func bounds(_ db: Database, _ table: String) throws -> (upTo: Int64, newest: Int64)? {
+    /// Before a search: what waits to be indexed (fewer than `deferLimit` rows, ours) is. More is
+    /// what was written around seance: the backfill's, on the next start.
+    package static func catchingUp(_ db: Database) throws {
+        for (table, index, upTo, newest) in try bounds(db) where newest > upTo && newest - upTo < deferLimit {
+            try indexRows(db, table, index, after: upTo, through: newest)
+        }
+    }
+
+    /// Whether rows wait that `catchingUp` would index.
+    package static func waiting(_ db: Database) throws -> Bool {
+        try bounds(db).contains { $0.newest > $0.upTo && $0.newest - $0.upTo < deferLimit }
+    }
+
+    /// For each table followed: the last row indexed and its newest row, in one statement.
+    private static func bounds(_ db: Database) throws -> [(table: String, index: String, upTo: Int64, newest: Int64)] {
         guard let row = try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT upTo, coalesce((SELECT max(id) FROM \(table)), 0) FROM search_indexed WHERE tableName = ?
-            """), arguments: [table]) else { return nil }
-        return (row[0], row[1])
+            SELECT (SELECT upTo FROM search_indexed WHERE tableName = 'message'), (SELECT max(id) FROM message),
+                   (SELECT upTo FROM search_indexed WHERE tableName = 'roomMessage'), (SELECT max(id) FROM roomMessage)
+            """)) else { return [] }
+        return indexed.enumerated().compactMap { column, source in
+            let upTo: Int64? = row[2 * column], newest: Int64? = row[2 * column + 1]
+            return upTo.map { (source.table, source.index, $0, newest ?? 0) }
+        }
     }
 
     /// Indexes the rows of `table` with ids in `upTo + 1 ... end`, and records them indexed.
@@ -96,9 +119,7 @@ package enum SearchSchema {
         guard try db.tableExists("search_backlog") else { return nil }
         var left = try Int.fetchOne(db, sql: "SELECT coalesce(sum(last - next + 1), 0) FROM search_backlog") ?? 0
         if try db.tableExists("search_indexed") {
-            for (table, _) in indexed {
-                if let (upTo, newest) = try bounds(db, table) { left += Int(max(0, newest - upTo)) }
-            }
+            for (_, _, upTo, newest) in try bounds(db) where newest - upTo >= deferLimit { left += Int(newest - upTo) }
         }
         return left > 0 ? left : nil
     }, step: { db in
@@ -116,9 +137,28 @@ package enum SearchSchema {
             }
             return
         }
-        for (table, index) in indexed {
-            guard let (upTo, newest) = try bounds(db, table), newest > upTo else { continue }
+        for (table, index, upTo, newest) in try bounds(db) where newest - upTo >= deferLimit {
             return try indexRows(db, table, index, after: upTo, through: min(newest, upTo + backfillStep))
         }
     })
+
+    /// A row not indexed yet (it waits for company, `deferLimit`) has nothing in the index to
+    /// take out: deleting or changing it must not tell FTS5 to remove terms it never had (an
+    /// external-content index trusts what it is told, and would be damaged).
+    package static let deferredIndex = Migration("v26-search-deferred") { db in
+        for (table, index) in indexed {
+            let indexedRow = "old.id <= (SELECT upTo FROM search_indexed WHERE tableName = '\(table)')"
+            try db.execute(sql: """
+                DROP TRIGGER \(index)_delete;
+                DROP TRIGGER \(index)_update;
+                CREATE TRIGGER \(index)_delete AFTER DELETE ON \(table) WHEN \(indexedRow) BEGIN
+                    INSERT INTO \(index)(\(index), rowid, text) VALUES ('delete', old.id, old.text);
+                END;
+                CREATE TRIGGER \(index)_update AFTER UPDATE OF text ON \(table) WHEN \(indexedRow) BEGIN
+                    INSERT INTO \(index)(\(index), rowid, text) VALUES ('delete', old.id, old.text);
+                    INSERT INTO \(index)(rowid, text) VALUES (new.id, new.text);
+                END;
+                """)
+        }
+    }
 }

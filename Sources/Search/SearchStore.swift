@@ -57,9 +57,18 @@ package struct SearchStore {
         self.myName = myName
     }
 
+    /// Indexes the lines that wait for company (`SearchSchema.deferLimit`), so that a search
+    /// finds every line stored. A database that cannot be written (another seance holds it
+    /// long) is searched as it is.
+    private func catchUp() {
+        guard (try? database.read { try SearchSchema.waiting($0) }) == true else { return }
+        try? database.write { try SearchSchema.catchingUp($0) }
+    }
+
     /// How many lines match.
     package func count(_ query: SearchQuery, _ filter: SearchFilter) throws -> Int {
         guard !query.isEmpty else { return 0 }
+        catchUp()
         return try database.read { db in
             // Most databases hold one profile's lines only: then the index alone counts them,
             // without a join per match.
@@ -78,6 +87,7 @@ package struct SearchStore {
     /// The first `limit` matching lines, newest first (in the order they were stored).
     package func hits(_ query: SearchQuery, _ filter: SearchFilter, limit: Int) throws -> [SearchHit] {
         guard !query.isEmpty, limit > 0 else { return [] }
+        catchUp()
         return try database.read { db in
             var hits: [SearchHit] = []
             for source in Source.all {

@@ -125,6 +125,40 @@ struct Fixture {
         }
     }
 
+    /// Issue 51: a lone line is not indexed alone (FTS5 writes a segment a transaction, the
+    /// larger part of receiving a message); 64 waiting are indexed with the transaction that
+    /// stores the last; a search indexes what waits first; a line deleted or changed before it
+    /// was indexed leaves the index whole.
+    @Test func linesWaitForCompanyAndASearchFindsThemAll() throws {
+        let world = try Fixture()
+        defer { removeDirectory(world.directory) }
+        func inIndex(_ word: String) throws -> Int {
+            try world.database.read { db in
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM message_search WHERE message_search MATCH ?", arguments: [word]) ?? 0
+            }
+        }
+        let messages = MessageStore(database: world.database)
+        func store(_ texts: [String], from number: Int64) throws -> [Int64] {
+            try messages.storeOutgoing(texts.enumerated().map { index, text in
+                let n = number + Int64(index)
+                return (world.ben1, MessageRow(number: n, text: text, firstSequence: UInt32(n), lastSequence: UInt32(n), sentAt: Fixture.now))
+            }, now: Fixture.now)
+        }
+        let lone = try store(["a lone wombat", "another wombat", "a wombat to forget", "a wombat to change"], from: 10)
+        #expect(try inIndex("wombat") == 0, "waiting for company")
+        try world.database.write { db in
+            try db.execute(sql: "DELETE FROM message WHERE id = ?", arguments: [lone[2]])
+            try db.execute(sql: "UPDATE message SET text = 'a changed numbat' WHERE id = ?", arguments: [lone[3]])
+        }
+        #expect(try world.texts(["wombat"]) == ["another wombat", "a lone wombat"], "a search indexes them first")
+        #expect(try world.texts(["numbat"]) == ["a changed numbat"])
+        _ = try store((0..<64).map { "echidna \($0)" }, from: 20)
+        #expect(try inIndex("echidna") == 64, "a burst is indexed with its transaction")
+        try world.database.write { db in
+            try db.execute(sql: "INSERT INTO message_search(message_search) VALUES ('integrity-check')")
+        }
+    }
+
     /// A deleted line leaves the index (a profile's conversations go with it): the index stays
     /// whole by FTS5's own check, and nothing found points at nothing.
     @Test func deletedLinesLeaveTheIndex() throws {
