@@ -115,15 +115,20 @@ final class Conversations {
         // A number is an extension's, when one claims it: in a conversation one of its files
         // (a picture drawn large), after a search one of its results.
         if wanted.allSatisfy(\.isASCII), let number = Int64(wanted), try chat.views.open(number, shell) { return }
+        // From anywhere, as `room host` does: online first.
+        try chat.goOnline(shell)
         let delivery = try requireDelivery()
         if let local = chat.localPeers().first(where: { $0.name.caseInsensitiveCompare(wanted) == .orderedSame }) {
             close()
+            shell.move(into: "chat")
             openLocal = local
             shell.console.print(shell.styler.bold(SafeText.visible(local.name)) + " — a \(local.kind); ask it something")
             shell.console.printProse(shell.styler.dim("every line you type is said to it; /back to leave it"))
             return
         }
         let conversation = try PeerFinder(chat: chat).conversation(named: wanted, shell)
+        // Wherever it was typed, the prompt is in the conversation after: a plain line is sent.
+        shell.move(into: "chat")
         current = conversation
         try printNewestPage(of: conversation, store: MessageStore(database: try shell.session.openDatabase()), delivery: delivery, shell)
     }
@@ -312,6 +317,7 @@ final class Conversations {
         let store = MessageStore(database: try shell.session.openDatabase())
         guard let conversation = try store.conversation(id: id) else { throw UserError("that conversation is gone") }
         close()
+        shell.move(into: "chat")
         current = conversation
         try printPage(around: number, of: conversation, store: store, delivery: delivery, shell)
     }

@@ -90,7 +90,9 @@ package struct CommandRegistry {
             lines += rows(modes.map { ($0.name, $0.summary + ($0.isAvailable ? "" : " (not available yet)")) })
             lines.append("")
         }
-        lines += DisplayWidth.wrap("Type a mode's name to enter it and 'back' to leave, or put it before a command: 'zombies up'. "
+        lines += DisplayWidth.wrap("Any command works anywhere: a mode's own without its name first where the place you are in has "
+                                   + "none of that name ('up' is 'zombies up'), with it where two modes share one ('chat open'); "
+                                   + "in a conversation or a room, start it with /. Type a mode's name to enter it, 'back' to leave. "
                                    + "'help COMMAND' shows one command in detail.", width: max(20, columns))
         return lines.joined(separator: "\n")
     }

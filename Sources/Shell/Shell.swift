@@ -161,7 +161,7 @@ package final class Shell {
         // `/command` works everywhere (no command starts with a slash), as in chat clients.
         if line.hasPrefix("/") && !line.hasPrefix("//") {
             commandText = String(line.dropFirst())
-        } else if let currentMode, let messages = registry.mode(named: currentMode)?.messages, messages.isActive() {
+        } else if takesMessages, let currentMode, let messages = registry.mode(named: currentMode)?.messages {
             do {
                 if options.echo { console.print(promptLabel + "> " + line) }
                 result.wasMessage = true
@@ -216,13 +216,35 @@ package final class Shell {
         }
         guard start < words.endIndex else { return }
         let name = words[start]
+        // The place's own command, or one that works everywhere; else the one mode's that has
+        // it, as if its name came first (`up` anywhere is `zombies up`).
         guard let command = registry.command(named: name, inMode: mode) else {
             let owners = registry.modesOwning(name)
-            if !owners.isEmpty { throw ShellError.wrongMode(command: name, modes: owners) }
+            if owners.count == 1, let command = registry.command(named: name, inMode: owners[0]) {
+                let arguments = try Arguments.parse(Array(words[(start + 1)...]), specs: command.arguments, usage: command.usage)
+                return try command.run(Invocation(shell: self, arguments: arguments, name: name, mode: owners[0]))
+            }
+            if !owners.isEmpty { throw ShellError.ambiguous(command: name, modes: owners, slash: takesMessages) }
             throw ShellError.unknownCommand(name, suggestion: registry.suggestion(for: name, inMode: mode))
         }
         let arguments = try Arguments.parse(Array(words[(start + 1)...]), specs: command.arguments, usage: command.usage)
         try command.run(Invocation(shell: self, arguments: arguments, name: name, mode: mode))
+    }
+
+    /// True where a plain line is a message (an open conversation, a room): commands there
+    /// start with `/`, and so does any advice given there.
+    package var takesMessages: Bool {
+        guard let currentMode, let messages = registry.mode(named: currentMode)?.messages else { return false }
+        return messages.isActive()
+    }
+
+    /// The prompt moves to `mode` without its entrance (the command that moves it draws the
+    /// place itself: `chat open ben` from anywhere is in ben's conversation after).
+    package func move(into name: String) {
+        guard currentMode != name, let mode = registry.mode(named: name) else { return }
+        if currentMode != nil { leaveMode() }
+        currentMode = name
+        reader?.setKeyCommands(mode.keyCommands)
     }
 
     /// Leaves the current mode (if another) and enters `mode`, showing its view.

@@ -2,8 +2,9 @@
 package enum ShellError: Error, Equatable, CustomStringConvertible {
     case syntax(String)
     case unknownCommand(String, suggestion: String?)
-    /// A command of another mode (or of several) typed where it does not apply.
-    case wrongMode(command: String, modes: [String])
+    /// A command of several modes typed where none of them is: which one is meant. `slash`:
+    /// typed where lines are messages, so the advice starts with `/`.
+    case ambiguous(command: String, modes: [String], slash: Bool)
     case badArgument(String)
     case modeUnavailable(String)
     /// An interactive form was asked for a field in batch mode.
@@ -17,11 +18,9 @@ package enum ShellError: Error, Equatable, CustomStringConvertible {
         case .unknownCommand(let name, let suggestion):
             let hint = suggestion.map { " (did you mean '\($0)'?)" } ?? " (type 'help' for the list)"
             return "unknown command '\(name)'\(hint)"
-        case .wrongMode(let command, let modes) where modes.count == 1:
-            return "'\(command)' is a \(modes[0]) command: type '\(modes[0]) \(command)', or enter '\(modes[0])' first"
-        case .wrongMode(let command, let modes):
+        case .ambiguous(let command, let modes, let slash):
             return "'\(command)' is a command of " + modes.dropLast().joined(separator: ", ") + " and \(modes.last!): type "
-                + modes.map { "'\($0) \(command)'" }.joined(separator: " or ") + ", or enter that mode first"
+                + modes.map { "'\(slash ? "/" : "")\($0) \(command)'" }.joined(separator: " or ")
         case .badArgument(let message):
             return message
         case .modeUnavailable(let mode):

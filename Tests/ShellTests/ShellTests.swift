@@ -52,14 +52,38 @@ final class Recorder { var events: [String] = [] }
         #expect(recorder.events == ["up in zombies"])
     }
 
-    @Test func commandOfAnotherModeSaysWhere() {
-        let (shell, _) = makeShell()
-        let error = shell.execute("up") as? ShellError
-        #expect(error == .wrongMode(command: "up", modes: ["zombies"]))
-        #expect(error?.description.contains("zombies up") == true)
-        // A command of several modes names them all (`open` inside a room: chat's or visions').
-        let several = ShellError.wrongMode(command: "open", modes: ["chat", "visions"]).description
-        #expect(several == "'open' is a command of chat and visions: type 'chat open' or 'visions open', or enter that mode first")
+    /// Issue 52's one command model: a mode's own command runs anywhere without its prefix when
+    /// the place has none of that name, in its mode, without entering it; one several modes
+    /// share asks which, with advice that works where it is typed (a `/` where lines are
+    /// messages).
+    @Test func aCommandOfOneModeRunsAnywhereAndOneOfSeveralAsksWhich() {
+        let (shell, recorder) = makeShell()
+        #expect(shell.execute("up") == nil)
+        #expect(shell.currentMode == nil && recorder.events == ["up in zombies"])
+        shell.register(Mode(name: "visions", summary: "visions"))
+        shell.register(Command("open", scope: .mode("zombies"), summary: "a door") { _ in recorder.events.append("door") })
+        shell.register(Command("open", scope: .mode("visions"), summary: "a vision") { _ in recorder.events.append("vision") })
+        #expect(shell.execute("open") as? ShellError == .ambiguous(command: "open", modes: ["zombies", "visions"], slash: false))
+        #expect((shell.execute("open") as? ShellError)?.description == "'open' is a command of zombies and visions: type 'zombies open' or 'visions open'")
+        #expect(shell.execute("zombies; open") == nil && recorder.events.last == "door", "the place's own first")
+        var sending = false
+        shell.register(Mode(name: "room", summary: "a room", messages: MessageInput(isActive: { sending }, send: { _, line in
+            recorder.events.append("said \(line)")
+        })))
+        #expect(shell.execute("room") == nil)
+        sending = true
+        #expect((shell.execute("/open") as? ShellError)?.description == "'open' is a command of zombies and visions: type '/zombies open' or '/visions open'")
+        #expect(shell.execute("/up") == nil && recorder.events.last == "up in zombies", "any /command in a place of messages")
+        #expect(shell.execute("zombies open") == nil && recorder.events.last == "said zombies open")
+    }
+
+    /// A command that moves to a place moves the prompt there, without the mode's entrance.
+    @Test func movingIntoAModeSkipsItsEntrance() {
+        let (shell, recorder) = makeShell()
+        shell.move(into: "zombies")
+        #expect(shell.currentMode == "zombies" && recorder.events.isEmpty)
+        shell.move(into: "zombies")
+        #expect(shell.execute("back") == nil && recorder.events == ["leave zombies"])
     }
 
     @Test func unknownCommandSuggestsNearest() {
