@@ -285,9 +285,14 @@ final class Conversations {
     }
 
     private func showOlder(_ shell: Shell) throws {
-        guard let conversation = current else { throw UserError("open a conversation first: open NAME") }
-        guard let oldest = oldestShown else { return shell.console.print("nothing older") }
+        guard let conversation = current else { throw UserError("open a conversation first: \(shell.takesMessages ? "/" : "")open NAME") }
         let store = MessageStore(database: try shell.session.openDatabase())
+        // Opened empty, the conversation has grown since (what came is drawn below): older is
+        // what scrolled away, before the newest page the window holds.
+        if oldestShown == nil {
+            oldestShown = try fittingPage(conversation, before: nil, store: store, shell, reserved: 2).0.first?.id
+        }
+        guard let oldest = oldestShown else { return shell.console.print("nothing older") }
         let (page, lines, extras) = try fittingPage(conversation, before: oldest, store: store, shell, reserved: 2)
         guard !page.isEmpty else { return shell.console.print("nothing older") }
         oldestShown = page.first?.id

@@ -60,9 +60,23 @@ package final class Console {
         return (capture ?? []).joined()
     }
 
-    /// Writes `text` and a newline to stdout.
+    /// Writes `text` and a newline to stdout; at a terminal, a line wider than the window is
+    /// broken at spaces (its indentation kept) rather than by the terminal mid-word.
     package func print(_ text: String = "") {
-        write(text + "\n")
+        write(fitted(text) + "\n")
+    }
+
+    /// `text` as it fits the window at a terminal: each line wider than it broken at spaces,
+    /// the rows after the first indented as the first is. Unchanged to a pipe (a script reads
+    /// whole lines) and when it fits.
+    func fitted(_ text: String) -> String {
+        guard capabilities.interactive, columns > 20, text.utf8.count > columns else { return text }
+        return text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
+            let indent = line.prefix { $0 == " " }.count
+            guard indent < columns / 2, line.strippingANSI.displayWidth > columns else { return String(line) }
+            let margin = String(repeating: " ", count: indent)
+            return DisplayWidth.wrapStyled(String(line.dropFirst(indent)), width: columns - indent).map { margin + $0 }.joined(separator: "\n")
+        }.joined(separator: "\n")
     }
 
     /// Writes a line of prose (a hint, a notice): at a terminal broken at spaces to its width
@@ -124,6 +138,7 @@ package final class Console {
 
     /// Writes one error line to stderr, after whatever stdout holds.
     package func error(_ text: String) {
+        let text = fitted(text)
         acceptedRows = nil
         screen?.advance(over: text + "\n", columns: columns)
         if capture != nil { capture!.append(text + "\n"); return }

@@ -91,6 +91,27 @@ struct ScriptEndTests {
         #expect(out.hasSuffix("nothing older\n") || out.contains("nothing older\n"), "\(out)")
     }
 
+    /// Issue 52: a conversation opened empty that has grown past a page while open: `/older`
+    /// shows what scrolled away (it said "nothing older").
+    @Test func olderInALiveConversationShowsWhatScrolledAway() throws {
+        let net = try TestNetwork(hosts: 2)
+        let a = try net.makeProfile("ann", host: 1), b = try net.makeProfile("ben", host: 2)
+        let runB = try net.start(host: 2, data: b, name: "ben", lines: ["chat"])
+        defer { runB.kill() }
+        let runA = try net.start(host: 1, data: a, name: "ann", lines: ["chat", "open ben --wait 30", "sleep 3"] + (1...40).map { "line \($0)" })
+        defer { runA.kill() }
+        #expect(runB.waitFor("ann#"))
+        runB.send("open ann")
+        #expect(runB.waitFor("no messages yet"))
+        runA.finish()
+        #expect(runB.waitFor("line 40"))
+        runB.send("/older", "/older")
+        let out = runB.finish()
+        let after = out.components(separatedBy: "line 40").last ?? ""
+        #expect(after.range(of: #"line 1(?![0-9])"#, options: .regularExpression) != nil, "the first shown again: \(after)")
+        #expect(!after.hasPrefix("\nnothing older"), "\(after.prefix(300))")
+    }
+
     /// Nobody in reach to acknowledge: no waiting, and the outbox is said as it is.
     @Test func aScriptWhosePeerIsGoneSaysWhatWaits() throws {
         let net = try TestNetwork(hosts: 2)

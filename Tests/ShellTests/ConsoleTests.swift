@@ -1,27 +1,29 @@
-import Glibc
 import Testing
 @testable import Shell
+import Terminal
 
-/// Lines posted from other threads wake the reader through a pipe: once per batch, not once
-/// per line (a burst of messages wrote a byte each), and never leave a line without a wake-up.
-@Suite struct AsyncInboxTests {
-    private func bytesInPipe(_ inbox: AsyncInbox) -> Int {
-        var count: Int32 = 0
-        _ = ioctl(inbox.wakeFDs.read, UInt(FIONREAD), &count)
-        return Int(count)
+/// Issue 52: output and errors break at spaces in a narrow window, as notices do; a script
+/// gets its lines whole.
+@Suite struct ConsoleWrappingTests {
+    let terminal = Capabilities(color: .none, ascii: false, interactive: true)
+
+    @Test func outputAndErrorsBreakAtSpacesKeepingTheirIndentation() {
+        let console = Console.capturing(terminal, columns: 50)
+        console.print("A new key of theirs is not the one you trust for that name: compare safety numbers")
+        console.error("unknown command 'hepl' (did you mean 'help'?) and then some more words here")
+        console.print("    indented: a line of a table that is wider than the window it is printed in")
+        let rows = console.takeCaptured().split(separator: "\n").map(String.init)
+        #expect(rows.allSatisfy { $0.displayWidth <= 50 }, "\(rows)")
+        #expect(rows.contains("A new key of theirs is not the one you trust for"), "\(rows)")
+        #expect(rows.contains { $0.hasSuffix("(did you mean 'help'?) and then some") } || rows.contains { $0.contains("'help'?)") }, "\(rows)")
+        #expect(!rows.contains { $0.hasSuffix("'help") }, "never cut inside a word: \(rows)")
+        #expect(rows.filter { $0.hasPrefix("    ") }.count == 2, "the indentation kept: \(rows)")
     }
 
-    @Test func aBurstWakesOnceAndEveryLineIsKept() {
-        let inbox = AsyncInbox()
-        for index in 0..<1_000 { inbox.post("line \(index)") }
-        #expect(bytesInPipe(inbox) == 1)
-        #expect(inbox.drainLines() == (0..<1_000).map { "line \($0)" })
-        #expect(bytesInPipe(inbox) == 0)
-        inbox.post("after")  // The reader took everything: the next line wakes it again.
-        #expect(bytesInPipe(inbox) == 1)
-        inbox.clearWake()
-        inbox.post("kept")  // A waiter that could not print emptied the pipe: wake again.
-        #expect(bytesInPipe(inbox) == 1)
-        #expect(inbox.drainLines() == ["after", "kept"])
+    @Test func aScriptGetsWholeLines() {
+        let console = Console.capturing(.plain, columns: 50)
+        let line = String(repeating: "word ", count: 30)
+        console.print(line)
+        #expect(console.takeCaptured() == line + "\n")
     }
 }
