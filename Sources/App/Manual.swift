@@ -47,8 +47,10 @@ extension App {
                            + "where its allow-passthrough option is on.")],
             exitStatus: ["0: every command succeeded (at a terminal: always, once seance ends).",
                          "1: in a script, -c or a pipe, some command failed (each error is printed on standard error "
-                         + "as 'line N: message'); or seance could not start (a bad flag, an unreadable data directory "
-                         + "or config file)."],
+                         + "as 'line N: message'); or seance could not start (an unreadable script, data directory "
+                         + "or config file).",
+                         "64: the command line itself is wrong: an unknown flag, a flag's value out of range, -c and a "
+                         + "script together (EX_USAGE, as sysexits(3) has it)."],
             examples: [("seance", "Start the shell at a terminal"),
                        ("seance -c 'login ann --password-file pw; chat; open ben --wait 10; hello'",
                         "Say hello to ben from a script, once he is in sight"),

@@ -175,6 +175,27 @@ package struct Command {
     package var usage: String {
         (["usage: " + name] + arguments.map(\.usage)).joined(separator: " ")
     }
+
+    /// The details as paragraphs: lines are joined (they were broken only to keep the source
+    /// narrow), an empty line ends a paragraph, and a line that starts with a space or a dash
+    /// starts one (an example, an item of a list).
+    package var detailParagraphs: [String] {
+        var paragraphs: [String] = []
+        var current: String?
+        for line in details.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.allSatisfy(\.isWhitespace) {
+                if let done = current { paragraphs.append(done) }
+                current = nil
+            } else if let joined = current, !line.hasPrefix(" "), !line.hasPrefix("-") {
+                current = joined + " " + line
+            } else {
+                if let done = current { paragraphs.append(done) }
+                current = String(line)
+            }
+        }
+        if let done = current { paragraphs.append(done) }
+        return paragraphs
+    }
 }
 
 /// One run of a command: its checked arguments and the shell it runs in.

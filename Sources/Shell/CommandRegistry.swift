@@ -135,8 +135,10 @@ package struct CommandRegistry {
         }
         if !command.details.isEmpty {
             lines.append("")
-            lines += command.details.split(separator: "\n", omittingEmptySubsequences: false)
-                .flatMap { DisplayWidth.wrap(String($0), width: max(20, columns - 2)) }
+            for (index, paragraph) in command.detailParagraphs.enumerated() {
+                if index > 0 && !paragraph.hasPrefix(" ") && !paragraph.hasPrefix("-") { lines.append("") }
+                lines += DisplayWidth.wrap(paragraph, width: max(20, columns - 2))
+            }
         }
         return lines.joined(separator: "\n")
     }

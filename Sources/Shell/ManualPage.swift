@@ -109,7 +109,7 @@ package struct ManualPage {
             lines.append(".RE")
         }
         if !command.details.isEmpty {
-            lines += command.details.split(separator: "\n").flatMap { [".IP", Self.text(String($0))] }
+            lines += command.detailParagraphs.flatMap { [".IP", Self.text($0.trimmingCharacters(in: .whitespaces))] }
         }
         return lines
     }
@@ -137,6 +137,22 @@ package struct ManualPage {
             }
         }
         if out.hasPrefix(".") || out.hasPrefix("'") { out = "\\&" + out }
+        return bold(inBackticks: out)
+    }
+
+    /// `code` in prose (as the help writes it) in bold, as manual pages show commands; a lone
+    /// backtick stays.
+    static func bold(inBackticks text: String) -> String {
+        let parts = text.split(separator: "`", omittingEmptySubsequences: false)
+        guard parts.count >= 3 else { return text }
+        var out = ""
+        for (index, part) in parts.enumerated() {
+            if index == 0 { out += part; continue }
+            let opening = index % 2 == 1
+            // An odd backtick left at the end has no partner: it stays as it was.
+            if opening && index == parts.count - 1 { out += "`" + part; continue }
+            out += (opening ? "\\fB" : "\\fR") + part
+        }
         return out
     }
 

@@ -42,6 +42,14 @@ struct InstallTests {
         }
         for file in ["seance.sqlite", "seance.conf", "history", "online\\-ID.lock"] { #expect(page.contains(file), "\(file)") }
         for variable in ["XDG_DATA_HOME", "NO_COLOR", "COLORTERM", "TERM"] { #expect(page.contains("\\fB\(variable)\\fR"), "\(variable)") }
+        // Issue 52: a command's details are one paragraph, not a paragraph a source line; code
+        // in backticks is bold; a usage error's status is what it is.
+        let send = try #require(page.components(separatedBy: "\\fBsend ").dropFirst().first?.components(separatedBy: ".TP\n\\fB").first)
+        #expect(send.components(separatedBy: ".IP").count == 2, "\(send)")
+        #expect(!page.contains("`") && page.contains("\\fBmore\\fR"))
+        #expect(page.contains("64: the command line itself is wrong"))
+        let bogus = try runSeance(["--bogus"], scratch: scratch)
+        #expect(bogus.status == 64, "\(bogus.stderr)")
         let path = scratch.write("seance.1", page)
         let lint = try sh("groff -ww -z -man '\(path)' 2>&1; echo \"status $?\"")
         #expect(lint == "status 0\n", "\(lint)")
