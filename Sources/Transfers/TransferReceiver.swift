@@ -28,7 +28,14 @@ final class TransferReceiver: TransferPart, Sendable {
         if let existing, let known = try? store.transfer(offer.id, in: existing.id, outgoing: false) {
             return resume(known, offer: offer, peer: peer)
         }
-        guard let holding = try? store.holding(of: sender, myKey: context.me) else { return }
+        // A stranger (no conversation) cannot be taken at once, only asked about: while the
+        // offers waiting are known to be at their bound, refused without reading more (a flood
+        // of keys then costs one lookup an offer).
+        if existing == nil, now < state.value.busyUntil {
+            refuse("busy: \(TransfersOnline.waitingLimit) offers wait for your answer")
+            return answer(offer.id, .refuse, to: peer)
+        }
+        guard let holding = existing == nil ? (bytes: 0, unfinished: 0) : try? store.holding(of: sender, myKey: context.me) else { return }
         guard holding.unfinished < TransfersOnline.unfinishedLimit else {
             refuse("more than \(TransfersOnline.unfinishedLimit) unfinished from one person")
             return answer(offer.id, .refuse, to: peer)
@@ -38,6 +45,8 @@ final class TransferReceiver: TransferPart, Sendable {
         let automatic = offer.picture && Int(offer.size) <= TransfersOnline.automaticLimit && chosen && holding.bytes + Int(offer.size) <= TransfersOnline.quota
         // Everyone's offers waiting for the user together are bounded too: keys cost nothing.
         if !automatic, ((try? store.waitingForAnswer(myKey: context.me)) ?? 0) >= TransfersOnline.waitingLimit {
+            // Looked at again in a second: the user may answer some meanwhile.
+            state.value.busyUntil = now + 1
             refuse("busy: \(TransfersOnline.waitingLimit) offers wait for your answer")
             return answer(offer.id, .refuse, to: peer)
         }

@@ -69,6 +69,9 @@ final class TransfersOnline: TransferPart, Sendable {
         var offerNotices = NoticeLimiter(what: "offers", seeAll: "transfers lists them")
         /// Streams we offered, by transfer id, until they end.
         var expected: [Data: ExpectedStream] = [:]
+        /// Until then offers from strangers are refused as busy without a look at the database
+        /// (the offers waiting for the user were at their bound when last counted).
+        var busyUntil = -Double.infinity
         /// Transfers the user stopped while their peer was away, told when it comes back.
         var untold: [Key: FileAnswer.Decision] = [:]
         /// Where streams of theirs come (nil: not opened yet, the port was taken, or no LAN).
