@@ -123,8 +123,9 @@ def make_profile(binary, data, name, password_file, env):
 def start_chat(binary, data, name, password_file, env, seconds):
     """A shell in chat mode for `seconds`, its output on a pipe (live lines arrive there)."""
     script = f"login {name} --password-file {password_file}\nchat\nsleep {seconds}\nnearby stats\n"
+    # Status lines ("announcing …") are on standard error in a script: read with the rest.
     proc = subprocess.Popen([binary, "--data-dir", data], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, env=env, text=True, bufsize=1)
+                            stderr=subprocess.STDOUT, env=env, text=True, bufsize=1)
     proc.stdin.write(script)
     proc.stdin.close()
     return proc
@@ -301,8 +302,9 @@ def newcomer_discovery(binary, work, env, password, peers, runs, args=(), name="
     for _ in range(runs):
         script = [f"login newcomer --password-file {password}", "chat"]
         script += ["sleep 0.01\nnearby --count"] * polls + ["echo :::", "nearby", "echo :::", "nearby stats"]
+        # "announcing …" (where the time starts) is a status line: on standard error in a script.
         proc = subprocess.Popen([*prefix, binary, "--data-dir", data, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, env=env, bufsize=0)
+                                stderr=subprocess.STDOUT, env=env, bufsize=0)
         proc.stdin.write(("\n".join(script) + "\n").encode())
         proc.stdin.close()
         # Each line with the time it came out: a thread does nothing but read.

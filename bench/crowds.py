@@ -80,8 +80,9 @@ class Observer:
     """One shell in chat mode whose input stays open: asked how many it lists, it answers."""
 
     def __init__(self, binary, data, password, env, prefix=()):
+        # Status lines ("announcing …") are on standard error in a script: read with the rest.
         self.proc = subprocess.Popen([*prefix, binary, "--data-dir", data], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, env=env, text=True, bufsize=1)
+                                     stderr=subprocess.STDOUT, env=env, text=True, bufsize=1)
         self.send(f"login watcher --password-file {password}", "chat")
         wait_for_line(self.proc, "announcing", 10)
         self.asked = 0

@@ -140,7 +140,7 @@ package final class ChatMode: ConversationOwner {
                                           wake: shell.console.inbox.wake, scheduler: shell.session.scheduler, random: &shell.session.random)
         let transports = context.network.transports.map(\.description).joined(separator: " and ")
         let plane = context.engine.sync { context.rules.plane }
-        shell.console.print("announcing \(login.profile.handle) as \(plane.name) on \(transports)")
+        shell.console.status("announcing \(login.profile.handle) as \(plane.name) on \(transports)")
     }
 
     /// The local ones present now (spectres), when sight allows.
@@ -153,7 +153,7 @@ package final class ChatMode: ConversationOwner {
     private func takeOffline(_ shell: Shell) {
         if shell.currentMode == "chat" { shell.leaveMode() }
         goOffline(telling: shell.console)
-        shell.console.print("offline")
+        shell.console.status("offline")
     }
 
     /// At the end of a script: what it sent to peers in reach is given up to `linger` seconds to

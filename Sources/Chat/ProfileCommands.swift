@@ -66,7 +66,7 @@ package final class Profiles {
         shell.register(Command("logout", scope: .global, summary: "stop using the current profile") { invocation in
             guard let current = self.current else { throw ProfileError.notLoggedIn }
             self.setCurrent(nil, invocation.shell)
-            invocation.console.print("logged out of \(current.profile.handle)")
+            invocation.console.status("logged out of \(current.profile.handle)")
         })
     }
 
@@ -92,7 +92,7 @@ package final class Profiles {
         let gift = shell.session.random.next() % 4 == 0
         let created = try store.create(name: name, password: password, avatar: avatar, gift: gift, now: shell.session.clock())
         setCurrent(created, shell)
-        shell.console.print("created \(created.0.handle) and logged in")
+        shell.console.status("created \(created.0.handle) and logged in")
     }
 
     /// Asks a new password twice. A password that is too short, or a confirmation that differs,
@@ -174,7 +174,7 @@ package final class Profiles {
         guard let profile = try store.profile(named: name) else { throw ProfileError.noSuchProfile(name) }
         let identity = try unlock(profile, passwordFile: passwordFile, store: store, shell)
         setCurrent((profile, identity), shell)
-        shell.console.print("logged in as \(profile.handle)")
+        shell.console.status("logged in as \(profile.handle)")
     }
 
     /// Asks for (or reads) the password and unlocks the keys; after wrong passwords every

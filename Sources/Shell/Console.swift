@@ -79,6 +79,14 @@ package final class Console {
         }.joined(separator: "\n")
     }
 
+    /// Writes a status line (`logged in as …`, `announcing …`): what a command did, not what it
+    /// was asked for. At a terminal with the output; in a script on standard error, so that
+    /// standard output carries only the data (a list, TSV rows), as git does.
+    package func status(_ text: String) {
+        if capabilities.interactive || capture != nil { return print(text) }
+        error(text)
+    }
+
     /// Writes a line of prose (a hint, a notice): at a terminal broken at spaces to its width
     /// rather than by the terminal mid-word; to a pipe as one line, as scripts expect.
     package func printProse(_ text: String) {

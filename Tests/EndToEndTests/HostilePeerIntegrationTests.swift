@@ -230,7 +230,7 @@ struct PipeDrivenChatTests {
         let driver = try shells.driver(["--data-dir", ann])
         do {
             try driver.send("login ann --password-file \(shells.password)")
-            #expect(try driver.read(until: "logged in as ann#", timeout: 10))
+            #expect(try driver.readError(until: "logged in as ann#", timeout: 10), "a status line: on standard error in a script")
             try driver.send("chat")
             #expect(try driver.read(until: "nobody you can see is nearby", timeout: 10))
         } catch {
@@ -282,7 +282,7 @@ struct PipeDrivenChatTests {
         try driver.send("/offline")
         #expect(try driver.read(until: "2 messages to ben#", timeout: 10))
         #expect(try driver.read(until: " wait in the outbox: they go when you are both online", timeout: 10))
-        #expect(try driver.read(until: "offline", timeout: 10))
+        #expect(try driver.readError(until: "offline", timeout: 10))
     }
 }
 
@@ -305,7 +305,7 @@ struct OnlineEverywhereTests {
         #expect(annShell.output.contains("✉ ben#"), "\(annShell.output)")
         try annShell.send("offline\necho END")
         #expect(try annShell.read(until: "END", timeout: 20))
-        #expect(annShell.output.contains("offline\n"))
+        #expect(try annShell.readError(until: "offline\n", timeout: 5))
         // ann's goodbye reaches ben: he is told she left.
         runB.waitFor("- ann#", timeout: 20)
     }
@@ -327,13 +327,13 @@ struct OneShellPerProfileTests {
         #expect(refused.status != 0)
         #expect(refused.stderr.contains("ann#") && refused.stderr.contains("is online in another seance (process \(first.process.processIdentifier)): leave chat there first"),
                 "\(refused.stderr)")
-        #expect(!refused.stdout.contains("announcing"))
+        #expect(!refused.stdout.contains("announcing") && !refused.stderr.contains("announcing"))
 
         // Killed, it holds nothing: the lock ends with the process.
         kill(first.process.processIdentifier, SIGKILL)
         first.close()
         let after = try shells.run(["--data-dir", ann], stdin: "login ann --password-file \(shells.password)\nchat\noffline\n")
         #expect(after.status == 0, "\(after.stderr)")
-        #expect(after.stdout.contains("announcing ann#"))
+        #expect(after.stderr.contains("announcing ann#") && !after.stdout.contains("announcing"), "status lines go to standard error")
     }
 }

@@ -14,7 +14,7 @@ import Testing
         let good = scratch.write("good", "correct horse\n")
         #expect(try run("profile new ann --password-file \(good)\n").status == 0)
         let dash = try runSeance(["--data-dir", scratch.dataDir, "-c", "login ann --password-file -"], stdin: "correct horse\n", scratch: scratch)
-        #expect(dash.status == 0 && dash.stdout.contains("logged in as ann#"), "\(dash.stderr)")
+        #expect(dash.status == 0 && dash.stderr.contains("logged in as ann#") && dash.stdout.isEmpty, "\(dash.stderr)")
         let data = scratch.dataDir
         let piped = try sh("printf 'correct horse\\n' | \(seanceBinary) --data-dir \(data) -c 'login ann --password-file /dev/stdin' 2>&1")
         #expect(piped.contains("logged in as ann#"), "\(piped)")
@@ -38,17 +38,18 @@ import Testing
             profile new bob
             profile show bob
             """ + "\n")
-        let handle = try #require(first.stdout.split(separator: "\n").first?.split(separator: " ").dropFirst().first)
+        let handle = try #require(first.stderr.split(separator: "\n").first?.split(separator: " ").dropFirst().first)
         #expect(handle.hasPrefix("alice#") && handle.count == 10)
+        // Standard output is what was asked for; what the commands did is said on standard error.
         #expect(first.stdout == """
-            created \(handle) and logged in
             * 👻 \(handle)
-            logged out of \(handle)
-            logged in as \(handle)
 
             """)
         #expect(first.stderr == """
+            created \(handle) and logged in
+            logged out of \(handle)
             line 4: wrong password
+            logged in as \(handle)
             line 6: missing --password-file FILE (batch input cannot be asked for; give it as an argument)
             line 7: there is no profile named 'bob'
 

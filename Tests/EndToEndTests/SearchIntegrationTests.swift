@@ -44,6 +44,8 @@ struct SearchIntegrationTests {
         // seance finds every one, from the last stored back (a search indexes what waits first).
         let found = try runSeance(["--data-dir", b, "-c", "login ben --password-file \(net.scratch.path)/password; search burst --format tsv"], scratch: net.scratch)
         #expect(found.stdout.split(separator: "\n").filter { $0.contains("\t") }.count == stored, "\(found.stderr)")
+        // Clean TSV: the login's status line is on standard error (issue 52).
+        #expect(found.stdout.split(separator: "\n").allSatisfy { $0.contains("\t") } && found.stderr.contains("logged in as ben#"))
         #expect(count("SELECT count(*) FROM message_search WHERE message_search MATCH 'burst'") == stored)
         #expect(count("SELECT count(*) FROM message WHERE id NOT IN (SELECT rowid FROM message_search WHERE message_search MATCH 'line')") == 0)
         #expect(try query(b, "PRAGMA integrity_check") == ["ok"])
