@@ -116,8 +116,11 @@ def section(title):
 
 
 def make_profile(binary, data, name, password_file, env):
-    subprocess.run([binary, "--data-dir", data, "-c", f"profile new {name} --password-file {password_file}"],
-                   env=env, check=True, stdout=subprocess.DEVNULL)
+    # Its status line goes to standard error: kept out of the figures unless it fails.
+    made = subprocess.run([binary, "--data-dir", data, "-c", f"profile new {name} --password-file {password_file}"],
+                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if made.returncode != 0:
+        sys.exit(f"cannot make profile {name} in {data}: {made.stderr.strip()}")
 
 
 def start_chat(binary, data, name, password_file, env, seconds):
