@@ -98,11 +98,13 @@ struct ScriptEndTests {
         let a = try net.makeProfile("ann", host: 1), b = try net.makeProfile("ben", host: 2)
         let runB = try net.start(host: 2, data: b, name: "ben", lines: ["chat"])
         defer { runB.kill() }
-        let runA = try net.start(host: 1, data: a, name: "ann", lines: ["chat", "open ben --wait 30", "sleep 3"] + (1...40).map { "line \($0)" })
+        let runA = try net.start(host: 1, data: a, name: "ann", lines: ["chat", "open ben --wait 30", "/echo opened"])
         defer { runA.kill() }
-        #expect(runB.waitFor("ann#"))
+        #expect(runB.waitFor("ann#") && runA.waitFor("opened"))
         runB.send("open ann")
-        #expect(runB.waitFor("no messages yet"))
+        #expect(runB.waitFor("no messages yet"), "\(runB.output)")
+        // Only once ben's conversation is open and empty: what comes is drawn below it.
+        runA.send((1...40).map { "line \($0)" })
         runA.finish()
         #expect(runB.waitFor("line 40"))
         runB.send("/older", "/older")

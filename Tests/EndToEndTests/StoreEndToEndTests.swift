@@ -43,8 +43,10 @@ import Testing
         #expect(result.stdout.contains("3 Holy candles for $2.97\nbought 3 Holy candles 🕯️ — receipt "), "\(result.stdout)")
         #expect(result.stdout.contains("total spent: $8.95"))
         #expect(result.stdout.contains("a Saint's medallion is worn: it breaks in 60 min"))
+        let handle = try #require(result.stderr.split(separator: "\n").first { $0.hasPrefix("logged in as ") }?.dropFirst(13))
         #expect(result.stderr == """
             line 2: no profile is logged in: login NAME, or profile new
+            logged in as \(handle)
             line 6: wrong password
             line 8: you can buy 1 to 99 at a time, not 0
             line 11: no curse is on you: the candle is kept for when one is
