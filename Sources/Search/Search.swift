@@ -128,6 +128,8 @@ package final class Search: PlaceExtension {
         let store = try store(shell)
         let words = arguments.positionals
         let query = try SearchQuery(words)
+        // Nothing to look for (`search ""`, a quote of spaces) is a mistake, not zero matches.
+        guard !query.isEmpty else { throw UserError("search needs a word to look for: search TEXT") }
         var filter = SearchFilter()
         if let name = arguments["from"] {
             filter.author = name.caseInsensitiveCompare(store.myName) == .orderedSame ? .me : .named(name)

@@ -288,7 +288,14 @@ package final class Transfers: Feature, PlaceExtension {
         var chosen: String?
         if let path {
             var info = stat()
-            if stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR { directory = path } else { chosen = path }
+            if stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
+                directory = path
+            } else if path.hasSuffix("/") {
+                // A folder was meant: it is not made (a typo would make one).
+                throw UserError("there is no folder \(SafeText.visible(path)): make it first, or give the file's name")
+            } else {
+                chosen = path
+            }
         } else {
             _ = mkdir(downloads, 0o700)
         }
@@ -298,7 +305,7 @@ package final class Transfers: Feature, PlaceExtension {
         }
         let (stem, suffix) = Self.safeName(transfer.name)
         for attempt in 1...1_000 {
-            let candidate = (directory.hasSuffix("/") ? String(directory.dropLast()) : directory) + "/" + stem
+            let candidate = String(directory.reversed().drop { $0 == "/" }.reversed()) + "/" + stem
                 + (attempt == 1 ? "" : " (\(attempt))") + suffix
             do {
                 try store.save(transfer, to: candidate)

@@ -89,6 +89,8 @@ package final class ZombiesMode {
         game.newGame(variant, using: &shell.session.random)
         self.game = game
         try show(shell)
+        // Said after the room (at a terminal the room clears the screen): the old game is over.
+        shell.console.print("a new game of \(variant.rawValue) began: full lives, a new room (the score stays)")
     }
 
     /// Draws the room, or the end-of-round message. At a terminal the screen is cleared first

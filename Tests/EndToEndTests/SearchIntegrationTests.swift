@@ -14,9 +14,11 @@ struct SearchIntegrationTests {
         let runA = try net.start(host: 1, data: a, name: "ann", lines: ["chat", "open ben --wait 30"] + (1...30).map { "line \($0)" })
         runA.finish()
         #expect(eventually(timeout: 30) { (try? query(b, "SELECT count(*) FROM message")) == ["30"] })
-        runB.send("search \"line 3\"", "open 1", "/newer", "/newer", "/newer", "/newer", "/newer", "/newer", "/newer", "/newer")
+        runB.send("search \"\"", "search \"line 3\"", "open 1", "/newer", "/newer", "/newer", "/newer", "/newer", "/newer", "/newer", "/newer")
         let out = runB.finish()
         #expect(out.contains("1 match for \"line 3\""), "\(out)")
+        // Nothing to look for is a mistake, not zero matches (issue 52).
+        #expect(out.contains("search needs a word to look for: search TEXT") && !out.contains("0 matches for"), "\(out)")
         #expect(out.contains(", around #3") && out.contains("│ line 3 │"), "\(out)")
         // Paged on to the newest, each message once.
         #expect(out.components(separatedBy: "│ line 30 │").count == 2, "\(out)")

@@ -107,6 +107,15 @@ struct TransferIntegrationTests {
             let streamed = !runA.output.contains("file stream:")
             #expect(streamed != blocked, "blocked: \(blocked): \(runA.output.suffix(800))")
             #expect(try eventually(timeout: 30) { state(a, "file.bin") == "complete" })
+            guard !blocked else { continue }
+            // Issue 52: into a folder (its name ending in /) that is not there, a clear error;
+            // into one that is, the file's own name, one slash between.
+            let saved = try #require(number(b, "file.bin"))
+            try FileManager.default.createDirectory(atPath: net.scratch.path + "/kept", withIntermediateDirectories: false)
+            runB.send("save \(saved) \(net.scratch.path)/nowhere/", "save \(saved) \(net.scratch.path)/kept/", "echo saved")
+            #expect(runB.waitFor("saved\n"))
+            #expect(runB.output.contains("there is no folder \(net.scratch.path)/nowhere/: make it first"), "\(runB.output.suffix(600))")
+            #expect(runB.output.contains("saved file \(saved) as \(net.scratch.path)/kept/file.bin\n"), "\(runB.output.suffix(600))")
         }
     }
 

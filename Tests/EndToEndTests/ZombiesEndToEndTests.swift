@@ -53,7 +53,7 @@ import Testing
 
     @Test func prefixFormWorksFromTheTop() throws {
         let result = try run("zombies variant blocker\nzombies stats\n", ["--ascii"])
-        #expect(result.stdout.hasSuffix("wins: 0  losses: 0  lives: 3  variant: blocker\n"))
+        #expect(result.stdout.hasSuffix("a new game of blocker began: full lives, a new room (the score stays)\nwins: 0  losses: 0  lives: 3  variant: blocker\n"))
         let bad = try run("zombies variant spooky\n")
         #expect(bad.stderr == "line 1: unknown variant 'spooky': choose classic, blocker or flashlight\n")
     }
