@@ -79,6 +79,23 @@ package final class Console {
         }.joined(separator: "\n")
     }
 
+    /// With `--ascii` (a terminal or a font without them), dashes, quotes and bullets as their
+    /// ASCII look-alikes, each one column as before.
+    private func ascii(_ text: String) -> String {
+        guard capabilities.ascii, !text.utf8.allSatisfy({ $0 < 0x80 }) else { return text }
+        var out = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\u{2014}", "\u{2013}", "\u{2212}", "\u{00B7}": out.append("-")
+            case "\u{2018}", "\u{2019}": out.append("'")
+            case "\u{201C}", "\u{201D}": out.append("\"")
+            case "\u{2022}": out.append("*")
+            default: out.append(scalar)
+            }
+        }
+        return String(out)
+    }
+
     /// Writes a status line (`logged in as …`, `announcing …`): what a command did, not what it
     /// was asked for. At a terminal with the output; in a script on standard error, so that
     /// standard output carries only the data (a list, TSV rows), as git does.
@@ -129,8 +146,9 @@ package final class Console {
         write("\u{1B}[\(rows)A\r\u{1B}[J")
     }
 
-    /// Writes `text` to stdout as is.
+    /// Writes `text` to stdout as is (with `--ascii`, its typographic punctuation as ASCII).
     package func write(_ text: String) {
+        let text = ascii(text)
         acceptedRows = nil
         screen?.advance(over: text, columns: columns)
         writeUnfollowed(text)
@@ -146,7 +164,7 @@ package final class Console {
 
     /// Writes one error line to stderr, after whatever stdout holds.
     package func error(_ text: String) {
-        let text = fitted(text)
+        let text = ascii(fitted(text))
         acceptedRows = nil
         screen?.advance(over: text + "\n", columns: columns)
         if capture != nil { capture!.append(text + "\n"); return }

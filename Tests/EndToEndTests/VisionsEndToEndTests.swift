@@ -34,12 +34,12 @@ import Testing
 
             """)
         let out = result.stdout
-        #expect(out.hasPrefix("Visions — 0 in all\nNo visions yet. Add one: add NAME --image PATH\n"))
+        #expect(out.hasPrefix("Visions - 0 in all\nNo visions yet. Add one: add NAME --image PATH\n"))
         #expect(out.contains("added vision #1, assigned to Max\n"))
         #expect(out.contains("added vision #2, assigned to Jim Hopper\n"))
         #expect(out.contains("Vision #1  rescuer: Max  Save Me\n[ Save Me ]  save NAME\n"))
         #expect(out.contains("Max rescued Will! (vision #1)\n"))
-        #expect(out.contains("Rescuers — 11 in all\n"))
+        #expect(out.contains("Rescuers - 11 in all\n"))
         #expect(out.contains("Jim Hopper  rescues: 0\n"))
         #expect(out.contains("#1  Max\n") && out.contains("Rescued\n"))
         #expect(out.hasSuffix("deleted vision #1\n"))
@@ -65,7 +65,7 @@ import Testing
             line 5: the rescuer's name cannot be empty
 
             """)
-        #expect(result.stdout.contains("Visions — 0 in all"))
+        #expect(result.stdout.contains("Visions - 0 in all"))
     }
 
     /// A script's unknown name is an error, not a second Joyce; rescuers are renamed, deleted

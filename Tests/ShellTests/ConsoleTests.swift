@@ -26,4 +26,11 @@ import Terminal
         console.print(line)
         #expect(console.takeCaptured() == line + "\n")
     }
+
+    @Test func asciiMeansASCIIPunctuationToo() {
+        let console = Console.capturing(Capabilities(color: .none, ascii: true, interactive: false))
+        console.print("ben — a file · 3 MiB – “quoted” and ’twas • done")
+        console.error("cannot read it — gone")
+        #expect(console.takeCaptured() == "ben - a file - 3 MiB - \"quoted\" and 'twas * done\ncannot read it - gone\n")
+    }
 }
