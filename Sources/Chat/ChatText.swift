@@ -15,16 +15,23 @@ enum ChatText {
     /// once. Names as they are: the completion quotes what it inserts (`'the Girl in the Well'`),
     /// so a name with spaces completes from its first word, quoted or not.
     /// A verified key's candidates say so.
+    /// A name alone where one key goes by it (`open ben`), `name#fingerprint` where several do.
     static func peerCandidates(locals: [LocalPeer], present: [Peer], past: [Conversation], verified: Set<Data> = []) -> [Candidate] {
         var names = Set<String>()
         var candidates: [Candidate] = []
         func checked(_ key: Data, _ description: String) -> String { verified.contains(key) ? "verified, " + description : description }
+        // Each key once (in sight before past), then how many keys share each name.
+        var seen = Set<Data>()
+        let people = present.filter { seen.insert($0.signingKey).inserted }.map { ($0.signingKey, $0.name, $0.shownHandle, $0.plane?.name ?? "") }
+            + past.filter { seen.insert($0.peerKey).inserted }.map { ($0.peerKey, $0.peerName, $0.shownHandle, "past conversation") }
+        var keysByName: [String: Int] = [:]
+        for (_, name, _, _) in people { keysByName[name.lowercased(), default: 0] += 1 }
         for local in locals where names.insert(local.name).inserted { candidates.append(Candidate(local.name, local.kind)) }
-        for peer in present where names.insert(peer.shownHandle).inserted {
-            candidates.append(Candidate(peer.shownHandle, checked(peer.signingKey, peer.plane?.name ?? "")))
-        }
-        for conversation in past where names.insert(conversation.shownHandle).inserted {
-            candidates.append(Candidate(conversation.shownHandle, checked(conversation.peerKey, "past conversation")))
+        for (key, name, handle, description) in people {
+            let shownName = SafeText.visible(name)
+            let text = keysByName[name.lowercased()] == 1 && !names.contains(shownName) ? shownName : handle
+            guard names.insert(text).inserted else { continue }
+            candidates.append(Candidate(text, checked(key, description)))
         }
         return candidates
     }

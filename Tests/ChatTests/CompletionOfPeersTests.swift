@@ -1,4 +1,6 @@
+import Foundation
 import Nearby
+import Wire
 import Shell
 import Storage
 import Testing
@@ -27,5 +29,19 @@ import Testing
         #expect(one.insertion(current: "the Gi") == "'the Girl in the Well' ")
         // From the first word the common part goes in, its quote left open for the rest.
         #expect(shell.completion(for: "open the").insertion(current: "the") == "'the G")
+    }
+
+    /// Issue 52: the fingerprint only where a name is not enough (two keys call themselves ben).
+    @Test func aNameCompletesAloneUnlessTwoKeysShareIt() {
+        func peer(_ name: String, _ byte: UInt8) -> Peer {
+            Peer(signingKey: Data(repeating: byte, count: 32),
+                 announcement: Announcement(name: name, agreementKey: Data(repeating: byte, count: 32), plane: 0, avatar: .none,
+                                            unicastPort: 1, intervalMilliseconds: 5000),
+                 route: Route(transport: "memory", address: "h"), lastSeen: 0)
+        }
+        let one = ChatText.peerCandidates(locals: [], present: [peer("ben", 1), peer("cat", 2)], past: []).map(\.text)
+        #expect(one == ["ben", "cat"])
+        let two = ChatText.peerCandidates(locals: [], present: [peer("ben", 1), peer("ben", 3), peer("cat", 2)], past: []).map(\.text)
+        #expect(two.count == 3 && two.filter { $0.hasPrefix("ben#") }.count == 2 && two.contains("cat"), "\(two)")
     }
 }
