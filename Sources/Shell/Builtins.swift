@@ -13,7 +13,9 @@ enum Builtins {
                 shell.console.print(try shell.registry.helpText(for: name, inMode: invocation.mode, styler: shell.styler,
                                                                       columns: shell.console.columns))
             } else {
-                shell.console.print(shell.registry.helpText(inMode: invocation.mode, styler: shell.styler, columns: shell.console.columns))
+                // At a terminal it fits the window; a script gets the whole of it.
+                shell.console.print(shell.registry.helpText(inMode: invocation.mode, styler: shell.styler, columns: shell.console.columns,
+                                                            rows: shell.isInteractive ? shell.console.rows : nil))
             }
         })
         shell.register(Command("back", scope: .global, summary: "leave the current mode") { invocation in

@@ -53,8 +53,16 @@ package struct CommandRegistry {
         EditDistance.nearest(to: name, in: words(inMode: mode))
     }
 
-    /// `help` for a mode: its commands, the commands that work everywhere, and the modes.
-    package func helpText(inMode mode: String?, styler: Styler, columns: Int = 80) -> String {
+    /// `help` for a mode: its commands, the commands that work everywhere, and the modes. Taller
+    /// than `rows` (a terminal's), every list is names only, the place's own first, so that the
+    /// whole of it stays on the screen ('help COMMAND' explains one).
+    package func helpText(inMode mode: String?, styler: Styler, columns: Int = 80, rows: Int? = nil) -> String {
+        let full = helpText(inMode: mode, styler: styler, columns: columns, compact: false)
+        guard let rows, full.split(separator: "\n", omittingEmptySubsequences: false).count > rows - 2 else { return full }
+        return helpText(inMode: mode, styler: styler, columns: columns, compact: true)
+    }
+
+    private func helpText(inMode mode: String?, styler: Styler, columns: Int, compact: Bool) -> String {
         func rows(_ list: [(String, String)]) -> [String] {
             let width = min(28, (list.map { $0.0.displayWidth }.max() ?? 0) + 2)
             return list.flatMap { DisplayWidth.described($0.0, $0.1, labelWidth: width, totalWidth: columns) }
@@ -63,7 +71,17 @@ package struct CommandRegistry {
             command.aliases.isEmpty ? command.name : command.name + " (" + command.aliases.joined(separator: " ") + ")"
         }
         var lines: [String] = []
-        if let mode {
+        // Names after a bold title, wrapped to the window.
+        func named(_ title: String, _ names: [String]) -> [String] {
+            var wrapped = DisplayWidth.wrap(title + " " + names.joined(separator: ", "), width: max(20, columns))
+            if !wrapped.isEmpty { wrapped[0] = styler.bold(title) + wrapped[0].dropFirst(title.count) }
+            return wrapped
+        }
+        if compact {
+            if let mode { lines += named("Commands in \(mode) mode:", commands.filter { $0.scope == .mode(mode) }.map(label)) }
+            lines += named(mode == nil ? "Commands:" : "Everywhere:", commands.filter { $0.scope == .global }.map(label))
+            lines += named("Modes:", modes.map(\.name))
+        } else if let mode {
             let own = commands.filter { $0.scope == .mode(mode) }
             if own.isEmpty {
                 lines.append(self.mode(named: mode)?.isAvailable == false ? "\(mode) mode is not available yet." : "\(mode) mode has no commands of its own.")
@@ -74,11 +92,6 @@ package struct CommandRegistry {
             lines.append("")
             // In a mode its own commands are what matters: the others are named, not explained,
             // so the list keeps to the window ('help COMMAND' explains one).
-            func named(_ title: String, _ names: [String]) -> [String] {
-                var wrapped = DisplayWidth.wrap(title + " " + names.joined(separator: ", "), width: max(20, columns))
-                if !wrapped.isEmpty { wrapped[0] = styler.bold(title) + wrapped[0].dropFirst(title.count) }
-                return wrapped
-            }
             lines += named("Everywhere:", commands.filter { $0.scope == .global }.map(label))
             lines += named("Modes:", modes.map(\.name))
             lines.append("")

@@ -188,6 +188,19 @@ final class Recorder { var events: [String] = [] }
 }
 
 @Suite struct HelpTests {
+    /// Issue 52: `help` in a window too short for it lists names only, the place's own first,
+    /// and all of it fits; in a tall one it explains each.
+    @Test func helpFitsTheWindowWithThePlacesOwnFirst() {
+        let (shell, _) = makeShell()
+        let registry = shell.registry
+        let tall = registry.helpText(inMode: "zombies", styler: Styler(.plain), columns: 60, rows: 100)
+        #expect(tall.contains("move up"))
+        let short = registry.helpText(inMode: "zombies", styler: Styler(.plain), columns: 60, rows: 12)
+        let lines = short.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.count <= 10 && lines.first?.hasPrefix("Commands in zombies mode: up (k), add") == true, "\(short)")
+        #expect(!short.contains("move up"))
+    }
+
     @Test func helpListsOnlyWhatAppliesHere() {
         let (shell, _) = makeShell()
         _ = shell.execute("help")
