@@ -152,13 +152,24 @@ package struct VisionStore: Sendable {
     /// Deletes rescuer `name`, refused while a vision names them.
     package func deleteRescuer(_ name: String) throws {
         try database.write { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT id, name FROM rescuer WHERE name = ? COLLATE NOCASE", arguments: [name]) else {
-                throw VisionsError.noSuchRescuer(name)
-            }
-            let visions = try Int.fetchOne(db, sql: "SELECT count(*) FROM vision WHERE rescuerId = ?", arguments: [row["id"] as Int64]) ?? 0
-            guard visions == 0 else { throw VisionsError.rescuerHasVisions(row["name"], visions) }
-            try db.execute(sql: "DELETE FROM rescuer WHERE id = ?", arguments: [row["id"] as Int64])
+            let id = try Self.deletableRescuer(db, name)
+            try db.execute(sql: "DELETE FROM rescuer WHERE id = ?", arguments: [id])
         }
+    }
+
+    /// Throws what would stop `deleteRescuer` (no such rescuer, one with visions), so that the
+    /// user is told before being asked to confirm.
+    package func checkDeletable(_ name: String) throws {
+        _ = try database.read { db in try Self.deletableRescuer(db, name) }
+    }
+
+    private static func deletableRescuer(_ db: Database, _ name: String) throws -> Int64 {
+        guard let row = try Row.fetchOne(db, sql: "SELECT id, name FROM rescuer WHERE name = ? COLLATE NOCASE", arguments: [name]) else {
+            throw VisionsError.noSuchRescuer(name)
+        }
+        let visions = try Int.fetchOne(db, sql: "SELECT count(*) FROM vision WHERE rescuerId = ?", arguments: [row["id"] as Int64]) ?? 0
+        guard visions == 0 else { throw VisionsError.rescuerHasVisions(row["name"], visions) }
+        return row["id"]
     }
 
     /// Gives rescuer `name` a portrait: image bytes already known to decode.

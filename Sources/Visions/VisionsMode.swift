@@ -178,6 +178,8 @@ package final class VisionsMode {
         case "delete":
             guard value == nil else { throw UserError("unexpected argument '\(SafeText.visible(value!))' (rescuer delete NAME)") }
             if shell.isInteractive {
+                // What would refuse it is said before the question, not after the answer.
+                try store.checkDeletable(rescuer.name)
                 let answer = try shell.ask("Delete rescuer \(shown)? [y/N]", field: "confirmation")
                 guard answer.lowercased().hasPrefix("y") else { return shell.console.print("nothing deleted") }
             }

@@ -245,6 +245,11 @@ import Testing
         try term.waitFor { $0.hasSuffix("/assets/portraits/dustin.png") }
         try term.press("Enter")
         try term.waitFor { $0.contains("added vision #1, assigned to Dustin") }
+        // Issue 52: what refuses a deletion is said before the question, not after the answer.
+        try term.type("rescuer delete Dustin")
+        try term.press("Enter")
+        let refused = try term.waitFor { $0.contains("Dustin is assigned to a vision: delete it first") }
+        #expect(!refused.contains("Delete rescuer Dustin?"), "\(refused)")
         try term.type("open 1")
         try term.press("Enter")
         try term.type("save")
