@@ -135,7 +135,7 @@ package final class ChatMode: ConversationOwner {
     /// needs the network (rooms) asks for it through the views (`ConversationOwner`).
     package func goOnline(_ shell: Shell) throws {
         guard !online.isOnline else { return }
-        guard let login = profiles.current else { throw ProfileError.notLoggedIn }
+        let login = try profiles.requireLogin(shell)
         let context = try online.goOnline(as: login, database: try shell.session.openDatabase(), dataDirectory: shell.session.dataDirectory,
                                           wake: shell.console.inbox.wake, scheduler: shell.session.scheduler, random: &shell.session.random)
         let transports = context.network.transports.map(\.description).joined(separator: " and ")

@@ -27,6 +27,20 @@ package final class Profiles {
         ProfileStore(database: try shell.session.openDatabase(), rounds: rounds)
     }
 
+    /// The profile logged in, or an error that names the ones there are to log in as.
+    func requireLogin(_ shell: Shell) throws -> LoginSession.Login {
+        if let current { return current }
+        let names = ((try? store(shell).profiles()) ?? []).map { SafeText.visible($0.name) }
+        let slash = shell.takesMessages ? "/" : ""
+        switch names.count {
+        case 0: throw UserError("no profile is logged in, and there is none here yet: \(slash)profile new NAME")
+        case 1: throw UserError("no profile is logged in: \(slash)login \(names[0]) (or \(slash)profile new NAME)")
+        default:
+            let shown = names.count <= 6 ? names.joined(separator: ", ") : names.prefix(6).joined(separator: ", ") + ", …"
+            throw UserError("no profile is logged in: \(slash)login NAME, one of \(shown) (or \(slash)profile new NAME)")
+        }
+    }
+
     package func register(in shell: Shell) {
         shell.promptUser = { [unowned self] in self.current.map { SafeText.visible($0.profile.name) } }
         let names = ArgumentKind.dynamic { [unowned shell, unowned self] in

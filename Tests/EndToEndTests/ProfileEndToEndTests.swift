@@ -26,6 +26,16 @@ import Testing
         #expect(both.status == 1 && both.stderr.contains("standard input carries the commands here"), "\(both.stderr)")
     }
 
+    /// Issue 52: `chat` before a login names the profiles there are to log in as.
+    @Test func chatBeforeALoginNamesTheProfiles() throws {
+        #expect(try run("chat\n").stderr == "line 1: no profile is logged in, and there is none here yet: profile new NAME\n")
+        let good = scratch.write("good", "correct horse\n")
+        #expect(try run("profile new ann --password-file \(good)\n").status == 0)
+        #expect(try run("chat\n").stderr == "line 1: no profile is logged in: login ann (or profile new NAME)\n")
+        #expect(try run("profile new ben --password-file \(good)\n").status == 0)
+        #expect(try run("chat\n").stderr == "line 1: no profile is logged in: login NAME, one of ann, ben (or profile new NAME)\n")
+    }
+
     @Test func scriptsCreateLogInAndDelete() throws {
         let good = scratch.write("good", "correct horse\nsecond line is ignored\n")
         let bad = scratch.write("bad", "battery staple\n")
