@@ -112,10 +112,25 @@ package struct TransferView: Sendable {
 
     /// One line of `transfers`.
     package func listLine(_ transfer: Transfer, stored: Int) -> String {
-        let direction = transfer.outgoing ? "to" : "from"
-        let done = min(transfer.size, stored * transfer.chunkSize)
-        let progress = transfer.state == .moving ? " \(done * 100 / max(1, transfer.size)) %" : ""
-        return "\(transfer.number)  \(direction) \(SafeText.visible(transfer.peerName))  \(Self.shownName(transfer.name))  "
-            + "\(Self.kind(of: transfer)), \(Self.size(transfer.size))  \(transfer.state.rawValue)\(progress)"
+        listLines([(transfer, stored)])[0]
+    }
+
+    /// `transfers`: a row each, in columns (number, who, name, kind, size, state).
+    package func listLines(_ transfers: [(Transfer, stored: Int)]) -> [String] {
+        let cells = transfers.map { transfer, stored -> [String] in
+            let done = min(transfer.size, stored * transfer.chunkSize)
+            let progress = transfer.state == .moving ? " \(done * 100 / max(1, transfer.size)) %" : ""
+            return ["\(transfer.number)", (transfer.outgoing ? "to " : "from ") + SafeText.visible(transfer.peerName),
+                    Self.shownName(transfer.name, width: 32), Self.kind(of: transfer), Self.size(transfer.size),
+                    transfer.state.rawValue + progress]
+        }
+        let widths = (0..<6).map { column in cells.map { $0[column].displayWidth }.max() ?? 0 }
+        return cells.map { row in
+            // The number and the size to the right; the last column as it is.
+            let number = String(repeating: " ", count: widths[0] - row[0].displayWidth) + row[0]
+            let size = String(repeating: " ", count: widths[4] - row[4].displayWidth) + row[4]
+            return [number, DisplayWidth.pad(row[1], to: widths[1]), DisplayWidth.pad(row[2], to: widths[2]),
+                    DisplayWidth.pad(row[3], to: widths[3]), size, row[5]].joined(separator: "  ")
+        }
     }
 }

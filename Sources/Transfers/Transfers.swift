@@ -232,10 +232,10 @@ package final class Transfers: Feature, PlaceExtension {
         let transfers = try store.transfers(myKey: try myKey())
         guard !transfers.isEmpty else { return shell.console.print("no files sent or received yet: /send PATH in a conversation") }
         let view = TransferView(capabilities: shell.capabilities, columns: shell.console.columns)
-        for transfer in transfers {
-            let stored = live.map { live in live.context.engine.sync { live.stored(of: transfer) } } ?? transfer.stored
-            shell.console.print(view.listLine(transfer, stored: stored))
+        let rows = transfers.map { transfer in
+            (transfer, stored: live.map { live in live.context.engine.sync { live.stored(of: transfer) } } ?? transfer.stored)
         }
+        for line in view.listLines(rows) { shell.console.print(line) }
     }
 
     /// The pictures and files of `conversation` as bubbles at their times, for its pages: each

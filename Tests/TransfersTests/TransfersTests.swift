@@ -242,6 +242,10 @@ import Wire
         #expect(try run(world, upTo: 20) { try transfers(of: ben).last?.state == .cancelled })
         world.step(0.5)
         #expect(bars(of: ben).last?.hasPrefix("file \(second.number) cancelled") == true)
+        // `transfers` lists them in columns (issue 52): names of other lengths, sizes aligned.
+        let listed = TransferView(capabilities: .plain, columns: 100).listLines(try transfers(of: ben).map { ($0, $0.stored) })
+        let ends = listed.map { line in line.range(of: " KiB")!.upperBound.utf16Offset(in: line) }
+        #expect(listed.count == 2 && Set(ends).count == 1, "\(listed)")
     }
 
     /// The sender gone half-way and back: what it had not been told was stored goes again, from
