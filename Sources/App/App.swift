@@ -224,5 +224,31 @@ package enum App {
         let store = StoreMode(session: profiles.session)
         store.curses = curses
         store.register(in: shell)
+        registerNotify(in: shell, network: network, environment: environment)
+    }
+
+    /// `notify [bell|desktop|off]`: how arrivals draw your attention, from now on and (kept in
+    /// seance.conf) in later sessions; alone, how they do now.
+    static func registerNotify(in shell: Shell, network: NetworkConfiguration, environment: [String: String]) {
+        let modes = Attention.Mode.allCases.map { Candidate($0.rawValue, [.bell: "the bell", .desktop: "the bell and a desktop notification",
+                                                                          .off: "nothing"][$0]!) }
+        shell.register(Command("notify", scope: .global, arguments: [.positional("how", .choice(modes), optional: true)],
+                               summary: "how arrivals draw your attention: bell, desktop or off (kept for next time)") { invocation in
+            let console = invocation.console
+            guard let chosen = invocation.arguments["how"] else {
+                return console.print("notify: " + (console.attention?.mode ?? (shell.isInteractive ? .off : network.notify)).rawValue)
+            }
+            guard let mode = Attention.Mode(rawValue: chosen.lowercased()) else {
+                throw UserError("notify takes bell, desktop or off, not '\(SafeText.visible(chosen))'")
+            }
+            try shell.session.dataDirectory.create()
+            try ConfigFile.keep("notify", mode.rawValue, in: shell.session.dataDirectory.path)
+            // A script draws no attention: the choice is kept for the sessions at a terminal.
+            if shell.isInteractive {
+                console.attention = mode == .off ? nil
+                    : Attention(mode: mode, showsText: network.notifyText, throughTmux: environment["TMUX"] != nil)
+            }
+            console.status("notify: \(mode.rawValue) (kept in seance.conf)")
+        })
     }
 }

@@ -1,9 +1,11 @@
+import Foundation
 import ChatViews
 import LAN
 import MQTT
 import Nearby
 import Shell
 import Storage
+import Terminal
 
 /// Where and how chat goes online, resolved from the flags, `seance.conf` and the defaults.
 package struct NetworkConfiguration: Sendable, Equatable {
@@ -204,6 +206,32 @@ package enum Settings {
 /// `Settings.all` (a repeatable one takes a comma-separated list). Flags win over the file.
 enum ConfigFile {
     static func path(in directory: DataDirectory) -> String { directory.path + "/seance.conf" }
+
+    /// `text` with `key = value`: its last line for `key` changed in place (comments and every
+    /// other line kept), or the line added at the end.
+    static func setting(_ key: String, to value: String, in text: String) -> String {
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        if lines.last == "" { lines.removeLast() }
+        let index = lines.lastIndex { line in
+            let setting = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+            return setting.split(separator: "=", maxSplits: 1).first?.trimmingWhitespace == key
+        }
+        if let index { lines[index] = "\(key) = \(value)" } else { lines.append("\(key) = \(value)") }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Keeps `key = value` in the data directory's seance.conf (written whole, then renamed
+    /// over the old one: a kill leaves one or the other).
+    static func keep(_ key: String, _ value: String, in directory: String) throws {
+        let path = directory + "/seance.conf"
+        let old = (try? FileContents.text(path)) ?? ""
+        let temporary = path + ".new"
+        guard FileManager.default.createFile(atPath: temporary, contents: Data(setting(key, to: value, in: old).utf8),
+                                             attributes: [.posixPermissions: 0o600]),
+              rename(temporary, path) == 0 else {
+            throw UserError("cannot write \(path): \(String(cString: strerror(errno)))")
+        }
+    }
 
     static func parse(_ text: String, path: String) throws(SettingsError) -> SettingValues {
         var values = SettingValues()

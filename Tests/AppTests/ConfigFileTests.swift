@@ -3,6 +3,17 @@ import Testing
 @testable import App
 
 @Suite struct ConfigFileTests {
+    /// Issue 52's `notify` keeps its choice: the key's line changed in place, comments and
+    /// the other lines kept; a file without it gets it at the end, and reads back.
+    @Test func aSettingIsKeptInPlace() throws {
+        let text = "# mine\nnotify = bell   # loud\nport = 5000\n"
+        #expect(ConfigFile.setting("notify", to: "off", in: text) == "# mine\nnotify = off\nport = 5000\n")
+        #expect(ConfigFile.setting("notify", to: "desktop", in: "port = 5000") == "port = 5000\nnotify = desktop\n")
+        #expect(ConfigFile.setting("notify", to: "off", in: "") == "notify = off\n")
+        let values = try ConfigFile.parse(ConfigFile.setting("notify", to: "desktop", in: text), path: "seance.conf")
+        #expect(values["notify"] == ["desktop"] && values["port"] == ["5000"])
+    }
+
     @Test func readsKeysAndComments() throws {
         let values = try ConfigFile.parse("""
             # chat settings

@@ -8,6 +8,16 @@ import Testing
         try runSeance(["--data-dir", scratch.dataDir] + arguments, stdin: stdin, environment: environment, scratch: scratch)
     }
 
+    /// `notify` at runtime, kept in seance.conf for the next session (issue 52).
+    @Test func notifyIsChosenAtRuntimeAndKept() throws {
+        #expect(try run("notify\n").stdout == "notify: bell\n")
+        let chosen = try run("notify desktop\n")
+        #expect(chosen.status == 0 && chosen.stderr == "notify: desktop (kept in seance.conf)\n", "\(chosen.stderr)")
+        #expect(try String(contentsOfFile: scratch.dataDir + "/seance.conf", encoding: .utf8) == "notify = desktop\n")
+        #expect(try run("notify\n").stdout == "notify: desktop\n")
+        #expect(try run("notify loud\n").stderr.hasPrefix("line 1: "))
+    }
+
     @Test func pipedCommandsRunWithoutPromptOrBanner() throws {
         let result = try run("echo hello\necho 'two words'\n")
         #expect(result.stdout == "hello\ntwo words\n")
