@@ -56,14 +56,6 @@ static inline int seance_history_setunique(History *h, int unique) {
     HistEvent ev;
     return history(h, &ev, H_SETUNIQUE, unique);
 }
-static inline int seance_history_load(History *h, const char *path) {
-    HistEvent ev;
-    return history(h, &ev, H_LOAD, path);
-}
-static inline int seance_history_save(History *h, const char *path) {
-    HistEvent ev;
-    return history(h, &ev, H_SAVE, path);
-}
 static inline int seance_history_enter(History *h, const char *line) {
     HistEvent ev;
     return history(h, &ev, H_ENTER, line);

@@ -39,4 +39,50 @@ enum HistoryFile {
         }
         return (info.st_mode & S_IFMT) == S_IFREG ? path : nil
     }
+
+    /// libedit's own format starts with this line, and escapes every space (`open\040ben`).
+    static let libeditHeader = "_HiStOrY_V2_"
+
+    /// The entries of a history file, oldest first: a command a line, as typed; one written by
+    /// an older seance (libedit's format) is read the same, its escapes undone.
+    static func entries(_ text: String) -> [String] {
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
+        guard lines.first == libeditHeader else { return lines }
+        lines.removeFirst()
+        return lines.map(unescaped)
+    }
+
+    /// strvis(3)'s escapes undone: `\ooo` octal bytes, and `\\`.
+    static func unescaped(_ line: String) -> String {
+        var bytes: [UInt8] = []
+        let source = Array(line.utf8)
+        var index = 0
+        while index < source.count {
+            if source[index] == UInt8(ascii: "\\"), index + 3 < source.count,
+               source[(index + 1)...(index + 3)].allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "7")).contains($0) }) {
+                let value = source[(index + 1)...(index + 3)].reduce(0) { $0 * 8 + Int($1 - UInt8(ascii: "0")) }
+                bytes.append(UInt8(truncatingIfNeeded: value))
+                index += 4
+            } else if source[index] == UInt8(ascii: "\\"), index + 1 < source.count, source[index + 1] == UInt8(ascii: "\\") {
+                bytes.append(UInt8(ascii: "\\"))
+                index += 2
+            } else {
+                bytes.append(source[index])
+                index += 1
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Writes `entries` as plain lines (a temporary file renamed over the old: a kill leaves
+    /// one or the other), private to the user.
+    static func save(_ entries: [String], to path: String) {
+        let temporary = path + ".new"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return }
+        let bytes = Array(entries.map { $0 + "\n" }.joined().utf8)
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        if written == bytes.count { rename(temporary, path) } else { unlink(temporary) }
+    }
 }

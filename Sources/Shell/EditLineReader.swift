@@ -12,9 +12,11 @@ package final class EditLineReader: LineReader {
     let editLine: OpaquePointer
     /// What Up and Ctrl-R walk: everything run this session, messages included.
     private let history: OpaquePointer
-    /// What the history file holds: commands only (messages are not kept on disk).
-    private let savedHistory: OpaquePointer
     private let historyPath: String?
+    /// What the history file holds, oldest first, at most `historySize`: commands only (messages
+    /// are not kept on disk).
+    private var savedEntries: [String] = []
+    private let historySize: Int
     private let console: Console
     /// Completes the text before the cursor; set by whoever owns the shell.
     package var complete: (String) -> Completion = { _ in Completion(replacedScalarCount: 0, candidates: [], quotes: true) }
@@ -44,19 +46,21 @@ package final class EditLineReader: LineReader {
         configureUTF8Locale()
         // Streams of libedit's own: Swift 6 forbids touching the C globals stdin/stdout/stderr.
         guard let input = fdopen(0, "r"), let output = fdopen(1, "w"), let errors = fdopen(2, "w"),
-              let editLine = el_init("seance", input, output, errors), let history = history_init(),
-              let savedHistory = history_init() else { return nil }
+              let editLine = el_init("seance", input, output, errors), let history = history_init() else { return nil }
         self.editLine = editLine
         self.history = history
-        self.savedHistory = savedHistory
         self.historyPath = historyPath.flatMap(HistoryFile.usable)
         self.console = console
 
-        for list in [history, savedHistory] {
-            seance_history_setsize(list, historySize)
-            seance_history_setunique(list, 1)  // Consecutive duplicates are dropped.
-            if let historyPath = self.historyPath { seance_history_load(list, historyPath) }
-        }
+        // Plain lines, a command each (libedit's own format escapes every space); one an older
+        // seance wrote is read once and written back plain.
+        let text = self.historyPath.flatMap { try? FileContents.text($0) } ?? ""
+        savedEntries = Array(HistoryFile.entries(text).suffix(Int(historySize)))
+        self.historySize = Int(historySize)
+        if let path = self.historyPath, text.hasPrefix(HistoryFile.libeditHeader) { HistoryFile.save(savedEntries, to: path) }
+        seance_history_setsize(history, historySize)
+        seance_history_setunique(history, 1)  // Consecutive duplicates are dropped.
+        for entry in savedEntries { seance_history_enter(history, entry) }
 
         seance_el_set_clientdata(editLine, Unmanaged.passUnretained(self).toOpaque())
         seance_el_set_editor(editLine, "emacs")
@@ -94,7 +98,6 @@ package final class EditLineReader: LineReader {
         console.editArea = nil
         el_end(editLine)
         history_end(history)
-        history_end(savedHistory)
         prompt?.deallocate()
     }
 
@@ -153,8 +156,11 @@ package final class EditLineReader: LineReader {
         while entry.last?.isWhitespace == true { entry.removeLast() }
         seance_history_enter(history, String(entry))
         guard persistent else { return }
-        seance_history_enter(savedHistory, String(entry))
-        if let historyPath { seance_history_save(savedHistory, historyPath) }
+        // On disk: commands only (messages are not kept there).
+        guard let historyPath, !entry.isEmpty, savedEntries.last != String(entry) else { return }
+        savedEntries.append(String(entry))
+        if savedEntries.count > historySize { savedEntries.removeFirst(savedEntries.count - historySize) }
+        HistoryFile.save(savedEntries, to: historyPath)
     }
 
     package func ask(_ question: String, secret: Bool, completions: ((String) -> [Candidate])?) -> String? {

@@ -141,8 +141,9 @@ import Testing
             try term.press("Enter")
             try term.waitFor { $0.contains("EXIT=0") }
         }
+        // Plain lines, a command each, as typed (issue 52), not libedit's escapes.
         let history = try String(contentsOfFile: scratch.dataDir + "/history", encoding: .utf8)
-        #expect(history.contains("echo\\040first"))
+        #expect(history == "echo first\necho second\nquit\n", "\(history)")
         let again = try TerminalSession(scratch: scratch)
         try again.press("Up")
         try again.waitFor { $0.hasSuffix("seance> quit") }

@@ -34,3 +34,13 @@ import Terminal
         #expect(console.takeCaptured() == "ben - a file - 3 MiB - \"quoted\" and 'twas * done\ncannot read it - gone\n")
     }
 }
+
+/// Issue 52: history is plain lines; a file libedit wrote (`open\040ben`) is read with its
+/// escapes undone.
+@Suite struct HistoryFileTests {
+    @Test func plainLinesAndLibeditsFormatReadAlike() {
+        #expect(HistoryFile.entries("open ben\nsearch \"two words\"\n") == ["open ben", "search \"two words\""])
+        let old = "_HiStOrY_V2_\nopen\\040ben\nsearch\\040\\\"two\\040words\\\"\necho\\040a\\\\b\nsay\\040caf\\303\\251\n"
+        #expect(HistoryFile.entries(old) == ["open ben", "search \\\"two words\\\"", "echo a\\b", "say café"])
+    }
+}
