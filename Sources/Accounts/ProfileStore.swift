@@ -171,6 +171,17 @@ package struct ProfileStore: Sendable {
         }
     }
 
+    /// Seals the profile's keys under `password` instead (a new salt; the old password opens
+    /// nothing from now on). The caller has unlocked them with the old one.
+    package func changePassword(of profile: Profile, identity: Identity, to password: String) throws {
+        try Self.validate(password: password)
+        let vault = try PasswordVault.seal(identity, password: password, rounds: rounds)
+        try database.write { db in
+            try db.execute(sql: "UPDATE profile SET salt = ?, scryptRounds = ?, passwordHash = ?, sealedKeys = ? WHERE id = ?",
+                           arguments: [vault.salt, vault.rounds, vault.passwordHash, vault.sealedKeys, profile.id])
+        }
+    }
+
     package func setAvatar(_ avatar: Avatar, of profile: Profile) throws {
         try database.write { db in
             try db.execute(sql: "UPDATE profile SET avatarEmoji = ?, avatarImage = ? WHERE id = ?",

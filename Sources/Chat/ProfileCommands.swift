@@ -50,15 +50,18 @@ package final class Profiles {
                        Candidate("list", "every profile in this data directory"),
                        Candidate("show", "the logged-in profile, or NAME"),
                        Candidate("avatar", "change your avatar: an emoji or an image file"),
+                       Candidate("password", "change your password (your keys are sealed again under it)"),
                        Candidate("delete", "delete a profile (asks for its password)")]
         shell.register(Command(
             "profile", scope: .global,
             arguments: [.positional("action", .choice(actions), help: "new, list, show, avatar or delete"),
                         .positional("name", names, optional: true, help: "a username (or, for avatar, the emoji or image)"),
                         .option("--password-file", "file", .path, help: "a file whose first line is the password (for scripts; - is standard input, a pipe is read once)"),
-                        .option("--avatar", "avatar", .path, help: "an emoji, or an image file")],
+                        .option("--avatar", "avatar", .path, help: "an emoji, or an image file"),
+                        .option("--new-password-file", "new", .path, help: "for password in a script: a file whose first line is the new password")],
             summary: "create, list, show, change or delete profiles",
-            details: "In a script: profile new NAME --password-file FILE [--avatar EMOJI|PATH]") { invocation in
+            details: "In a script: profile new NAME --password-file FILE [--avatar EMOJI|PATH]; "
+                + "profile password --password-file OLD --new-password-file NEW") { invocation in
             let arguments = invocation.arguments
             let shell = invocation.shell
             switch arguments["action"]! {
@@ -67,6 +70,7 @@ package final class Profiles {
             case "show": try self.show(arguments["name"], shell)
             case "avatar": try self.changeAvatar(arguments["name"] ?? arguments["avatar"], shell)
             case "delete": try self.delete(arguments["name"], passwordFile: arguments["file"], shell)
+            case "password": try self.changePassword(passwordFile: arguments["file"], newPasswordFile: arguments["new"], shell)
             case let other: throw UserError("unknown profile action '\(other)': new, list, show, avatar or delete")
             }
         })
@@ -181,6 +185,18 @@ package final class Profiles {
         try store.delete(profile)
         if current?.profile.id == profile.id { setCurrent(nil, shell) }
         shell.console.print("deleted \(profile.handle)")
+    }
+
+    /// `profile password`: the current password checked (with login's delays), the new one
+    /// asked twice (or read), the keys sealed again; the profile stays logged in.
+    private func changePassword(passwordFile: String?, newPasswordFile: String?, _ shell: Shell) throws {
+        guard let current else { throw ProfileError.notLoggedIn }
+        let store = try store(shell)
+        guard let profile = try store.profile(named: current.profile.name) else { throw ProfileError.noSuchProfile(current.profile.name) }
+        let identity = try unlock(profile, passwordFile: passwordFile, store: store, shell)
+        let password = try newPasswordFile.map { try Self.readPassword($0, shell) } ?? Self.askNewPassword(shell)
+        try store.changePassword(of: profile, identity: identity, to: password)
+        shell.console.print("\(profile.handle)'s password is changed: the old one opens nothing from now on")
     }
 
     private func login(_ name: String, passwordFile: String?, _ shell: Shell) throws {

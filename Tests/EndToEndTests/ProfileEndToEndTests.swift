@@ -26,6 +26,23 @@ import Testing
         #expect(both.status == 1 && both.stderr.contains("standard input carries the commands here"), "\(both.stderr)")
     }
 
+    /// Issue 52: `profile password` seals the same keys under a new password; the old one
+    /// opens nothing after.
+    @Test func aPasswordIsChangedAndTheKeysStay() throws {
+        let good = scratch.write("good", "correct horse\n"), new = scratch.write("new", "battery staple\n")
+        let made = try run("profile new ann --password-file \(good)\n")
+        let handle = try #require(made.stderr.split(separator: " ").dropFirst().first)
+        let changed = try run("login ann --password-file \(good)\nprofile password --password-file \(good) --new-password-file \(new)\n")
+        #expect(changed.status == 0 && changed.stdout.contains("\(handle)'s password is changed"), "\(changed.stderr)")
+        let old = try run("login ann --password-file \(good)\n")
+        #expect(old.status == 1 && old.stderr.contains("wrong password"))
+        let now = try run("login ann --password-file \(new)\n")
+        #expect(now.status == 0 && now.stderr == "logged in as \(handle)\n", "the same keys: \(now.stderr)")
+        let short = scratch.write("short", "short\n")
+        let refused = try run("login ann --password-file \(new)\nprofile password --password-file \(new) --new-password-file \(short)\n")
+        #expect(refused.status == 1 && refused.stderr.contains("line 2:"), "\(refused.stderr)")
+    }
+
     /// Issue 52: `chat` before a login names the profiles there are to log in as.
     @Test func chatBeforeALoginNamesTheProfiles() throws {
         #expect(try run("chat\n").stderr == "line 1: no profile is logged in, and there is none here yet: profile new NAME\n")
