@@ -311,8 +311,14 @@ final class Conversations {
         // Pictures and files sent in it, at their times; an older page stops at the page after it.
         var extras = chat.views.extras(in: conversation, view: view, database: store.database)
         if let before, let next = try store.message(before: before + 1, in: conversation.id) { extras.removeAll { $0.time >= next.sentAt } }
-        let (page, lines) = try view.fitting(try store.page(conversation.id, before: before), rows: shell.console.rows, reserved: reserved,
-                                             now: shell.session.clock(), extras: extras) { try store.message(before: $0.id, in: conversation.id) }
+        let candidates = try store.page(conversation.id, before: before)
+        // On the newest page, a line where what has not been read yet begins.
+        let unreadOnes = candidates.filter { !$0.outgoing && $0.state == .received }
+        let unread = before == nil ? unreadOnes.first.map { (from: $0.number, count: unreadOnes.count) } : nil
+        let (page, lines) = try view.fitting(candidates, rows: shell.console.rows, reserved: reserved,
+                                             now: shell.session.clock(), extras: extras, unread: unread) {
+            try store.message(before: $0.id, in: conversation.id)
+        }
         return (page, lines, extras)
     }
 

@@ -64,8 +64,12 @@ package struct ConversationView: Sendable {
         }
     }
 
-    package func render(_ messages: [ChatMessage], previous: ChatMessage? = nil, now: Double, extras: [Extra] = []) -> [String] {
+    /// - Parameter unread: the number of the first message not read yet and how many there are:
+    ///   a line above it (or above the page, when it starts after it) marks where they begin.
+    package func render(_ messages: [ChatMessage], previous: ChatMessage? = nil, now: Double, extras: [Extra] = [],
+                        unread: (from: Int64, count: Int)? = nil) -> [String] {
         var lines: [String] = []
+        var unreadMarked = false
         var last = previous
         // Those before the first message only when the page starts the conversation; those after
         // the last message of a page are on it (the newest page) — each page shows its own.
@@ -79,6 +83,11 @@ package struct ConversationView: Sendable {
         }
         for message in messages {
             drawExtras(before: message.sentAt)
+            if let unread, !unreadMarked, message.number >= unread.from, unread.count > 0 {
+                unreadMarked = true
+                if !lines.isEmpty && layout == .bubbles { lines.append("") }
+                lines.append(unreadLine(unread.count))
+            }
             if last == nil || message.sentAt - last!.sentAt > Self.sectionGap {
                 if !lines.isEmpty && layout == .bubbles { lines.append("") }
                 lines.append(centred(styler.dim(sectionTitle(message.sentAt, now: now))))
@@ -257,11 +266,20 @@ package struct ConversationView: Sendable {
     /// The newest of `page` that fit `rows` with `reserved` lines to spare, and their rendering;
     /// `previous` gives the message before a given one (its time decides the first header). At
     /// least one message is kept, however tall.
+    /// Where unread messages begin: a rule across the window with how many.
+    package func unreadLine(_ count: Int) -> String {
+        let label = " \(count) unread "
+        let rule = capabilities.ascii ? "-" : "─"
+        let side = max(2, (min(columns, 60) - label.count) / 2)
+        return centred(styler.apply(.red, String(repeating: rule, count: side) + label + String(repeating: rule, count: side)))
+    }
+
     package func fitting(_ page: [ChatMessage], rows: Int, reserved: Int, now: Double, extras: [Extra] = [],
+                        unread: (from: Int64, count: Int)? = nil,
                         previous: (ChatMessage) throws -> ChatMessage?) rethrows -> ([ChatMessage], [String]) {
         var page = page
         while true {
-            let lines = render(page, previous: try page.first.flatMap(previous), now: now, extras: extras)
+            let lines = render(page, previous: try page.first.flatMap(previous), now: now, extras: extras, unread: unread)
             if page.count <= 1 || lines.count + reserved + 1 <= rows { return (page, lines) }
             page.removeFirst()
         }

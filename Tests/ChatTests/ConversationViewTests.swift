@@ -64,6 +64,19 @@ import Testing
         ].map { $0.replacingOccurrences(of: "|", with: "│") })
     }
 
+    /// Issue 52: where unread messages begin, a line says how many; on a page that starts
+    /// after the first of them, at its top.
+    @Test func aLineMarksWhereUnreadMessagesBegin() {
+        let messages = [message(1, outgoing: false, at: now), message(2, outgoing: true, at: now + 10, "bye"),
+                        message(3, outgoing: false, at: now + 20), message(4, outgoing: false, at: now + 30)]
+        let lines = compact.render(messages, now: now, unread: (from: 3, count: 2))
+        let marker = try! #require(lines.firstIndex { $0.contains(" 2 unread ") })
+        #expect(lines[marker + 1].contains("#3") && lines[marker - 1].contains("#2"), "\(lines)")
+        let later = compact.render(Array(messages.suffix(1)), previous: messages[2], now: now, unread: (from: 3, count: 2))
+        #expect(later.first?.contains(" 2 unread ") == true, "\(later)")
+        #expect(!compact.render(messages, now: now).contains { $0.contains("unread") })
+    }
+
     /// A long message wraps under its own text; a name longer than 12 columns is cut.
     @Test func compactWrapsUnderTheText() {
         let view = ConversationView(capabilities: Capabilities(color: .none, ascii: true, interactive: false), columns: 40, layout: .compact,
