@@ -83,6 +83,7 @@ extension Schema {
         TrustSchema.verifiedKeys,
         TransfersSchema.files,
         SearchSchema.deferredIndex,
+        TrustSchema.unblockedPeers,
     ], backfills: [SearchSchema.indexing, TransfersSchema.movingChunksOut], commitSteps: [SearchSchema.keepingUp])
 
     /// Each feature's list, for the test that every one is in the order above.

@@ -21,15 +21,19 @@ struct BlockCommands {
                                arguments: [.positional("peer", seen, optional: true,
                                                        help: "a name, or name#fingerprint (default: the open conversation's)"),
                                            .switch("--yes", help: "without asking first (scripts must say it)")],
-                               summary: "nothing this person sends reaches you; to them you look gone (their key: a new key is a stranger)") {
+                               summary: "nothing this person sends reaches you, nor ever will (their key: a new key is a stranger)",
+                               details: "They still see you nearby, and what they write you stays 'sent': you never answer it. "
+                                + "What they write while blocked is never shown or stored, even after unblock (it is taken "
+                                + "then, so their seance stops sending it); what they write after the unblock arrives.") {
             invocation in try self.block(invocation.arguments["peer"], confirmed: invocation.arguments.isSet("--yes"), invocation.shell)
         })
         shell.register(Command("unblock", scope: .global, arguments: [.positional("peer", blocked, help: "a name, or name#fingerprint")],
                                summary: "hear from a blocked person again") { invocation in
             let choice = try self.chosen(invocation.arguments["peer"]!, in: .blocked, invocation.shell)
-            try self.choices(invocation.shell).remove(choice.signingKey, from: .blocked)
+            try self.choices(invocation.shell).unblock(choice.signingKey, now: invocation.shell.session.clock())
             self.online.choicesChanged()
-            invocation.shell.console.print("unblocked \(SafeText.visible(choice.handle)): heard again from their next announcement")
+            invocation.shell.console.print("unblocked \(SafeText.visible(choice.handle)): heard again from their next announcement "
+                                           + "(what they wrote while blocked stays unseen)")
         })
         shell.register(Command("blocked", scope: .global,
                                arguments: [.option("--format", "format", .choice([Candidate("text", "a line each"),

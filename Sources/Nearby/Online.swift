@@ -170,10 +170,10 @@ package final class Online {
     package func choicesChanged() {
         guard let context else { return }
         let store = PeerChoiceStore(database: context.database), trust = TrustStore(database: context.database)
-        let (blocked, muted, places) = (store.keys(.blocked), store.keys(.muted), store.mutedPlaces())
+        let (blocked, muted, places, unblocked) = (store.keys(.blocked), store.keys(.muted), store.mutedPlaces(), store.unblockedTimes())
         let (verified, held) = (trust.verifiedKeys(), trust.heldKeys())
         context.engine.sync {
-            let newly = context.rules.choose(blocked: blocked, muted: muted, mutedPlaces: places)
+            let newly = context.rules.choose(blocked: blocked, muted: muted, mutedPlaces: places, unblockedAt: unblocked)
             context.presence.block(blocked)
             if !newly.isEmpty { context.tellObservers(.blocked(newly)) }
             for key in context.rules.verifications(verified: verified, held: held) {

@@ -59,6 +59,24 @@ package struct PeerChoiceStore: Sendable {
 
     package func keys(_ list: List) -> Set<Data> { Set(((try? all(list)) ?? []).map(\.signingKey)) }
 
+    /// `unblock`: the key off the block list, and the time kept, so that what it wrote while
+    /// blocked (sent again once it hears us) is never shown; false when it was not blocked.
+    @discardableResult
+    package func unblock(_ key: Data, now: Double) throws -> Bool {
+        try database.write { db in
+            try db.execute(sql: "DELETE FROM \(List.blocked.rawValue) WHERE signingKey = ?", arguments: [key])
+            guard db.changesCount > 0 else { return false }
+            try db.execute(sql: "INSERT OR REPLACE INTO unblockedPeer (signingKey, at) VALUES (?, ?)", arguments: [key, now])
+            return true
+        }
+    }
+
+    /// When each key once blocked was unblocked (the last time).
+    package func unblockedTimes() -> [Data: Double] {
+        let rows = (try? database.read { db in try Row.fetchAll(db, sql: "SELECT signingKey, at FROM unblockedPeer") }) ?? []
+        return Dictionary(rows.map { ($0["signingKey"] as Data, $0["at"] as Double) }, uniquingKeysWith: max)
+    }
+
     /// Mutes or unmutes a place (`room 1.2`); false when nothing changed.
     @discardableResult
     package func setMuted(place: String, _ muted: Bool, now: Double) throws -> Bool {
@@ -100,6 +118,17 @@ extension TrustSchema {
         try db.create(table: "mutedPlace") { t in
             t.primaryKey("place", .text)
             t.column("since", .double).notNull()
+        }
+    }
+}
+
+extension TrustSchema {
+    /// When a key was unblocked: what it wrote before then (while blocked) is dropped when it
+    /// comes again, never shown.
+    package static let unblockedPeers = Migration("v27-unblocked-peers") { db in
+        try db.create(table: "unblockedPeer") { t in
+            t.primaryKey("signingKey", .blob)
+            t.column("at", .double).notNull()
         }
     }
 }

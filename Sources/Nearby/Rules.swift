@@ -22,6 +22,8 @@ package final class Rules: Sendable {
         var naming: [Naming] = []
         /// The user's own choices (`PeerChoiceStore`): keys blocked and muted, places muted.
         var blocked: Set<Data> = []
+        /// When keys once blocked were unblocked.
+        var unblockedAt: [Data: Double] = [:]
         var muted: Set<Data> = []
         var mutedPlaces: Set<String> = []
         /// Keys the user verified (`TrustStore`), and keys using a verified key's name, to
@@ -47,6 +49,12 @@ package final class Rules: Sendable {
 
     /// Whether the user blocked this key: nothing of theirs is shown, stored or answered.
     package func isBlocked(_ signingKey: Data) -> Bool { state.value.blocked.contains(signingKey) }
+
+    /// Whether a message of this key's, written at `sentAt` (its clock), was written while the
+    /// user blocked it: such a message is never shown, even once the key is unblocked.
+    package func wroteWhileBlocked(_ signingKey: Data, sentAt: Double) -> Bool {
+        state.value.unblockedAt[signingKey].map { sentAt < $0 } ?? false
+    }
 
     /// Whether what this key sends arrives silently: stored, never told above the prompt.
     package func isMuted(_ signingKey: Data) -> Bool { state.value.muted.contains(signingKey) }
@@ -74,9 +82,10 @@ package final class Rules: Sendable {
     package func isMuted(place: String) -> Bool { state.value.mutedPlaces.contains(place) }
 
     /// The choices as stored; returns the keys newly blocked.
-    func choose(blocked: Set<Data>, muted: Set<Data>, mutedPlaces: Set<String>) -> Set<Data> {
+    func choose(blocked: Set<Data>, muted: Set<Data>, mutedPlaces: Set<String>, unblockedAt: [Data: Double] = [:]) -> Set<Data> {
         defer {
             state.value.blocked = blocked
+            state.value.unblockedAt = unblockedAt
             state.value.muted = muted
             state.value.mutedPlaces = mutedPlaces
         }

@@ -131,7 +131,7 @@ package struct TrustStore: Sendable {
 /// The table of trust on first use.
 package enum TrustSchema {
     /// Every migration of this table, in order.
-    package static let migrations = [knownPeers, trustedKeys, lookAlikes, blocksAndMutes, verifiedKeys]
+    package static let migrations = [knownPeers, trustedKeys, lookAlikes, blocksAndMutes, verifiedKeys, unblockedPeers]
 
     package static let knownPeers = Migration("v5-known-peers") { db in
         // Every key seen nearby with its name: a known name with a new key is flagged.

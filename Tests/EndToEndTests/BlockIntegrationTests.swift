@@ -17,7 +17,8 @@ struct BlockIntegrationTests {
     /// Two people called ben; ann blocks one by name#fingerprint (a script says --yes). His
     /// line is neither shown nor stored, his outbox keeps waiting, `nearby` no longer lists
     /// him and its statistics count what was dropped; the other ben's line arrives. Blocked
-    /// across a restart of ann; unblocked, his waiting line arrives.
+    /// across a restart of ann; unblocked, what he wrote while blocked never arrives (issue 52:
+    /// taken, so his outbox stops, and dropped), and what he writes after does.
     @Test func aBlockedPersonIsNeitherShownNorStoredUntilUnblocked() throws {
         let net = try TestNetwork(hosts: 3)
         let a = try net.makeProfile("ann", host: 1), b1 = try net.makeProfile("ben", host: 2), b2 = try net.makeProfile("ben", host: 3)
@@ -58,7 +59,13 @@ struct BlockIntegrationTests {
         #expect(try query(a, "SELECT count(*) FROM message WHERE text LIKE '%secret%'") == ["0"])
         runA.send("unblock \(blocked)")
         #expect(runA.waitFor("unblocked \(blocked)"))
-        #expect(try eventually(timeout: 30) { try query(a, "SELECT count(*) FROM message WHERE text LIKE '%secret%'") == ["1"] })
+        // His outbox hears back at last (the line is taken) and stops; ann keeps nothing of it.
+        #expect(try eventually(timeout: 30) { try query(b1, "SELECT shownState FROM message_shown WHERE outgoing = 1") == ["delivered"] })
+        #expect(runA.waitForCount("written while blocked", atLeast: 1))
+        runB1.send("open ann --wait 30", "written after the unblock")
+        #expect(try eventually(timeout: 30) { try query(a, "SELECT count(*) FROM message WHERE text = 'written after the unblock'") == ["1"] })
+        #expect(try query(a, "SELECT count(*) FROM message WHERE text LIKE '%secret%'") == ["0"])
+        #expect(!runA.output.contains("secret from the blocked ben"))
     }
 
     /// ann mutes ben: his line is stored and counted unread, but told by no notice above the

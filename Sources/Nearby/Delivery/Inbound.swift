@@ -181,7 +181,13 @@ final class Inbound: DeliveryPart, Sendable {
         let now = clock()
         var kept: [AssembledMessage] = []
         for message in messages {
-            if let reason = Self.refusal(of: message) { drop(reason) } else { kept.append(message) }
+            // Written while the user blocked its sender, and sent again once unblocked: taken
+            // (acknowledged, so the sender stops) and never stored or shown. A time further
+            // ahead than clocks drift is not believed to be after the unblock.
+            let sentAt = Double(message.sentAt) / 1000
+            if parts.rules.wroteWhileBlocked(conversation.peerKey, sentAt: sentAt > now + Self.allowedClockSkew ? -.infinity : sentAt) {
+                drop("written while blocked")
+            } else if let reason = Self.refusal(of: message) { drop(reason) } else { kept.append(message) }
         }
         // Numbered after every line taken so far, and written after them, so rows keep the
         // order of their numbers.
