@@ -25,6 +25,7 @@ extension RoomsOnline {
     func listen() throws {
         try requireNoRoom()
         place = .listening
+        parts.state.value.blockedBeaconsAtListen = context.network.blockedBeacons
         settle()
         if let newest = parts.state.value.heard.recent(within: 2, now: now).filter({ !$0.forged }).max(by: { $0.firstHeard < $1.firstHeard }) {
             guest.join(BeaconsHeard.Key(room: newest.room, host: newest.host))

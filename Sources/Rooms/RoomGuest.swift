@@ -20,8 +20,9 @@ final class RoomGuest: RoomPart, Sendable {
         var guest = RoomsOnline.Guest(room: key.room, host: key.host, stored: stored,
                                       estimator: ProximityEstimator(joinedAt: now, interval: RoomsOnline.beaconInterval))
         guest.estimator.beacon(counter: 0, at: now)
+        guest.since = now
         place = .guest(guest)
-        post("you joined room \(key.room), hosted by \(name(of: key.host)): what you type goes to everyone in it (/members, /leave)")
+        // Joined once the host answers (`received(_ roster:)`).
         probe()
         settle()
     }
@@ -40,6 +41,9 @@ final class RoomGuest: RoomPart, Sendable {
     /// The second's work: a room silent for `silenceLimit` is left; proximity is judged anew
     /// and the host told of a change, and probed every other second.
     func tick(_ guest: RoomsOnline.Guest, now: Double) {
+        if !guest.answered, now - guest.since >= RoomsOnline.answerLimit {
+            return leave(guest, saying: "no answer from the host of room \(guest.room)", tellHost: false, joined: false)
+        }
         if guest.estimator.silence(now: now) >= RoomsOnline.silenceLimit {
             return leave(guest, saying: "no beacon from the host of room \(guest.room) for \(Int(RoomsOnline.silenceLimit)) s: out of range",
                          tellHost: true)
@@ -66,6 +70,10 @@ final class RoomGuest: RoomPart, Sendable {
         guard case .guest(var guest) = place, guest.host == sender, guest.room == roster.room else { return }
         let old = guest.roster.map(\.key), new = roster.members.map(\.key)
         guest.roster = roster.members
+        if !guest.answered {
+            guest.answered = true
+            post("you joined room \(guest.room), hosted by \(name(of: guest.host)): what you type goes to everyone in it (/members, /leave)")
+        }
         if let probe = guest.probe, roster.echo == probe.nonce {
             guest.estimator.roundTrip(now - probe.at)
             guest.probe = nil
@@ -87,10 +95,10 @@ final class RoomGuest: RoomPart, Sendable {
     }
 
     /// Leaves the room we are a guest of (`saying` why, as a notice, unless the user asked).
-    func leave(_ guest: RoomsOnline.Guest, saying reason: String?, tellHost: Bool) {
+    func leave(_ guest: RoomsOnline.Guest, saying reason: String?, tellHost: Bool, joined: Bool = true) {
         if tellHost { send(RoomMembership(room: guest.room, action: .leave), to: guest.host) }
         place = .none
         settle()
-        if let reason { post(reason + "; you left it") }
+        if let reason { post(reason + (joined ? "; you left it" : ": not joined")) }
     }
 }

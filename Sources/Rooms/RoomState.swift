@@ -32,6 +32,11 @@ extension RoomsOnline {
         /// The probe waiting for its answer: its nonce, and when it went.
         var probe: (nonce: UInt64, at: Double)?
         var ticks = 0
+        /// When the beacon was taken up; until the host answers (its first roster), the room
+        /// is not joined yet: a host that never answers (it blocked us) is left, and the
+        /// guest told only that no answer came.
+        var since = 0.0
+        var answered = false
     }
 
     enum Place {

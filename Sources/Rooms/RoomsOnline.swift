@@ -31,6 +31,9 @@ final class RoomsOnline: RoomPart, Sendable {
         var random: SeededRandom
         /// Beacons wanted from a broker (watching rooms costs a broker subscription).
         var watching = false
+        /// While listening: the blocked beacons counted when it began (nil once told that only
+        /// blocked hosts' rooms are heard).
+        var blockedBeaconsAtListen: Int?
     }
 
     static let beaconInterval = 1.0
@@ -41,6 +44,9 @@ final class RoomsOnline: RoomPart, Sendable {
     /// A guest probes the host this often (every other second); the host forgets a guest not
     /// heard for `memberLimit`.
     static let probeEvery = 2
+    /// A host that has not answered a guest's probes (sent every `probeEvery` s) within this
+    /// long is not there for it.
+    static let answerLimit = 10.0
     static let memberLimit = 15.0
     /// Beacons remembered at most (`BeaconsHeard`).
     static let heardLimit = BeaconsHeard.limit
@@ -124,7 +130,14 @@ final class RoomsOnline: RoomPart, Sendable {
         switch place {
         case .hosting: host.tick(now: now)
         case .guest(let guest): self.guest.tick(guest, now: now)
-        case .listening, .none: break
+        case .listening:
+            // Listening, and the only beacons heard are blocked hosts' (dropped unread): said
+            // once, rather than silence.
+            if let base = parts.state.value.blockedBeaconsAtListen, context.network.blockedBeacons > base {
+                parts.state.value.blockedBeaconsAtListen = nil
+                post("beacons heard only from people you blocked, whose rooms cannot be joined (still listening: /leave stops)")
+            }
+        case .none: break
         }
         settle()
     }

@@ -127,6 +127,38 @@ import Wire
         return world
     }
 
+    /// Issue 52: a host who blocked a guest never answers it; the guest is told only that no
+    /// answer came, and is not in the room (the host's roster never had it).
+    @Test func aBlockedGuestIsNotAdmittedAndHearsNoAnswer() throws {
+        let world = try ChatWorld([("ann", .human), ("ben", .human)])
+        let (ann, ben) = (world.nodes[0], world.nodes[1])
+        world.step(1.5)
+        try PeerChoiceStore(database: ann.database).add(ben.identity.signingPublicKey, name: "ben", to: .blocked, now: world.scheduler.now)
+        ann.online.choicesChanged()
+        try ann.rooms.host(room)
+        try ben.rooms.listen()
+        world.step(2)
+        #expect(!ben.notices().contains { $0.contains("you joined room") }, "not joined before the host answers")
+        world.step(RoomsOnline.answerLimit)
+        #expect(ben.notices().contains { $0.contains("no answer from the host of room 1.2: not joined") })
+        #expect(ben.rooms.currentRoom == nil)
+        #expect(try ann.rooms.members()?.count == 1, "the host alone")
+    }
+
+    /// Issue 52: listening where the only room heard is a blocked host's says so, once.
+    @Test func listeningWhereOnlyABlockedHostBeaconsSaysSo() throws {
+        let world = try ChatWorld([("ann", .human), ("ben", .human)])
+        let (ann, ben) = (world.nodes[0], world.nodes[1])
+        world.step(1.5)
+        try PeerChoiceStore(database: ben.database).add(ann.identity.signingPublicKey, name: "ann", to: .blocked, now: world.scheduler.now)
+        ben.online.choicesChanged()
+        try ann.rooms.host(room)
+        try ben.rooms.listen()
+        world.step(5)
+        let told = ben.notices().filter { $0.contains("beacons heard only from people you blocked") }
+        #expect(told.count == 1 && ben.rooms.currentRoom == nil, "\(told)")
+    }
+
     @Test func guestsJoinByThemselvesAndEveryoneSeesTheRoster() throws {
         let world = try world()
         let (ann, ben, cat) = (world.nodes[0], world.nodes[1], world.nodes[2])
