@@ -119,7 +119,8 @@ struct BlockCommands {
         let handle = SafeText.visible(person.handle)
         if !confirmed {
             guard shell.isInteractive else { throw UserError("block asks first: add --yes in a script") }
-            let answer = try shell.ask("block \(handle)? nothing they send will reach you, and to them you will look gone (y/n) ", field: "answer")
+            let answer = try shell.ask("block \(handle)? nothing they send will reach you, nor what they wrote while blocked ever (y/n) ",
+                                       field: Shell.confirmation)
             guard answer.lowercased().hasPrefix("y") else { return shell.console.print("not blocked") }
         }
         let added = try choices(shell).add(person.signingKey, name: person.name, to: .blocked, now: shell.session.clock())

@@ -163,6 +163,8 @@ package final class EditLineReader: LineReader {
         HistoryFile.save(savedEntries, to: historyPath)
     }
 
+    package func discardTypeahead() { tcflush(0, TCIFLUSH) }
+
     package func ask(_ question: String, secret: Bool, completions: ((String) -> [Candidate])?) -> String? {
         if secret { return readSecret(question) }
         fieldCompletions = completions

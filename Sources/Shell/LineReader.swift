@@ -23,6 +23,13 @@ package protocol LineReader: AnyObject {
     var hasPendingInput: Bool { get }
     /// Asks one field of a form. `secret` turns echo off. Nil when the user gave up (Ctrl-C/Ctrl-D).
     func ask(_ question: String, secret: Bool, completions: ((String) -> [Candidate])?) -> String?
+    /// Forgets what was typed ahead and not read yet: a question that confirms something is
+    /// answered by what is typed after it is asked, never by a line typed before.
+    func discardTypeahead()
+}
+
+extension LineReader {
+    package func discardTypeahead() {}
 }
 
 /// Plain lines from a file descriptor or from given text: pipes, scripts and `-c`.

@@ -274,9 +274,14 @@ package final class Shell {
 
     /// Asks one field of a form at the terminal. In batch there is nobody to ask: the field is
     /// missing, which is an error, never a wait.
+    /// The field of a `[y/N]` question.
+    package static let confirmation = "confirmation"
+
     package func ask(_ question: String, field: String, secret: Bool = false,
                     completions: ((String) -> [Candidate])? = nil) throws -> String {
         guard let reader, reader.isInteractive else { throw ShellError.missingField(field) }
+        // A yes or no is what is typed once it is asked: a line typed ahead answers nothing.
+        if field == Self.confirmation { reader.discardTypeahead() }
         guard let answer = reader.ask(question, secret: secret, completions: completions) else {
             throw ShellError.interrupted
         }

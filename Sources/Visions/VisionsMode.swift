@@ -131,7 +131,7 @@ package final class VisionsMode {
         if try store.rescuer(named: name) == nil && !createsRescuer {
             // A script's typo must not make a second Joyce; a person at a terminal is asked.
             guard shell.isInteractive else { throw VisionsError.newRescuerNotAllowed(name, similar: try store.similarRescuer(to: name)) }
-            let answer = try shell.ask("No rescuer is called \(name) yet. Create one? [y/N]", field: "confirmation")
+            let answer = try shell.ask("No rescuer is called \(name) yet. Create one? [y/N]", field: Shell.confirmation)
             // Declining is an answer, not an error.
             guard answer.lowercased().hasPrefix("y") else { return shell.console.print("nothing added") }
         }
@@ -180,7 +180,7 @@ package final class VisionsMode {
             if shell.isInteractive {
                 // What would refuse it is said before the question, not after the answer.
                 try store.checkDeletable(rescuer.name)
-                let answer = try shell.ask("Delete rescuer \(shown)? [y/N]", field: "confirmation")
+                let answer = try shell.ask("Delete rescuer \(shown)? [y/N]", field: Shell.confirmation)
                 guard answer.lowercased().hasPrefix("y") else { return shell.console.print("nothing deleted") }
             }
             try store.deleteRescuer(rescuer.name)
@@ -254,7 +254,7 @@ package final class VisionsMode {
         let id = Int64(number)
         let vision = try store.vision(id)
         if shell.isInteractive {
-            let answer = try shell.ask("Delete vision #\(id) (\(vision.rescuerName))? [y/N]", field: "confirmation")
+            let answer = try shell.ask("Delete vision #\(id) (\(vision.rescuerName))? [y/N]", field: Shell.confirmation)
             guard answer.lowercased().hasPrefix("y") else { return shell.console.print("nothing deleted") }
         }
         try store.delete(id)

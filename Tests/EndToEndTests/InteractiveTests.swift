@@ -246,6 +246,14 @@ import Testing
         try term.waitFor { $0.hasSuffix("/assets/portraits/dustin.png") }
         try term.press("Enter")
         try term.waitFor { $0.contains("added vision #1, assigned to Dustin") }
+        // Issue 52: a line typed ahead does not answer a question asked after it: the `y` sent
+        // with the command is forgotten, and the `n` typed once asked answers.
+        try term.type("rescuer delete Eleven\ny\n")
+        try term.waitFor { $0.hasSuffix("Delete rescuer Eleven? [y/N]") }
+        try term.type("n")
+        try term.press("Enter")
+        let kept = try term.waitFor { $0.contains("nothing deleted") }
+        #expect(!kept.contains("deleted rescuer Eleven") && !kept.contains("unknown command"), "\(kept)")
         // Issue 52: what refuses a deletion is said before the question, not after the answer.
         try term.type("rescuer delete Dustin")
         try term.press("Enter")
