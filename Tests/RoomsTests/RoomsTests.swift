@@ -127,16 +127,25 @@ import Wire
         return world
     }
 
-    /// Issue 52: a host who blocked a guest never answers it; the guest is told only that no
-    /// answer came, and is not in the room (the host's roster never had it).
-    @Test func aBlockedGuestIsNotAdmittedAndHearsNoAnswer() throws {
+    /// ann hosts room 1.2 and ben listens, one of them having blocked the other first
+    /// (`hostBlocks`: ann blocked ben; else ben blocked ann).
+    func blockedWorld(hostBlocks: Bool) throws -> (ChatWorld, ann: ChatWorld.Node, ben: ChatWorld.Node) {
         let world = try ChatWorld([("ann", .human), ("ben", .human)])
         let (ann, ben) = (world.nodes[0], world.nodes[1])
         world.step(1.5)
-        try PeerChoiceStore(database: ann.database).add(ben.identity.signingPublicKey, name: "ben", to: .blocked, now: world.scheduler.now)
-        ann.online.choicesChanged()
+        let (blocker, blocked) = hostBlocks ? (ann, ben) : (ben, ann)
+        try PeerChoiceStore(database: blocker.database).add(blocked.identity.signingPublicKey, name: blocked.name, to: .blocked,
+                                                            now: world.scheduler.now)
+        blocker.online.choicesChanged()
         try ann.rooms.host(room)
         try ben.rooms.listen()
+        return (world, ann, ben)
+    }
+
+    /// Issue 52: a host who blocked a guest never answers it; the guest is told only that no
+    /// answer came, and is not in the room (the host's roster never had it).
+    @Test func aBlockedGuestIsNotAdmittedAndHearsNoAnswer() throws {
+        let (world, ann, ben) = try blockedWorld(hostBlocks: true)
         world.step(2)
         #expect(!ben.notices().contains { $0.contains("you joined room") }, "not joined before the host answers")
         world.step(RoomsOnline.answerLimit)
@@ -147,13 +156,7 @@ import Wire
 
     /// Issue 52: listening where the only room heard is a blocked host's says so, once.
     @Test func listeningWhereOnlyABlockedHostBeaconsSaysSo() throws {
-        let world = try ChatWorld([("ann", .human), ("ben", .human)])
-        let (ann, ben) = (world.nodes[0], world.nodes[1])
-        world.step(1.5)
-        try PeerChoiceStore(database: ben.database).add(ann.identity.signingPublicKey, name: "ann", to: .blocked, now: world.scheduler.now)
-        ben.online.choicesChanged()
-        try ann.rooms.host(room)
-        try ben.rooms.listen()
+        let (world, _, ben) = try blockedWorld(hostBlocks: false)
         world.step(5)
         let told = ben.notices().filter { $0.contains("beacons heard only from people you blocked") }
         #expect(told.count == 1 && ben.rooms.currentRoom == nil, "\(told)")
