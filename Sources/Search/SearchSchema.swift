@@ -89,12 +89,14 @@ package enum SearchSchema {
         try bounds(db).contains { $0.newest > $0.upTo && $0.newest - $0.upTo < deferLimit }
     }
 
+    /// `bounds`' statement: for each table of `indexed`, two columns.
+    private static let boundsQuery = "SELECT " + indexed.map { table, _ in
+        "(SELECT upTo FROM search_indexed WHERE tableName = '\(table)'), (SELECT max(id) FROM \(table))"
+    }.joined(separator: ", ")
+
     /// For each table followed: the last row indexed and its newest row, in one statement.
     private static func bounds(_ db: Database) throws -> [(table: String, index: String, upTo: Int64, newest: Int64)] {
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT (SELECT upTo FROM search_indexed WHERE tableName = 'message'), (SELECT max(id) FROM message),
-                   (SELECT upTo FROM search_indexed WHERE tableName = 'roomMessage'), (SELECT max(id) FROM roomMessage)
-            """)) else { return [] }
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: boundsQuery)) else { return [] }
         return indexed.enumerated().compactMap { column, source in
             let upTo: Int64? = row[2 * column], newest: Int64? = row[2 * column + 1]
             return upTo.map { (source.table, source.index, $0, newest ?? 0) }

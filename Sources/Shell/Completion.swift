@@ -50,7 +50,7 @@ extension Shell {
     /// Completions for the command being typed, in the current mode.
     package func completion(for textBeforeCursor: String) -> Completion {
         var text = textBeforeCursor
-        if let currentMode, let messages = registry.mode(named: currentMode)?.messages, messages.isActive() {
+        if activeMessages != nil {
             // In a conversation a line is a message; only `/command` lines complete.
             guard text.hasPrefix("/"), !text.hasPrefix("//") else { return Completion(replacedScalarCount: 0, candidates: [], quotes: false) }
             text.removeFirst()

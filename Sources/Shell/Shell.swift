@@ -161,7 +161,7 @@ package final class Shell {
         // `/command` works everywhere (no command starts with a slash), as in chat clients.
         if line.hasPrefix("/") && !line.hasPrefix("//") {
             commandText = String(line.dropFirst())
-        } else if takesMessages, let currentMode, let messages = registry.mode(named: currentMode)?.messages {
+        } else if let messages = activeMessages {
             do {
                 if options.echo { console.print(promptLabel + "> " + line) }
                 result.wasMessage = true
@@ -231,12 +231,16 @@ package final class Shell {
         try command.run(Invocation(shell: self, arguments: arguments, name: name, mode: mode))
     }
 
-    /// True where a plain line is a message (an open conversation, a room): commands there
-    /// start with `/`, and so does any advice given there.
-    package var takesMessages: Bool {
-        guard let currentMode, let messages = registry.mode(named: currentMode)?.messages else { return false }
-        return messages.isActive()
+    /// Where a plain line is a message (an open conversation, a room), how it is sent; nil
+    /// elsewhere.
+    var activeMessages: MessageInput? {
+        guard let currentMode, let messages = registry.mode(named: currentMode)?.messages, messages.isActive() else { return nil }
+        return messages
     }
+
+    /// True where a plain line is a message: commands there start with `/`, and so does any
+    /// advice given there.
+    package var takesMessages: Bool { activeMessages != nil }
 
     /// The prompt moves to `mode` without its entrance (the command that moves it draws the
     /// place itself: `chat open ben` from anywhere is in ben's conversation after).

@@ -31,6 +31,16 @@ struct TransferIntegrationTests {
         return total
     }
 
+    /// ann and ben online, ben having written `request` to ann (what he asks her for comes at
+    /// once) and left the conversation; the caller ends both.
+    func benAsksAnn(_ net: TestNetwork, _ a: String, _ b: String, _ request: String) throws -> (TestNetwork.Run, TestNetwork.Run) {
+        let runA = try net.start(host: 1, data: a, name: "ann", lines: ["chat"])
+        let runB = try net.start(host: 2, data: b, name: "ben", lines: ["chat", "open ann --wait 30", request])
+        #expect(runB.waitFor("#1 delivered"))
+        runB.send("/back")
+        return (runA, runB)
+    }
+
     func state(_ data: String, _ name: String) -> String {
         (try? query(data, "SELECT state FROM transfer WHERE name = '\(name)'").first) ?? nil ?? ""
     }
@@ -52,11 +62,8 @@ struct TransferIntegrationTests {
         try net.dropFrames(percent: 10)
         let (picture, big) = try files(in: net)
         let a = try net.makeProfile("ann", host: 1), b = try net.makeProfile("ben", host: 2)
-        let runA = try net.start(host: 1, data: a, name: "ann", lines: ["chat"])
-        var runB = try net.start(host: 2, data: b, name: "ben", lines: ["chat", "open ann --wait 30", "the map, please"])
+        var (runA, runB) = try benAsksAnn(net, a, b, "the map, please")
         defer { runA.kill(); runB.kill() }
-        #expect(runB.waitFor("#1 delivered"))
-        runB.send("/back")
         runA.send("open ben")
         runA.send("/send \(picture)", "/send \(big)")
         #expect(runA.waitFor("sending file 2 (big.bin, 64.0 MiB)"))
@@ -166,11 +173,8 @@ struct TransferIntegrationTests {
         try Data(TestPictures.zeros(width: 7_000, height: 7_000, sixteenBit: true)).write(to: URL(fileURLWithPath: bomb))
         try Data(TestPictures.zeros(width: 4_096, height: 2_048, sixteenBit: true)).write(to: URL(fileURLWithPath: limit))
         let a = try net.makeProfile("ann", host: 1), b = try net.makeProfile("ben", host: 2)
-        let runA = try net.start(host: 1, data: a, name: "ann", lines: ["chat"])
-        let runB = try net.start(host: 2, data: b, name: "ben", lines: ["chat", "open ann --wait 30", "the pictures, please"])
+        let (runA, runB) = try benAsksAnn(net, a, b, "the pictures, please")
         defer { runA.kill(); runB.kill() }
-        #expect(runB.waitFor("#1 delivered"))
-        runB.send("/back")
         runA.send("open ben", "/send \(limit)", "/send \(bomb)")
         #expect(runB.waitFor(timeout: 60, { $0.contains("sent picture") && $0.contains("(limit.png") }))
         #expect(runB.waitFor { $0.contains("offers bomb.png (a picture, 2.4 MiB): /accept") })
