@@ -60,6 +60,8 @@ final class ScriptedBroker {
     private let listener: Int32
     private var connection: Int32 = -1
     private var buffer: [UInt8] = []
+    /// The connection ended (read 0 bytes); some packet was read on it.
+    private var hungUp = false, spoken = false
 
     init() throws {
         guard let (listener, port) = loopbackSocket(SOCK_STREAM) else {
@@ -75,23 +77,37 @@ final class ScriptedBroker {
         guard poll(&poller, 1, 10_000) == 1 else { throw Failure(what: "the client did not connect") }
         connection = Glibc.accept(listener, nil, nil)
         guard connection >= 0 else { throw Failure(what: "accept: \(String(cString: strerror(errno)))") }
+        (hungUp, spoken, buffer) = (false, false, [])
     }
 
-    /// The next whole packet (up to 10 s).
+    /// The next whole packet (up to 10 s). A client that hangs up before its first packet
+    /// (libmosquitto gives up a connection it found slow and makes another) is waited for on
+    /// its next connection, whose first packet is then the one asked for.
     func packet() throws -> Packet {
-        guard let packet = packet(within: 10_000) else { throw Failure(what: "no packet came") }
-        return packet
+        for _ in 0..<3 {
+            if let packet = packet(within: 10_000) { return packet }
+            guard hungUp, !spoken else { throw Failure(what: hungUp ? "the client hung up" : "no packet came within 10 s") }
+            Glibc.close(connection)
+            try accept()
+        }
+        throw Failure(what: "the client hung up before its first packet, three times")
     }
 
     /// The next whole packet, or nil when none comes within `milliseconds`.
     func packet(within milliseconds: Int32) -> Packet? {
         while true {
-            if let packet = take() { return packet }
+            if let packet = take() {
+                spoken = true
+                return packet
+            }
             var poller = pollfd(fd: connection, events: Int16(POLLIN), revents: 0)
             guard poll(&poller, 1, milliseconds) == 1 else { return nil }
             var chunk = [UInt8](repeating: 0, count: 4096)
             let count = read(connection, &chunk, chunk.count)
-            guard count > 0 else { return nil }
+            guard count > 0 else {
+                hungUp = true
+                return nil
+            }
             buffer += chunk[..<count]
         }
     }
