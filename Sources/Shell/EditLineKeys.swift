@@ -16,7 +16,7 @@ extension EditLineReader {
 
     func keyPressed(_ key: SpecialKey) -> UInt8 {
         guard let command = keyCommands[key] else { return UInt8(CC_ERROR) }
-        guard lineIsEmpty() else {
+        guard buffer.isEmpty else {
             // Half-typed text: left and right still move the cursor; up and down do nothing.
             switch key {
             case .left: return el_cursor(editLine, -1) >= 0 ? UInt8(CC_CURSOR) : UInt8(CC_ERROR)

@@ -10,14 +10,17 @@ import Terminal
 /// through `EL_CLIENTDATA`. Everything runs on the thread that calls `readLine`.
 package final class EditLineReader: LineReader {
     let editLine: OpaquePointer
-    /// What Up and Ctrl-R walk: everything run this session, messages included.
+    var buffer: EditLineBuffer { EditLineBuffer(editLine: editLine) }
+    /// What Up and Down walk: everything run this session, messages included.
     private let history: OpaquePointer
     private let historyPath: String?
     /// What the history file holds, oldest first, at most `historySize`: commands only (messages
     /// are not kept on disk).
     private var savedEntries: [String] = []
+    /// What Ctrl-R searches, oldest first: the same lines as `history`.
+    private(set) var recalled: [String] = []
     private let historySize: Int
-    private let console: Console
+    let console: Console
     /// Completes the text before the cursor; set by whoever owns the shell.
     package var complete: (String) -> Completion = { _ in Completion(replacedScalarCount: 0, candidates: [], quotes: true) }
     /// The prompt's label as it is now; set by whoever owns the shell. Something that happens
@@ -27,12 +30,12 @@ package final class EditLineReader: LineReader {
     /// The label of the prompt shown (nil while a form asks a question instead).
     private var shownLabel: String?
 
-    private var prompt: UnsafeMutablePointer<CChar>?
+    var prompt: UnsafeMutablePointer<CChar>?
     var keyCommands: [SpecialKey: String] = [:]
     /// While a form field is asked: its completions, which see the whole field as one word.
     private var fieldCompletions: ((String) -> [Candidate])?
     private var utf8Pending: [UInt8] = []
-    private var interrupted = false
+    var interrupted = false
     var lineFromKey: String?
     /// True inside el_gets: only then is there a prompt to print above.
     private var isEditing = false
@@ -61,6 +64,7 @@ package final class EditLineReader: LineReader {
         seance_history_setsize(history, historySize)
         seance_history_setunique(history, 1)  // Consecutive duplicates are dropped.
         for entry in savedEntries { seance_history_enter(history, entry) }
+        recalled = savedEntries
 
         seance_el_set_clientdata(editLine, Unmanaged.passUnretained(self).toOpaque())
         seance_el_set_editor(editLine, "emacs")
@@ -71,7 +75,10 @@ package final class EditLineReader: LineReader {
             EditLineReader.owner(el)?.completeWord() ?? UInt8(CC_ERROR)
         }
         seance_el_bind(editLine, "^I", "seance-complete")
-        seance_el_bind(editLine, "^R", "em-inc-search-prev")
+        seance_el_addfn(editLine, "seance-search-history", "search history as you type") { el, _ in
+            EditLineReader.owner(el)?.searchHistory() ?? UInt8(CC_ERROR)
+        }
+        seance_el_bind(editLine, "^R", "seance-search-history")
         for key in SpecialKey.allCases {
             seance_el_addfn(editLine, key.functionName, "run the mode's command for this key", key.callback)
         }
@@ -155,6 +162,8 @@ package final class EditLineReader: LineReader {
         var entry = Substring(line)
         while entry.last?.isWhitespace == true { entry.removeLast() }
         seance_history_enter(history, String(entry))
+        if !entry.isEmpty, recalled.last != String(entry) { recalled.append(String(entry)) }
+        if recalled.count > historySize { recalled.removeFirst(recalled.count - historySize) }
         guard persistent else { return }
         // On disk: commands only (messages are not kept there).
         guard let historyPath, !entry.isEmpty, savedEntries.last != String(entry) else { return }
@@ -166,7 +175,7 @@ package final class EditLineReader: LineReader {
     package func discardTypeahead() { tcflush(0, TCIFLUSH) }
 
     package func ask(_ question: String, secret: Bool, completions: ((String) -> [Candidate])?) -> String? {
-        if secret { return readSecret(question) }
+        if secret { return SecretInput.read(question, console: console) }
         fieldCompletions = completions
         defer { fieldCompletions = nil }
         let keys = keyCommands
@@ -177,50 +186,7 @@ package final class EditLineReader: LineReader {
         return answer
     }
 
-    /// Reads a line with echo off (passwords), restoring the terminal whatever happens.
-    private func readSecret(_ question: String) -> String? {
-        console.write(question + " ")
-        console.flush()
-        var saved = termios()
-        let haveTerminal = tcgetattr(0, &saved) == 0
-        if haveTerminal {
-            var quiet = saved
-            quiet.c_lflag &= ~tcflag_t(ECHO)
-            tcsetattr(0, TCSAFLUSH, &quiet)
-        }
-        defer {
-            // TCSADRAIN, not TCSAFLUSH: what was typed after the answer (the next command,
-            // typed ahead while the password is checked) is kept for the prompt, as sudo does.
-            // Turning echo off did flush: nothing typed before the question is taken as the answer.
-            if haveTerminal { tcsetattr(0, TCSADRAIN, &saved) }
-            console.write("\n")
-            console.flush()
-        }
-        var bytes: [UInt8] = []
-        var byte: UInt8 = 0
-        Signals.interrupt.store(false, ordering: .relaxed)
-        while true {
-            // Wait on the wake-up pipe too: SIGINT restarts a plain read (SA_RESTART), so only
-            // the pipe tells us that Ctrl-C was pressed. Then nothing typed is kept or tried.
-            var fds = [pollfd(fd: 0, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: console.inbox.wakeFDs.read, events: Int16(POLLIN), revents: 0)]
-            if poll(&fds, 2, -1) < 0 && errno != EINTR { return nil }
-            if Signals.interrupt.exchange(false, ordering: .relaxed) {
-                console.write("^C")
-                return nil
-            }
-            if fds[1].revents != 0 { console.inbox.clearWake() }
-            guard fds[0].revents != 0 else { continue }
-            let n = Glibc.read(0, &byte, 1)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self) }
-            if byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\r") { break }
-            bytes.append(byte)
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
-    private func setPrompt(_ text: String) {
+    func setPrompt(_ text: String) {
         prompt?.deallocate()
         let utf8 = Array(text.utf8CString)
         let storage = UnsafeMutablePointer<CChar>.allocate(capacity: utf8.count)
@@ -230,7 +196,7 @@ package final class EditLineReader: LineReader {
 
     /// libedit's character source: waits on stdin and the wake-up pipe together, so signals and
     /// asynchronous lines are handled while the user is typing.
-    private func readCharacter(into character: UnsafeMutablePointer<wchar_t>) -> Int32 {
+    func readCharacter(into character: UnsafeMutablePointer<wchar_t>) -> Int32 {
         while true {
             if Signals.interrupt.exchange(false, ordering: .relaxed) {
                 interrupted = true
@@ -295,10 +261,7 @@ package final class EditLineReader: LineReader {
     /// prompt and the half-typed line below them, cursor where it was.
     private func printAbovePrompt(_ lines: [MarkedLine]) {
         guard isEditing else { return console.writeLines(lines) }
-        let rowsAbove = editRows().aboveCursor
-        // The move up to the start of the line being edited is not output: the rows followed
-        // end where that line begins.
-        console.writeUnfollowed((rowsAbove > 0 ? "\u{1B}[\(rowsAbove)A" : "") + "\r\u{1B}[J")
+        clearEditArea()
         console.writeLines(lines)
         console.flush()
         if let label = promptLabel?(), shownLabel != nil, label != shownLabel {
@@ -308,13 +271,20 @@ package final class EditLineReader: LineReader {
         seance_el_refresh(editLine)
     }
 
+    /// Moves to the start of the line being edited (prompt included) and clears from there
+    /// down. The move is not output: the rows followed end where that line begins.
+    func clearEditArea() {
+        let rowsAbove = editRows().aboveCursor
+        console.writeUnfollowed((rowsAbove > 0 ? "\u{1B}[\(rowsAbove)A" : "") + "\r\u{1B}[J")
+    }
+
     private var promptWidth: Int { (prompt.map { String(cString: $0) } ?? "").strippingPromptMarkers.displayWidth }
 
     /// The rows of the line being edited (prompt included) above and below the cursor's.
-    private func editRows() -> (aboveCursor: Int, belowCursor: Int) {
+    func editRows() -> (aboveCursor: Int, belowCursor: Int) {
         let columns = max(1, console.columns)
-        let above = (promptWidth + textBeforeCursor().displayWidth) / columns
-        let all = (promptWidth + wholeLine().displayWidth) / columns
+        let above = (promptWidth + buffer.beforeCursor.displayWidth) / columns
+        let all = (promptWidth + buffer.text.displayWidth) / columns
         return (above, max(0, all - above))
     }
 
@@ -326,29 +296,10 @@ package final class EditLineReader: LineReader {
     }
 
 
-    private func textBeforeCursor() -> String { lineText(toCursor: true) }
-
-    private func wholeLine() -> String { lineText(toCursor: false) }
-
-    /// The line being edited, up to the cursor or whole.
-    private func lineText(toCursor: Bool) -> String {
-        guard let info = el_line(editLine)?.pointee, let start = info.buffer,
-              let end = toCursor ? info.cursor : info.lastchar else { return "" }
-        let count = end - start
-        return start.withMemoryRebound(to: UInt8.self, capacity: count) {
-            String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self)
-        }
-    }
-
-    func lineIsEmpty() -> Bool {
-        guard let info = el_line(editLine)?.pointee else { return true }
-        return info.buffer == info.lastchar
-    }
-
     // MARK: Completion
 
     private func completeWord() -> UInt8 {
-        let before = textBeforeCursor()
+        let before = buffer.beforeCursor
         let completion: Completion
         let current: String
         if let fieldCompletions {

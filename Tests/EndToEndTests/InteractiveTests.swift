@@ -147,9 +147,39 @@ import Testing
         let again = try TerminalSession(scratch: scratch)
         try again.press("Up")
         try again.waitFor { $0.hasSuffix("seance> quit") }
+        // Ctrl-R shows what it searches for and what it found, as bash does; Enter runs it.
+        try again.press("C-u")
+        try again.type("echo half")
+        try again.press("C-r")
+        try again.type("echo")
+        try again.waitFor { $0.hasSuffix("(reverse-i-search)'echo': echo second") }
+        try again.press("C-r")
+        try again.waitFor { $0.hasSuffix("(reverse-i-search)'echo': echo first") }
+        try again.press("C-r")
+        try again.waitFor { $0.hasSuffix("(failed reverse-i-search)'echo': echo first") }
+        // Ctrl-G gives back the line as it was typed.
+        try again.press("C-g")
+        try again.waitFor { $0.hasSuffix("seance> echo half") }
         try again.press("C-u", "C-r")
         try again.type("fir")
-        try again.waitFor { $0.contains("echo first") }
+        try again.waitFor { $0.hasSuffix("(reverse-i-search)'fir': echo first") }
+        try again.press("Enter")
+        try again.waitFor { $0.hasSuffix("seance> echo first\nfirst\nseance>") }
+        // Another key keeps the line found for editing, and does what it does.
+        try again.press("C-r")
+        try again.type("sec")
+        try again.press("C-e")
+        try again.type(" more")
+        try again.press("Enter")
+        try again.waitFor { $0.hasSuffix("second more\nseance>") }
+        // Ctrl-C abandons the line, as at the prompt.
+        try again.press("C-r")
+        try again.type("fir")
+        try again.press("C-c")
+        try again.waitFor { $0.hasSuffix("seance> echo first^C\nseance>") }
+        try again.type("echo after")
+        try again.press("Enter")
+        try again.waitFor { $0.hasSuffix("\nafter\nseance>") }
     }
 
     @Test func asyncLinesPrintAboveTheLineBeingTyped() throws {

@@ -24,7 +24,7 @@ import Wire
 
     func file(_ name: String, _ bytes: [UInt8]) -> String {
         let path = directory + "/" + name
-        FileManager.default.createFile(atPath: path, contents: Data(bytes))
+        _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
         return path
     }
 
