@@ -45,11 +45,14 @@ package enum Outcome: Equatable, Sendable {
     case commandFailed
     /// seance could not start: bad script path, unusable data directory, …
     case startFailed(String)
+    /// A flag's value is wrong (`--port 0`): a usage error, as the parser's own.
+    case usage(String)
 
     package var exitStatus: Int32 {
         switch self {
         case .success: return 0
         case .commandFailed, .startFailed: return 1
+        case .usage: return 64  // EX_USAGE (sysexits), as the flag parser exits.
         }
     }
 }
@@ -111,6 +114,9 @@ package enum App {
         if case .startFailed(let message) = outcome {
             let text = Array("seance: \(message)\n".utf8)
             _ = text.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+        } else if case .usage(let message) = outcome {
+            let text = Array("seance: \(message) (seance --help lists the flags)\n".utf8)
+            _ = text.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
         }
         return outcome
     }
@@ -148,6 +154,8 @@ package enum App {
                 // No config file: the defaults and the flags.
             }
             network = try Settings.resolve(flags: options.settings, file: file)
+        } catch let error as SettingsError where error.fromFlag {
+            return .usage(error.description)
         } catch {
             return .startFailed(String(describing: error))
         }

@@ -51,6 +51,8 @@ package struct SettingValues: Sendable, Equatable {
 
 package struct SettingsError: Error, Equatable, CustomStringConvertible {
     package let description: String
+    /// A flag's value was wrong (a usage error), not the file's.
+    package var fromFlag = false
 }
 
 /// One setting, declared once: its flag (`--KEY`) and `seance.conf` key, what it means, its
@@ -186,7 +188,9 @@ package enum Settings {
         for setting in all {
             if let values = flags[setting.key], !values.isEmpty {
                 // Messages start with the key: as a flag, it is named as one (`--port must …`).
-                do { try setting.check(&configuration, values) } catch { throw SettingsError(description: "--" + error.description) }
+                do { try setting.check(&configuration, values) } catch {
+                    throw SettingsError(description: "--" + error.description, fromFlag: true)
+                }
             } else if let values = file[setting.key], !values.isEmpty {
                 try setting.check(&configuration, values)
             }

@@ -119,7 +119,7 @@ struct BlockCommands {
         let handle = SafeText.visible(person.handle)
         if !confirmed {
             guard shell.isInteractive else { throw UserError("block asks first: add --yes in a script") }
-            let answer = try shell.ask("block \(handle)? nothing they send will reach you, nor what they wrote while blocked ever (y/n) ",
+            let answer = try shell.ask("block \(handle)? nothing they send will reach you, nor what they wrote while blocked ever. [y/N]",
                                        field: Shell.confirmation)
             guard answer.lowercased().hasPrefix("y") else { return shell.console.print("not blocked") }
         }
@@ -127,7 +127,7 @@ struct BlockCommands {
         guard added else { return shell.console.print("\(handle) is blocked already") }
         online.choicesChanged()
         if chat.conversations.current?.peerKey == person.signingKey { chat.conversations.close() }
-        shell.console.print("blocked \(handle): nothing they send reaches you now (the conversation is kept: chats --all). "
+        shell.console.print("blocked \(handle): nothing they send reaches you now (the conversation is kept: \(Advice.command("chats --all", mode: "chat"))). "
                             + "A new key of theirs would be a stranger.")
     }
 
@@ -144,7 +144,7 @@ struct BlockCommands {
         let changed = muting ? try store.add(person.signingKey, name: person.name, to: .muted, now: now) : try store.remove(person.signingKey, from: .muted)
         online.choicesChanged()
         guard changed else { return shell.console.print("\(handle) is \(muting ? "muted" : "not muted") already") }
-        shell.console.print(muting ? "muted \(handle): what they send is kept, silently (chats marks it)" : "unmuted \(handle)")
+        shell.console.print(muting ? "muted \(handle): what they send is kept, silently (\(Advice.command("chats", mode: "chat")) marks it)" : "unmuted \(handle)")
     }
 
     private func listBlocked(tsv: Bool, _ shell: Shell) throws {

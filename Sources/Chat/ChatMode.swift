@@ -80,8 +80,14 @@ package final class ChatMode: ConversationOwner {
         let interactive = shell.capabilities.interactive
         shell.promptMarks.append { [unowned self] in
             guard let context = self.context else { return "" }
-            let unread = interactive ? (try? MessageStore(database: context.database).unreadCount(myKey: context.me,
-                                                                                                 besides: conversations.current?.id)) ?? 0 : 0
+            guard interactive else { return ascii ? "*" : "●" }
+            // What is stored, and what was shown as it came and is being stored: read together
+            // on the engine, which stores them, so nothing is counted twice or missed.
+            let besides = conversations.current?.id
+            let unread = context.engine.sync {
+                ((try? MessageStore(database: context.database).unreadCount(myKey: context.me, besides: besides)) ?? 0)
+                    + context.delivery.unreadNotYetStored(besides: besides)
+            }
             return (ascii ? "*" : "●") + (unread > 0 ? String(unread) : "")
         }
         shell.console.redrawAfterResize = { [unowned shell] in conversations.redrawAfterResize(shell) }

@@ -97,7 +97,7 @@ final class ChatNotices: Sendable {
             switch presence {
             case .arrived, .changed, .left:
                 for line in state.value.limiter.admit(lines, now: context.engine.now) { inbox.post(line) }
-            case .transport, .alsoOnlineElsewhere, .olderSeance, .flooded, .clockOff:
+            case .transport, .alsoOnlineElsewhere, .olderSeance, .flooded, .clockOff, .restarted:
                 lines.forEach(inbox.post)
             }
         case .planeChanged(let old, let new):
@@ -126,11 +126,11 @@ final class ChatNotices: Sendable {
                     ConversationView(capabilities: capabilities, columns: columns, layout: layout, speakers: speakers)
                         .following(message, after: open.last, now: now)
                 })
-                open.markShown(message.id)
+                open.markShown(message.number)
             } else if !context.rules.isMuted(from.signingKey) {
                 let preview = ConversationView.preview(message.text, width: 40)
                 let sender = context.rules.shownName(of: from.signingKey) ?? from.shownHandle
-                inbox.post(styler.apply(.magenta, "✉") + " \(sender): \(preview)   (open \(sender))",
+                inbox.post(styler.apply(.magenta, "✉") + " \(sender): \(preview)   (\(Advice.command("open " + Tokenizer.quote(sender), mode: "chat")))",
                            alert: Alert(who: sender, what: "wrote to you", text: message.text))
             }
         case .stateChanged(let conversation, let numbers, let state):

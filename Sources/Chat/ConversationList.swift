@@ -23,7 +23,7 @@ struct ConversationList {
         let summaries = all ? everyone : everyone.filter { !blocked.contains($0.conversation.peerKey) }
         guard !summaries.isEmpty else {
             return shell.console.print(everyone.isEmpty ? "no conversations yet: open NAME"
-                                                        : "no conversations but with people you blocked: chats --all")
+                                                        : "no conversations but with people you blocked: " + Advice.command("chats --all", mode: "chat"))
         }
         let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
         let entries = summaries.map { summary in
@@ -45,7 +45,7 @@ struct ConversationList {
 
     /// `tap N`: when message N of `conversation` was sent, delivered and read.
     func tap(_ number: Int, in conversation: Conversation?, _ shell: Shell) throws {
-        guard let conversation else { throw UserError("open a conversation first: open NAME") }
+        guard let conversation else { throw UserError("open a conversation first: " + Advice.command("open NAME", mode: "chat")) }
         if let context = chat.context { context.engine.sync { context.delivery.settle() } }  // A line just typed is written by now.
         let store = MessageStore(database: try shell.session.openDatabase())
         guard let message = try store.message(number: Int64(number), in: conversation.id) else {

@@ -22,7 +22,7 @@ final class Conversations {
     }
     /// How conversations are drawn: bubbles, or compact (`/compact`, `conversation` in seance.conf).
     var layout: ConversationLayout
-    /// The oldest message shown (for `older`), and the newest when a page other than the
+    /// The number of the oldest message shown (for `older`), and the newest when a page other than the
     /// newest is (`open N` of a search result): `newer` pages on from it.
     var oldestShown: Int64?
     var newestShown: Int64?
@@ -171,17 +171,18 @@ final class Conversations {
         let hint = shell.styler.dim("every line you type is sent; commands start with / (/back, /older, /tap N, /help); // sends a leading /")
         // The name, the hint (in as many rows as a narrow window breaks it into), the older
         // messages' line and the prompt.
-        let hintRows = shell.capabilities.interactive ? DisplayWidth.wrapStyled(hint, width: shell.console.columns).count : 1
+        let hintRows = shell.capabilities.interactive ? DisplayWidth.wrapStyled(hint, width: shell.console.columns).count : 0
         let (page, lines, extras) = try fittingPage(conversation, before: nil, store: store, shell, reserved: 3 + hintRows)
-        oldestShown = page.first?.id
+        oldestShown = page.first?.number
         newestShown = nil
         let view = conversationView(shell)
         drawArrivals(in: conversation, after: page.last, view: view, delivery: delivery)
         shell.console.print(shell.styler.bold(renamed(conversation) ?? conversation.shownHandle) + (page.isEmpty ? " — no messages yet" : ""))
-        shell.console.printProse(hint)
+        // How to type here is for a person at the prompt: a script's output is the page.
+        if shell.capabilities.interactive { shell.console.printProse(hint) }
         printOlder(page, shell)
         view.print(lines, of: page, extras: extras, on: shell.console, lastState: .read) { ChatText.stateMark(conversation.id, $0.number) }
-        if let last = page.last, let context { context.engine.sync { delivery.shown(upTo: last.id, in: conversation) } }
+        if let last = page.last, let context { context.engine.sync { delivery.shown(upTo: last.number, in: conversation) } }
     }
 
     /// After the window is resized the terminal has cut the bubbles into fragments: the open
@@ -206,7 +207,7 @@ final class Conversations {
             guard !text.isEmpty else { return }
             return talk(to: local, text, shell)
         }
-        guard let conversation = current, let delivery, let context else { throw UserError("open a conversation first: open NAME") }
+        guard let conversation = current, let delivery, let context else { throw UserError("open a conversation first: " + Advice.command("open NAME", mode: "chat")) }
         guard !text.isEmpty else { return }
         // Sent and followed in one visit to the engine: a line typed costs one.
         let (message, previous, held) = try context.engine.sync {
@@ -285,17 +286,17 @@ final class Conversations {
     }
 
     private func showOlder(_ shell: Shell) throws {
-        guard let conversation = current else { throw UserError("open a conversation first: \(shell.takesMessages ? "/" : "")open NAME") }
+        guard let conversation = current else { throw UserError("open a conversation first: " + Advice.command("open NAME", mode: "chat")) }
         let store = MessageStore(database: try shell.session.openDatabase())
         // Opened empty, the conversation has grown since (what came is drawn below): older is
         // what scrolled away, before the newest page the window holds.
         if oldestShown == nil {
-            oldestShown = try fittingPage(conversation, before: nil, store: store, shell, reserved: 2).0.first?.id
+            oldestShown = try fittingPage(conversation, before: nil, store: store, shell, reserved: 2).0.first?.number
         }
         guard let oldest = oldestShown else { return shell.console.print("nothing older") }
         let (page, lines, extras) = try fittingPage(conversation, before: oldest, store: store, shell, reserved: 2)
         guard !page.isEmpty else { return shell.console.print("nothing older") }
-        oldestShown = page.first?.id
+        oldestShown = page.first?.number
         printOlder(page, shell)
         conversationView(shell).print(lines, of: page, extras: extras, on: shell.console, lastState: .read) {
             ChatText.stateMark(conversation.id, $0.number)
@@ -317,7 +318,7 @@ final class Conversations {
         let unread = before == nil ? unreadOnes.first.map { (from: $0.number, count: unreadOnes.count) } : nil
         let (page, lines) = try view.fitting(candidates, rows: shell.console.rows, reserved: reserved,
                                              now: shell.session.clock(), extras: extras, unread: unread) {
-            try store.message(before: $0.id, in: conversation.id)
+            try store.message(before: $0.number, in: conversation.id)
         }
         return (page, lines, extras)
     }
@@ -349,7 +350,7 @@ final class Conversations {
             let before = page.prefix { $0.number < number }.count
             if before > page.count - before - 1 { page.removeFirst() } else { page.removeLast() }
         }
-        oldestShown = page.first?.id
+        oldestShown = page.first?.number
         let newest = try store.page(conversation.id, limit: 1).last?.number ?? number
         newestShown = page.last.map { $0.number >= newest ? nil : $0.number } ?? nil
         // Until the newest page is reached again, what arrives is told as a notice.
@@ -358,12 +359,12 @@ final class Conversations {
         shell.console.printProse(shell.styler.dim("/older and /newer page from here; /back, then open, for the newest"))
         printOlder(page, shell)
         view.print(lines(), of: page, on: shell.console, lastState: .read) { ChatText.stateMark(conversation.id, $0.number) }
-        if let last = page.last, let context { context.engine.sync { delivery.shown(upTo: last.id, in: conversation) } }
+        if let last = page.last, let context { context.engine.sync { delivery.shown(upTo: last.number, in: conversation) } }
     }
 
     /// The page after the newest shown: the newest page, once it is reached.
     private func showNewer(_ shell: Shell) throws {
-        guard let conversation = current, let delivery else { throw UserError("open a conversation first: open NAME") }
+        guard let conversation = current, let delivery else { throw UserError("open a conversation first: " + Advice.command("open NAME", mode: "chat")) }
         guard let after = newestShown else { return shell.console.print("nothing newer") }
         let store = MessageStore(database: try shell.session.openDatabase())
         let view = conversationView(shell)
@@ -382,6 +383,6 @@ final class Conversations {
         view.print(view.render(page, previous: previous, now: now), of: page, on: shell.console, lastState: .read) {
             ChatText.stateMark(conversation.id, $0.number)
         }
-        context?.engine.sync { delivery.shown(upTo: last.id, in: conversation) }
+        context?.engine.sync { delivery.shown(upTo: last.number, in: conversation) }
     }
 }

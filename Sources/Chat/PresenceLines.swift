@@ -52,6 +52,8 @@ enum PresenceLines {
             case (true, false): return [styler.apply(.red, "-") + " \(named(old)) passed beyond your sight"]
             case (false, false): return []
             }
+        case .restarted:
+            return []  // Still here, in a new session: nothing to see.
         case .left(let peer, let reason):
             // An evicted peer was the least established of a full table: usually one of a
             // flood of made-up keys, not worth a line each. A block is said by its command.

@@ -101,12 +101,24 @@ package final class Profiles {
             password = try Self.askNewPassword(shell)
         }
         try ProfileStore.validate(password: password)
-        var avatarText = givenAvatar
-        if avatarText == nil && shell.isInteractive {
-            avatarText = try shell.ask("Avatar (an emoji or an image file, Enter for none):", field: "--avatar",
-                                       completions: { PathCompletion.candidates(for: $0) })
+        func parsed(_ text: String) throws -> Avatar? {
+            text.trimmingCharacters(in: .whitespaces).isEmpty ? nil : try Self.avatar(from: text)
         }
-        let avatar = try avatarText.flatMap { $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : try Self.avatar(from: $0) }
+        var avatar = try givenAvatar.flatMap(parsed)
+        if givenAvatar == nil && shell.isInteractive {
+            // An avatar that cannot be read is asked again, as a password is: the name and the
+            // password typed are not lost to it.
+            for attempt in 1...3 {
+                let text = try shell.ask("Avatar (an emoji or an image file, Enter for none):", field: "--avatar",
+                                         completions: { PathCompletion.candidates(for: $0) })
+                do {
+                    avatar = try parsed(text)
+                    break
+                } catch where attempt < 3 {
+                    shell.console.printProse(shell.styler.dim("\(error); try again"))
+                }
+            }
+        }
         let gift = shell.session.random.next() % 4 == 0
         let created = try store.create(name: name, password: password, avatar: avatar, gift: gift, now: shell.session.clock())
         setCurrent(created, shell)
@@ -119,7 +131,7 @@ package final class Profiles {
     static func askNewPassword(_ shell: Shell) throws -> String {
         var lastProblem = ProfileError.passwordTooShort
         for _ in 0..<3 {
-            let password = try shell.ask("Password (8 characters or more):", field: "--password-file FILE", secret: true)
+            let password = try shell.ask("New password (8 characters or more):", field: "--password-file FILE", secret: true)
             do { try ProfileStore.validate(password: password) } catch {
                 lastProblem = error
                 shell.console.printProse(shell.styler.dim("\(error); try again"))

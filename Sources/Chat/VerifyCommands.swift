@@ -62,7 +62,7 @@ struct VerifyCommands {
                 return shell.console.print("compare it with what \(SafeText.visible(PeerIdentity.split(person.handle).name)) sees (verify "
                                            + "\(SafeText.visible(login.profile.name)) there); if they match: verify \(handle) --yes")
             }
-            let answer = try shell.ask("do both screens show these numbers? mark \(handle) verified (y/n) ", field: Shell.confirmation)
+            let answer = try shell.ask("do both screens show these numbers? mark \(handle) verified? [y/N]", field: Shell.confirmation)
             marking = answer.lowercased().hasPrefix("y")
         }
         guard marking else { return shell.console.print("not marked verified") }

@@ -12,7 +12,8 @@ package struct ChatMessage: Equatable, Sendable {
 
     /// The number shown and taken by `tap N`: #1, #2, … in each conversation.
     package var number: Int64
-    /// The stored row (paging and read marks go by it).
+    /// A room's line: its stored row. (A conversation's messages go by their numbers: one
+    /// received is shown before its row exists.)
     package var id: Int64
     package var outgoing: Bool
     package var text: String

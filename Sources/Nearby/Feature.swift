@@ -31,13 +31,15 @@ package struct FeatureContext: Sendable {
     package let profile: Profile
     package let identity: Identity
     package let database: SeanceDatabase
+    /// Where the database writes the network causes go: one transaction per engine turn.
+    package let commits: GroupCommit
     /// Who may be seen and written to, and what features add to that (on the engine).
     package let rules: Rules
     /// Seeded from `--seed`, like every other random choice: each feature takes its own copy.
     package let random: SeededRandom
     private let events: EngineBound<[@Sendable (OnlineEvent) -> Void]>
 
-    init(node: NearbyNode, delivery: Delivery, profile: Profile, identity: Identity,
+    init(node: NearbyNode, delivery: Delivery, commits: GroupCommit, profile: Profile, identity: Identity,
          database: SeanceDatabase, rules: Rules, random: SeededRandom,
          events: EngineBound<[@Sendable (OnlineEvent) -> Void]>) {
         engine = node.engine
@@ -48,6 +50,7 @@ package struct FeatureContext: Sendable {
         self.profile = profile
         self.identity = identity
         self.database = database
+        self.commits = commits
         self.rules = rules
         self.random = random
         self.events = events

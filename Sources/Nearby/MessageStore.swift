@@ -107,7 +107,12 @@ package struct MessageStore: Sendable {
     /// their rows, in order.
     package func storeOutgoing(_ rows: [(conversation: Int64, row: MessageRow)], now: Double) throws -> [Int64] {
         guard !rows.isEmpty else { return [] }
-        return try database.write { db in try rows.map { try Self.insert(db, $0.row, in: $0.conversation, now: now) } }
+        return try database.write { db in try Self.storeOutgoing(db, rows, now: now) }
+    }
+
+    /// `storeOutgoing` inside a transaction of the caller's (the engine's `GroupCommit`).
+    package static func storeOutgoing(_ db: Database, _ rows: [(conversation: Int64, row: MessageRow)], now: Double) throws -> [Int64] {
+        try rows.map { try insert(db, $0.row, in: $0.conversation, now: now) }
     }
 
     private static func insert(_ db: Database, _ row: MessageRow, in conversation: Int64, now: Double) throws -> Int64 {
@@ -189,10 +194,14 @@ package struct MessageStore: Sendable {
     /// numbers each changed.
     package func recordStates(_ conversation: Int64, sentThrough: UInt32?, acknowledgedUpTo acknowledged: UInt32?,
                              now: Double) throws -> (sent: [Int64], delivered: [Int64]) {
-        try database.write { db in
-            let delivered = try acknowledged.map { try Self.acknowledge(db, conversation, upTo: $0, now: now) } ?? []
-            return (try sentThrough.map { try Self.markSent(db, in: conversation, through: $0) } ?? [], delivered)
-        }
+        try database.write { db in try Self.recordStates(db, conversation, sentThrough: sentThrough, acknowledgedUpTo: acknowledged, now: now) }
+    }
+
+    /// `recordStates` inside a transaction of the caller's.
+    package static func recordStates(_ db: Database, _ conversation: Int64, sentThrough: UInt32?, acknowledgedUpTo acknowledged: UInt32?,
+                                     now: Double) throws -> (sent: [Int64], delivered: [Int64]) {
+        let delivered = try acknowledged.map { try acknowledge(db, conversation, upTo: $0, now: now) } ?? []
+        return (try sentThrough.map { try markSent(db, in: conversation, through: $0) } ?? [], delivered)
     }
 
     private static func markSent(_ db: Database, in conversation: Int64, through sequence: UInt32) throws -> [Int64] {
@@ -227,7 +236,11 @@ package struct MessageStore: Sendable {
     /// acknowledgement is still on its way). Returns the numbers of the messages this changed.
     @discardableResult
     package func markRead(_ conversation: Int64, upTo sequence: UInt32, now: Double) throws -> [Int64] {
-        try database.write { db in
+        try database.write { db in try Self.markRead(db, conversation, upTo: sequence, now: now) }
+    }
+
+    /// `markRead` inside a transaction of the caller's.
+    package static func markRead(_ db: Database, _ conversation: Int64, upTo sequence: UInt32, now: Double) throws -> [Int64] {
             // Only messages not read yet are walked (their index), however long the conversation.
             try Int64.fetchAll(db.cachedStatement(sql: """
                 UPDATE message INDEXED BY message_unread_by_peer
@@ -236,7 +249,6 @@ package struct MessageStore: Sendable {
                 WHERE conversationId = ?2 AND outgoing = 1 AND state != 'read' AND lastSequence <= ?3
                 RETURNING number
                 """), arguments: [now, conversation, sequence]).sorted()
-        }
     }
 
     /// Stores a complete incoming message that arrived in order, and advances the delivered
@@ -246,7 +258,7 @@ package struct MessageStore: Sendable {
         try database.write { db in
             let number = try Self.nextNumber(db, conversation)
             let row = MessageRow(number: number, text: text, firstSequence: firstSequence, lastSequence: lastSequence, sentAt: sentAt)
-            return (try Self.store(db, [row], deliveredUpTo: lastSequence, in: conversation, now: now)[0], number)
+            return (try Self.storeIncoming(db, [row], deliveredUpTo: lastSequence, in: conversation, now: now)[0], number)
         }
     }
 
@@ -254,10 +266,11 @@ package struct MessageStore: Sendable {
     /// delivered sequence to `deliveredUpTo` (past refused messages too), in one transaction:
     /// a burst costs one commit. Returns their rows, in order.
     package func storeIncoming(_ rows: [MessageRow], deliveredUpTo sequence: UInt32, in conversation: Int64, now: Double) throws -> [Int64] {
-        try database.write { db in try Self.store(db, rows, deliveredUpTo: sequence, in: conversation, now: now) }
+        try database.write { db in try Self.storeIncoming(db, rows, deliveredUpTo: sequence, in: conversation, now: now) }
     }
 
-    private static func store(_ db: Database, _ rows: [MessageRow], deliveredUpTo sequence: UInt32, in conversation: Int64,
+    /// `storeIncoming` inside a transaction of the caller's.
+    package static func storeIncoming(_ db: Database, _ rows: [MessageRow], deliveredUpTo sequence: UInt32, in conversation: Int64,
                               now: Double) throws -> [Int64] {
         let insert = try db.cachedStatement(sql: """
             INSERT INTO message (conversationId, number, outgoing, text, firstSequence, lastSequence, sentAt, receivedAt, state)
@@ -285,25 +298,28 @@ package struct MessageStore: Sendable {
         _ = try storeIncoming([], deliveredUpTo: lastSequence, in: conversation, now: now)
     }
 
-    /// Incoming messages up to row `number` have been shown (at `now`, their time of reading).
-    /// Returns the highest sequence now read, for the read receipt, or nil when nothing changed.
+    /// Incoming messages up to message #`number` have been shown (at `now`, their time of
+    /// reading). Returns the highest sequence now read, for the read receipt, or nil when
+    /// nothing changed.
     package func markShown(_ conversation: Int64, upTo number: Int64, now: Double) throws -> UInt32? {
-        try database.write { db in
-            let sequence = try UInt32.fetchOne(db, sql: """
-                SELECT max(lastSequence) FROM message WHERE conversationId = ? AND outgoing = 0 AND state = 'received' AND id <= ?
-                """, arguments: [conversation, number])
-            guard let sequence else { return nil }
-            try db.execute(sql: """
-                UPDATE message SET state = 'read', readAt = ? WHERE conversationId = ? AND outgoing = 0 AND state = 'received' AND id <= ?
-                """, arguments: [now, conversation, number])
-            try db.execute(sql: "UPDATE conversation SET unread = max(0, unread - ?) WHERE id = ?", arguments: [db.changesCount, conversation])
-            return sequence
-        }
+        try database.write { db in try Self.markShown(db, conversation, upTo: number, now: now) }
     }
 
-    /// The page of messages before message `before` (row id of one of the conversation's; nil:
-    /// the newest page), oldest first. Pages walk the index of numbers, whose order is the rows'
-    /// (messages are written in the order of their numbers), from where `before` is.
+    /// `markShown` inside a transaction of the caller's. Only unread messages are walked (their
+    /// index), however long the conversation.
+    package static func markShown(_ db: Database, _ conversation: Int64, upTo number: Int64, now: Double) throws -> UInt32? {
+        let sequences = try UInt32.fetchAll(db.cachedStatement(sql: """
+            UPDATE message INDEXED BY message_unread SET state = 'read', readAt = ?
+            WHERE conversationId = ? AND outgoing = 0 AND state = 'received' AND number <= ?
+            RETURNING lastSequence
+            """), arguments: [now, conversation, number])
+        guard let sequence = sequences.max() else { return nil }
+        try db.cachedStatement(sql: "UPDATE conversation SET unread = max(0, unread - ?) WHERE id = ?").execute(arguments: [sequences.count, conversation])
+        return sequence
+    }
+
+    /// The page of messages numbered before `before` (nil: the newest page), oldest first, on
+    /// the index of numbers.
     package func page(_ conversation: Int64, before: Int64? = nil, limit: Int = pageSize) throws -> [ChatMessage] {
         try database.read { db in
             try Row.fetchAll(db.cachedStatement(sql: Self.pageQuery), arguments: [conversation, before, limit]).reversed().map(Self.message)
@@ -313,7 +329,7 @@ package struct MessageStore: Sendable {
     static let pageQuery = """
         SELECT id, number, outgoing, text, sentAt, shownReceivedAt, shownState, readAt FROM message_shown
         WHERE conversationId = ?1
-          AND number < coalesce((SELECT number FROM message WHERE id = ?2 AND conversationId = ?1), 9223372036854775807)
+          AND number < coalesce(?2, 9223372036854775807)
         ORDER BY number DESC LIMIT ?3
         """
 
@@ -327,9 +343,9 @@ package struct MessageStore: Sendable {
         }
     }
 
-    /// The message just before row `id` in the same conversation (for section headers).
-    package func message(before id: Int64, in conversation: Int64) throws -> ChatMessage? {
-        try page(conversation, before: id, limit: 1).first
+    /// The message just before message #`number` of the same conversation (for section headers).
+    package func message(before number: Int64, in conversation: Int64) throws -> ChatMessage? {
+        try page(conversation, before: number, limit: 1).first
     }
 
     /// Message #`number` of `conversation`.

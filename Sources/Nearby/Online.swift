@@ -91,6 +91,8 @@ package final class Online {
             switch event {
             case .arrived(let peer): tell(.reachable(peer, returned: true))
             case .changed(_, let peer): tell(.reachable(peer, returned: false))
+            // Its sessions are gone: what waits for it goes now, in a fresh one.
+            case .restarted(let peer): tell(.reachable(peer, returned: true))
             // What was sent while the broker was away was dropped (never queued in the client).
             case .transport(_, .up): tell(.reachable(nil, returned: false))
             default: break
@@ -133,9 +135,10 @@ package final class Online {
                     tellArrivals()
                     handle(event)
                 }
-                let delivery = Delivery(store: MessageStore(database: database), identity: identity, rules: rules, router: node.router,
-                                        directory: node.directory, deadlines: node.deadlines) { event in tell(.delivery(event)) }
-                let context = FeatureContext(node: node, delivery: delivery, profile: profile, identity: identity, database: database,
+                let commits = GroupCommit(database: database, engine: engine)
+                let delivery = Delivery(store: MessageStore(database: database), commits: commits, identity: identity, rules: rules,
+                                        router: node.router, directory: node.directory, deadlines: node.deadlines) { event in tell(.delivery(event)) }
+                let context = FeatureContext(node: node, delivery: delivery, commits: commits, profile: profile, identity: identity, database: database,
                                              rules: rules, random: featureRandom, events: events)
                 // Delivery first, then every feature: kinds, rules and deadlines registered
                 // before the first packet can arrive.

@@ -180,7 +180,7 @@ package final class Rooms: Feature, RoomInView {
         }
         shell.register(mode: "room", "host", arguments: [.positional("major", .integer, help: "0 to 65535"),
                                                          .positional("minor", .integer, help: "0 to 65535")],
-                       summary: "host room MAJOR.MINOR: beacon it every second; guests nearby join by themselves") { shell, arguments in
+                       summary: "host room MAJOR MINOR: beacon it every second; guests nearby join by themselves") { shell, arguments in
             let room = try Self.room(arguments)
             try arrive(shell) { shell.console.print(try self.host(room)) }
             oldestShown = nil

@@ -27,7 +27,10 @@ final class RoomTalk: RoomPart, Sendable {
     var reachableMembers: [Peer]? { audience.map { $0.members.compactMap(context.presence.peer).filter(context.rules.canWrite) } }
 
     /// Says `text` to every member our plane reaches; stored, and its bubble returned.
-    func say(_ text: String) throws -> ChatMessage {
+    func say(_ typed: String) throws -> ChatMessage {
+        // A feature's rules (a curse) change the line or refuse it, as they do a conversation's:
+        // what they make of it is what is stored and said.
+        let text = try context.rules.outgoing(typed)
         let size = text.utf8.count
         guard size <= RoomsOnline.maximumLine else {
             throw UserError("a room line is at most \(RoomsOnline.maximumLine) bytes (this one is \(size)): say it in parts, or open a conversation")
@@ -77,7 +80,7 @@ final class RoomTalk: RoomPart, Sendable {
             parts.inbox.post(.lines { [message] columns in ConversationView(capabilities: capabilities, columns: columns).bubble(message) })
         } else if !context.rules.isMuted(sender) && !context.rules.isMuted(place: RoomsOnline.place(line.room)) {
             let preview = ConversationView.preview(text, width: 40)
-            post("room \(line.room) · \(message.sender!): \(preview)   (room, to read it there)",
+            post("room \(line.room) · \(message.sender!): \(preview)   (\(Advice.command("room")), to read it there)",
                  alert: Alert(who: message.sender!, what: "wrote in room \(line.room)", text: text))
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Shell
 
 /// What the user typed, read as text: words (each found by prefix), and a quoted argument
 /// (`"two words"`, one word to the shell) found as a phrase. Nothing typed is query syntax: the
@@ -102,7 +103,7 @@ package enum SearchError: Error, Equatable, CustomStringConvertible {
         case .nowhere(let name): return "you have no conversation or room called \(name)"
         case .noResult(let number, let count):
             return count == 0 ? "the last search found nothing to open" : "there is no result \(number): the last search found \(count)"
-        case .noSearch: return "search first: search TEXT"
+        case .noSearch: return "search first: " + Advice.command("search TEXT")
         }
     }
 }

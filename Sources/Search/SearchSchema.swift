@@ -96,10 +96,9 @@ package enum SearchSchema {
 
     /// For each table followed: the last row indexed and its newest row, in one statement.
     private static func bounds(_ db: Database) throws -> [(table: String, index: String, upTo: Int64, newest: Int64)] {
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: boundsQuery)) else { return [] }
+        guard let row = try FirstRow.integers(db.cachedStatement(sql: boundsQuery), columns: 2 * indexed.count, in: db) else { return [] }
         return indexed.enumerated().compactMap { column, source in
-            let upTo: Int64? = row[2 * column], newest: Int64? = row[2 * column + 1]
-            return upTo.map { (source.table, source.index, $0, newest ?? 0) }
+            row[2 * column].map { (source.table, source.index, $0, row[2 * column + 1] ?? 0) }
         }
     }
 

@@ -138,6 +138,13 @@ package struct Arguments {
         for spec in specs where !spec.isOptional && values[spec.name] == nil {
             throw .badArgument("missing \(spec.flag ?? spec.name)\n\(usage)")
         }
+        // An option of a few words takes one of them (`--format json` is not quietly text).
+        for spec in specs {
+            guard let flag = spec.flag, case .choice(let candidates) = spec.kind, let value = values[spec.name],
+                  !candidates.contains(where: { $0.text == value }) else { continue }
+            let words = candidates.map { "'\($0.text)'" }
+            throw .badArgument("\(flag) takes " + words.dropLast().joined(separator: ", ") + " or \(words.last!), not '\(value)'\n\(usage)")
+        }
         return Arguments(words: words, positionals: positionals, values: values)
     }
 }
@@ -148,6 +155,12 @@ package enum CommandScope: Hashable, Sendable {
     case global
     /// In one mode (or from anywhere with the mode's name as a prefix).
     case mode(String)
+
+    /// The mode's name, for a mode's command.
+    var mode: String? {
+        if case .mode(let name) = self { return name }
+        return nil
+    }
 }
 
 /// A command of the shell: everything `help`, completion and dispatch need to know.
@@ -173,7 +186,16 @@ package struct Command {
     }
 
     package var usage: String {
-        (["usage: " + name] + arguments.map(\.usage)).joined(separator: " ")
+        "usage: " + synopsis
+    }
+
+    /// The command and its arguments, as `usage` shows them.
+    var synopsis: String { ([name] + arguments.map(\.usage)).joined(separator: " ") }
+
+    /// `usage` as advice, spelled for where it is printed (`usage: /tap number` in a
+    /// conversation): what errors and `help NAME` show.
+    package var advisedUsage: String {
+        "usage: " + Advice.command(synopsis, mode: scope.mode)
     }
 
     /// The details as paragraphs: lines are joined (they were broken only to keep the source

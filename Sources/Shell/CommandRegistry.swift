@@ -123,7 +123,7 @@ package struct CommandRegistry {
                 "In \(owner) mode ('\(owner) \(name)' from elsewhere):\n" + (try helpText(for: name, inMode: owner, styler: styler, columns: columns))
             }.joined(separator: "\n\n")
         }
-        var lines = [styler.bold(command.usage), "  " + command.summary]
+        var lines = [styler.bold(command.advisedUsage), "  " + command.summary]
         if !command.aliases.isEmpty { lines.append("  aliases: " + command.aliases.joined(separator: ", ")) }
         // An argument without words of its own that is one of a few: those, each with its description.
         func choices(_ argument: ArgumentSpec) -> [Candidate]? {

@@ -26,6 +26,9 @@ package final class Console {
     /// Set by a view the terminal would cut up when the window is resized (an open
     /// conversation): draws it again for the new size; false when it has nothing to draw.
     package var redrawAfterResize: (() -> Bool)?
+    /// How a command named in advice is typed where the user is now (`Advice`); set by the
+    /// shell. Without it, as at the top level.
+    var placeAdvice: ((_ words: String, _ mode: String?) -> String)?
     /// Where marked lines are on the screen: followed only at a terminal that can move the
     /// cursor back up (`followScreen`).
     private(set) var screen: ScreenRows?
@@ -63,7 +66,12 @@ package final class Console {
     /// Writes `text` and a newline to stdout; at a terminal, a line wider than the window is
     /// broken at spaces (its indentation kept) rather than by the terminal mid-word.
     package func print(_ text: String = "") {
-        write(fitted(text) + "\n")
+        write(fitted(advised(text)) + "\n")
+    }
+
+    /// `text` with the commands its advice names spelled for where the user is.
+    func advised(_ text: String) -> String {
+        Advice.spelled(text) { words, mode in placeAdvice?(words, mode) ?? words }
     }
 
     /// `text` as it fits the window at a terminal: each line wider than it broken at spaces,
@@ -164,7 +172,7 @@ package final class Console {
 
     /// Writes one error line to stderr, after whatever stdout holds.
     package func error(_ text: String) {
-        let text = ascii(fitted(text))
+        let text = ascii(fitted(advised(text)))
         acceptedRows = nil
         screen?.advance(over: text + "\n", columns: columns)
         if capture != nil { capture!.append(text + "\n"); return }
@@ -212,7 +220,7 @@ package final class Console {
         for notice in notices {
             switch notice {
             case .line(let line):
-                lines += prose(line).map { MarkedLine($0) }
+                lines += prose(advised(line)).map { MarkedLine($0) }
             case .lines(let render):
                 lines += render(columns).map { MarkedLine($0) }
             case .markedLines(let render):

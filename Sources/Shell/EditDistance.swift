@@ -1,4 +1,4 @@
-enum EditDistance {
+package enum EditDistance {
     /// Optimal string alignment distance (Levenshtein plus adjacent transpositions).
     static func distance(_ a: String, _ b: String) -> Int {
         let a = Array(a), b = Array(b)
@@ -22,7 +22,7 @@ enum EditDistance {
     }
 
     /// The candidate nearest to `word`, if it is near enough to be a plausible typo.
-    static func nearest(to word: String, in candidates: [String]) -> String? {
+    package static func nearest(to word: String, in candidates: [String]) -> String? {
         let word = word.lowercased()
         let limit = max(1, min(3, word.count / 3 + 1))
         var best: (name: String, distance: Int)?

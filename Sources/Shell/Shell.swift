@@ -37,6 +37,24 @@ package final class Shell {
         self.registry = CommandRegistry()
         Builtins.register(in: self)
         session.backfillProgress = Self.progressLine(on: console)
+        console.placeAdvice = { [unowned self] words, mode in spelled(words, mode: mode) }
+    }
+
+    /// How `words`, a command of `mode` (nil: of every place), is typed here to do what it
+    /// does there: after `/` where a line is a message; after its mode's name where the name
+    /// alone is this place's other command or several modes'.
+    func spelled(_ words: String, mode: String?) -> String {
+        let name = String(words.prefix { $0 != " " })
+        var line = words
+        if let mode, mode != currentMode, registry.mode(named: name) == nil {
+            let here = registry.command(named: name, inMode: currentMode)
+            if let here, here.scope != registry.command(named: name, inMode: mode)?.scope {
+                line = mode + " " + words
+            } else if here == nil, registry.modesOwning(name).count != 1 {
+                line = mode + " " + words
+            }
+        }
+        return (takesMessages ? "/" : "") + line
     }
 
     /// How far long work has come (indexing an older database): at a terminal one bar written
@@ -106,7 +124,8 @@ package final class Shell {
         while !quitRequested {
             console.printPending()
             if reader.isInteractive { console.flush() }
-            let input = reader.readLine(prompt: promptLabel)
+            // A batch shows no prompt: its label (a lookup or two per line) is made only for a person.
+            let input = reader.readLine(prompt: reader.isInteractive ? promptLabel : "")
             switch input {
             case .end:
                 return allSucceeded
@@ -221,13 +240,13 @@ package final class Shell {
         guard let command = registry.command(named: name, inMode: mode) else {
             let owners = registry.modesOwning(name)
             if owners.count == 1, let command = registry.command(named: name, inMode: owners[0]) {
-                let arguments = try Arguments.parse(Array(words[(start + 1)...]), specs: command.arguments, usage: command.usage)
+                let arguments = try Arguments.parse(Array(words[(start + 1)...]), specs: command.arguments, usage: command.advisedUsage)
                 return try command.run(Invocation(shell: self, arguments: arguments, name: name, mode: owners[0]))
             }
             if !owners.isEmpty { throw ShellError.ambiguous(command: name, modes: owners, slash: takesMessages) }
             throw ShellError.unknownCommand(name, suggestion: registry.suggestion(for: name, inMode: mode))
         }
-        let arguments = try Arguments.parse(Array(words[(start + 1)...]), specs: command.arguments, usage: command.usage)
+        let arguments = try Arguments.parse(Array(words[(start + 1)...]), specs: command.arguments, usage: command.advisedUsage)
         try command.run(Invocation(shell: self, arguments: arguments, name: name, mode: mode))
     }
 

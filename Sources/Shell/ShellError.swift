@@ -16,7 +16,7 @@ package enum ShellError: Error, Equatable, CustomStringConvertible {
         case .syntax(let message):
             return message
         case .unknownCommand(let name, let suggestion):
-            let hint = suggestion.map { " (did you mean '\($0)'?)" } ?? " (type 'help' for the list)"
+            let hint = suggestion.map { " (did you mean '\(Advice.command($0))'?)" } ?? " (type '\(Advice.command("help"))' for the list)"
             return "unknown command '\(name)'\(hint)"
         case .ambiguous(let command, let modes, let slash):
             return "'\(command)' is a command of " + modes.dropLast().joined(separator: ", ") + " and \(modes.last!): type "

@@ -60,8 +60,9 @@ package enum Tokenizer {
     /// Quotes `word` so the tokenizer reads it back unchanged (scalar by scalar, as it reads).
     package static func quote(_ word: String) -> String {
         if word.isEmpty { return "''" }
-        let special: Set<Unicode.Scalar> = [" ", "\t", "\n", "\r", "\"", "'", "\\", ";", "#"]
-        guard word.unicodeScalars.contains(where: { special.contains($0) }) else { return word }
+        let special: Set<Unicode.Scalar> = [" ", "\t", "\n", "\r", "\"", "'", "\\", ";"]
+        // `#` starts a comment only where a word starts: `ben#5aca` is one word as it is.
+        guard word.unicodeScalars.contains(where: { special.contains($0) }) || word.hasPrefix("#") else { return word }
         if !word.unicodeScalars.contains("'") { return "'" + word + "'" }
         var result = String.UnicodeScalarView()
         result.append("\"")

@@ -172,7 +172,7 @@ final class SpectresOnline: Sendable {
             return spectre
         }
         if context.rules.allowsSight(of: nil) {
-            post("\(spectre.name) drifts into sight (a spectre: open \(Tokenizer.quote(spectre.name)) to ask it something)")
+            post("\(spectre.name) drifts into sight (a spectre: \(Advice.command("open " + Tokenizer.quote(spectre.name), mode: "chat")) to ask it something)")
         }
     }
 

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import GRDB
+import Shell
 
 /// What the store sells (seed 000): prices in cents, what each does.
 package enum Item: String, CaseIterable, Sendable {
@@ -137,7 +138,7 @@ package enum StoreError: Error, Equatable, CustomStringConvertible {
         switch self {
         case .badQuantity(let n): return "you can buy 1 to 99 at a time, not \(n)"
         case .unknownItem(let name): return "the store sells candle and medallion, not '\(name)'"
-        case .noneLeft(let item): return "you have no \(item.plural) left: buy \(item.rawValue)"
+        case .noneLeft(let item): return "you have no \(item.plural): " + Advice.command("buy \(item.rawValue)", mode: "store")
         case .medallionWorn(let minutes): return "you already wear a Saint's medallion (it breaks in \(minutes) min); one at a time"
         case .noSuchReceipt(let id): return "there is no receipt \(id)"
         case .ambiguousReceipt(let id, let count): return "\(count) receipts start with \(id): give more of the id"

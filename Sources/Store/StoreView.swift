@@ -1,5 +1,6 @@
 import Foundation
 import Terminal
+import Shell
 
 /// The store's text: the catalogue, the inventory, receipts as a table.
 package struct StoreView: Sendable {
@@ -48,7 +49,7 @@ package struct StoreView: Sendable {
     /// The receipts (newest first) and the total spent; with `rows`, only the newest that fit a
     /// window that high, and a line saying how many older ones `receipts all` adds.
     package func receipts(_ receipts: [Receipt], rows windowRows: Int? = nil) -> [String] {
-        guard !receipts.isEmpty else { return ["no purchases yet: buy candle or buy medallion"] }
+        guard !receipts.isEmpty else { return ["no purchases yet: " + Advice.command("buy candle", mode: "store") + " or " + Advice.command("buy medallion", mode: "store")] }
         // 62 columns with the time of each; 44 without, which `receipt ID` still shows.
         let withTime = columns >= 62
         let header = styler.bold(["ID      ", withTime ? "TIME            " : nil, "ITEM               ", "QTY", "   TOTAL"]

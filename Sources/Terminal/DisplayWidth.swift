@@ -25,12 +25,32 @@ extension Character {
     }
 }
 
+extension DisplayWidth {
+    /// One column, whatever follows: printable ASCII, Latin-1 and Latin Extended (below the
+    /// combining marks at U+0300), general punctuation's dashes and quotes, box drawing.
+    @inline(__always)
+    static func isOneColumnAlone(_ value: UInt32) -> Bool {
+        (0x20..<0x7F).contains(value) || (0xA0..<0x300).contains(value) || (0x2010...0x2027).contains(value)
+            || (0x2500...0x257F).contains(value)
+    }
+}
+
 extension StringProtocol {
     /// The number of terminal columns this text occupies. ANSI escapes are not skipped:
     /// measure text before styling it.
     package var displayWidth: Int {
-        // Printable ASCII, most text, is one column a byte: no grapheme breaking needed.
-        if utf8.allSatisfy({ (0x20..<0x7F).contains($0) }) { return utf8.count }
+        // Most text (printable ASCII, Latin letters, dashes and quotes, a bubble's box drawing)
+        // is one column a scalar, none of them joining another: no grapheme breaking needed.
+        // Anything else (a combining mark, an emoji, CJK) takes the long way.
+        var count = 0
+        for scalar in unicodeScalars {
+            guard DisplayWidth.isOneColumnAlone(scalar.value) else { return graphemeWidth }
+            count += 1
+        }
+        return count
+    }
+
+    private var graphemeWidth: Int {
         var width = 0
         for character in self { width += character.displayWidth }
         return width

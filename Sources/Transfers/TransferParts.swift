@@ -76,7 +76,7 @@ extension TransferPart {
             })
         } else if !context.rules.isMuted(transfer.peerKey) {
             inbox.post(Styler(capabilities).apply(.magenta, capabilities.ascii ? "*" : "✉") + " \(sender) sent \(what) "
-                       + "(\(TransferView.shownName(transfer.name)), \(TransferView.size(transfer.size)))   (open \(sender))",
+                       + "(\(TransferView.shownName(transfer.name)), \(TransferView.size(transfer.size)))   (\(Advice.command("open " + Tokenizer.quote(sender), mode: "chat")))",
                        alert: Alert(who: sender, what: "sent you \(transfer.picture ? "a picture" : "a file")"))
         }
         if !overwrites, inView.value == transfer.conversation {

@@ -4,6 +4,7 @@ import GRDB
 import Nearby
 import Storage
 import Terminal
+import Shell
 
 /// A transfer as stored: one file, one way, in one conversation. Its number is the one the
 /// commands take (`/open N`, `/save N`, `/cancel N`): the row's, unique on this profile.
@@ -67,7 +68,7 @@ package enum TransferError: Error, Equatable, CustomStringConvertible {
         case .empty(let path): return "\(path) is empty: nothing to send"
         case .tooLarge(let path, let size):
             return "\(path) is \(TransferView.size(size)): the most a file can be is \(TransferView.size(Int(FileOffer.maximumSize)))"
-        case .noSuchTransfer(let number): return "no file \(number) (transfers lists them)"
+        case .noSuchTransfer(let number): return "no file \(number) (\(Advice.command("transfers")) lists them)"
         case .file(let failure): return failure.description
         }
     }

@@ -230,7 +230,9 @@ package final class Transfers: Feature, PlaceExtension {
     func list(_ shell: Shell) throws {
         let store = TransferStore(database: try shell.session.openDatabase())
         let transfers = try store.transfers(myKey: try myKey())
-        guard !transfers.isEmpty else { return shell.console.print("no files sent or received yet: /send PATH in a conversation") }
+        guard !transfers.isEmpty else {
+            return shell.console.print("no files here: " + Advice.command("send NAME PATH") + " sends one")
+        }
         let view = TransferView(capabilities: shell.capabilities, columns: shell.console.columns)
         let rows = transfers.map { transfer in
             (transfer, stored: live.map { live in live.context.engine.sync { live.stored(of: transfer) } } ?? transfer.stored)

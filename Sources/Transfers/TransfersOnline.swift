@@ -66,7 +66,7 @@ final class TransfersOnline: TransferPart, Sendable {
         var finished: [Key: Int] = [:]
         /// Offers told above the prompt: a burst, then a few a second (a crowd of keys offering
         /// must not scroll everything else away).
-        var offerNotices = NoticeLimiter(what: "offers", seeAll: "transfers lists them")
+        var offerNotices = NoticeLimiter(what: "offers", seeAll: Advice.command("transfers") + " lists them")
         /// Streams we offered, by transfer id, until they end.
         var expected: [Data: ExpectedStream] = [:]
         /// Until then offers from strangers are refused as busy without a look at the database

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Storage
 import Terminal
+import Shell
 
 package struct Rescuer: Equatable, Sendable {
     package var id: Int64
@@ -53,7 +54,7 @@ package enum VisionsError: Error, Equatable, CustomStringConvertible {
             return "there is no rescuer named '\(SafeText.visible(name))'" + (similar.map { " (did you mean '\(SafeText.visible($0))'?)" } ?? "")
                 + "; add --new-rescuer to create one"
         case .descriptionTooLong: return "the description is too long (at most 500 characters)"
-        case .nothingOpen: return "open a vision first: open N"
+        case .nothingOpen: return "open a vision first: " + Advice.command("open N", mode: "visions")
         }
     }
 }
@@ -123,13 +124,17 @@ package struct VisionStore: Sendable {
     }
 
     /// The rescuer a name may have been meant for: one whose name starts or ends the given one,
-    /// or is started by it (`Joyce Byers` → `Joyce`), any case.
+    /// or is started by it (`Joyce Byers` → `Joyce`), any case; else one a typo away (`Joice`).
     package func similarRescuer(to name: String) throws -> String? {
         let given = name.lowercased()
-        return try rescuers().map(\.name).first { known in
+        let names = try rescuers().map(\.name)
+        let word = names.first { known in
             let lower = known.lowercased()
             // (Equal but for case beyond ASCII, which SQLite's NOCASE does not fold: Élodie.)
             return given == lower || given.hasPrefix(lower + " ") || given.hasSuffix(" " + lower) || lower.hasPrefix(given + " ")
+        }
+        return word ?? EditDistance.nearest(to: given, in: names.map { $0.lowercased() }).flatMap { typo in
+            names.first { $0.lowercased() == typo }
         }
     }
 

@@ -131,7 +131,8 @@ package final class VisionsMode {
         if try store.rescuer(named: name) == nil && !createsRescuer {
             // A script's typo must not make a second Joyce; a person at a terminal is asked.
             guard shell.isInteractive else { throw VisionsError.newRescuerNotAllowed(name, similar: try store.similarRescuer(to: name)) }
-            let answer = try shell.ask("No rescuer is called \(name) yet. Create one? [y/N]", field: Shell.confirmation)
+            let meant = try store.similarRescuer(to: name).map { " (did you mean \($0)?)" } ?? ""
+            let answer = try shell.ask("No rescuer is called \(name) yet\(meant). Create one? [y/N]", field: Shell.confirmation)
             // Declining is an answer, not an error.
             guard answer.lowercased().hasPrefix("y") else { return shell.console.print("nothing added") }
         }

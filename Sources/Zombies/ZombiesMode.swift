@@ -90,7 +90,7 @@ package final class ZombiesMode {
         self.game = game
         try show(shell)
         // Said after the room (at a terminal the room clears the screen): the old game is over.
-        shell.console.print("a new game of \(variant.rawValue) began: full lives, a new room (the score stays)")
+        shell.console.status("a new game of \(variant.rawValue) began: full lives, a new room (the score stays)")
     }
 
     /// Draws the room, or the end-of-round message. At a terminal the screen is cleared first

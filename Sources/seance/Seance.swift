@@ -42,7 +42,8 @@ struct Seance: ParsableCommand {
     @Flag(name: .customLong("no-anim"), help: "No animations (a sent message does not slide into place).")
     var noAnimation = false
 
-    @Option(help: ArgumentHelp("Pretend the battery is at this level (0-100).", valueName: "pct"))
+    // Numbers may be negative (`--battery -5`): taken as the value, and refused for what it is.
+    @Option(parsing: .unconditional, help: ArgumentHelp("Pretend the battery is at this level (0-100).", valueName: "pct"))
     var battery: Int?
 
     // The chat settings: their help, defaults and checks are declared once, in App's
@@ -50,13 +51,13 @@ struct Seance: ParsableCommand {
     @Option(help: help("group"))
     var group: String?
 
-    @Option(help: help("port"))
+    @Option(parsing: .unconditional, help: help("port"))
     var port: String?
 
     @Option(name: .customLong("interface"), help: help("interface"))
     var interfaces: [String] = []
 
-    @Option(name: .customLong("announce-interval"), help: help("announce-interval"))
+    @Option(name: .customLong("announce-interval"), parsing: .unconditional, help: help("announce-interval"))
     var announceInterval: String?
 
     @Option(help: help("broker"))
@@ -68,7 +69,7 @@ struct Seance: ParsableCommand {
     @Option(name: .customLong("broker-prefix"), help: help("broker-prefix"))
     var brokerPrefix: String?
 
-    @Option(help: help("linger"))
+    @Option(parsing: .unconditional, help: help("linger"))
     var linger: String?
 
     @Option(help: help("conversation"), completion: .list(["bubbles", "compact"]))

@@ -72,7 +72,7 @@ import Testing
         #expect(desktop.notify == .desktop && desktop.notifyText)
         let silenced = try Settings.resolve(flags: SettingValues([("notify", "off")]), file: file)
         #expect(silenced.notify == .off)
-        #expect(throws: SettingsError(description: "--notify must be bell, desktop or off, not 'loud'")) {
+        #expect(throws: SettingsError(description: "--notify must be bell, desktop or off, not 'loud'", fromFlag: true)) {
             try Settings.resolve(flags: SettingValues([("notify", "loud")]), file: SettingValues())
         }
     }

@@ -249,7 +249,7 @@ struct PipeDrivenChatTests {
         #expect(try driver.read(until: "ben#", timeout: 10))       // The arrival, unasked.
         #expect(try driver.read(until: "hello ann", timeout: 10))  // The message notice.
         try driver.send("open ben")
-        #expect(try driver.read(until: "every line you type is sent", timeout: 10))
+        #expect(try driver.read(until: "hello ann", timeout: 10))  // The page, with it.
         try driver.send("hi ben")
         #expect(try driver.read(until: "#2 sending", timeout: 10))
         try driver.send("/nearby")
@@ -274,7 +274,7 @@ struct PipeDrivenChatTests {
         defer { runB.kill() }
         #expect(try driver.read(until: "ben#", timeout: 10))
         try driver.send("open ben")
-        #expect(try driver.read(until: "every line you type is sent", timeout: 10))
+        #expect(try driver.read(until: "no messages yet", timeout: 10))
         runB.finish()
         #expect(try driver.read(until: "ben#", timeout: 10) && driver.read(until: " left", timeout: 10))
         try driver.send("are you there?\nstill there?\n/chats")

@@ -323,7 +323,7 @@ import Testing
         try term.waitFor { $0.hasSuffix("Username:") }
         try term.type("alice")
         try term.press("Enter")
-        try term.waitFor { $0.hasSuffix("Password (8 characters or more):") }
+        try term.waitFor { $0.hasSuffix("New password (8 characters or more):") }
         try term.type("s3cret-words")
         try term.press("Enter")
         try term.waitFor { $0.hasSuffix("Password again:") }
@@ -348,10 +348,10 @@ import Testing
         try term.waitFor { $0.hasSuffix("Username:") }
         try term.type("bob")
         try term.press("Enter")
-        try term.waitFor { $0.hasSuffix("Password (8 characters or more):") }
+        try term.waitFor { $0.hasSuffix("New password (8 characters or more):") }
         try term.type("short")
         try term.press("Enter")
-        try term.waitFor { $0.contains("at least 8 characters; try again") && $0.hasSuffix("Password (8 characters or more):") }
+        try term.waitFor { $0.contains("at least 8 characters; try again") && $0.hasSuffix("New password (8 characters or more):") }
         try term.type("long-enough-1")
         try term.press("Enter")
         try term.waitFor { $0.hasSuffix("Password again:") }
@@ -544,6 +544,8 @@ import Testing
             ben.send("open ann --wait 30")
             ben.send("secret words")
             try term.waitFor { $0.contains(": secret words   (open ben#") }
+            // Shown as it is opened, stored just after: delivered once it is (part two counts it).
+            ben.waitFor { $0.contains("#1 delivered") }
             let output = raw()
             #expect(output.contains("]777;notify;seance;ben#") && output.contains("]9;seance: ben#")
                         && output.contains(" wrote to you\u{7}"), "\(output.debugDescription)")

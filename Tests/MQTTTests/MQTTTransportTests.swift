@@ -19,7 +19,8 @@ struct MQTTTransportTests {
         defer { broker.close() }
         let transport = MQTTTransport(configuration: .init(address: try BrokerAddress(parsing: "mqtt://127.0.0.1:\(broker.port)")),
                                       signingKey: Data(repeating: 7, count: 32))
-        try network.inside { try transport.start(deliver: { _, _ in }, report: { _ in }) }
+        let reports = Reports()
+        try network.inside { try transport.start(deliver: { _, _ in }, report: { reports.add("\($0)") }) }
         defer { transport.stop() }
         let inbox = Route(transport: "broker", address: String(repeating: "ab", count: 16))
         let frame = [UInt8](repeating: 0x5A, count: 40)
@@ -28,7 +29,11 @@ struct MQTTTransportTests {
         transport.broadcast(frame, as: .presence)
         transport.send(frame, to: inbox)
         try broker.accept()
-        let first = try broker.packet()
+        let first: ScriptedBroker.Packet
+        do { first = try broker.packet() } catch {
+            // Why the client let its connections go, as it told the shell.
+            throw ScriptedBroker.Failure(what: "\(error); the transport said: \(reports.all)")
+        }
         #expect(first.type == 0x10, "the first packet is CONNECT, not \(first.type)")
         for _ in 0..<20 {
             transport.send(frame, to: inbox)
@@ -49,6 +54,14 @@ struct MQTTTransportTests {
         }
         #expect(published, "a direct frame is published at QoS 1 once connected")
     }
+}
+
+/// What the transport reported, from its own thread.
+final class Reports: @unchecked Sendable {  // Its one field is behind the lock.
+    private let lock = NSLock()
+    private var lines: [String] = []
+    func add(_ line: String) { lock.withLock { lines.append(line) } }
+    var all: [String] { lock.withLock { lines } }
 }
 
 /// A listening socket on 127.0.0.1 that plays a broker by hand: reads MQTT packets, writes bytes.
@@ -84,13 +97,17 @@ final class ScriptedBroker {
     /// (libmosquitto gives up a connection it found slow and makes another) is waited for on
     /// its next connection, whose first packet is then the one asked for.
     func packet() throws -> Packet {
-        for _ in 0..<3 {
+        // Up to 30 s in all: the client's backoff between connections is 1, 2, 4… s.
+        let deadline = Date().addingTimeInterval(30)
+        var silent = 0
+        while Date() < deadline {
             if let packet = packet(within: 10_000) { return packet }
             guard hungUp, !spoken else { throw Failure(what: hungUp ? "the client hung up" : "no packet came within 10 s") }
+            silent += 1
             Glibc.close(connection)
             try accept()
         }
-        throw Failure(what: "the client hung up before its first packet, three times")
+        throw Failure(what: "the client hung up before its first packet, \(silent) times in 30 s")
     }
 
     /// The next whole packet, or nil when none comes within `milliseconds`.

@@ -191,6 +191,31 @@ final class MessageCommits: TransactionObserver, Sendable {
         #expect(pair.received.withLock { $0.count } == 4)
     }
 
+    /// A message is shown as soon as it is opened, before its row is written, and acknowledged
+    /// only once that is committed (issue 51): killed in between, the receiver acknowledged
+    /// nothing, and the sender sends it again.
+    @Test func aMessageIsShownWhenOpenedAndAcknowledgedOnceStored() throws {
+        let pair = try Pair()
+        let conversation = try pair.conversationAtAlice()
+        let bobConversation = try pair.bobDelivery.conversation(with: Pair.peer(pair.aliceNode, in: pair.bobNode))
+        let store = pair.bobStore
+        let storedWhenShown = Shared<[Bool]>([])
+        pair.bobNode.engine.sync {
+            pair.bobNode.context.observe { event in
+                guard case .delivery(.received(let conversation, let message, _)) = event else { return }
+                let stored = ((try? store.message(number: message.number, in: conversation)) ?? nil) != nil
+                storedWhenShown.withLock { $0.append(stored) }
+            }
+        }
+        _ = try pair.aliceDelivery.send("hello", in: conversation)
+        _ = try pair.aliceDelivery.send("again", in: conversation)
+        pair.deliver(pair.toBob)
+        #expect(storedWhenShown.withLock { $0 } == [false, false])
+        #expect(try store.page(bobConversation.id).map(\.text) == ["hello", "again"])
+        // One acknowledgement, for what is stored, once it is.
+        #expect(pair.acknowledgements() == [2])
+    }
+
     /// Someone your messages waited for coming into reach is told (the shell rings for it),
     /// with how many go now; a peer for whom nothing waits is not.
     @Test func aPeerTheOutboxWaitedForIsToldWhenTheyCome() throws {

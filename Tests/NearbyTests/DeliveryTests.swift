@@ -24,6 +24,23 @@ import Testing
         #expect(queue.due(now: 1_004, timing: &queueTimer).fragments.count == 1)
     }
 
+    /// An outbox loaded when its peer comes back, all at once: what is queued already is left
+    /// as it is, the rest added in order, whatever order it came in.
+    @Test func anOutboxIsQueuedAtOnceInOrderWithoutDuplicates() {
+        var queue = OutgoingQueue()
+        var timer = RetransmissionTimer()
+        queue.enqueue(fragments(3...4), message: 3, now: 0)
+        _ = queue.due(now: 0, timing: &timer)  // 3 and 4 went once.
+        queue.enqueue([(fragments(5...5), 5), (fragments(1...2), 1), (fragments(3...4), 3), (fragments(6...6), 6)], now: 1)
+        #expect(queue.entries.map(\.fragment.sequence) == [1, 2, 3, 4, 5, 6])
+        #expect(queue.entries.map(\.attempts) == [0, 0, 1, 1, 0, 0])
+        // Ten thousand at once, mostly queued already: one pass, not one each.
+        var big = OutgoingQueue()
+        big.enqueue(fragments(1...10_000), message: 1, now: 0)
+        big.enqueue((1...10_000).map { (fragments($0...$0), Int64($0)) } + [(fragments(10_001...10_001), 10_001)], now: 0)
+        #expect(big.entries.count == 10_001 && big.entries.last?.fragment.sequence == 10_001)
+    }
+
     /// How far first sends reach is the end of the last message begun, even past the window:
     /// the message counts as sent once any of it went.
     @Test func firstSendsReachTheEndOfTheLastMessageBegun() {

@@ -36,6 +36,7 @@ import Testing
                 case .arrived(let peer): events.append("+\(peer.name)")
                 case .left(let peer, let reason): events.append("-\(peer.name) \(reason)")
                 case .alsoOnlineElsewhere(let transport): events.append("also online elsewhere, by \(transport)")
+                case .restarted(let peer): events.append("~\(peer.name) restarted")
                 case .changed, .transport, .olderSeance, .flooded, .clockOff: break
                 }
             }
@@ -82,6 +83,22 @@ import Testing
         crowd.advance(by: 0.2)
         #expect(ben.events.all == ["+ann", "-ann expired"])
         #expect(ben.service.peers().isEmpty)
+    }
+
+    /// ann's shell killed and started again before ben lets her go: her first announcement is
+    /// on a new refresh chain, and ben knows she restarted (her sessions are gone with it), once;
+    /// her refreshes after it are no news.
+    @Test func aPeerStartedAgainWithoutAGoodbyeIsKnownAsRestarted() throws {
+        let crowd = Crowd()
+        let key = Curve25519.Signing.PrivateKey()
+        let ann = try crowd.join("ann", at: "host-a", signer: key), ben = try crowd.join("ben")
+        crowd.advance(by: 3)
+        #expect(ben.events.all == ["+ann"])
+        ann.transport.stop()  // Killed: no goodbye.
+        crowd.advance(by: 1)
+        _ = try crowd.join("ann", at: "host-a", signer: key)
+        crowd.advance(by: 5)
+        #expect(ben.events.all == ["+ann", "~ann restarted"])
     }
 
     /// A newcomer asks who is there (20–50 ms after its first announcement) just after ann

@@ -85,9 +85,9 @@ import Testing
     }
 }
 
-/// A storage failure in a batch of received messages: nothing of the batch is stored or
-/// acknowledged, it is asked for again, and the conversation goes on (it used to stick until
-/// restart).
+/// A storage failure in a batch of received messages: shown when opened, nothing of the batch is
+/// stored or acknowledged, it is asked for again and stored then (not shown twice), and the
+/// conversation goes on (it used to stick until restart).
 @Suite struct StorageFailureTests {
     @Test func aFailedWriteWhileReceivingNeverSticksTheConversation() throws {
         let pair = try Pair()
@@ -105,13 +105,15 @@ import Testing
         }
         // Out of order, so the three messages complete in one batch when the first arrives.
         pair.deliver(fragments.reversed())
-        #expect(pair.received.withLock { $0 } == [])
+        #expect(pair.received.withLock { $0 } == ["one", "poison", "three"])
         #expect(try pair.bobStore.page(pair.bobDelivery.conversation(with: Pair.peer(pair.aliceNode, in: pair.bobNode)).id).isEmpty)
         #expect(pair.bobDelivery.droppedCounts["storage"] == 1)
         try pair.bobStore.database.write { try $0.execute(sql: "DROP TRIGGER refuse") }
-        // Nothing was acknowledged: alice sends all three again, and they arrive once each.
+        // Nothing was acknowledged: alice sends all three again; they are stored, and shown once.
         pair.exchange(rounds: 4)
         #expect(pair.received.withLock { $0 } == ["one", "poison", "three"])
+        let stored = try pair.bobStore.page(pair.bobDelivery.conversation(with: Pair.peer(pair.aliceNode, in: pair.bobNode)).id)
+        #expect(stored.map(\.text) == ["one", "poison", "three"] && stored.map(\.number) == [1, 2, 3])
         #expect(try pair.aliceStore.outbox(conversation.id).isEmpty)
     }
 }

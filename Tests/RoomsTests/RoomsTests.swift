@@ -354,6 +354,23 @@ import Wire
         #expect(ghostCopies == 3)
     }
 
+    /// What a feature does to a line before it goes (a curse: mirrored, silenced) it does to a
+    /// room line as to a conversation's: a curse is not escaped by saying it in a room.
+    @Test func aRoomLineGoesThroughTheOutgoingRules() throws {
+        let world = try world([("ann", .human), ("ben", .human)])
+        world.step(2)
+        let (ann, ben) = (world.nodes[0], world.nodes[1])
+        ben.engine.sync { ben.context.rules.addOutgoing { String($0.reversed()) } }
+        let said = try ben.rooms.say("mirror test")
+        #expect(said.text == "tset rorrim")
+        world.step(0.5)
+        let heard = try ann.database.read { db in try String.fetchAll(db, sql: "SELECT text FROM roomMessage WHERE NOT outgoing") }
+        #expect(heard == ["tset rorrim"])
+        struct Silenced: Error, Equatable {}
+        ben.engine.sync { ben.context.rules.addOutgoing { _ in throw Silenced() } }
+        #expect(throws: Silenced()) { try ben.rooms.say("anything") }
+    }
+
     /// cat blocks ben in ann's room: told once, without his name, that someone she blocked is
     /// there; his line reaches ann and not cat, hers reaches ann and not him. cat mutes the
     /// room: its lines are stored, untold. ann, the host, blocks ben: he is out of the roster

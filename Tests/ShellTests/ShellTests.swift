@@ -77,6 +77,38 @@ final class Recorder { var events: [String] = [] }
         #expect(shell.execute("zombies open") == nil && recorder.events.last == "said zombies open")
     }
 
+    /// Advice names a command as it must be typed where the user is when it is printed: after
+    /// `/` where lines are messages, after its mode's name where the name alone is another
+    /// mode's or several modes' (issue 52: advice followed as given sent words to people).
+    @Test func adviceIsSpelledForWhereItIsPrinted() {
+        let (shell, recorder) = makeShell()
+        shell.register(Mode(name: "visions", summary: "visions"))
+        shell.register(Command("open", scope: .mode("zombies"), summary: "a door") { _ in })
+        shell.register(Command("open", scope: .mode("visions"), summary: "a vision") { _ in })
+        var sending = false
+        shell.register(Mode(name: "room", summary: "a room", messages: MessageInput(isActive: { sending }, send: { _, line in
+            recorder.events.append("said \(line)")
+        })))
+        let advice = "try " + Advice.command("open 3", mode: "visions") + " or " + Advice.command("help") + " or " + Advice.command("up", mode: "zombies")
+        func printed() -> String {
+            shell.console.print(advice)
+            return shell.console.takeCaptured()
+        }
+        #expect(printed() == "try visions open 3 or help or up\n", "at the top, `open` is two modes'")
+        #expect(shell.execute("visions") == nil)
+        #expect(printed() == "try open 3 or help or up\n", "in visions, its own")
+        #expect(shell.execute("zombies") == nil)
+        #expect(printed() == "try visions open 3 or help or up\n", "in zombies, `open` is the door")
+        #expect(shell.execute("room") == nil)
+        sending = true
+        #expect(printed() == "try /visions open 3 or /help or /up\n", "where a line is a message")
+        // An error's advice too: the unknown command's hint.
+        shell.report(shell.execute("/xyzzy")!, lineNumber: 1)
+        #expect(shell.console.takeCaptured().contains("(type '/help' for the list)"))
+        // Marks that came from the network are shown as the escapes they are, never spelled.
+        #expect(SafeText.visible("\u{2}open x\u{3}") != "\u{2}open x\u{3}")
+    }
+
     /// A command that moves to a place moves the prompt there, without the mode's entrance.
     @Test func movingIntoAModeSkipsItsEntrance() {
         let (shell, recorder) = makeShell()

@@ -15,6 +15,17 @@ import Testing
         #expect(try Tokenizer.commands(in: "x ''") == [["x", ""]])
     }
 
+    /// A word is quoted only where the tokenizer would read it otherwise: `#` starts a comment
+    /// only at the start of a word (`open ben#5aca` needs no quotes).
+    @Test func quotingKeepsWhatNeedsNone() throws {
+        #expect(Tokenizer.quote("ben#5aca") == "ben#5aca")
+        #expect(Tokenizer.quote("#5aca") == "'#5aca'")
+        #expect(Tokenizer.quote("Jim Hopper") == "'Jim Hopper'")
+        for word in ["ben#5aca", "#5aca", "Jim Hopper", "it's", "a;b"] {
+            #expect(try Tokenizer.commands(in: "open " + Tokenizer.quote(word)) == [["open", word]])
+        }
+    }
+
     @Test func backslashes() throws {
         #expect(try Tokenizer.commands(in: #"open Jim\ Hopper"#) == [["open", "Jim Hopper"]])
         #expect(try Tokenizer.commands(in: #"a\;b"#) == [["a;b"]])

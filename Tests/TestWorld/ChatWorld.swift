@@ -111,7 +111,8 @@ package final class ChatWorld: World {
             }
         }
 
-        package func notices() -> [String] { inbox.drainLines() }
+        /// The lines told, as printed at the top level (advice spelled as typed there).
+        package func notices() -> [String] { inbox.drainLines().map(Advice.plain) }
     }
 
     /// The rules of one node, each question asked on its engine.

@@ -17,10 +17,10 @@ package final class Delivery: Feature, DeliveryPart, Sendable {
 
     package static let maximumLength = 4_000
 
-    package init(store: MessageStore, identity: Identity, rules: Rules, router: Router, directory: PeerDirectory, deadlines: Deadlines,
-                 onEvent: @escaping @Sendable (DeliveryEvent) -> Void) {
-        parts = DeliveryParts(box: EngineBound(DeliveryState(), engine: router.engine), store: store, identity: identity, rules: rules,
-                              router: router, directory: directory, deadlines: deadlines, onEvent: onEvent)
+    package init(store: MessageStore, commits: GroupCommit, identity: Identity, rules: Rules, router: Router, directory: PeerDirectory,
+                 deadlines: Deadlines, onEvent: @escaping @Sendable (DeliveryEvent) -> Void) {
+        parts = DeliveryParts(box: EngineBound(DeliveryState(), engine: router.engine), store: store, commits: commits, identity: identity,
+                              rules: rules, router: router, directory: directory, deadlines: deadlines, onEvent: onEvent)
         states = StateWrites(parts)
         outbound = Outbound(parts, states: states)
         inbound = Inbound(parts, outbound: outbound, states: states)
@@ -70,15 +70,15 @@ package final class Delivery: Feature, DeliveryPart, Sendable {
     /// The conversation with a peer, made if new.
     package func conversation(with peer: Peer) throws -> Conversation { try makeConversation(with: peer) }
 
-    /// Writes every line taken and sends it, stores every message received, and writes every
-    /// state change.
+    /// Writes every line taken and every state change, with every message received, and sends
+    /// what that lets go.
     package func settle() {
-        inbound.storeReceived()
         outbound.writeOutgoing()
         states.flush(now: clock())
+        commits.commit()
     }
 
-    /// Incoming messages up to row `number` were shown: they are marked read and the peer is
+    /// Incoming messages up to message #`number` were shown: they are marked read and the peer is
     /// told (a read receipt), with the state writes: a stream of messages shown one by one
     /// costs a write and a receipt per interval, not one each.
     package func shown(upTo number: Int64, in conversation: Conversation) {
@@ -102,7 +102,7 @@ package final class Delivery: Feature, DeliveryPart, Sendable {
               let outbox = try? store.outbox(conversation.id), !outbox.isEmpty else { return 0 }
         let now = clock()
         try? withLink(conversation) { link in
-            for message in outbox { link.queue.enqueue(Outbound.fragments(message.row), message: message.id, now: now) }
+            link.queue.enqueue(outbox.map { (Outbound.fragments($0.row), $0.id) }, now: now)
             link.queue.restart(now: now)
         }
         outbound.rearm()
@@ -118,10 +118,21 @@ package final class Delivery: Feature, DeliveryPart, Sendable {
         outbound.rearm()
     }
 
+    /// Messages shown but not yet stored (they are, within the engine's turn): unread, and not
+    /// yet in the stored count. Those of muted peers and of `besides` (the conversation on the
+    /// screen) are not counted, as the stored count leaves theirs out.
+    package func unreadNotYetStored(besides shown: Int64?) -> Int {
+        parts.box.value.shownNotStored.reduce(0) { sum, entry in
+            parts.rules.isMuted(entry.key) || links[entry.key]?.conversation == shown ? sum : sum + entry.value
+        }
+    }
+
     /// Whether a message written waits for the acknowledgement of a peer in reach (one out of
     /// reach waits in the outbox, however long one waits here).
     package var awaitsAcknowledgement: Bool {
+        // Written first: a line's fragments are queued once its row is committed.
         outbound.writeOutgoing()
+        commits.commit()
         return links.contains { key, link in !link.queue.isEmpty && reachablePeer(key) != nil }
     }
 
@@ -138,7 +149,7 @@ package final class Delivery: Feature, DeliveryPart, Sendable {
         for conversation in try store.conversationsWithOutbox(myKey: myKey) {
             let outbox = try store.outbox(conversation.id)
             try withLink(conversation) { link in
-                for message in outbox { link.queue.enqueue(Outbound.fragments(message.row), message: message.id, now: now) }
+                link.queue.enqueue(outbox.map { (Outbound.fragments($0.row), $0.id) }, now: now)
             }
         }
         outbound.rearm()

@@ -28,8 +28,11 @@ struct DeliveryState {
         /// Incoming messages shown up to this row, not yet marked read.
         var shownUpTo: Int64 = 0
         /// The last fragment received whose message is stored: what is acknowledged. The
-        /// assembler may be ahead, by messages waiting for `Inbound.storeReceived`.
+        /// assembler may be ahead, by messages shown and waiting for the group commit.
         var stored: UInt32
+        /// The last fragment whose message was shown: one that comes again because the database
+        /// refused it is stored then, but not shown twice.
+        var shown: UInt32 = 0
 
         var conversation: Int64 { conversationRecord.id }
     }
@@ -61,23 +64,14 @@ struct DeliveryState {
         var holding = false
     }
 
-    struct Unstored {
-        var peer: Peer
-        var route: Route
-        var conversation: Conversation
-        var messages: [AssembledMessage] = []
-    }
-
     var links: [Data: Link] = [:]
+    /// Messages shown and not yet stored, by sender: unread already, not yet in the
+    /// conversation's count (`Delivery.unreadNotYetStored`).
+    var shownNotStored: [Data: Int] = [:]
     var dropped: [String: Int] = [:]
     var resent = 0
     /// Peers owed an acknowledgement, and the route to send it by (`Inbound.acknowledge`).
     var acknowledgements: [Data: (Peer, Route)] = [:]
-    /// Whole messages received and not yet stored, by sender in the order they first came:
-    /// stored once the engine has handled the packets it was already given, so packets that
-    /// came together (a burst) cost one transaction, not one each.
-    var unstored: [Unstored] = []
-    var storeScheduled = false
     /// Fragments held by every link's assembler together.
     var bufferedTotal = 0
     var intake = Intake()
@@ -90,6 +84,7 @@ struct DeliveryState {
 struct DeliveryParts: Sendable {
     let box: EngineBound<DeliveryState>
     let store: MessageStore
+    let commits: GroupCommit
     let identity: Identity
     /// Our plane, and what features do to a line before it goes (a curse's).
     let rules: Rules
@@ -112,6 +107,7 @@ extension DeliveryPart {
     var links: [Data: DeliveryState.Link] { get { parts.box.value.links } nonmutating _modify { yield &parts.box.value.links } }
     var intake: DeliveryState.Intake { get { parts.box.value.intake } nonmutating _modify { yield &parts.box.value.intake } }
     var store: MessageStore { parts.store }
+    var commits: GroupCommit { parts.commits }
     var engine: Engine { parts.engine }
     var myKey: Data { parts.myKey }
     func clock() -> Double { parts.engine.now }

@@ -53,9 +53,12 @@ final class Inbound: DeliveryPart, Sendable {
     /// The peer has shown our messages up to the receipt's fragment.
     func read(_ receipt: ReadReceipt, from sender: Data) {
         guard receipt.recipient == myKey, let conversation = links[sender]?.conversation else { return }
-        if let numbers = try? store.markRead(conversation, upTo: receipt.sequence, now: clock()), !numbers.isEmpty {
+        let now = clock()
+        var numbers: [Int64] = []
+        commits.write({ db in numbers = try MessageStore.markRead(db, conversation, upTo: receipt.sequence, now: now) }, then: { [parts] error in
+            guard error == nil, !numbers.isEmpty else { return }
             parts.onEvent(.stateChanged(conversation: conversation, numbers: numbers, state: .read))
-        }
+        })
     }
 
     /// Sealed fragments from `sender` (one packet's): checked, then taken in together.
@@ -120,44 +123,74 @@ final class Inbound: DeliveryPart, Sendable {
         links[peer.signingKey] = link
         guard accepted else { return }
         guard !whole.isEmpty else { return acknowledge(peer, reply: route) }
-        parts.box.update { state in
-            if let index = state.unstored.firstIndex(where: { $0.peer.signingKey == peer.signingKey }) {
-                state.unstored[index].messages += whole
-                state.unstored[index].route = route
-            } else {
-                state.unstored.append(DeliveryState.Unstored(peer: peer, route: route, conversation: conversation, messages: whole))
-            }
-        }
-        guard !parts.box.value.storeScheduled else { return }
-        parts.box.value.storeScheduled = true
-        engine.async { [weak self] in self?.storeReceived() }
+        take(whole, from: peer, by: route, in: conversation)
     }
 
-    /// Stores the messages received since the last time, in one transaction per sender, then
-    /// tells of them and acknowledges them (once per sender, whatever the number of packets).
-    /// If the database refuses, nothing of that sender's is kept: its assembler goes back to
-    /// what is stored and, unacknowledged, the messages come again — the conversation never
-    /// sticks.
-    func storeReceived() {
-        parts.box.value.storeScheduled = false
-        let batches = parts.box.value.unstored
-        parts.box.value.unstored = []
-        for batch in batches {
-            let key = batch.peer.signingKey
-            do {
-                let stored = try keep(batch.messages, in: batch.conversation)
-                links[key]?.stored = batch.messages.last!.lastSequence
-                for message in stored { parts.onEvent(.received(conversation: batch.conversation.id, message: message, from: batch.peer)) }
-            } catch {
-                drop("storage")
-                if let link = links[key] {
-                    parts.box.value.bufferedTotal -= link.assembler.bufferedCount
-                    links[key]!.assembler = IncomingAssembler(delivered: link.stored)
-                }
-            }
-            parts.box.value.acknowledgements[key] = nil  // This one covers what a pending one would.
-            sendAcknowledgement(to: batch.peer, by: batch.route)
+    /// Whole messages, opened and in order: numbered, shown at once, and stored with the rest of
+    /// the engine's turn (`GroupCommit`); acknowledged once that is committed. Killed in between,
+    /// this shell acknowledged nothing: the sender sends them again and they are stored and
+    /// shown once. If the database refuses, nothing of them is kept: the assembler goes back to
+    /// what is stored and, unacknowledged, they come again — the conversation never sticks.
+    private func take(_ messages: [AssembledMessage], from peer: Peer, by route: Route, in conversation: Conversation) {
+        let now = clock()
+        var kept: [AssembledMessage] = []
+        for message in messages {
+            // Written while the user blocked its sender, and sent again once unblocked: taken
+            // (acknowledged, so the sender stops) and never stored or shown. A time further
+            // ahead than clocks drift is not believed to be after the unblock.
+            if parts.rules.wroteWhileBlocked(conversation.peerKey, sentAt: believed(message.sentAt, now: now) ?? -.infinity) {
+                drop("written while blocked")
+            } else if let reason = Self.refusal(of: message) { drop(reason) } else { kept.append(message) }
         }
+        // Numbered after every line taken so far, and written after them (ours waiting to be
+        // written go first), so rows keep the order of their numbers.
+        guard let (ours, first) = try? outbound.withCounters(of: conversation.id, { intake, counters in
+            defer {
+                counters.nextNumber += Int64(kept.count)
+                intake.unwritten = []
+            }
+            return (intake.unwritten, counters.nextNumber)
+        }) else { return drop("storage") }
+        outbound.write(ours, now: now)
+        let rows = kept.enumerated().map { index, message in
+            MessageRow(number: first + Int64(index), text: message.text, firstSequence: message.firstSequence,
+                       lastSequence: message.lastSequence, sentAt: believed(message.sentAt, now: now) ?? now)
+        }
+        let key = peer.signingKey, last = messages.last!.lastSequence
+        let alreadyShown = links[key]?.shown ?? 0
+        let shown = rows.filter { $0.lastSequence > alreadyShown }
+        parts.box.value.shownNotStored[key, default: 0] += shown.count
+        for row in shown {
+            let message = ChatMessage(number: row.number, outgoing: false, text: row.text, sentAt: row.sentAt, receivedAt: now, state: .received)
+            parts.onEvent(.received(conversation: conversation.id, message: message, from: peer))
+        }
+        links[key]?.shown = max(alreadyShown, last)
+        commits.write(rows: max(1, rows.count), { db in
+            _ = try MessageStore.storeIncoming(db, rows, deliveredUpTo: last, in: conversation.id, now: now)
+        }, then: { [weak self] error in
+            guard let self else { return }
+            parts.box.value.shownNotStored[key, default: 0] -= shown.count
+            if parts.box.value.shownNotStored[key] == 0 { parts.box.value.shownNotStored[key] = nil }
+            guard error == nil else { return refused(from: key, in: conversation.id) }
+            if let stored = links[key]?.stored { links[key]!.stored = max(stored, last) }
+            acknowledge(peer, reply: route)
+        })
+    }
+
+    /// A sender's time in seconds, unless it is further ahead than clocks drift.
+    private func believed(_ sentAt: UInt64, now: Double) -> Double? {
+        let seconds = Double(sentAt) / 1000
+        return seconds > now + Self.allowedClockSkew ? nil : seconds
+    }
+
+    /// The database refused what came from `key`: nothing of it is kept, and the numbering and
+    /// the assembler start again from what is stored.
+    private func refused(from key: Data, in conversation: Int64) {
+        drop("storage")
+        intake.counters[conversation] = nil
+        guard let link = links[key] else { return }
+        parts.box.value.bufferedTotal -= link.assembler.bufferedCount
+        links[key]!.assembler = IncomingAssembler(delivered: link.stored)
     }
 
     /// Acknowledges what is stored from `peer`, after whatever the engine was already given to
@@ -173,50 +206,5 @@ final class Inbound: DeliveryPart, Sendable {
     private func sendAcknowledgement(to peer: Peer, by route: Route) {
         guard let stored = links[peer.signingKey]?.stored else { return }
         transmit(Acknowledgement(recipient: peer.signingKey, sequence: stored), to: peer, reply: route)
-    }
-
-    /// Stores whole messages (or, for one that breaks the limits, only its sequence numbers),
-    /// numbered after the link's last, in one transaction. Returns the messages stored.
-    private func keep(_ messages: [AssembledMessage], in conversation: Conversation) throws -> [ChatMessage] {
-        let now = clock()
-        var kept: [AssembledMessage] = []
-        for message in messages {
-            // Written while the user blocked its sender, and sent again once unblocked: taken
-            // (acknowledged, so the sender stops) and never stored or shown. A time further
-            // ahead than clocks drift is not believed to be after the unblock.
-            let sentAt = Double(message.sentAt) / 1000
-            if parts.rules.wroteWhileBlocked(conversation.peerKey, sentAt: sentAt > now + Self.allowedClockSkew ? -.infinity : sentAt) {
-                drop("written while blocked")
-            } else if let reason = Self.refusal(of: message) { drop(reason) } else { kept.append(message) }
-        }
-        // Numbered after every line taken so far, and written after them, so rows keep the
-        // order of their numbers.
-        let (ours, first) = try outbound.withCounters(of: conversation.id) { intake, counters in
-            defer {
-                counters.nextNumber += Int64(kept.count)
-                intake.unwritten = []
-            }
-            return (intake.unwritten, counters.nextNumber)
-        }
-        if !ours.isEmpty {
-            outbound.write(ours, now: now)
-            outbound.send(now: now)
-            outbound.rearm()
-        }
-        let rows = kept.enumerated().map { index, message in
-            let sentAt = Double(message.sentAt) / 1000
-            return MessageRow(number: first + Int64(index), text: message.text, firstSequence: message.firstSequence,
-                               lastSequence: message.lastSequence, sentAt: sentAt > now + Self.allowedClockSkew ? now : sentAt)
-        }
-        let ids: [Int64]
-        do {
-            ids = try store.storeIncoming(rows, deliveredUpTo: messages.last!.lastSequence, in: conversation.id, now: now)
-        } catch {
-            intake.counters[conversation.id] = nil
-            throw error
-        }
-        return zip(rows, ids).map { row, id in
-            ChatMessage(id: id, number: row.number, outgoing: false, text: row.text, sentAt: row.sentAt, receivedAt: now, state: .received)
-        }
     }
 }

@@ -48,6 +48,7 @@ final class Outbound: DeliveryPart, Sendable {
         }
         if writeNow && alone {
             writeOutgoing()
+            commits.commit()
         } else if writeNow {
             engine.async { [weak self] in self?.writeOutgoing() }
         }
@@ -80,36 +81,40 @@ final class Outbound: DeliveryPart, Sendable {
         return text
     }
 
-    /// Writes the lines taken since the last write in one transaction, then sends them (out at
-    /// once, not at a timer) and arms their retransmission.
+    /// Writes the lines taken since the last write (with the engine's turn), then sends them.
     func writeOutgoing() {
         intake.writeScheduled = false
         intake.holding = false
         let batch = intake.unwritten
         intake.unwritten = []
-        guard !batch.isEmpty else { return }
-        let now = clock()
-        write(batch, now: now)
-        send(now: now)
-        rearm()  // And again when a retransmission is due.
+        write(batch, now: clock())
     }
 
-    /// Writes lines taken, in one transaction, and queues their fragments. Lines the database
-    /// refused are told, and the numbering starts again from what it holds.
+    /// Writes lines taken with the engine's turn (`GroupCommit`); once that is committed, their
+    /// fragments are queued and sent (out at once, not at a timer) and their retransmission
+    /// armed: nothing goes out before it is written. Lines the database refused are told, and
+    /// the numbering starts again from what it holds.
     func write(_ batch: [DeliveryState.Unwritten], now: Double) {
         guard !batch.isEmpty else { return }
-        do {
-            let ids = try store.storeOutgoing(batch.map { ($0.conversation.id, $0.row) }, now: now)
-            for (line, id) in zip(batch, ids) {
-                try withLink(line.conversation) { $0.queue.enqueue(Self.fragments(line.row), message: id, now: now) }
-            }
-        } catch {
-            let conversations = Set(batch.map(\.conversation.id))
-            conversations.forEach { intake.counters[$0] = nil }
-            for conversation in conversations {
-                let numbers = batch.filter { $0.conversation.id == conversation }.map(\.row.number)
-                parts.onEvent(.notStored(conversation: conversation, numbers: numbers, reason: "\(error)"))
-            }
+        var ids: [Int64] = []
+        commits.write(rows: batch.count, { db in
+            ids = try MessageStore.storeOutgoing(db, batch.map { ($0.conversation.id, $0.row) }, now: now)
+        }, then: { [weak self] error in
+            guard let self else { return }
+            guard error == nil, (try? batch.indices.forEach { index in
+                try withLink(batch[index].conversation) { $0.queue.enqueue(Self.fragments(batch[index].row), message: ids[index], now: now) }
+            }) != nil else { return refused(batch, error: error) }
+            send(now: clock())
+            rearm()  // And again when a retransmission is due.
+        })
+    }
+
+    private func refused(_ batch: [DeliveryState.Unwritten], error: Error?) {
+        let conversations = Set(batch.map(\.conversation.id))
+        conversations.forEach { intake.counters[$0] = nil }
+        for conversation in conversations {
+            let numbers = batch.filter { $0.conversation.id == conversation }.map(\.row.number)
+            parts.onEvent(.notStored(conversation: conversation, numbers: numbers, reason: error.map { "\($0)" } ?? "not written"))
         }
     }
 

@@ -30,8 +30,8 @@ final class StateWrites: DeliveryPart, Sendable {
         if wait <= 0 { engine.async(write) } else { _ = engine.after(wait, write) }
     }
 
-    /// Records acknowledgements, first transmissions and what was shown in the store, and
-    /// sends the read receipts.
+    /// Records acknowledgements, first transmissions and what was shown with the engine's turn
+    /// (`GroupCommit`), and sends the read receipts once they are written.
     func flush(now: Double) {
         var work: [(key: Data, conversation: Int64, acknowledged: UInt32?, before: UInt32, sentThrough: UInt32?)] = []
         var shown: [(Int64, Data, Int64)] = []
@@ -49,22 +49,35 @@ final class StateWrites: DeliveryPart, Sendable {
             link.shownUpTo = 0
             links[key] = link
         }
-        for (conversation, peerKey, number) in shown {
-            guard let sequence = try? store.markShown(conversation, upTo: number, now: now), let peer = presentPeer(peerKey) else { continue }
-            transmit(ReadReceipt(recipient: peer.signingKey, sequence: sequence), to: peer)
-        }
-        for (key, conversation, acknowledged, before, sentThrough) in work {
-            // Only messages still `sending` become `sent`: one acknowledged or read meanwhile
-            // never goes back.
-            guard let changed = try? store.recordStates(conversation, sentThrough: sentThrough, acknowledgedUpTo: acknowledged, now: now) else {
-                // Not written (the database refused): the acknowledgement is written next time.
-                links[key]?.conversationRecord.acknowledgedSequence = before
-                continue
+        guard !work.isEmpty || !shown.isEmpty else { return }
+        var receipts: [(peerKey: Data, sequence: UInt32)] = []
+        var changes: [(conversation: Int64, sent: [Int64], delivered: [Int64])] = []
+        commits.write({ db in
+            for (conversation, peerKey, number) in shown {
+                if let sequence = try MessageStore.markShown(db, conversation, upTo: number, now: now) { receipts.append((peerKey, sequence)) }
             }
-            if !changed.sent.isEmpty { parts.onEvent(.stateChanged(conversation: conversation, numbers: changed.sent, state: .sent)) }
-            if !changed.delivered.isEmpty {
-                parts.onEvent(.stateChanged(conversation: conversation, numbers: changed.delivered, state: .delivered))
+            for (_, conversation, acknowledged, _, sentThrough) in work {
+                // Only messages still `sending` become `sent`: one acknowledged or read meanwhile
+                // never goes back.
+                let changed = try MessageStore.recordStates(db, conversation, sentThrough: sentThrough, acknowledgedUpTo: acknowledged, now: now)
+                changes.append((conversation, changed.sent, changed.delivered))
             }
-        }
+        }, then: { [weak self] error in
+            guard let self else { return }
+            guard error == nil else {
+                // Not written (the database refused): written next time.
+                for (key, _, _, before, _) in work { links[key]?.conversationRecord.acknowledgedSequence = before }
+                for (_, key, number) in shown { links[key]?.shownUpTo = max(links[key]?.shownUpTo ?? 0, number) }
+                return
+            }
+            // What was read is told once it is written.
+            for (peerKey, sequence) in receipts {
+                if let peer = presentPeer(peerKey) { transmit(ReadReceipt(recipient: peer.signingKey, sequence: sequence), to: peer) }
+            }
+            for (conversation, sent, delivered) in changes {
+                if !sent.isEmpty { parts.onEvent(.stateChanged(conversation: conversation, numbers: sent, state: .sent)) }
+                if !delivered.isEmpty { parts.onEvent(.stateChanged(conversation: conversation, numbers: delivered, state: .delivered)) }
+            }
+        })
     }
 }

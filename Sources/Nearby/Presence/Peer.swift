@@ -40,6 +40,7 @@ package struct PeerRoute: Equatable, Sendable {
 package struct Peer: Equatable, Sendable {
     package init(signingKey: Data, announcement: Announcement, route: Route, lastSeen: Double, isKept: Bool = false) {
         self.signingKey = signingKey
+        fingerprint = PeerIdentity.fingerprint(of: signingKey)
         self.announcement = announcement
         plane = Self.plane(of: announcement)
         self.routes = [PeerRoute(source: route, lastSeen: lastSeen, interval: PresenceTable.interval(of: announcement), isKept: isKept)]
@@ -47,7 +48,9 @@ package struct Peer: Equatable, Sendable {
         self.newest = Freshness(timestamp: 0, sequence: 0)
     }
 
-    package var signingKey: Data
+    package let signingKey: Data
+    /// Its key's fingerprint, worked out once (a hash): every message shown names it.
+    package let fingerprint: String
     /// Its last announcement; its plane is read from it once, here (`plane`).
     package var announcement: Announcement { didSet { plane = Self.plane(of: announcement) } }
     /// The plane it announced; nil for a number no plane has (such a peer reaches no one and
@@ -68,8 +71,7 @@ package struct Peer: Equatable, Sendable {
     var announcements = 1
 
     package var name: String { announcement.name }
-    package var fingerprint: String { PeerIdentity.fingerprint(of: signingKey) }
-    package var handle: String { PeerIdentity.handle(name: name, signingKey: signingKey) }
+    package var handle: String { name + "#" + fingerprint }
 
     /// Whether `wanted` (a name, any case, or `name#fp`) can mean this peer.
     package func answers(to wanted: String) -> Bool { PeerIdentity.answers(wanted, name: name, signingKey: signingKey) }
@@ -114,6 +116,9 @@ package enum PresenceEvent: Equatable, Sendable {
     /// The peer's plane, name or avatar changed.
     case changed(from: Peer, to: Peer)
     case left(Peer, LeaveReason)
+    /// The peer went online again without leaving first (its shell was killed and started
+    /// again): its sessions are forgotten, and what waits for it goes now.
+    case restarted(Peer)
     /// A transport stopped carrying anything, or carries again (named as in `Transport.name`).
     case transport(String, TransportState)
     /// This profile is online in another seance too (a copy of its data elsewhere), heard by

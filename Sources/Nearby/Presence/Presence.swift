@@ -188,9 +188,15 @@ package final class Presence: Sendable {
     /// queries are read again, its sessions end) and the interval shrinks with the crowd.
     func told(_ events: [PresenceEvent]) {
         for event in events {
-            guard case .left(let peer, _) = event else { continue }
-            state.value.schedule.shrink(to: timing.interval(amongPeers: directory.table.refreshedCount), now: engine.now)
-            router.forget(peer.signingKey)
+            switch event {
+            case .left(let peer, _):
+                state.value.schedule.shrink(to: timing.interval(amongPeers: directory.table.refreshedCount), now: engine.now)
+                router.forget(peer.signingKey)
+            case .restarted(let peer):
+                router.forget(peer.signingKey)
+            default:
+                break
+            }
         }
         events.forEach(onEvent)
     }

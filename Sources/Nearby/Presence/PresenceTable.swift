@@ -96,10 +96,17 @@ package struct PresenceTable: Sendable {
             retired[packet.sender] = nil  // Its order entry goes when it comes round.
             nextExpiry = min(nextExpiry, peer.routes.map { $0.expiry(timing) }.min() ?? now)
             guard let known else { return events + [.arrived(peer)] }
+            // A signed announcement on a chain that does not go on from the one heard: the
+            // peer's shell went online again (it was killed, say, and said no goodbye), and what
+            // it held of sessions is gone with it.
+            if let chain, let before = known.routes.first(where: { $0.transport == route.transport })?.chain,
+               chain != before, chain.index <= before.index {
+                events.append(.restarted(peer))
+            }
             var old = known.announcement, new = announcement
             old.intervalMilliseconds = 0; new.intervalMilliseconds = 0
             old.unicastPort = 0; new.unicastPort = 0
-            return old == new ? [] : [.changed(from: known, to: peer)]
+            return old == new ? events : events + [.changed(from: known, to: peer)]
         case .goodbye:
             guard known != nil else {
                 // A goodbye from a key not present still moves its replay mark forward.

@@ -1,0 +1,44 @@
+/// A command named in advice ("open ben", "transfers"), written so that, typed where the user is
+/// when it is shown, it does what the advice says: `/open ben` in a conversation or a room
+/// (where a plain line is a message), `chat open ben` where `open` alone would be another
+/// mode's or ambiguous. The command is marked in the text (`command`) and spelled by the shell
+/// as the line is printed (`Console.placeAdvice`), since a notice may be printed in another
+/// place than the one it was made in.
+///
+/// The marks are control characters, which nothing from the network keeps: `SafeText` shows
+/// every control as an escape, so a peer cannot make advice of its own.
+package enum Advice {
+    static let start: Unicode.Scalar = "\u{2}", end: Unicode.Scalar = "\u{3}", modeSeparator: Unicode.Scalar = "\u{1F}"
+
+    /// `words` (a command and its arguments) marked as advice; `mode`: the mode whose command it
+    /// is, when it is not one of every place's.
+    package static func command(_ words: String, mode: String? = nil) -> String {
+        String(start) + (mode.map { $0 + String(modeSeparator) } ?? "") + words + String(end)
+    }
+
+    /// `text` with each command marked in it spelled by `spell(words, mode)`.
+    static func spelled(_ text: String, _ spell: (String, String?) -> String) -> String {
+        guard text.unicodeScalars.contains(start) else { return text }
+        var out = String.UnicodeScalarView(), marked = String.UnicodeScalarView()
+        var inside = false
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case start:
+                inside = true
+                marked = String.UnicodeScalarView()
+            case end where inside:
+                inside = false
+                let parts = String(marked).split(separator: Character(modeSeparator), maxSplits: 1, omittingEmptySubsequences: false)
+                let (mode, words) = parts.count == 2 ? (String(parts[0]), String(parts[1])) : (nil, String(marked))
+                out.append(contentsOf: spell(words, mode).unicodeScalars)
+            default:
+                if inside { marked.append(scalar) } else { out.append(scalar) }
+            }
+        }
+        if inside { out.append(contentsOf: marked) }
+        return String(out)
+    }
+
+    /// `text` with its commands as they are typed at the top level (a script's errors).
+    package static func plain(_ text: String) -> String { spelled(text) { words, _ in words } }
+}
