@@ -41,4 +41,21 @@ package enum Advice {
 
     /// `text` with its commands as they are typed at the top level (a script's errors).
     package static func plain(_ text: String) -> String { spelled(text) { words, _ in words } }
+
+    /// How `words`, a command of `mode` (nil: of every place), is typed in `currentMode` to do
+    /// what it does there: after `/` where a line is a message; after its mode's name where the
+    /// name alone is this place's other command or several modes'.
+    static func spelled(_ words: String, mode: String?, in currentMode: String?, registry: CommandRegistry, takesMessages: Bool) -> String {
+        let name = String(words.prefix { $0 != " " })
+        var line = words
+        if let mode, mode != currentMode, registry.mode(named: name) == nil {
+            let here = registry.command(named: name, inMode: currentMode)
+            if let here, here.scope != registry.command(named: name, inMode: mode)?.scope {
+                line = mode + " " + words
+            } else if here == nil, registry.modesOwning(name).count != 1 {
+                line = mode + " " + words
+            }
+        }
+        return (takesMessages ? "/" : "") + line
+    }
 }

@@ -263,4 +263,23 @@ package final class Console {
             }
         }
     }
+
+    /// How far long work has come (indexing an older database): at a terminal one bar written
+    /// over in place; in a script a line on stderr each tenth, so that stdout stays the output.
+    func progressLine() -> (_ name: String, _ done: Double) -> Void {
+        var lastTenth = -1
+        return { [unowned self] name, done in
+            let tenth = Int(done * 10)
+            guard capabilities.interactive else {
+                if tenth != lastTenth { error("\(name): \(tenth * 10) %") }
+                lastTenth = tenth
+                return
+            }
+            let width = 30, filled = Int(done * Double(width))
+            let bar = capabilities.ascii ? String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
+                                         : String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
+            write("\r\u{1B}[K\(name) \(bar) \(Int(done * 100)) %" + (done >= 1 ? "\n" : ""))
+            flush()
+        }
+    }
 }

@@ -36,45 +36,12 @@ package final class Shell {
         self.session = session
         self.registry = CommandRegistry()
         Builtins.register(in: self)
-        session.backfillProgress = Self.progressLine(on: console)
-        console.placeAdvice = { [unowned self] words, mode in spelled(words, mode: mode) }
-    }
-
-    /// How `words`, a command of `mode` (nil: of every place), is typed here to do what it
-    /// does there: after `/` where a line is a message; after its mode's name where the name
-    /// alone is this place's other command or several modes'.
-    func spelled(_ words: String, mode: String?) -> String {
-        let name = String(words.prefix { $0 != " " })
-        var line = words
-        if let mode, mode != currentMode, registry.mode(named: name) == nil {
-            let here = registry.command(named: name, inMode: currentMode)
-            if let here, here.scope != registry.command(named: name, inMode: mode)?.scope {
-                line = mode + " " + words
-            } else if here == nil, registry.modesOwning(name).count != 1 {
-                line = mode + " " + words
-            }
-        }
-        return (takesMessages ? "/" : "") + line
-    }
-
-    /// How far long work has come (indexing an older database): at a terminal one bar written
-    /// over in place; in a script a line on stderr each tenth, so that stdout stays the output.
-    static func progressLine(on console: Console) -> (_ name: String, _ done: Double) -> Void {
-        var lastTenth = -1
-        return { [unowned console] name, done in
-            let tenth = Int(done * 10)
-            guard console.capabilities.interactive else {
-                if tenth != lastTenth { console.error("\(name): \(tenth * 10) %") }
-                lastTenth = tenth
-                return
-            }
-            let width = 30, filled = Int(done * Double(width))
-            let bar = console.capabilities.ascii ? String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
-                                                 : String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
-            console.write("\r\u{1B}[K\(name) \(bar) \(Int(done * 100)) %" + (done >= 1 ? "\n" : ""))
-            console.flush()
+        session.backfillProgress = console.progressLine()
+        console.placeAdvice = { [unowned self] words, mode in
+            Advice.spelled(words, mode: mode, in: currentMode, registry: registry, takesMessages: takesMessages)
         }
     }
+
 
     package var styler: Styler { console.styler }
     package var capabilities: Capabilities { console.capabilities }

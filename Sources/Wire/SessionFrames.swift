@@ -10,6 +10,10 @@ package enum SessionWire {
 
     /// The first 8 bytes of every unsigned frame of this version: magic, version, `type`, no flags.
     package static func start(_ type: UInt8) -> [UInt8] { Wire.magic + [version, type, 0, 0] }
+
+    /// What a handshake's first hash starts from: the protocol and both signing keys, so a
+    /// handshake is bound to the keys its frames name.
+    package static func prologue(initiator: Data, responder: Data) -> [UInt8] { Array("seance session v3".utf8) + initiator + responder }
 }
 
 /// One message of the `Noise_XX_25519_ChaChaPoly_SHA256` handshake (type 19).

@@ -32,7 +32,7 @@ extension SessionTable {
     /// Starts a handshake with `peer`: its first message, to send.
     mutating func initiate(_ entry: inout PeerSessions, with peer: SessionPeer, now: Double, isRekey: Bool) -> [SessionOutput] {
         if let old = entry.initiation { indices[old.localIndex] = nil }
-        var handshake = HandshakeState(initiator: true, prologue: Self.prologue(initiator: me, responder: peer.signingKey),
+        var handshake = HandshakeState(initiator: true, prologue: SessionWire.prologue(initiator: me, responder: peer.signingKey),
                                        s: identity.agreement)
         guard let message = try? handshake.writeMessage().message else { return [] }
         let index = newIndex(for: peer.signingKey)
@@ -74,7 +74,7 @@ extension SessionTable {
         // Both started at once: the lower signing key's handshake survives, on both sides.
         if entry.initiation != nil, me.lexicographicallyPrecedes(peer.signingKey) { throw .crossed }
         guard now - (entry.lastAnswerAt[source] ?? -.infinity) >= Self.answerGap else { throw .busy }
-        var handshake = HandshakeState(initiator: false, prologue: Self.prologue(initiator: peer.signingKey, responder: me),
+        var handshake = HandshakeState(initiator: false, prologue: SessionWire.prologue(initiator: peer.signingKey, responder: me),
                                        s: identity.agreement)
         guard (try? handshake.readMessage(frame.message)) != nil, let message = try? handshake.writeMessage().message else {
             throw .failed

@@ -91,10 +91,6 @@ package struct SessionTable: Sendable {
 
     var me: Data { identity.signingPublicKey }
 
-    /// What the first message's hash starts from: the protocol and both signing keys, so a
-    /// handshake is bound to the keys its frames name.
-    static func prologue(initiator: Data, responder: Data) -> [UInt8] { Array("seance session v3".utf8) + initiator + responder }
-
     package var openSessions: Int { peers.values.reduce(0) { $0 + ($1.current == nil ? 0 : 1) } }
     package var halfOpen: Int { answers.count }
 
