@@ -16,27 +16,34 @@ package enum Advice {
         String(start) + (mode.map { $0 + String(modeSeparator) } ?? "") + words + String(end)
     }
 
-    /// `text` with each command marked in it spelled by `spell(words, mode)`.
+    /// `text` with each command marked in it spelled by `spell(words, mode)`. Found by their
+    /// bytes, in place (every message's notice has one: it is on the path of each message shown).
     static func spelled(_ text: String, _ spell: (String, String?) -> String) -> String {
-        guard text.unicodeScalars.contains(start) else { return text }
-        var out = String.UnicodeScalarView(), marked = String.UnicodeScalarView()
-        var inside = false
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case start:
-                inside = true
-                marked = String.UnicodeScalarView()
-            case end where inside:
-                inside = false
-                let parts = String(marked).split(separator: Character(modeSeparator), maxSplits: 1, omittingEmptySubsequences: false)
-                let (mode, words) = parts.count == 2 ? (String(parts[0]), String(parts[1])) : (nil, String(marked))
-                out.append(contentsOf: spell(words, mode).unicodeScalars)
-            default:
-                if inside { marked.append(scalar) } else { out.append(scalar) }
+        var contiguous = text
+        return contiguous.withUTF8 { bytes -> String? in
+            let (open, close, separator) = (UInt8(start.value), UInt8(end.value), UInt8(modeSeparator.value))
+            guard var opening = bytes.firstIndex(of: open) else { return nil }
+            var out = String(decoding: bytes[..<opening], as: UTF8.self)
+            while true {
+                guard let closing = bytes[(opening + 1)...].firstIndex(of: close) else {
+                    // Never closed: the words as they are.
+                    out += String(decoding: bytes[(opening + 1)...], as: UTF8.self)
+                    return out
+                }
+                let marked = bytes[(opening + 1)..<closing]
+                if let split = marked.firstIndex(of: separator) {
+                    out += spell(String(decoding: bytes[(split + 1)..<closing], as: UTF8.self), String(decoding: bytes[(opening + 1)..<split], as: UTF8.self))
+                } else {
+                    out += spell(String(decoding: marked, as: UTF8.self), nil)
+                }
+                guard let next = bytes[(closing + 1)...].firstIndex(of: open) else {
+                    out += String(decoding: bytes[(closing + 1)...], as: UTF8.self)
+                    return out
+                }
+                out += String(decoding: bytes[(closing + 1)..<next], as: UTF8.self)
+                opening = next
             }
-        }
-        if inside { out.append(contentsOf: marked) }
-        return String(out)
+        } ?? text
     }
 
     /// `text` with its commands as they are typed at the top level (a script's errors).

@@ -37,8 +37,14 @@ package final class Shell {
         self.registry = CommandRegistry()
         Builtins.register(in: self)
         session.backfillProgress = console.progressLine()
+        // The last spelling kept: every message's notice names the same command (`open ben`).
+        var last: (words: String, mode: String?, place: String?, slash: Bool, spelled: String)?
         console.placeAdvice = { [unowned self] words, mode in
-            Advice.spelled(words, mode: mode, in: currentMode, registry: registry, takesMessages: takesMessages)
+            let slash = takesMessages
+            if let last, last.words == words, last.mode == mode, last.place == currentMode, last.slash == slash { return last.spelled }
+            let spelled = Advice.spelled(words, mode: mode, in: currentMode, registry: registry, takesMessages: slash)
+            last = (words, mode, currentMode, slash, spelled)
+            return spelled
         }
     }
 

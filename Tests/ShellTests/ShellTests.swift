@@ -109,6 +109,14 @@ final class Recorder { var events: [String] = [] }
         #expect(SafeText.visible("\u{2}open x\u{3}") != "\u{2}open x\u{3}")
     }
 
+    @Test func adviceMarksAreFoundWhereverTheyAre() {
+        let spell: (String, String?) -> String = { words, mode in "[" + (mode.map { $0 + ":" } ?? "") + words + "]" }
+        #expect(Advice.spelled("plain", spell) == "plain")
+        #expect(Advice.spelled(Advice.command("a b", mode: "m") + " and é " + Advice.command("c"), spell) == "[m:a b] and é [c]")
+        #expect(Advice.spelled("x \u{2}never closed", spell) == "x never closed")
+        #expect(Advice.plain("(" + Advice.command("open ben#5aca", mode: "chat") + ")") == "(open ben#5aca)")
+    }
+
     /// A command that moves to a place moves the prompt there, without the mode's entrance.
     @Test func movingIntoAModeSkipsItsEntrance() {
         let (shell, recorder) = makeShell()
