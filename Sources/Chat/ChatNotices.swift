@@ -23,13 +23,15 @@ final class ChatNotices: Sendable {
 
     private struct State {
         var open: OpenConversation?
-        var limiter = NoticeLimiter(what: "presence notices", seeAll: "nearby lists who is here")
+        var limiter = NoticeLimiter(what: "presence notices", seeAll: Advice.command("nearby", mode: "chat") + " lists who is here")
         /// The warning about an arriving key that uses a trusted name, printed with its arrival.
         var impostor: (key: Data, trusted: String, verified: Bool)?
         /// Arrivals are not told while `chat` waits to list everyone: the list names them.
         var holdingArrivals = false
         /// When the last arrival was heard (engine time).
         var lastArrival = -Double.infinity
+        /// The last sender's "(open NAME)", made once for a stream of their messages.
+        var openAdvice: (sender: String, advice: String)?
     }
 
     private let state: EngineBound<State>
@@ -130,7 +132,10 @@ final class ChatNotices: Sendable {
             } else if !context.rules.isMuted(from.signingKey) {
                 let preview = ConversationView.preview(message.text, width: 40)
                 let sender = context.rules.shownName(of: from.signingKey) ?? from.shownHandle
-                inbox.post(styler.apply(.magenta, "✉") + " \(sender): \(preview)   (\(Advice.command("open " + Tokenizer.quote(sender), mode: "chat")))",
+                if state.value.openAdvice?.sender != sender {
+                    state.value.openAdvice = (sender, Advice.command("open " + Tokenizer.quote(sender), mode: "chat"))
+                }
+                inbox.post(styler.apply(.magenta, "✉") + " \(sender): \(preview)   (\(state.value.openAdvice!.advice))",
                            alert: Alert(who: sender, what: "wrote to you", text: message.text))
             }
         case .stateChanged(let conversation, let numbers, let state):

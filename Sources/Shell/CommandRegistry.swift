@@ -105,8 +105,9 @@ package struct CommandRegistry {
         }
         lines += DisplayWidth.wrap("Any command works anywhere: a mode's own without its name first where the place you are in has "
                                    + "none of that name ('up' is 'zombies up'), with it where two modes share one ('chat open'); "
-                                   + "in a conversation or a room, start it with /. Type a mode's name to enter it, 'back' to leave. "
-                                   + "'help COMMAND' shows one command in detail.", width: max(20, columns))
+                                   + "in a conversation or a room, start it with /. Type a mode's name to enter it, '"
+                                   + Advice.command("back") + "' to leave. '" + Advice.command("help COMMAND")
+                                   + "' shows one command in detail.", width: max(20, columns))
         return lines.joined(separator: "\n")
     }
 

@@ -50,6 +50,11 @@ struct InstallTests {
         #expect(page.contains("64: the command line itself is wrong"))
         let bogus = try runSeance(["--bogus"], scratch: scratch)
         #expect(bogus.status == 64, "\(bogus.stderr)")
+        // A flag's value out of range is a usage error too, negative numbers included.
+        for flags in [["--port", "0"], ["--linger", "-1"], ["--battery", "-5"], ["--notify", "loud"]] {
+            let wrong = try runSeance(["--data-dir", scratch.dataDir] + flags + ["-c", "quit"], scratch: scratch)
+            #expect(wrong.status == 64 && !wrong.stderr.contains("Missing value"), "\(flags): \(wrong.stderr)")
+        }
         let path = scratch.write("seance.1", page)
         let lint = try sh("groff -ww -z -man '\(path)' 2>&1; echo \"status $?\"")
         #expect(lint == "status 0\n", "\(lint)")

@@ -84,6 +84,7 @@ import Testing
             rescuer delete Steve
             rescuer delete Steve
             open "Murray Bauman"
+            add Joice --image \(portrait)
             """
         let result = try run(script + "\n")
         #expect(result.stderr == """
@@ -92,6 +93,7 @@ import Testing
             line 7: there is already a rescuer named 'Joyce'
             line 9: Murray Bauman is assigned to a vision: delete it first, or rename Murray Bauman
             line 11: there is no rescuer named 'Steve'
+            line 13: there is no rescuer named 'Joice' (did you mean 'Joyce'?); add --new-rescuer to create one
 
             """)
         let out = result.stdout

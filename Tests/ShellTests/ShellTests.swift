@@ -109,6 +109,17 @@ final class Recorder { var events: [String] = [] }
         #expect(SafeText.visible("\u{2}open x\u{3}") != "\u{2}open x\u{3}")
     }
 
+    /// An option of a few words takes one of them: `--format json` is an error, not text.
+    @Test func anOptionOfAFewWordsRefusesAnother() {
+        let (shell, recorder) = makeShell()
+        shell.register(Command("list", scope: .global, arguments: [.option("--format", "format", .choice([Candidate("text"), Candidate("tsv")]))],
+                               summary: "a list") { invocation in recorder.events.append(invocation.arguments["format"] ?? "text") })
+        #expect(shell.execute("list --format tsv") == nil && recorder.events == ["tsv"])
+        let error = shell.execute("list --format json") as? ShellError
+        #expect(error?.description.hasPrefix("--format takes 'text' or 'tsv', not 'json'") == true, "\(String(describing: error))")
+        #expect(recorder.events == ["tsv"])
+    }
+
     @Test func adviceMarksAreFoundWhereverTheyAre() {
         let spell: (String, String?) -> String = { words, mode in "[" + (mode.map { $0 + ":" } ?? "") + words + "]" }
         #expect(Advice.spelled("plain", spell) == "plain")
