@@ -144,4 +144,22 @@ struct FixedRandom: RandomNumberGenerator {
         #expect(table.peer(signer)?.routes[0].source == lan, "the route stays where it was")
         #expect(table.expire(now: 9 + 17).isEmpty && table.expire(now: 9 + 18).count == 1, "3.5 intervals after the last proof")
     }
+
+    /// A signed announcement on a chain begun again says the peer restarted (its sessions are
+    /// gone); one overtaken by a later proof (an older link of the same chain) does not.
+    @Test func aNewChainIsARestartAndAnOvertakenLinkIsNot() throws {
+        var table = PresenceTable(timing: PresenceTiming())
+        var chain = RefreshChain(length: 64)
+        let lan = Route(transport: "lan", address: "198.18.0.7:41000")
+        let signer = alice.publicKey.rawRepresentation
+        _ = table.receive(Heard.announce(alice, at: 1, sequence: 1, chain: chain.head), from: lan, now: 0)
+        _ = chain.next()
+        let signedAt = chain.head  // Carried by a signed announcement that a proof overtakes.
+        #expect(table.proved(chain.next()!, of: signer, by: lan, now: 5) == .refreshed(interval: 5))
+        #expect(table.receive(Heard.announce(alice, at: 2, sequence: 2, chain: signedAt), from: lan, now: 6).isEmpty)
+        // Killed and started again: a new chain, from its link 0.
+        let fresh = RefreshChain(length: 64)
+        let events = table.receive(Heard.announce(alice, at: 3, sequence: 1, chain: fresh.head), from: lan, now: 7)
+        #expect(events.count == 1 && { if case .restarted = events[0] { true } else { false } }(), "\(events)")
+    }
 }

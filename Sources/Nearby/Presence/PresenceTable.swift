@@ -98,9 +98,10 @@ package struct PresenceTable: Sendable {
             guard let known else { return events + [.arrived(peer)] }
             // A signed announcement on a chain that does not go on from the one heard: the
             // peer's shell went online again (it was killed, say, and said no goodbye), and what
-            // it held of sessions is gone with it.
+            // it held of sessions is gone with it. (One overtaken by a later proof carries an
+            // older link of the same chain: that link leads back to it.)
             if let chain, let before = known.routes.first(where: { $0.transport == route.transport })?.chain,
-               chain != before, chain.index <= before.index {
+               chain != before, chain.index <= before.index, !chain.isFollowed(by: before) {
                 events.append(.restarted(peer))
             }
             var old = known.announcement, new = announcement
