@@ -241,14 +241,14 @@ package struct MessageStore: Sendable {
 
     /// `markRead` inside a transaction of the caller's.
     package static func markRead(_ db: Database, _ conversation: Int64, upTo sequence: UInt32, now: Double) throws -> [Int64] {
-            // Only messages not read yet are walked (their index), however long the conversation.
-            try Int64.fetchAll(db.cachedStatement(sql: """
-                UPDATE message INDEXED BY message_unread_by_peer
-                SET state = 'read', readAt = ?1,
-                    receivedAt = coalesce((SELECT shownReceivedAt FROM message_shown WHERE message_shown.id = message.id), ?1)
-                WHERE conversationId = ?2 AND outgoing = 1 AND state != 'read' AND lastSequence <= ?3
-                RETURNING number
-                """), arguments: [now, conversation, sequence]).sorted()
+        // Only messages not read yet are walked (their index), however long the conversation.
+        try Int64.fetchAll(db.cachedStatement(sql: """
+            UPDATE message INDEXED BY message_unread_by_peer
+            SET state = 'read', readAt = ?1,
+                receivedAt = coalesce((SELECT shownReceivedAt FROM message_shown WHERE message_shown.id = message.id), ?1)
+            WHERE conversationId = ?2 AND outgoing = 1 AND state != 'read' AND lastSequence <= ?3
+            RETURNING number
+            """), arguments: [now, conversation, sequence]).sorted()
     }
 
     /// Stores a complete incoming message that arrived in order, and advances the delivered

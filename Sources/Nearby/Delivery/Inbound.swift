@@ -133,14 +133,15 @@ final class Inbound: DeliveryPart, Sendable {
     /// what is stored and, unacknowledged, they come again — the conversation never sticks.
     private func take(_ messages: [AssembledMessage], from peer: Peer, by route: Route, in conversation: Conversation) {
         let now = clock()
-        var kept: [AssembledMessage] = []
+        var kept: [(message: AssembledMessage, sentAt: Double?)] = []
         for message in messages {
             // Written while the user blocked its sender, and sent again once unblocked: taken
             // (acknowledged, so the sender stops) and never stored or shown. A time further
             // ahead than clocks drift is not believed to be after the unblock.
-            if parts.rules.wroteWhileBlocked(conversation.peerKey, sentAt: believed(message.sentAt, now: now) ?? -.infinity) {
+            let sentAt = believed(message.sentAt, now: now)
+            if parts.rules.wroteWhileBlocked(conversation.peerKey, sentAt: sentAt ?? -.infinity) {
                 drop("written while blocked")
-            } else if let reason = Self.refusal(of: message) { drop(reason) } else { kept.append(message) }
+            } else if let reason = Self.refusal(of: message) { drop(reason) } else { kept.append((message, sentAt)) }
         }
         // Numbered after every line taken so far, and written after them (ours waiting to be
         // written go first), so rows keep the order of their numbers.
@@ -152,9 +153,9 @@ final class Inbound: DeliveryPart, Sendable {
             return (intake.unwritten, counters.nextNumber)
         }) else { return drop("storage") }
         outbound.write(ours, now: now)
-        let rows = kept.enumerated().map { index, message in
-            MessageRow(number: first + Int64(index), text: message.text, firstSequence: message.firstSequence,
-                       lastSequence: message.lastSequence, sentAt: believed(message.sentAt, now: now) ?? now)
+        let rows = kept.enumerated().map { index, taken in
+            MessageRow(number: first + Int64(index), text: taken.message.text, firstSequence: taken.message.firstSequence,
+                       lastSequence: taken.message.lastSequence, sentAt: taken.sentAt ?? now)
         }
         let key = peer.signingKey, last = messages.last!.lastSequence
         let alreadyShown = links[key]?.shown ?? 0

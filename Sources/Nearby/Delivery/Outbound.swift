@@ -101,20 +101,25 @@ final class Outbound: DeliveryPart, Sendable {
             ids = try MessageStore.storeOutgoing(db, batch.map { ($0.conversation.id, $0.row) }, now: now)
         }, then: { [weak self] error in
             guard let self else { return }
-            guard error == nil, (try? batch.indices.forEach { index in
-                try withLink(batch[index].conversation) { $0.queue.enqueue(Self.fragments(batch[index].row), message: ids[index], now: now) }
-            }) != nil else { return refused(batch, error: error) }
+            do {
+                if let error { throw error }
+                for (line, id) in zip(batch, ids) {
+                    try withLink(line.conversation) { $0.queue.enqueue(Self.fragments(line.row), message: id, now: now) }
+                }
+            } catch {
+                return refused(batch, error: error)
+            }
             send(now: clock())
             rearm()  // And again when a retransmission is due.
         })
     }
 
-    private func refused(_ batch: [DeliveryState.Unwritten], error: Error?) {
+    private func refused(_ batch: [DeliveryState.Unwritten], error: Error) {
         let conversations = Set(batch.map(\.conversation.id))
         conversations.forEach { intake.counters[$0] = nil }
         for conversation in conversations {
             let numbers = batch.filter { $0.conversation.id == conversation }.map(\.row.number)
-            parts.onEvent(.notStored(conversation: conversation, numbers: numbers, reason: error.map { "\($0)" } ?? "not written"))
+            parts.onEvent(.notStored(conversation: conversation, numbers: numbers, reason: "\(error)"))
         }
     }
 
