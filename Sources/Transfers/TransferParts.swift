@@ -71,7 +71,7 @@ extension TransferPart {
             // Its thumbnail made where it is drawn, on the shell's thread.
             inbox.post(.lines { columns in
                 let view = TransferView(capabilities: capabilities, columns: columns)
-                let (shown, picture) = TransfersOnline.drawn(transfer, store: store)
+                let (shown, picture) = store.drawn(transfer)
                 return view.bubble(shown, picture: picture, sender: sender) + [view.numberRow(shown)]
             })
         } else if !context.rules.isMuted(transfer.peerKey) {

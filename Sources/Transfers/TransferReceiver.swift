@@ -20,7 +20,10 @@ final class TransferReceiver: TransferPart, Sendable {
         }
         let key = Key(peer: sender, id: offer.id)
         if let receiving = state.value.receiving[key] {
-            return answer(offer.id, .accept, stored: receiving.window.stored, to: peer)
+            // Heard again (it crossed our answer): the same answer, with the stream it offered,
+            // so the sender's stream under way goes on.
+            let stream = state.value.expected[offer.id].flatMap { $0.key == key ? $0.offer : nil }
+            return answer(offer.id, .accept, stored: receiving.window.stored, to: peer, stream: stream)
         }
         let messages = MessageStore(database: context.database)
         let now = context.engine.now
@@ -112,8 +115,8 @@ final class TransferReceiver: TransferPart, Sendable {
         let receiver = self
         state.value.listener = StreamListener(port: port, engine: engine, events: .init(
             expect: { id in engine.sync { receiver.state.value.expected[id]?.terms } },
-            progress: { id, bytes in engine.async { receiver.streamed(id, bytes: bytes) } },
-            ended: { id, result in engine.async { receiver.streamEnded(id, result) } }))
+            progress: { id, key, bytes in engine.async { receiver.streamed(id, key: key, bytes: bytes) } },
+            ended: { id, key, result in engine.async { receiver.streamEnded(id, key: key, result) } }))
         return state.value.listener
     }
 
@@ -124,16 +127,17 @@ final class TransferReceiver: TransferPart, Sendable {
         guard context.network.streamHost(of: peer) != nil, let listener = listener() else { return nil }
         var random = SystemRandomNumberGenerator()
         let secret = Data((0..<32).map { _ in UInt8.random(in: 0...255, using: &random) })
+        let offer = FileAnswer.StreamOffer(port: listener.port, key: secret)
         state.value.expected[transfer.transferID] = TransfersOnline.ExpectedStream(
             key: key, terms: StreamListener.Expected(key: secret, path: store.path(of: transfer), size: transfer.size,
-                                                     from: stored * transfer.chunkSize))
-        return FileAnswer.StreamOffer(port: listener.port, key: secret)
+                                                     from: stored * transfer.chunkSize), offer: offer)
+        return offer
     }
 
     /// A stream stored this many bytes from the first: the whole chunks among them are said to
     /// be stored (in the database, then to the sender), as chunks written are.
-    private func streamed(_ id: Data, bytes: Int) {
-        guard let expected = state.value.expected[id], let receiving = state.value.receiving[expected.key] else { return }
+    private func streamed(_ id: Data, key: Data, bytes: Int) {
+        guard let expected = state.value.expected[id], expected.terms.key == key, let receiving = state.value.receiving[expected.key] else { return }
         let transfer = receiving.transfer
         let chunks = bytes >= transfer.size ? transfer.chunkCount : bytes / transfer.chunkSize
         guard chunks > receiving.window.stored, (try? store.stored(chunks, of: transfer)) != nil else { return }
@@ -147,8 +151,9 @@ final class TransferReceiver: TransferPart, Sendable {
 
     /// A stream ended: whole, its hash decides (as for chunks); cut short, what it stored stays
     /// and the sender goes on in chunks.
-    private func streamEnded(_ id: Data, _ result: Result<Data, FileStream.Failure>) {
-        guard let expected = state.value.expected.removeValue(forKey: id) else { return }
+    private func streamEnded(_ id: Data, key: Data, _ result: Result<Data, FileStream.Failure>) {
+        guard let expected = state.value.expected[id], expected.terms.key == key else { return }
+        state.value.expected[id] = nil
         switch result {
         case .success(let hash):
             guard let receiving = state.value.receiving[expected.key], receiving.window.isComplete else { return }

@@ -303,3 +303,19 @@ package struct TransferStore: Sendable {
                  source: (row["sourceSize"] as Int?).map { TransferFiles.Source(size: $0, modified: row["sourceModified"] ?? 0) })
     }
 }
+
+extension TransferStore {
+    /// A transfer as its bubble draws it: a picture's thumbnail, made once (decoded in a child
+    /// process, within the picture budget) and kept beside it; a picture over the budget, or one
+    /// that does not decode, is a file from then on, never decoded again.
+    func drawn(_ transfer: Transfer) -> (transfer: Transfer, picture: RGBAImage?) {
+        guard transfer.picture, transfer.outgoing || transfer.state == .complete else { return (transfer, nil) }
+        if let kept = try? thumbnail(of: transfer.number) { return (transfer, kept) }
+        guard let bytes = try? contents(of: transfer.number) else { return (transfer, nil) }
+        let fitted = try? PictureProcess.fitted(bytes, width: TransferView.thumbnailColumns, height: TransferView.thumbnailRows * 2)
+        try? keep(thumbnail: fitted, of: transfer.number)
+        var shown = transfer
+        shown.picture = fitted != nil
+        return (shown, fitted)
+    }
+}

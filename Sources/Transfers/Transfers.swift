@@ -165,7 +165,7 @@ package final class Transfers: Feature, PlaceExtension {
             live.context.engine.sync { live.send(transfer) }
         }
         let view = TransferView(capabilities: shell.capabilities, columns: shell.console.columns)
-        let drawn = sent.first.map { TransfersOnline.drawn($0, store: store) }
+        let drawn = sent.first.map { store.drawn($0) }
         for transfer in sent {
             let to = SafeText.visible(conversations.first { $0.id == transfer.conversation }?.shownHandle ?? "them")
             if shell.console.overwrites {
@@ -247,7 +247,7 @@ package final class Transfers: Feature, PlaceExtension {
         let view = TransferView(capabilities: capabilities, columns: page.columns)
         let transfers = ((try? store.transfers(myKey: conversation.myKey, in: conversation.id)) ?? []).filter { $0.state != .storing }
         return transfers.map { transfer in
-            let (transfer, picture) = transfer.state == .complete ? TransfersOnline.drawn(transfer, store: store) : (transfer, nil)
+            let (transfer, picture) = transfer.state == .complete ? store.drawn(transfer) : (transfer, nil)
             let last = transfer.outgoing || transfer.state != .complete ? view.progressRow(transfer, stored: transfer.stored, rate: nil)
                                                                         : view.numberRow(transfer)
             // One still going keeps its bar written over in place on a page drawn again.
@@ -269,7 +269,7 @@ package final class Transfers: Feature, PlaceExtension {
         }
         // Decoded again for the window (in a child process), once it is known to be a picture.
         let rows = max(4, shell.console.rows - 3)
-        if TransfersOnline.drawn(transfer, store: store).picture != nil,
+        if store.drawn(transfer).picture != nil,
            let picture = try? PictureProcess.fitted(try store.contents(of: transfer.number), width: shell.console.columns, height: rows * 2) {
             let renderer = ImageRenderer(shell.capabilities)
             for line in renderer.render(picture, columns: shell.console.columns, rows: rows) { shell.console.print(line) }

@@ -23,7 +23,16 @@ final class TransfersOnline: TransferPart, Sendable {
         var progress: Progress?
         /// On a stream (`FileStream`) instead of in chunks, while it goes.
         var stream: StreamSender?
-        /// A stream failed once: chunks from then on.
+        /// Every byte went on the stream: the receiver's acknowledgement is waited for, and
+        /// asked for again with the offer when it does not come (it may be lost).
+        var streamSent = false
+        /// The key of the last stream begun: none is begun twice under one (its blocks'
+        /// nonces would start again).
+        var streamKey: Data?
+        /// On a stream: the chunks stored when it began, and as the receiver last said.
+        var streamStored = (from: 0, reached: 0)
+        /// A stream failed without moving the file on (none can be made, or nothing goes on
+        /// it): chunks from then on. One cut short by the receiver's restart is tried again.
         var streamFailed = false
     }
 
@@ -39,6 +48,8 @@ final class TransfersOnline: TransferPart, Sendable {
     struct ExpectedStream {
         var key: Key
         var terms: StreamListener.Expected
+        /// As the answer said it.
+        var offer: FileAnswer.StreamOffer
     }
 
     /// Where a transfer's rate is measured from, and when its bar was last drawn.
@@ -157,7 +168,7 @@ final class TransfersOnline: TransferPart, Sendable {
         for sending in state.value.sending.values {
             guard reachable(sending.transfer.peerKey) != nil else { continue }
             var due: Double?
-            if sending.stream != nil {
+            if sending.stream != nil && !sending.streamSent {
                 due = overwrites ? sending.progress.map { $0.shownAt + Self.progressInterval } : nil
             } else if let window = sending.window, sending.transfer.state == .moving {
                 due = window.deadline(timing: timer(sending.transfer.peerKey))
@@ -197,13 +208,14 @@ final class TransfersOnline: TransferPart, Sendable {
             case .offered, .asking, .moving:
                 // Moving but resumed from the database (no window yet): the offer finds out
                 // where the receiver is.
-                let waiting = transfer.state != .moving || (state.value.sending[id]!.window == nil && state.value.sending[id]!.stream == nil)
+                let sending = state.value.sending[id]!
+                let waiting = transfer.state != .moving || (sending.window == nil && sending.stream == nil) || sending.streamSent
                 let interval = transfer.state == .asking ? Self.askingInterval : Self.offerInterval
                 if waiting, now - state.value.sending[id]!.offeredAt >= interval {
                     state.value.sending[id]!.offeredAt = now
                     context.network.send(transfer.offer, to: peer)
                 }
-                if !waiting && state.value.sending[id]!.stream == nil { sendDue(id, to: peer, now: now) }
+                if !waiting && sending.stream == nil { sendDue(id, to: peer, now: now) }
             default:
                 break
             }
@@ -260,18 +272,24 @@ final class TransfersOnline: TransferPart, Sendable {
         let now = context.engine.now
         switch answer.decision {
         case .accept:
+            // The same acceptance heard again (an offer of ours crossed it): the stream goes on.
+            let repeated = answer.stream != nil && answer.stream?.key == sending.streamKey
+            if repeated && sending.stream != nil { return }
             let from = min(Int(answer.stored), transfer.chunkCount)
             sending.progress = Progress(since: now, from: from)
             sending.stream?.stop()
             sending.stream = nil
-            if let offer = answer.stream, !sending.streamFailed, let peer = reachable(sender), let host = context.network.streamHost(of: peer) {
+            sending.streamSent = false
+            if let offer = answer.stream, !repeated, !sending.streamFailed, let peer = reachable(sender), let host = context.network.streamHost(of: peer) {
                 // On the LAN: a stream, at the link's speed; chunks if it fails.
                 sending.window = nil
                 sending.cache = [:]
+                sending.streamStored = (from, from)
+                sending.streamKey = offer.key
                 let job = StreamSender.Job(id: answer.id, path: store.path(of: transfer), source: transfer.source, size: transfer.size,
                                            from: from * transfer.chunkSize, host: host, port: offer.port, key: offer.key)
-                sending.stream = StreamSender(job, engine: context.engine) { [weak self] failure, changed in
-                    self?.streamEnded(answer.id, failure: failure, changed: changed)
+                sending.stream = StreamSender(job, engine: context.engine) { [weak self] stream, failure, changed in
+                    self?.streamEnded(answer.id, stream, failure: failure, changed: changed)
                 }
             } else {
                 sending.window = SendWindow(count: transfer.chunkCount, from: from)
@@ -309,6 +327,7 @@ final class TransfersOnline: TransferPart, Sendable {
         if sending.stream != nil {
             // On a stream the receiver says how far it has stored; all of it, it is done.
             guard Int(ack.stored) < sending.transfer.chunkCount else { return finish(sending.transfer, as: .complete) }
+            state.value.sending[ack.id]!.streamStored.reached = max(sending.streamStored.reached, Int(ack.stored))
             showProgress(of: sending.transfer, stored: Int(ack.stored), progress: &state.value.sending[ack.id]!.progress, now: now)
             return
         }
@@ -329,16 +348,22 @@ final class TransfersOnline: TransferPart, Sendable {
     }
 
     /// A stream of ours ended: every byte sent (the receiver's acknowledgement ends it), a file
-    /// changed (the transfer fails), or a connection lost: the transfer goes on in chunks, from
-    /// where the receiver says it stands (the offer again).
-    private func streamEnded(_ id: Data, failure: FileStream.Failure?, changed: Bool) {
-        guard let sending = state.value.sending[id], sending.stream != nil, let failure else { return }
+    /// changed (the transfer fails), or a connection lost: the transfer goes on from where the
+    /// receiver says it stands (the offer again), on a stream again if this one moved it on.
+    private func streamEnded(_ id: Data, _ stream: StreamSender, failure: FileStream.Failure?, changed: Bool) {
+        // One stopped for a newer has nothing to say.
+        guard let sending = state.value.sending[id], sending.stream === stream else { return }
+        guard let failure else {
+            state.value.sending[id]!.streamSent = true
+            state.value.sending[id]!.offeredAt = context.engine.now
+            return tick()
+        }
         state.value.sending[id]!.stream = nil
         if changed {
             if let peer = context.presence.peer(sending.transfer.peerKey) { receiver.answer(id, .cancel, to: peer) }
             return finish(sending.transfer, as: .failed, reason: "\(store.path(of: sending.transfer)) changed since you sent it; send it again")
         }
-        state.value.sending[id]!.streamFailed = true
+        state.value.sending[id]!.streamFailed = sending.streamStored.reached <= sending.streamStored.from
         state.value.sending[id]!.offeredAt = -.infinity
         context.network.drop("file stream: \(failure)")
         tick()
@@ -356,20 +381,6 @@ final class TransfersOnline: TransferPart, Sendable {
         let line = end == .complete ? "\(what) delivered to \(name(of: transfer.peerKey))"
             : "\(what) to \(name(of: transfer.peerKey)): \(end.rawValue)" + (reason.map { ", " + $0 } ?? "")
         tell(ended, stored: end == .complete ? transfer.chunkCount : 0, line: line)
-    }
-
-    /// A transfer as its bubble draws it: a picture's thumbnail, made once (decoded in a child
-    /// process, within the picture budget) and kept beside it; a picture over the budget, or one
-    /// that does not decode, is a file from then on, never decoded again.
-    static func drawn(_ transfer: Transfer, store: TransferStore) -> (transfer: Transfer, picture: RGBAImage?) {
-        guard transfer.picture, transfer.outgoing || transfer.state == .complete else { return (transfer, nil) }
-        if let kept = try? store.thumbnail(of: transfer.number) { return (transfer, kept) }
-        guard let bytes = try? store.contents(of: transfer.number) else { return (transfer, nil) }
-        let thumbnail = try? PictureProcess.fitted(bytes, width: TransferView.thumbnailColumns, height: TransferView.thumbnailRows * 2)
-        try? store.keep(thumbnail: thumbnail, of: transfer.number)
-        var shown = transfer
-        shown.picture = thumbnail != nil
-        return (shown, thumbnail)
     }
 
     /// The user stopped or declined a transfer: it goes from both sides here.

@@ -56,7 +56,8 @@ struct TransferIntegrationTests {
 
     /// A picture and a 64 MiB file through 10 % loss, the receiver killed twice on the way and
     /// started again each time: both arrive byte for byte (ben saves them, and they compare
-    /// equal), the picture taken at once (ben wrote to ann first), the file once ben accepted it.
+    /// equal), the picture taken at once (ben wrote to ann first), the file once ben accepted it,
+    /// on a stream each time ben's end takes it again.
     @Test func aPictureAndAFileCrossLossAndARestartByteForByte() throws {
         let net = try TestNetwork(hosts: 2)
         try net.dropFrames(percent: 10)
@@ -87,6 +88,12 @@ struct TransferIntegrationTests {
         #expect(FileManager.default.contentsEqual(atPath: picture, andPath: net.scratch.path + "/got.png"))
         #expect(FileManager.default.contentsEqual(atPath: big, andPath: net.scratch.path + "/got.bin"))
         #expect(try net.droppedFrames() > 100)
+        // Each leg went on a stream, those after a restart too (in chunks, a third of the file
+        // is 20,000 datagrams): a stream the receiver's end cut short is not given up for good.
+        runA.send("/nearby stats", "/echo counted")
+        #expect(runA.waitFor("counted"))
+        let sent = try #require(runA.output.matches(of: /sent (\d+) packets/).last.flatMap { Int($0.1) })
+        #expect(sent < chunks / 3, "\(runA.output.suffix(600))")
         // Saved again with no path: the downloads folder, never over the first.
         runB.send("save \(pictureNumber)", "save \(pictureNumber)")
         #expect(runB.waitFor("Downloads/vision (2).png"))

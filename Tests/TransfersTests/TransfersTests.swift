@@ -87,7 +87,7 @@ import Wire
         #expect(ben.notices().contains { $0.contains("sent picture \(received.number)") })
         let store = TransferStore(database: ben.database)
         #expect(try store.thumbnail(of: received.number) == nil, "made where it is first drawn")
-        let (shown, drawn) = TransfersOnline.drawn(received, store: store)
+        let (shown, drawn) = store.drawn(received)
         let thumbnail = try #require(drawn)
         #expect(shown.picture && thumbnail.width == 16 && thumbnail.height == 12, "40 × 30 within 24 × 12")
         #expect(try store.thumbnail(of: received.number) == thumbnail, "kept: a page drawn again decodes nothing")
@@ -105,7 +105,7 @@ import Wire
         #expect(sent.picture, "the sender reads far enough to know")
         #expect(try run(world, upTo: 10) { try transfers(of: ben).first?.state == .complete })
         let received = try #require(try transfers(of: ben).first)
-        let (shown, drawn) = TransfersOnline.drawn(received, store: TransferStore(database: ben.database))
+        let (shown, drawn) = TransferStore(database: ben.database).drawn(received)
         let thumbnail = try #require(drawn)
         #expect(shown.picture && thumbnail.height == thumbnail.width * 2, "16 × 8 stored, a quarter turn to stand: \(thumbnail.width) × \(thumbnail.height)")
     }
@@ -137,7 +137,7 @@ import Wire
         try ben.engine.sync { try ben.transfers.live!.receiver.accepted(offered) }
         #expect(try run(world, upTo: 60) { try transfers(of: ben).first?.state == .complete })
         let store = TransferStore(database: ben.database)
-        let (shown, drawn) = TransfersOnline.drawn(try #require(try transfers(of: ben).first), store: store)
+        let (shown, drawn) = store.drawn(try #require(try transfers(of: ben).first))
         #expect(drawn == nil && !shown.picture)
         #expect(try transfers(of: ben).first?.picture == false, "a file from now on")
         let bubble = TransferView(capabilities: .plain, columns: 80).bubble(shown, picture: drawn, sender: "eve")

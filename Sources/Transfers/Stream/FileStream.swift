@@ -144,9 +144,10 @@ enum FileStream {
             var poller = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
             var error: Int32 = 0
             var length = socklen_t(MemoryLayout<Int32>.size)
-            guard poll(&poller, 1, 1_000) == 1, getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0, error == 0 else {
+            // A lost SYN goes again after a second, then three: a lossy LAN needs more than one try.
+            guard poll(&poller, 1, Int32(timeout * 1_000)) == 1, getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0, error == 0 else {
                 close(fd)
-                throw Failure.io(error != 0 ? String(cString: strerror(error)) : "no answer within a second")
+                throw Failure.io(error != 0 ? String(cString: strerror(error)) : "no answer within \(Int(timeout)) s")
             }
         }
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)

@@ -19,14 +19,16 @@ final class StreamListener: Sendable {
         var from: Int
     }
 
-    /// What the engine is told, from a connection's thread.
+    /// What the engine is told, from a connection's thread: of which transfer, and under
+    /// which key (a transfer accepted again expects a stream under a new one, and an older
+    /// connection of it, not yet ended, speaks for nothing).
     struct Events: Sendable {
         /// Which transfer a connection is for (nil: none expected: it is closed).
         var expect: @Sendable (Data) -> Expected?
         /// Bytes stored so far, from the first (written into the file, not yet said to be).
-        var progress: @Sendable (Data, Int) -> Void
+        var progress: @Sendable (_ id: Data, _ key: Data, Int) -> Void
         /// Every byte is in: the file's SHA-256; or the stream ended before, and why.
-        var ended: @Sendable (Data, Result<Data, FileStream.Failure>) -> Void
+        var ended: @Sendable (_ id: Data, _ key: Data, Result<Data, FileStream.Failure>) -> Void
     }
 
     static let connections = 8
@@ -97,11 +99,11 @@ final class StreamListener: Sendable {
     private func serve(_ connection: FileStream.Connection, events: Events) {
         guard let id = try? Data(connection.read(16)), let expected = events.expect(id) else { return }
         do {
-            events.ended(id, .success(try receive(connection, expected, id: id, events: events)))
+            events.ended(id, expected.key, .success(try receive(connection, expected, id: id, events: events)))
         } catch let failure as FileStream.Failure {
-            events.ended(id, .failure(failure))
+            events.ended(id, expected.key, .failure(failure))
         } catch {
-            events.ended(id, .failure(.refused("a block that does not open")))
+            events.ended(id, expected.key, .failure(.refused("a block that does not open")))
         }
     }
 
@@ -146,7 +148,7 @@ final class StreamListener: Sendable {
             position += count
             let now = SystemTime.monotonic()
             if position - reported >= Self.reportEvery || now - reportedAt >= Self.reportInterval || position == expected.size {
-                events.progress(id, position)
+                events.progress(id, expected.key, position)
                 (reported, reportedAt) = (position, now)
             }
         }

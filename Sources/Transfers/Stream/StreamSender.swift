@@ -8,7 +8,8 @@ import Wire
 /// One file of ours going on a stream (`FileStream`), on a thread of its own: read from the
 /// user's file where it is (which must stay as it was sent), sealed a block at a time, written
 /// to the connection as fast as the receiver takes it. How it ended goes to the engine
-/// (`ended`): nil, every byte sent; else why not (the transfer then goes on in chunks).
+/// (`ended`, with this sender, as a newer one may have taken its place): nil, every byte sent;
+/// else why not.
 final class StreamSender: Sendable {
     private let connection = Mutex<FileStream.Connection?>(nil)
     private let stopped = Atomic<Bool>(false)
@@ -24,10 +25,10 @@ final class StreamSender: Sendable {
         var key: Data
     }
 
-    init(_ job: Job, engine: Engine, ended: @escaping @Sendable (FileStream.Failure?, _ changed: Bool) -> Void) {
+    init(_ job: Job, engine: Engine, ended: @escaping @Sendable (StreamSender, FileStream.Failure?, _ changed: Bool) -> Void) {
         let thread = Thread { [self] in
             let (failure, changed) = self.run(job)
-            engine.async { ended(failure, changed) }
+            engine.async { ended(self, failure, changed) }
         }
         thread.name = "seance file stream"
         thread.start()
