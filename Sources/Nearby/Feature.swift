@@ -62,6 +62,13 @@ package struct FeatureContext: Sendable {
     /// `observer` hears every presence, delivery and plane event, on the engine, in order.
     package func observe(_ observer: @escaping @Sendable (OnlineEvent) -> Void) { events.value.append(observer) }
 
+    /// Lets go of what the features registered here (it holds them, and they hold this):
+    /// gone offline.
+    func release() {
+        events.value = []
+        rules.forgetAdded()
+    }
+
     /// Tells every observer (on the engine).
     func tellObservers(_ event: OnlineEvent) { for observer in events.value { observer(event) } }
 }

@@ -55,14 +55,18 @@ package final class NearbyNode: Sendable {
         router.stopTransports()
     }
 
-    /// Says goodbye and stops the transports. Safe to call twice. From the shell's thread.
+    /// Says goodbye and stops the transports, and lets go of the features' readers and alarms
+    /// (they hold the features, which hold this). Safe to call twice. From the shell's thread.
     package func stop() {
         let wasOpen = engine.sync { () -> Bool in
-            guard router.isOpen else { return false }
+            let wasOpen = router.isOpen
             deadlines.stop()
-            presence.stop()
-            router.close()
-            return true
+            if wasOpen {
+                presence.stop()
+                router.close()
+            }
+            router.release()
+            return wasOpen
         }
         if wasOpen { router.stopTransports() }
     }

@@ -217,6 +217,7 @@ package final class Online {
         // Features first: a room's host still tells its guests, with the transports up.
         features.forEach { $0.offline() }
         node.stop()
+        context.engine.sync { context.release() }
         checkpoints?.stop()
         checkpoints = nil
         lock?.release()

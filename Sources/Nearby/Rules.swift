@@ -46,6 +46,12 @@ package final class Rules: Sendable {
     package func addSight(_ rule: @escaping Sight) { state.value.sight.append(rule) }
     package func addOutgoing(_ rule: @escaping Outgoing) { state.value.outgoing.append(rule) }
     package func addNaming(_ rule: @escaping Naming) { state.value.naming.append(rule) }
+    /// Lets go of the features' rules (they hold the features, which hold this): gone offline.
+    func forgetAdded() {
+        state.value.sight = []
+        state.value.outgoing = []
+        state.value.naming = []
+    }
 
     /// Whether the user blocked this key: nothing of theirs is shown, stored or answered.
     package func isBlocked(_ signingKey: Data) -> Bool { state.value.blocked.contains(signingKey) }

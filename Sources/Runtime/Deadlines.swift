@@ -53,8 +53,9 @@ package final class Deadlines: Sendable {
         wake(at: earliest)
     }
 
-    /// Disarms it for good: nothing rings after this.
+    /// Disarms it for good: nothing rings after this, and its owners (who hold it) are let go.
     package func stop() {
+        state.value.owners = []
         state.value.timer?.cancel()
         state.value.timer = nil
         state.value.running = false

@@ -84,9 +84,11 @@ package final class ManualScheduler: Scheduler {
     /// Timers not fired or cancelled yet (a test checks that nothing is left to wake up for).
     package var waiting: Int { state.withLock { $0.tasks.count } }
 
-    private final class Handle: Cancellable {
+    private final class Handle: Cancellable, @unchecked Sendable {
         let id: Int
-        let scheduler: ManualScheduler?
+        // Weak: a task's own work may hold its handle (an alarm re-armed), and the scheduler
+        // holds the task.
+        weak var scheduler: ManualScheduler?
         init(id: Int, scheduler: ManualScheduler) {
             self.id = id
             self.scheduler = scheduler
@@ -117,6 +119,10 @@ package final class ManualScheduler: Scheduler {
     package func soon(on queue: DispatchQueue, _ body: @escaping @Sendable () -> Void) {
         _ = add(0, interval: nil, queue: queue, body: body)
     }
+
+    /// Calls off everything still scheduled: a test's world ends, and work left waiting would
+    /// keep the engines it holds for ever (they hold this scheduler).
+    package func cancelAll() { state.withLock { $0.tasks = [:]; $0.order = TimerHeap() } }
 
     /// Runs everything due now, and everything that causes at once, until nothing is left to do
     /// before the clock moves.

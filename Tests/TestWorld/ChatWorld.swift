@@ -30,6 +30,8 @@ open class World {
 
     /// Moves the clock and runs everything that falls due, and all it causes, on every engine.
     package func step(_ seconds: Double) { scheduler.advance(by: seconds) }
+
+    deinit { scheduler.cancelAll() }
 }
 
 /// Shells on the world's networks, each online as the program goes online (`Online`, with

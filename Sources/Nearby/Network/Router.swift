@@ -106,6 +106,11 @@ package final class Router: Sendable {
     /// From now on frames are made and sent (until `close`).
     package func open() { state.value.open = true }
     package func close() { state.value.open = false }
+    /// Lets go of every reader (they hold the features that hold this): gone offline.
+    func release() {
+        state.value.handlers = [:]
+        state.value.listeners = []
+    }
     package var isOpen: Bool { state.value.open }
 
     /// The LAN's unicast port, announced (a broker needs none).
