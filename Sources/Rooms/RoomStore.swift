@@ -35,14 +35,18 @@ package struct RoomStore: Sendable {
     /// A line received; nil when it was stored already (a copy sent again).
     package func received(in room: Int64, id: Data, sender: Data, senderName: String, text: String, sentAt: Double,
                          now: Double) throws -> ChatMessage? {
-        try database.write { db in
-            try db.execute(sql: """
-                INSERT OR IGNORE INTO roomMessage (roomId, number, messageId, senderKey, senderName, outgoing, text, sentAt, receivedAt)
-                VALUES (?, (SELECT coalesce(max(number), 0) + 1 FROM roomMessage WHERE roomId = ?), ?, ?, ?, 0, ?, ?, ?)
-                """, arguments: [room, room, id, sender, senderName, text, sentAt, now])
-            guard db.changesCount > 0 else { return nil }
-            return try Self.message(db, id: db.lastInsertedRowID)
-        }
+        try database.write { try Self.received($0, in: room, id: id, sender: sender, senderName: senderName, text: text, sentAt: sentAt, now: now) }
+    }
+
+    /// As `received`, in the engine turn's transaction (`GroupCommit`).
+    static func received(_ db: Database, in room: Int64, id: Data, sender: Data, senderName: String, text: String, sentAt: Double,
+                         now: Double) throws -> ChatMessage? {
+        try db.cachedStatement(sql: """
+            INSERT OR IGNORE INTO roomMessage (roomId, number, messageId, senderKey, senderName, outgoing, text, sentAt, receivedAt)
+            VALUES (?, (SELECT coalesce(max(number), 0) + 1 FROM roomMessage WHERE roomId = ?), ?, ?, ?, 0, ?, ?, ?)
+            """).execute(arguments: [room, room, id, sender, senderName, text, sentAt, now])
+        guard db.changesCount > 0 else { return nil }
+        return try message(db, id: db.lastInsertedRowID)
     }
 
     /// A line of ours, sent to `copies` members.
@@ -56,18 +60,12 @@ package struct RoomStore: Sendable {
         }
     }
 
-    /// One more member acknowledged our line `id`: its number, and whether every copy is now in.
-    package func acknowledged(in room: Int64, id: Data, me: Data, now: Double) throws -> (row: Int64, number: Int64, all: Bool)? {
-        try database.write { db in
-            try db.execute(sql: """
-                UPDATE roomMessage SET acknowledged = acknowledged + 1, receivedAt = coalesce(receivedAt, ?)
-                WHERE roomId = ? AND senderKey = ? AND messageId = ? AND acknowledged < copies
-                """, arguments: [now, room, me, id])
-            guard db.changesCount > 0, let row = try Row.fetchOne(db, sql: """
-                SELECT id, number, acknowledged, copies FROM roomMessage WHERE roomId = ? AND senderKey = ? AND messageId = ?
-                """, arguments: [room, me, id]) else { return nil }
-            return (row["id"], row["number"], (row["acknowledged"] as Int) >= (row["copies"] as Int))
-        }
+    /// One more member acknowledged our line `id`, in the engine turn's transaction.
+    static func acknowledged(_ db: Database, in room: Int64, id: Data, me: Data, now: Double) throws {
+        try db.cachedStatement(sql: """
+            UPDATE roomMessage SET acknowledged = acknowledged + 1, receivedAt = coalesce(receivedAt, ?)
+            WHERE roomId = ? AND senderKey = ? AND messageId = ? AND acknowledged < copies
+            """).execute(arguments: [now, room, me, id])
     }
 
     /// The newest lines before row `before` (nil: the newest of all), oldest first.
@@ -81,7 +79,7 @@ package struct RoomStore: Sendable {
     static let columns = "SELECT id, number, outgoing, text, sentAt, receivedAt, copies, acknowledged, senderName, senderKey FROM roomMessage"
 
     static func message(_ db: Database, id: Int64) throws -> ChatMessage? {
-        try Row.fetchOne(db, sql: "\(columns) WHERE id = ?", arguments: [id]).map(message)
+        try Row.fetchOne(db.cachedStatement(sql: "\(columns) WHERE id = ?"), arguments: [id]).map(message)
     }
 
     static func message(_ row: Row) -> ChatMessage {

@@ -1,3 +1,4 @@
+import Crypto
 import ChatViews
 import Foundation
 import Nearby
@@ -45,14 +46,14 @@ final class RoomTalk: RoomPart, Sendable {
         let id = Data((0..<16).map { _ in UInt8.random(in: 0...255) })
         let fragment = Fragment(sequence: 0, isLast: true, sentAt: UInt64(now * 1000), text: Data(text.utf8))
         var lines: [Data: RoomLine] = [:]
-        for (recipient, sealed) in try ReliableCopies<RoomLine>.seal(fragment, from: context.identity, to: reachable, purpose: .room) {
+        for (recipient, sealed) in try ReliableCopies<RoomLine>.seal(fragment, from: context.identity, to: reachable, key: key) {
             lines[recipient] = RoomLine(room: audience.room, host: audience.host, id: id, recipient: recipient, sealed: sealed)
         }
         let message = try RoomStore(database: context.database).sent(in: audience.stored.id, id: id, me: me, myName: context.profile.name,
                                                                       text: text, copies: lines.count, now: now)
         let timers = context.network.peerTiming.update { $0 }
         parts.state.value.copies.sent(id, copies: lines, now: now, timing: timers)
-        parts.state.value.lines[id] = (audience.stored.id, message.number)
+        parts.state.value.lines[id] = (audience.stored.id, message.number, message.id)
         for peer in reachable { context.network.send(lines[peer.signingKey]!, to: peer) }
         context.deadlines.wake(at: parts.state.value.copies.nextDue ?? .infinity)
         return message
@@ -62,26 +63,36 @@ final class RoomTalk: RoomPart, Sendable {
         guard line.recipient == me, let audience, audience.room == line.room, audience.host == line.host,
               audience.members.contains(sender) else { return }
         // The plane table binds the receiver too: only a sender whose plane reaches ours.
-        guard let peer, context.rules.canHear(from: peer),
-              let key = try? MessageCrypto.key(mine: context.identity.agreement, theirs: peer.announcement.agreementKey, mySigningKey: me,
-                                               theirSigningKey: sender, purpose: .room),
+        guard let peer, context.rules.canHear(from: peer), let key = try? key(for: peer),
               let fragment = try? MessageCrypto.open(line.sealed, key: key, sender: sender, recipient: me),
               let text = String(data: fragment.text, encoding: .utf8) else { return }
         let now = self.now
-        let stored = try? RoomStore(database: context.database).received(in: audience.stored.id, id: line.id, sender: sender,
-                                                                         senderName: peer.name, text: text,
-                                                                         sentAt: min(Double(fragment.sentAt) / 1000, now), now: now)
-        // Acknowledged whether new or a copy sent again (our first acknowledgement may be lost).
-        context.network.send(RoomLineAck(room: line.room, host: line.host, id: line.id), to: peer)
-        guard var message = stored ?? nil else { return }
+        var stored: ChatMessage?
+        // Stored with the turn's other writes (a burst in one transaction, as messages are),
+        // then acknowledged, whether new or a copy sent again (our first acknowledgement may be
+        // lost), and shown if new.
+        context.commits.write({ db in
+            stored = try RoomStore.received(db, in: audience.stored.id, id: line.id, sender: sender, senderName: peer.name, text: text,
+                                            sentAt: min(Double(fragment.sentAt) / 1000, now), now: now)
+        }, then: { [self] error in
+            guard error == nil else { return }
+            context.network.send(RoomLineAck(room: line.room, host: line.host, id: line.id), to: peer)
+            if let stored { show(stored, from: peer, in: line.room) }
+        })
+    }
+
+    /// A line of theirs, stored: a bubble in room mode, else a notice.
+    private func show(_ stored: ChatMessage, from peer: Peer, in room: RoomID) {
+        var message = stored
+        let sender = peer.signingKey
         message.sender = context.rules.shownName(of: sender) ?? peer.shownHandle
         if parts.state.value.showing {
             let capabilities = parts.capabilities
             parts.inbox.post(.lines { [message] columns in ConversationView(capabilities: capabilities, columns: columns).bubble(message) })
-        } else if !context.rules.isMuted(sender) && !context.rules.isMuted(place: RoomsOnline.place(line.room)) {
-            let preview = ConversationView.preview(text, width: 40)
-            post("room \(line.room) · \(message.sender!): \(preview)   (\(Advice.command("room")), to read it there)",
-                 alert: Alert(who: message.sender!, what: "wrote in room \(line.room)", text: text))
+        } else if !context.rules.isMuted(sender) && !context.rules.isMuted(place: RoomsOnline.place(room)) {
+            let preview = ConversationView.preview(message.text, width: 40)
+            post("room \(room) · \(message.sender!): \(preview)   (\(Advice.command("room")), to read it there)",
+                 alert: Alert(who: message.sender!, what: "wrote in room \(room)", text: message.text))
         }
     }
 
@@ -93,13 +104,28 @@ final class RoomTalk: RoomPart, Sendable {
         }
         guard outcome != .unknown else { return }
         if outcome == .all { parts.state.value.lines[ack.id] = nil }
-        guard let result = try? RoomStore(database: context.database).acknowledged(in: line.room, id: ack.id, me: me, now: now),
-              result.all, parts.state.value.showing else { return }
-        // Written over the state under the line's bubble while it is on screen.
-        let capabilities = parts.capabilities
-        parts.inbox.post(.update([Overwrite(mark: Rooms.stateMark(result.row), id: result.number) { columns in
-            ConversationView(capabilities: capabilities, columns: columns).statusTail(number: result.number, state: .delivered)
-        }]) { missed in missed.isEmpty ? nil : Styler(capabilities).dim("#\(result.number) delivered to everyone") })
+        let me = self.me
+        context.commits.write({ db in try RoomStore.acknowledged(db, in: line.room, id: ack.id, me: me, now: now) }, then: { [self] error in
+            guard error == nil, outcome == .all, parts.state.value.showing else { return }
+            // Written over the state under the line's bubble while it is on screen.
+            let capabilities = parts.capabilities
+            parts.inbox.post(.update([Overwrite(mark: Rooms.stateMark(line.row), id: line.number) { columns in
+                ConversationView(capabilities: capabilities, columns: columns).statusTail(number: line.number, state: .delivered)
+            }]) { missed in missed.isEmpty ? nil : Styler(capabilities).dim("#\(line.number) delivered to everyone") })
+        })
+    }
+
+    /// The key of room lines with `peer`, agreed once while its agreement key stays the same
+    /// (an agreement costs ten times the sealing; a line to 7 members made 7).
+    private func key(for peer: Peer) throws -> SymmetricKey {
+        let theirs = peer.announcement.agreementKey
+        if let kept = parts.state.value.keys[peer.signingKey], kept.agreementKey == theirs { return kept.key }
+        let key = try MessageCrypto.key(mine: context.identity.agreement, theirs: theirs, mySigningKey: me,
+                                        theirSigningKey: peer.signingKey, purpose: .room)
+        // Bounded: members of rooms come and go.
+        if parts.state.value.keys.count >= 256 { parts.state.value.keys = [:] }
+        parts.state.value.keys[peer.signingKey] = (theirs, key)
+        return key
     }
 
     /// Copies whose time has come go again; those given up are told.

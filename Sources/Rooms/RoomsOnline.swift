@@ -1,3 +1,4 @@
+import Crypto
 import Accounts
 import ChatViews
 import Foundation
@@ -25,7 +26,10 @@ final class RoomsOnline: RoomPart, Sendable {
         var nextTick: Double?
         /// Our lines not yet acknowledged by every member, by id, and each one's row and number.
         var copies = ReliableCopies<RoomLine>(maximumAttempts: RoomsOnline.attempts)
-        var lines: [Data: (room: Int64, number: Int64)] = [:]
+        var lines: [Data: (room: Int64, number: Int64, row: Int64)] = [:]
+        /// The key agreed with each member for room lines, and the agreement key it was agreed
+        /// with (a member that restarts announces a new one).
+        var keys: [Data: (agreementKey: Data, key: SymmetricKey)] = [:]
         /// The shell is in room mode: lines arrive as bubbles, not one-line notices.
         var showing = false
         var random: SeededRandom

@@ -85,15 +85,13 @@ package struct ReliableCopies<Copy: Sendable>: Sendable {
         return due
     }
 
-    /// `fragment` sealed to each of `peers` with the key agreed with it for `purpose`: the
-    /// copies, by recipient.
+    /// `fragment` sealed to each of `peers` with the key agreed with it (`key`, which the caller
+    /// keeps: an agreement costs more than the sealing): the copies, by recipient.
     package static func seal(_ fragment: Fragment, from identity: Identity, to peers: [Peer],
-                            purpose: MessageCrypto.Purpose) throws -> [Data: Data] {
+                            key: (Peer) throws -> SymmetricKey) throws -> [Data: Data] {
         var sealed: [Data: Data] = [:]
         for peer in peers {
-            let key = try MessageCrypto.key(mine: identity.agreement, theirs: peer.announcement.agreementKey,
-                                            mySigningKey: identity.signingPublicKey, theirSigningKey: peer.signingKey, purpose: purpose)
-            sealed[peer.signingKey] = try MessageCrypto.seal(fragment, key: key, sender: identity.signingPublicKey, recipient: peer.signingKey)
+            sealed[peer.signingKey] = try MessageCrypto.seal(fragment, key: key(peer), sender: identity.signingPublicKey, recipient: peer.signingKey)
         }
         return sealed
     }
