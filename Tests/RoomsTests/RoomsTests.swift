@@ -354,6 +354,28 @@ import Wire
         #expect(ghostCopies == 3)
     }
 
+    /// A burst of lines is stored as messages are (issue 51): what a guest receives in one turn
+    /// of its engine in one transaction, and the host's acknowledgements the same; each line
+    /// once, in order, each copy acknowledged.
+    @Test func aBurstOfLinesIsStoredInOneTransactionAtEachEnd() throws {
+        let world = try world([("ann", .human), ("ben", .human), ("cat", .human)])
+        world.step(2)
+        let (ann, ben, cat) = (world.nodes[0], world.nodes[1], world.nodes[2])
+        func transactions(_ node: ChatWorld.Node) -> Int { node.engine.sync { node.context.commits.transactions } }
+        let before = [ann, ben, cat].map(transactions)
+        for index in 0..<20 { _ = try ann.rooms.say("line \(index)") }
+        world.step(0.5)
+        for guest in [ben, cat] {
+            let lines = try guest.database.read { db in try String.fetchAll(db, sql: "SELECT text FROM roomMessage WHERE NOT outgoing ORDER BY number") }
+            #expect(lines == (0..<20).map { "line \($0)" })
+        }
+        #expect(transactions(ben) - before[1] == 1 && transactions(cat) - before[2] == 1)
+        // Forty acknowledgements, as they come from the two guests' turns.
+        #expect(transactions(ann) - before[0] <= 2)
+        let acknowledged = try ann.database.read { db in try Int.fetchAll(db, sql: "SELECT acknowledged FROM roomMessage WHERE outgoing") }
+        #expect(acknowledged == Array(repeating: 2, count: 20))
+    }
+
     /// What a feature does to a line before it goes (a curse: mirrored, silenced) it does to a
     /// room line as to a conversation's: a curse is not escaped by saying it in a room.
     @Test func aRoomLineGoesThroughTheOutgoingRules() throws {
