@@ -231,12 +231,9 @@ def chat_pair(binary, work, env, tag, args, count, reference, ben_args=None, pre
         sets.append(one_way(sender, receiver, [f"ping {index}.{i}" for i in range(ROUNDS)]))
     measured = []
     for burst in range(3):
-        start = time.perf_counter()
-        sender.stdin.write("".join(f"burst{burst} {i}\n" for i in range(count)))
-        sender.stdin.flush()
-        done = wait_for_line(receiver, f"burst{burst} {count - 1}", 120)
-        if done is not None:
-            measured.append(count / (done - start))
+        rate = burst_rate(sender, receiver, count, f"burst{burst}")
+        if rate is not None:
+            measured.append(rate)
         if hasattr(reference, "burst"):
             reference.burst(count)
     sender.kill()

@@ -165,19 +165,30 @@ def wait_for_line(proc, needle, timeout):
     return None
 
 
-def one_way(writer, reader, lines):
+def one_way(writer, reader, lines, wait=None):
     """One-way latencies (seconds) of `lines`, each written into `writer`'s standard input once
     the one before came out of `reader`'s standard output: the same pipes-in, pipes-out method
-    for seance and for its references."""
+    for seance and for its references. `wait(reader, line, timeout)`: when it came out
+    (`wait_for_line` unless given)."""
     times = []
     for line in lines:
         start = time.perf_counter()
         writer.stdin.write(line + "\n")
         writer.stdin.flush()
-        seen = wait_for_line(reader, line, 5)
+        seen = (wait or wait_for_line)(reader, line, 5)
         if seen is not None:
             times.append(seen - start)
     return times
+
+
+def burst_rate(writer, reader, count, tag, wait=None):
+    """Lines a second: `count` lines written into `writer` at once, until the last came out of
+    `reader` (`wait` as for `one_way`); None when it did not within two minutes."""
+    start = time.perf_counter()
+    writer.stdin.write("".join(f"{tag} {i}\n" for i in range(count)))
+    writer.stdin.flush()
+    done = (wait or wait_for_line)(reader, f"{tag} {count - 1}", 120)
+    return None if done is None else count / (done - start)
 
 
 def count_arrivals(proc, quiet):

@@ -8,7 +8,7 @@ import subprocess
 import threading
 import time
 
-from common import latency, latency_ratio, make_profile, next_line, rates, section, wait_for_line
+from common import burst_rate, latency, latency_ratio, make_profile, next_line, one_way, rates, section, wait_for_line
 
 GUESTS = 7
 SETS, ROUNDS = 5, 400
@@ -71,27 +71,15 @@ def rooms(binary, work, env, count, reference):
         for index in range(SETS):
             time.sleep(0.5)
             references.append(reference(ROUNDS))
-            times = []
-            for ping in range(ROUNDS):
-                line = f"ping {index}.{ping} end"
-                start = time.perf_counter()
-                host.stdin.write(line + "\n")
-                host.stdin.flush()
-                seen = wait_for_all(guests, line, 5)
-                if seen is not None:
-                    times.append(seen - start)
-            sets.append(times)
+            sets.append(one_way(host, guests, [f"ping {index}.{ping}" for ping in range(ROUNDS)], wait=wait_for_all))
         latency("room_latency", sets, "one-way, the host to the last of 7 guests")
         latency("room_udp_round_trip", references, "raw UDP round trip")
         latency_ratio("room_latency_ratio", sets, references, "the LAN's target for one peer: within 10x")
         measured = []
         for burst in range(3):
-            start = time.perf_counter()
-            host.stdin.write("".join(f"burst{burst} {i} end\n" for i in range(count)))
-            host.stdin.flush()
-            done = wait_for_all(guests, f"burst{burst} {count - 1} end", 120)
-            if done is not None:
-                measured.append(count / (done - start))
+            rate = burst_rate(host, guests, count, f"burst{burst}", wait=wait_for_all)
+            if rate is not None:
+                measured.append(rate)
         rates("room_rate", measured, "lines a second, shown by all 7 guests", "each line 7 copies")
     finally:
         for proc in shells.values():
