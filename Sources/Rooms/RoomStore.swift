@@ -13,7 +13,9 @@ package struct StoredRoom: Equatable, Sendable {
 }
 
 /// Room lines, paged like conversations: each line once (a copy sent again is recognised by its
-/// sender and id), numbered per room, with how many members got our own.
+/// sender and id), numbered per room, with how many members got our own. A line's number is
+/// the room's newest line's plus one, found by the page index: numbers grow with rows, and
+/// `max(number)` read every line of the room (a long room's insert cost a millisecond).
 package struct RoomStore: Sendable {
     package let database: SeanceDatabase
 
@@ -43,7 +45,7 @@ package struct RoomStore: Sendable {
                          now: Double) throws -> ChatMessage? {
         try db.cachedStatement(sql: """
             INSERT OR IGNORE INTO roomMessage (roomId, number, messageId, senderKey, senderName, outgoing, text, sentAt, receivedAt)
-            VALUES (?, (SELECT coalesce(max(number), 0) + 1 FROM roomMessage WHERE roomId = ?), ?, ?, ?, 0, ?, ?, ?)
+            VALUES (?, coalesce((SELECT number FROM roomMessage WHERE roomId = ? ORDER BY id DESC LIMIT 1), 0) + 1, ?, ?, ?, 0, ?, ?, ?)
             """).execute(arguments: [room, room, id, sender, senderName, text, sentAt, now])
         guard db.changesCount > 0 else { return nil }
         return try message(db, id: db.lastInsertedRowID)
@@ -54,7 +56,7 @@ package struct RoomStore: Sendable {
         try database.write { db in
             try db.execute(sql: """
                 INSERT INTO roomMessage (roomId, number, messageId, senderKey, senderName, outgoing, text, sentAt, copies)
-                VALUES (?, (SELECT coalesce(max(number), 0) + 1 FROM roomMessage WHERE roomId = ?), ?, ?, ?, 1, ?, ?, ?)
+                VALUES (?, coalesce((SELECT number FROM roomMessage WHERE roomId = ? ORDER BY id DESC LIMIT 1), 0) + 1, ?, ?, ?, 1, ?, ?, ?)
                 """, arguments: [room, room, id, me, myName, text, now, copies])
             return try Self.message(db, id: db.lastInsertedRowID)!
         }
