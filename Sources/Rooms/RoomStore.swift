@@ -21,6 +21,9 @@ package struct RoomStore: Sendable {
 
     package init(database: SeanceDatabase) { self.database = database }
 
+    /// A new line's number in room `?`: the newest line's plus one.
+    static let nextNumber = "coalesce((SELECT number FROM roomMessage WHERE roomId = ? ORDER BY id DESC LIMIT 1), 0) + 1"
+
     /// The room, created on first use.
     package func room(_ room: RoomID, host: Data, hostName: String, myKey: Data, now: Double) throws -> StoredRoom {
         try database.write { db in
@@ -45,7 +48,7 @@ package struct RoomStore: Sendable {
                          now: Double) throws -> ChatMessage? {
         try db.cachedStatement(sql: """
             INSERT OR IGNORE INTO roomMessage (roomId, number, messageId, senderKey, senderName, outgoing, text, sentAt, receivedAt)
-            VALUES (?, coalesce((SELECT number FROM roomMessage WHERE roomId = ? ORDER BY id DESC LIMIT 1), 0) + 1, ?, ?, ?, 0, ?, ?, ?)
+            VALUES (?, \(Self.nextNumber), ?, ?, ?, 0, ?, ?, ?)
             """).execute(arguments: [room, room, id, sender, senderName, text, sentAt, now])
         guard db.changesCount > 0 else { return nil }
         return try message(db, id: db.lastInsertedRowID)
@@ -56,7 +59,7 @@ package struct RoomStore: Sendable {
         try database.write { db in
             try db.execute(sql: """
                 INSERT INTO roomMessage (roomId, number, messageId, senderKey, senderName, outgoing, text, sentAt, copies)
-                VALUES (?, coalesce((SELECT number FROM roomMessage WHERE roomId = ? ORDER BY id DESC LIMIT 1), 0) + 1, ?, ?, ?, 1, ?, ?, ?)
+                VALUES (?, \(Self.nextNumber), ?, ?, ?, 1, ?, ?, ?)
                 """, arguments: [room, room, id, me, myName, text, now, copies])
             return try Self.message(db, id: db.lastInsertedRowID)!
         }

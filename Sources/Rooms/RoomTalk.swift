@@ -1,5 +1,5 @@
-import Crypto
 import ChatViews
+import Crypto
 import Foundation
 import Nearby
 import Shell

@@ -1,6 +1,6 @@
-import Crypto
 import Accounts
 import ChatViews
+import Crypto
 import Foundation
 import Nearby
 import Runtime

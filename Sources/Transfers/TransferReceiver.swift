@@ -22,7 +22,9 @@ final class TransferReceiver: TransferPart, Sendable {
         if let receiving = state.value.receiving[key] {
             // Heard again (it crossed our answer): the same answer, with the stream it offered,
             // so the sender's stream under way goes on.
-            let stream = state.value.expected[offer.id].flatMap { $0.key == key ? $0.offer : nil }
+            let stream = state.value.expected[offer.id].flatMap { expected in
+                state.value.listener.flatMap { expected.key == key ? FileAnswer.StreamOffer(port: $0.port, key: expected.terms.key) : nil }
+            }
             return answer(offer.id, .accept, stored: receiving.window.stored, to: peer, stream: stream)
         }
         let messages = MessageStore(database: context.database)
@@ -127,11 +129,10 @@ final class TransferReceiver: TransferPart, Sendable {
         guard context.network.streamHost(of: peer) != nil, let listener = listener() else { return nil }
         var random = SystemRandomNumberGenerator()
         let secret = Data((0..<32).map { _ in UInt8.random(in: 0...255, using: &random) })
-        let offer = FileAnswer.StreamOffer(port: listener.port, key: secret)
         state.value.expected[transfer.transferID] = TransfersOnline.ExpectedStream(
             key: key, terms: StreamListener.Expected(key: secret, path: store.path(of: transfer), size: transfer.size,
-                                                     from: stored * transfer.chunkSize), offer: offer)
-        return offer
+                                                     from: stored * transfer.chunkSize))
+        return FileAnswer.StreamOffer(port: listener.port, key: secret)
     }
 
     /// A stream stored this many bytes from the first: the whole chunks among them are said to
@@ -150,7 +151,7 @@ final class TransferReceiver: TransferPart, Sendable {
     }
 
     /// A stream ended: whole, its hash decides (as for chunks); cut short, what it stored stays
-    /// and the sender goes on in chunks.
+    /// and the sender goes on from there (its offer again).
     private func streamEnded(_ id: Data, key: Data, _ result: Result<Data, FileStream.Failure>) {
         guard let expected = state.value.expected[id], expected.terms.key == key else { return }
         state.value.expected[id] = nil

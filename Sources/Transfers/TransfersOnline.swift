@@ -48,8 +48,6 @@ final class TransfersOnline: TransferPart, Sendable {
     struct ExpectedStream {
         var key: Key
         var terms: StreamListener.Expected
-        /// As the answer said it.
-        var offer: FileAnswer.StreamOffer
     }
 
     /// Where a transfer's rate is measured from, and when its bar was last drawn.
