@@ -220,11 +220,10 @@ final class Conversations {
                                                            + "this waits until you decide (verify or trust \(conversation.shownHandle))"))
         }
         let view = conversationView(shell)
-        let rows = view.following(message, after: previous ?? nil, now: message.sentAt)
         let own = view.rows(of: message)
         // The typed line gives way to what it became, as in a messaging app.
         shell.console.eraseAcceptedLine()
-        for line in rows.dropLast(own.count) { shell.console.print(line) }
+        for line in view.lead(message, after: previous ?? nil, now: message.sentAt) { shell.console.print(line) }
         if chat.animate && shell.capabilities.interactive && layout == .bubbles { slide(own, shell) }
         for row in own.dropLast() { shell.console.print(row) }
         shell.console.print(own.last!, mark: ChatText.stateMark(conversation.id, message.number))

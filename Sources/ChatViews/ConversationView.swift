@@ -104,9 +104,18 @@ package struct ConversationView: Sendable {
     /// A message as it joins the conversation on screen, after `previous` (the last one shown;
     /// nil: none is): with the header or gap a page drawn again would show before it.
     package func following(_ message: ChatMessage, after previous: ChatMessage?, now: Double) -> [String] {
-        let lines = render([message], previous: previous, now: now)
-        let startsSection = previous == nil || message.sentAt - previous!.sentAt > Self.sectionGap
-        return previous != nil && startsSection && layout == .bubbles ? [""] + lines : lines
+        lead(message, after: previous, now: now) + rows(of: message)
+    }
+
+    /// What `following` puts above the message's own rows: a section's header (after a gap,
+    /// when something is above it) or the gap between two senders' groups; nothing within a group.
+    package func lead(_ message: ChatMessage, after previous: ChatMessage?, now: Double) -> [String] {
+        guard let previous, message.sentAt - previous.sentAt <= Self.sectionGap else {
+            let title = centred(styler.dim(sectionTitle(message.sentAt, now: now)))
+            return previous != nil && layout == .bubbles ? ["", title] : [title]
+        }
+        let grouped = previous.outgoing == message.outgoing && message.sentAt - previous.sentAt <= Self.groupGap
+        return layout == .bubbles && !grouped ? [""] : []
     }
 
     /// One message in the view's layout; its last row shows its number and, for yours, its
@@ -205,16 +214,19 @@ package struct ConversationView: Sendable {
     /// The row under one of your bubbles: its number and delivery state, at the right edge.
     package func statusRow(number: Int64, state: ChatMessage.State) -> String {
         let tail = statusTail(number: number, state: state)
-        return String(repeated: " ", count: max(0, columns - tail.strippingANSI.displayWidth)) + tail
+        // The tail's width without measuring it: "#N" and the widest state, a space between.
+        let width = 1 + String(number).utf8.count + 1 + ChatMessage.State.delivered.rawValue.utf8.count
+        return String(repeated: " ", count: max(0, columns - width)) + tail
     }
 
     /// A message's number and delivery state as they end its state row: padded on the left to
     /// the widest state, so that writing a new state over the row's right end (`Overwrite`)
     /// leaves nothing of the old one.
     package func statusTail(number: Int64, state: ChatMessage.State) -> String {
-        let widest = "#\(number) delivered".count
-        let status = "#\(number) \(state.rawValue)"
-        return String(repeated: " ", count: max(0, widest - status.count)) + styler.dim("#\(number)") + " " + styler.dim(state.rawValue)
+        // All ASCII: widths are byte counts.
+        let shownNumber = "#" + String(number)
+        let padding = ChatMessage.State.delivered.rawValue.utf8.count - state.rawValue.utf8.count
+        return String(repeated: " ", count: max(0, padding)) + styler.dim(shownNumber) + " " + styler.dim(state.rawValue)
     }
 
     /// The compact layout: `14:05  ben │ hello`, the name in a column as wide as the longer of

@@ -99,7 +99,7 @@ package struct MessageStore: Sendable {
             let counters = try Self.counters(db, conversation)
             let row = MessageRow(number: counters.nextNumber, text: text, firstSequence: counters.sentSequence + 1,
                                  lastSequence: counters.sentSequence + UInt32(fragments), sentAt: now)
-            return PendingMessage(id: try Self.insert(db, row, in: conversation, now: now), row: row)
+            return PendingMessage(id: try Self.storeOutgoing(db, [(conversation, row)], now: now)[0], row: row)
         }
     }
 
@@ -112,18 +112,25 @@ package struct MessageStore: Sendable {
 
     /// `storeOutgoing` inside a transaction of the caller's (the engine's `GroupCommit`).
     package static func storeOutgoing(_ db: Database, _ rows: [(conversation: Int64, row: MessageRow)], now: Double) throws -> [Int64] {
-        try rows.map { try insert(db, $0.row, in: $0.conversation, now: now) }
-    }
-
-    private static func insert(_ db: Database, _ row: MessageRow, in conversation: Int64, now: Double) throws -> Int64 {
-        try db.cachedStatement(sql: """
+        let insert = try db.cachedStatement(sql: """
             INSERT INTO message (conversationId, number, outgoing, text, firstSequence, lastSequence, sentAt, state)
             VALUES (?, ?, 1, ?, ?, ?, ?, 'sending')
-            """).execute(arguments: [conversation, row.number, row.text, row.firstSequence, row.lastSequence, row.sentAt])
-        let id = db.lastInsertedRowID
-        try db.cachedStatement(sql: "UPDATE conversation SET sentSequence = max(sentSequence, ?), lastActivity = ? WHERE id = ?")
-            .execute(arguments: [row.lastSequence, now, conversation])
-        return id
+            """)
+        var ids: [Int64] = []
+        ids.reserveCapacity(rows.count)
+        // A conversation's counters once for the batch, at its last sequence: a burst's lines
+        // then cost one insert each, not an insert and an update.
+        var lastSequence: [Int64: UInt32] = [:]
+        for (conversation, row) in rows {
+            try insert.execute(arguments: [conversation, row.number, row.text, row.firstSequence, row.lastSequence, row.sentAt])
+            ids.append(db.lastInsertedRowID)
+            lastSequence[conversation] = max(lastSequence[conversation] ?? 0, row.lastSequence)
+        }
+        let update = try db.cachedStatement(sql: "UPDATE conversation SET sentSequence = max(sentSequence, ?), lastActivity = ? WHERE id = ?")
+        for (conversation, sequence) in lastSequence {
+            try update.execute(arguments: [sequence, now, conversation])
+        }
+        return ids
     }
 
     /// The last sequence number given to an outgoing fragment and the next message number of

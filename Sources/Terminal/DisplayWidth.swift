@@ -215,7 +215,8 @@ package enum DisplayWidth {
         guard missing > 0 else { return text }
         // A last character that takes in the one after it (a prepended concatenation mark,
         // U+0600…) swallows the first space: one more goes after it.
-        let swallows = text.last.map { (String($0) + " ").count == 1 } ?? false
+        // (An ASCII last byte never does: the common case costs no string made to find out.)
+        let swallows = (text.utf8.last ?? 0) < 0x80 ? false : text.last.map { (String($0) + " ").count == 1 } ?? false
         return text + String(repeated: " ", count: missing + (swallows ? 1 : 0))
     }
 

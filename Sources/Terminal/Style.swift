@@ -61,6 +61,8 @@ extension StringProtocol {
 extension StringProtocol {
     /// The text with every ANSI CSI escape sequence removed.
     package var strippingANSI: String {
+        // Most text measured (a bubble's rows, a list's cells) holds no escape: itself.
+        guard utf8.contains(0x1B) else { return String(self) }
         var result = ""
         result.reserveCapacity(utf8.count)
         var scalars = unicodeScalars.makeIterator()
