@@ -216,7 +216,7 @@ package final class Shell {
                 let arguments = try Arguments.parse(Array(words[(start + 1)...]), specs: command.arguments, usage: command.advisedUsage)
                 return try command.run(Invocation(shell: self, arguments: arguments, name: name, mode: owners[0]))
             }
-            if !owners.isEmpty { throw ShellError.ambiguous(command: name, modes: owners, slash: takesMessages) }
+            if !owners.isEmpty { throw ShellError.ambiguous(command: name, modes: owners) }
             throw ShellError.unknownCommand(name, suggestion: registry.suggestion(for: name, inMode: mode))
         }
         let arguments = try Arguments.parse(Array(words[(start + 1)...]), specs: command.arguments, usage: command.advisedUsage)

@@ -2,9 +2,9 @@
 package enum ShellError: Error, Equatable, CustomStringConvertible {
     case syntax(String)
     case unknownCommand(String, suggestion: String?)
-    /// A command of several modes typed where none of them is: which one is meant. `slash`:
-    /// typed where lines are messages, so the advice starts with `/`.
-    case ambiguous(command: String, modes: [String], slash: Bool)
+    /// A command of several modes typed where none of them is: which one is meant (the advice
+    /// spelled where it is printed, as all advice is: with a `/` where lines are messages).
+    case ambiguous(command: String, modes: [String])
     case badArgument(String)
     case modeUnavailable(String)
     /// An interactive form was asked for a field in batch mode.
@@ -18,9 +18,9 @@ package enum ShellError: Error, Equatable, CustomStringConvertible {
         case .unknownCommand(let name, let suggestion):
             let hint = suggestion.map { " (did you mean '\(Advice.command($0))'?)" } ?? " (type '\(Advice.command("help"))' for the list)"
             return "unknown command '\(name)'\(hint)"
-        case .ambiguous(let command, let modes, let slash):
+        case .ambiguous(let command, let modes):
             return "'\(command)' is a command of " + modes.dropLast().joined(separator: ", ") + " and \(modes.last!): type "
-                + modes.map { "'\(slash ? "/" : "")\($0) \(command)'" }.joined(separator: " or ")
+                + modes.map { "'\(Advice.command($0 + " " + command))'" }.joined(separator: " or ")
         case .badArgument(let message):
             return message
         case .modeUnavailable(let mode):
