@@ -87,6 +87,7 @@ extension Schema {
         TransfersSchema.files,
         SearchSchema.deferredIndex,
         TrustSchema.unblockedPeers,
+        NearbySchema.mailed,
     ], backfills: [SearchSchema.indexing, TransfersSchema.movingChunksOut], commitSteps: [SearchSchema.keepingUp])
 
     /// Each feature's list, for the test that every one is in the order above.
@@ -212,7 +213,7 @@ package enum App {
             // The LAN first: where both reach a peer, the LAN is preferred.
             var transports: [Transport] = []
             if network.lanEnabled { transports.append(LANTransport(configuration: network.lan)) }
-            if let mqtt = network.mqtt { transports.append(MQTTTransport(configuration: mqtt, signingKey: signingKey)) }
+            if let mqtt = network.mqtt { transports.append(BrokerTransport(configuration: mqtt, signingKey: signingKey)) }
             return transports
         }
         // The places lines are shown in: chat owns conversations, rooms show theirs, and

@@ -11,11 +11,25 @@ import Wire
 /// `inbox/ID` carries direct frames at QoS 1. ID is the signing key's long fingerprint. The
 /// broker, and anyone subscribed to everything, sees only signed frames and ciphertext.
 ///
+/// A client has one of two roles (`BrokerTransport` runs one of each): presence (a clean
+/// session under a new client ID each time, with the will, publishing everything) and the
+/// mailbox (a persistent session under the same client ID each time, subscribed to the inbox
+/// alone: what comes to it while we are away is held by the broker and handed over when we
+/// connect again). Apart, a copy of this profile online elsewhere takes only the mailbox from
+/// us now and then, never our presence.
+///
 /// One thread of the transport's own runs libmosquitto's loop: it connects (looking the host up
 /// there, never on the caller's thread), reconnects after a loss with a capped backoff, and
 /// starts over after what libmosquitto gives up on (a TLS or protocol failure). Its callbacks
 /// only hand frames on (the threading contract).
 package final class MQTTTransport: Transport, Sendable {
+    package enum Role: Sendable {
+        /// Presence, broadcasts and what we send (and the inbox too, for a client alone).
+        case presence
+        /// The inbox alone, in a persistent session that the broker keeps while we are away.
+        case mailbox
+    }
+
     package struct Configuration: Sendable, Equatable {
         package var address: BrokerAddress
         /// The CA certificates to check an `mqtts` broker with (PEM); nil: the system's.
@@ -72,6 +86,10 @@ package final class MQTTTransport: Transport, Sendable {
 
     package let name = "broker"
     package let configuration: Configuration
+    package let role: Role
+    /// Whether this client reads the inbox (a presence client that works with no mailbox beside
+    /// it does too).
+    let readsInbox: Bool
     /// Our own topics' ID.
     let ownID: String
     private let state = Mutex(State())
@@ -79,8 +97,10 @@ package final class MQTTTransport: Transport, Sendable {
     private let wake = InterruptibleWait()
     private let ended = DispatchSemaphore(value: 0)
 
-    package init(configuration: Configuration, signingKey: Data) {
+    package init(configuration: Configuration, signingKey: Data, role: Role = .presence, readsInbox: Bool = true) {
         self.configuration = configuration
+        self.role = role
+        self.readsInbox = role == .mailbox || readsInbox
         ownID = PeerIdentity.longFingerprint(of: signingKey)
     }
 
@@ -91,6 +111,15 @@ package final class MQTTTransport: Transport, Sendable {
     /// The broker keeps our announcement (retained) and withdraws it by our will.
     package var keepsPresence: Bool { true }
 
+    /// 23 characters at most, as MQTT 3.1.1 promises every broker takes. The mailbox's is the
+    /// same at every connection (it names the session the broker keeps for us); presence's is
+    /// new each time, and unique.
+    var clientID: String {
+        switch role {
+        case .mailbox: "seance-m-" + ownID.prefix(14)
+        case .presence: "seance-" + ownID.prefix(10) + "-" + String(format: "%05x", UInt32.random(in: 0..<0x100000))
+        }
+    }
     var presenceTopic: String { configuration.prefix + "presence/" + ownID }
     var inboxTopic: String { configuration.prefix + "inbox/" + ownID }
 
@@ -108,9 +137,7 @@ package final class MQTTTransport: Transport, Sendable {
 
     package func start(deliver: @escaping @Sendable ([UInt8], Route) -> Void, report: @escaping @Sendable (TransportState) -> Void) throws {
         if let problem = Self.libraryProblem { throw Failure.client(problem + " (install libmosquitto1)") }
-        // 23 characters at most, as MQTT 3.1.1 promises every broker takes: ours, and unique.
-        let clientID = "seance-" + ownID.prefix(10) + "-" + String(format: "%05x", UInt32.random(in: 0..<0x100000))
-        guard let client = seance_mosquitto_new(clientID, true, Unmanaged.passUnretained(self).toOpaque()) else {
+        guard let client = seance_mosquitto_new(clientID, role == .presence, Unmanaged.passUnretained(self).toOpaque()) else {
             throw Failure.client(String(cString: strerror(errno)))
         }
         do {
@@ -181,7 +208,7 @@ package final class MQTTTransport: Transport, Sendable {
             if result != MOSQ_ERR_SUCCESS.rawValue { throw Failure.tls(broker: address.description, reason: Self.describe(result)) }
         }
         // If this process dies, the broker clears our retained presence for us.
-        seance_mosquitto_will_set(client, presenceTopic, 0, nil, 1, true)
+        if role == .presence { seance_mosquitto_will_set(client, presenceTopic, 0, nil, 1, true) }
         seance_mosquitto_reconnect_delay_set(client, Self.reconnectDelay, Self.reconnectDelayMaximum, true)
         seance_mosquitto_connect_callback_set(client) { _, context, code in
             guard let context else { return }
@@ -213,8 +240,9 @@ package final class MQTTTransport: Transport, Sendable {
         guard let client = handle?.pointer else { return }
         // Presence at QoS 0 (it is refreshed anyway), the inbox at QoS 1; what reaches the
         // recipient is still confirmed end to end by seance's own acknowledgements.
+        if readsInbox { seance_mosquitto_subscribe(client, nil, inboxTopic, 1) }
+        guard role == .presence else { return changed(up: true, why: "") }
         seance_mosquitto_subscribe(client, nil, configuration.prefix + "presence/+", 0)
-        seance_mosquitto_subscribe(client, nil, inboxTopic, 1)
         for topic in topics.sorted() { seance_mosquitto_subscribe(client, nil, configuration.prefix + topic, 0) }
         if let presence { publish(presence, to: presenceTopic, retain: true, qos: 1) }
         changed(up: true, why: "")

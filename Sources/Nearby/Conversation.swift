@@ -54,6 +54,8 @@ package struct Conversation: Equatable, Sendable {
     package var acknowledgedSequence: UInt32
     package var deliveredSequence: UInt32
     package var lastActivity: Double
+    /// The last fragment left with a broker for the peer while away (mail).
+    package var mailedSequence: UInt32 = 0
 
     /// `name#abcd`, as peers are shown.
     package var handle: String { PeerIdentity.handle(name: peerName, signingKey: peerKey) }

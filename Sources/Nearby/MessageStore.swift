@@ -184,6 +184,12 @@ package struct MessageStore: Sendable {
         try database.write { db in try Self.markSent(db, in: conversation, through: sequence) }
     }
 
+    /// Fragments up to `sequence` were left with a broker for the peer away (mail).
+    package static func recordMailed(_ db: Database, _ conversation: Int64, through sequence: UInt32) throws {
+        try db.cachedStatement(sql: "UPDATE conversation SET mailedSequence = max(mailedSequence, ?) WHERE id = ?")
+            .execute(arguments: [sequence, conversation])
+    }
+
     /// The peer confirmed every fragment up to `sequence`: those messages are delivered. Their
     /// rows are not written (see `NearbySchema.deliveredByCounter`): the conversation's
     /// acknowledged sequence moves, and one `delivery` row says when. Returns the numbers of the
@@ -378,6 +384,6 @@ package struct MessageStore: Sendable {
         Conversation(id: row["id"], myKey: row["myKey"], peerKey: row["peerKey"], peerName: row["peerName"],
                      peerAgreementKey: row["peerAgreementKey"], sentSequence: row["sentSequence"],
                      acknowledgedSequence: row["acknowledgedSequence"], deliveredSequence: row["deliveredSequence"],
-                     lastActivity: row["lastActivity"])
+                     lastActivity: row["lastActivity"], mailedSequence: row["mailedSequence"] ?? 0)
     }
 }

@@ -32,6 +32,7 @@ package final class NearbyNode: Sendable {
                         sessionTiming: sessionTiming, floodLimits: floodLimits, onEvent: onEvent)
         presence = Presence(router: router, directory: directory, deadlines: deadlines, announcement: announcement,
                             agreementKey: identity.agreementPublicKey, ownAvatarPixels: ownAvatarPixels, random: random, onEvent: onEvent)
+        router.announcing { [unowned presence] in presence.announcement }
     }
 
     /// Starts every transport, then announcing and the alarm. When a transport cannot start,

@@ -5,7 +5,7 @@ import Storage
 package enum NearbySchema {
     /// Every migration of this feature, in order.
     package static let migrations = [conversations, messageNumbers, unreadByPeer, oneConversationIndex, pagesByNumber, deliveredByCounter,
-                                    readTimes]
+                                    readTimes, mailed]
 
     /// Conversations and their messages.
     package static let conversations = Migration("v6-conversations") { db in
@@ -120,5 +120,11 @@ package enum NearbySchema {
     /// `message.*`, which SQLite expands when it reads the schema: the view has it too.
     package static let readTimes = Migration("v17-read-times") { db in
         try db.execute(sql: "ALTER TABLE message ADD COLUMN readAt DOUBLE")
+    }
+
+    /// How far a conversation's fragments were left with a broker for the peer away (mail):
+    /// each is mailed once, across restarts.
+    package static let mailed = Migration("v28-mailed") { db in
+        try db.execute(sql: "ALTER TABLE conversation ADD COLUMN mailedSequence INTEGER NOT NULL DEFAULT 0")
     }
 }

@@ -146,15 +146,18 @@ package final class Online {
                 for feature in features { try feature.online(context) }
                 return (node, context)
             }
+            // Blocks, mutes and verifications known before the first packet: a broker hands
+            // over the mail it held as soon as it takes the connection.
+            self.context = context
+            choicesChanged()
             try node.start()
         } catch {
+            self.context = nil
             features.forEach { $0.offline() }
             lock.release()
             throw error
         }
         self.node = node
-        self.context = context
-        choicesChanged()
         self.lock = lock
         // Online is long-running: the log is checkpointed beside the engine, not in its commits
         // (without it, SQLite's own checkpoints stay: slower now and then, never wrong).

@@ -72,9 +72,15 @@ package enum KindTable {
     /// An unchanged refresh proved by the next link of a hash chain, unsigned (protocol
     /// version 3, `RefreshChain.swift`).
     package static let refreshProof: UInt8 = 25
+    /// Mail (`Delivery`): a direct kind for someone away, signed rather than in a session, left
+    /// with a broker that holds it until they connect.
+    package static let mail: UInt8 = 26
     /// Kinds that travel signed, to everyone in range. Every other kind is direct and travels
     /// only inside a session: a signed frame of one is dropped unchecked.
     package static let broadcasts: Set<UInt8> = [announce, goodbye, query, beacon]
+    /// Kinds that travel signed to one peer: mail, which cannot wait for a session (its reader
+    /// is away), and which is not of its moment (a broker held it).
+    package static let signedDirect: Set<UInt8> = [mail]
     /// Kinds 240–255 are for tests and experiments: never sent by a released seance.
     package static let experimental: ClosedRange<UInt8> = 240...255
 }

@@ -29,6 +29,12 @@ package enum Wire {
     package static let signatureSize = 64
     /// No datagram is larger: it fits the smallest IPv6 MTU with room to spare.
     package static let maximumDatagram = 1200
+    /// Mail (kind 26) is larger: it goes only to brokers, over TCP, and one frame carries many
+    /// held messages (a reader coming back gets them in a few frames).
+    package static let maximumMail = 16_384
+
+    /// The largest frame of kind `kind` this reader takes.
+    package static func maximumFrame(kind: UInt8) -> Int { kind == KindTable.mail ? maximumMail : maximumDatagram }
 }
 
 /// Why a datagram was dropped. Every case is counted; none is fatal.
@@ -154,7 +160,7 @@ extension Packet {
         bytes.appendBigEndian(UInt16(body.count))
         bytes += body
         bytes += try signer.signature(for: bytes)
-        guard bytes.count <= Wire.maximumDatagram else { throw DecodeError.oversized }
+        guard bytes.count <= Wire.maximumFrame(kind: kind) else { throw DecodeError.oversized }
         return bytes
     }
 
@@ -166,8 +172,8 @@ extension Packet {
 
     /// Checks a datagram: framing first, then the signature. The payload is the kind's to read.
     package static func decode(_ bytes: [UInt8]) throws(DecodeError) -> Packet {
-        guard bytes.count <= Wire.maximumDatagram else { throw .oversized }
         guard bytes.count >= 6 else { throw .truncated }
+        guard bytes.count <= Wire.maximumFrame(kind: bytes[5]) else { throw .oversized }
         guard Array(bytes[0..<4]) == Wire.magic else { throw .badMagic }
         guard Wire.readableVersions.contains(bytes[4]) else { throw .unknownVersion(bytes[4]) }
         guard bytes.count >= Wire.headerSize + Wire.signatureSize, let header = UncheckedHeader(bytes) else { throw .truncated }

@@ -22,7 +22,7 @@ package final class Delivery: Feature, DeliveryPart, Sendable {
         parts = DeliveryParts(box: EngineBound(DeliveryState(), engine: router.engine), store: store, commits: commits, identity: identity,
                               rules: rules, router: router, directory: directory, deadlines: deadlines, onEvent: onEvent)
         states = StateWrites(parts)
-        outbound = Outbound(parts, states: states)
+        outbound = Outbound(parts, states: states, mailing: Mailing(parts, states: states))
         inbound = Inbound(parts, outbound: outbound, states: states)
     }
 
@@ -40,6 +40,8 @@ package final class Delivery: Feature, DeliveryPart, Sendable {
             if let peer { peerArrived(peer, returned: returned) } else { transportReturned() }
         }
         try loadOutboxes()
+        // What waits for someone away is mailed once a broker takes it (`Mailing`'s retry).
+        outbound.send(now: clock())
     }
 
     package func offline() {}

@@ -33,6 +33,8 @@ struct DeliveryState {
         /// The last fragment whose message was shown: one that comes again because the database
         /// refused it is stored then, but not shown twice.
         var shown: UInt32 = 0
+        /// The last fragment mailed (left with a broker while the peer is away), written or not.
+        var mailedThrough: UInt32 = 0
 
         var conversation: Int64 { conversationRecord.id }
     }
@@ -78,6 +80,9 @@ struct DeliveryState {
     /// A state write is queued on the engine; when the last one was made.
     var flushScheduled = false
     var lastFlush = -Double.infinity
+    /// When mail no broker took is tried again (`Mailing`), and the acknowledgements among it.
+    var mailRetry: Double?
+    var mailedAcknowledgements: [Data: UInt32] = [:]
 }
 
 /// What delivery's parts share: the state on the engine, the store, and the network.
@@ -138,7 +143,8 @@ extension DeliveryPart {
                                         mySigningKey: myKey, theirSigningKey: conversation.peerKey)
         let link = DeliveryState.Link(conversationRecord: conversation, key: key,
                                       assembler: IncomingAssembler(delivered: conversation.deliveredSequence),
-                                      acknowledged: conversation.acknowledgedSequence, stored: conversation.deliveredSequence)
+                                      acknowledged: conversation.acknowledgedSequence, stored: conversation.deliveredSequence,
+                                      mailedThrough: conversation.mailedSequence)
         links[conversation.peerKey] = link
         return link
     }

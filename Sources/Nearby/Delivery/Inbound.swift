@@ -33,6 +33,29 @@ final class Inbound: DeliveryPart, Sendable {
         }
         router.handlePacket(Acknowledgement.self) { [weak self] ack, packet, _ in self?.acknowledged(ack, from: packet.sender) }
         router.handlePacket(ReadReceipt.self) { [weak self] receipt, packet, _ in self?.read(receipt, from: packet.sender) }
+        router.handlePacket(Mail.self) { [weak self] mail, packet, route in self?.mailed(mail, from: packet.sender, by: route) }
+    }
+
+    /// Mail from `sender`, written while we were away (a broker held it): what it carries is
+    /// taken as if it came in a session, from the peer its announcement describes (or the peer
+    /// as present now).
+    func mailed(_ mail: Mail, from sender: Data, by route: Route) {
+        guard mail.recipient == myKey else { return drop("not for us") }
+        let peer = presentPeer(sender) ?? Peer(signingKey: sender, announcement: mail.announcement, route: route, lastSeen: clock())
+        do {
+            switch mail.kind {
+            case KindTable.message:
+                let fragment = try MessageFragment.read(mail.body)
+                receive([fragment.sealed], for: fragment.recipient, from: peer, by: route)
+            case KindTable.messages:
+                let bundle = try MessageBundle.read(mail.body)
+                receive(bundle.sealed, for: bundle.recipient, from: peer, by: route)
+            default:
+                acknowledged(try Acknowledgement.read(mail.body), from: sender)
+            }
+        } catch {
+            drop("malformed")
+        }
     }
 
     /// The peer has every fragment up to the acknowledged one.
@@ -63,13 +86,18 @@ final class Inbound: DeliveryPart, Sendable {
 
     /// Sealed fragments from `sender` (one packet's): checked, then taken in together.
     func receive(_ sealed: [Data], for recipient: Data, from sender: Data, by route: Route) {
+        guard let peer = presentPeer(sender) else { return drop("unknown sender") }
+        receive(sealed, for: recipient, from: peer, by: route)
+    }
+
+    /// Sealed fragments from `peer` (present, or its mail's announcement).
+    private func receive(_ sealed: [Data], for recipient: Data, from peer: Peer, by route: Route) {
         guard recipient == myKey else { return drop("not for us") }
         // The plane table binds the receiver too: only a sender whose plane reaches ours.
-        guard let peer = presentPeer(sender) else { return drop("unknown sender") }
         guard parts.rules.canHear(from: peer) else { return drop("plane") }
         // The conversation is looked up once per peer, not for every fragment; a stranger's
         // is made only for a fragment that decrypts, so noise creates nothing.
-        let known = links[sender]?.conversationRecord
+        let known = links[peer.signingKey]?.conversationRecord
         if known == nil {
             guard (try? store.existingConversation(myKey: myKey, peerKey: peer.signingKey)) ?? nil != nil
                     || sealed.contains(where: { opens($0, from: peer) }) else { return drop("cannot decrypt") }
@@ -206,6 +234,8 @@ final class Inbound: DeliveryPart, Sendable {
 
     private func sendAcknowledgement(to peer: Peer, by route: Route) {
         guard let stored = links[peer.signingKey]?.stored else { return }
+        // Its sender away (it came by mail): left with the broker for them too.
+        guard presentPeer(peer.signingKey) != nil else { return outbound.mailing.acknowledge(peer.signingKey, sequence: stored) }
         transmit(Acknowledgement(recipient: peer.signingKey, sequence: stored), to: peer, reply: route)
     }
 }

@@ -9,13 +9,15 @@ import Storage
 final class Outbound: DeliveryPart, Sendable {
     let parts: DeliveryParts
     let states: StateWrites
+    let mailing: Mailing
 
     /// The longest a line waits for the lines after it (`take`).
     static let holdLimit = 0.002
 
-    init(_ parts: DeliveryParts, states: StateWrites) {
+    init(_ parts: DeliveryParts, states: StateWrites, mailing: Mailing) {
         self.parts = parts
         self.states = states
+        self.mailing = mailing
     }
 
     /// Numbers `text` in the conversation; the engine writes it (with the other lines taken
@@ -131,7 +133,8 @@ final class Outbound: DeliveryPart, Sendable {
     /// When a fragment waiting for a peer in range is next due. A peer out of range has no
     /// deadline: its arrival sends its queue.
     var nextDue: Double? {
-        links.compactMap { key, link in link.queue.nextDue.flatMap { reachablePeer(key) == nil ? nil : $0 } }.min()
+        let sessions = links.compactMap { key, link in link.queue.nextDue.flatMap { reachablePeer(key) == nil ? nil : $0 } }.min()
+        return [sessions, mailing.nextDue].compactMap { $0 }.min()
     }
 
     /// Asks the engine's alarm to ring when the next fragment is due.
@@ -142,11 +145,16 @@ final class Outbound: DeliveryPart, Sendable {
     func send(now: Double) {
         // Most rings have nothing to send: do not even look at who is in range; when something
         // waits, only its peers are looked up, so the cost does not grow with the crowd.
+        mailing.retrying(now: now)
         let waiting = links.compactMap { $0.value.queue.isEmpty ? nil : $0.key }
         guard !waiting.isEmpty else { return }
         var outgoing: [(Peer, SymmetricKey, OutgoingQueue.Due)] = []
         for key in waiting {
-            guard let peer = reachablePeer(key), links[key] != nil else { continue }
+            guard let peer = reachablePeer(key), links[key] != nil else {
+                // Away (heard nowhere): left with a broker, if we have one.
+                if mailing.isAway(key) { mailing.mail(key, now: now) }
+                continue
+            }
             let due = parts.router.peerTiming.update(key) { timer in links[key]!.queue.due(now: now, timing: &timer) }
             if !due.isEmpty { outgoing.append((peer, links[key]!.key, due)) }
         }
@@ -198,11 +206,11 @@ final class Outbound: DeliveryPart, Sendable {
 
     /// Sealed boxes grouped, in order, into as few packets as fit (each box behind its 2-byte
     /// length).
-    static func bundles(_ boxes: [Data]) -> [[Data]] {
+    static func bundles(_ boxes: [Data], capacity: Int = bundleCapacity) -> [[Data]] {
         var groups: [[Data]] = []
         var current: [Data] = [], used = 0
         for box in boxes {
-            if !current.isEmpty && used + 2 + box.count > bundleCapacity {
+            if !current.isEmpty && used + 2 + box.count > capacity {
                 groups.append(current)
                 current = []
                 used = 0

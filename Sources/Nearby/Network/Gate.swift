@@ -199,7 +199,7 @@ final class Gate: Sendable {
             if header.type < KindTable.handshake, !KindTable.broadcasts.contains(header.type) { return .older(Data(header.sender)) }
             // A broadcast other than an announcement is of its moment: one stamped far from our
             // clock is a replay (or a forgery) whatever its signature says.
-            if header.type != KindTable.announce {
+            if header.type != KindTable.announce, !KindTable.signedDirect.contains(header.type) {
                 let age = now - Double(header.timestamp) / 1000
                 if abs(age) > FrameTime.allowance { return drop(age < 0 ? "from the future" : "stale") }
             }

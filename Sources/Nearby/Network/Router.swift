@@ -29,6 +29,8 @@ package final class Router: Sendable {
         var open = false
         var sequence: UInt32 = 0
         var statistics = NearbyStatistics()
+        /// Our announcement as it stands (presence's), which mail carries.
+        var announcement: (@Sendable () -> Announcement)?
     }
 
     package let engine: Engine
@@ -110,6 +112,7 @@ package final class Router: Sendable {
     func release() {
         state.value.handlers = [:]
         state.value.listeners = []
+        state.value.announcement = nil
     }
     package var isOpen: Bool { state.value.open }
 
@@ -130,13 +133,15 @@ package final class Router: Sendable {
     /// signature does).
     package func handlePacket<Kind: PacketKind>(_ kind: Kind.Type, _ handler: @escaping @Sendable (Kind, Packet, _ reply: Route) -> Void) {
         state.value.handlers[Kind.code] = { [unowned self] packet, route in
-            // Direct kinds come only out of a session, broadcasts only signed.
-            guard packet.isSealed != KindTable.broadcasts.contains(Kind.code) || KindTable.experimental.contains(Kind.code) else {
+            // Direct kinds come only out of a session, broadcasts and mail only signed.
+            let signed = KindTable.broadcasts.contains(Kind.code) || KindTable.signedDirect.contains(Kind.code)
+            guard packet.isSealed != signed || KindTable.experimental.contains(Kind.code) else {
                 return drop(packet.isSealed ? "malformed" : "unsealed")
             }
             // A broadcast is of its moment (announcements, which a broker keeps, are read
-            // against their own expiry where they are heard).
-            if !packet.isSealed, Kind.code != KindTable.announce {
+            // against their own expiry where they are heard; mail, which a broker held, by
+            // what it carries).
+            if !packet.isSealed, Kind.code != KindTable.announce, !KindTable.signedDirect.contains(Kind.code) {
                 let age = engine.now - Double(packet.timestamp) / 1000
                 guard abs(age) <= FrameTime.allowance else { return drop(age < 0 ? "from the future" : "stale") }
             }
@@ -146,6 +151,10 @@ package final class Router: Sendable {
             handler(value, packet, back ?? route)
         }
     }
+
+    /// Where mail finds our announcement as it stands (presence's).
+    func announcing(_ current: @escaping @Sendable () -> Announcement) { state.value.announcement = current }
+    var announcement: Announcement? { state.value.announcement?() }
 
     /// `listener` hears what is no kind (`NetworkNews`): presence registers it.
     package func listen(_ listener: @escaping @Sendable (NetworkNews) -> Void) { state.value.listeners.append(listener) }

@@ -85,6 +85,23 @@ extension Router {
         return try? Packet.encode(packet, signer: signer, timestamp: timestamp, sequence: sequence, flags: flags)
     }
 
+    // MARK: Mail
+
+    /// Whether mail can be left anywhere: a transport that holds it for whoever is away (a
+    /// broker) is among ours.
+    package var holdsMail: Bool { !keeping.isEmpty }
+
+    /// `packet` for `recipient`, who is away: signed (no session can be made with someone who is
+    /// not there), with our announcement, and left in the recipient's inbox on every transport
+    /// that holds mail (`Mail`). True when one took it (a broker that is down takes nothing).
+    @discardableResult
+    package func sendMail<Kind: PacketKind>(_ packet: Kind, to recipient: Data) -> Bool {
+        guard holdsMail, let announcement, let mail = try? Mail(packet, for: recipient, from: announcement),
+              let bytes = frame(mail) else { return false }
+        let routes = keeping.map { $0.directRoute(from: Route(transport: $0.name, address: ""), port: 0, signingKey: recipient) }
+        return send(bytes, by: routes)
+    }
+
     // MARK: Sessions
 
     /// `inner` (kind and payload) sealed for `peer` and sent by `routes`, or kept while a

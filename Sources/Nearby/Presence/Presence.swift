@@ -90,6 +90,8 @@ package final class Presence: Sendable {
 
     /// This shell's signing key, as peers see it.
     package var publicKey: Data { router.myKey }
+    /// What we announce now (mail carries it to whoever is away).
+    package var announcement: Announcement { state.value.announcement }
 
     /// The present peer with this signing key.
     package func peer(_ key: Data) -> Peer? { directory.peer(key) }

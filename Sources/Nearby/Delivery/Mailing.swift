@@ -1,0 +1,92 @@
+import Foundation
+import Storage
+import Wire
+
+/// Mail: what waits for someone away (heard on no transport) is left with a broker, which holds
+/// it until they connect (`Router.sendMail`); their acknowledgement comes back the same way if
+/// we are away by then. Each fragment is mailed once (the conversation's `mailedSequence` keeps
+/// how far, across restarts); once both are online, the session sends again whatever is still
+/// unacknowledged, and the receiver keeps one copy. At most `heldLimit` fragments wait with the
+/// brokers for one reader: what is written beyond waits in the outbox.
+///
+/// Engine state: every method runs on the engine.
+final class Mailing: DeliveryPart, Sendable {
+    let parts: DeliveryParts
+    let states: StateWrites
+
+    /// Fragments mailed to one reader and not yet acknowledged, at most.
+    static let heldLimit = 256
+    /// Mail no broker took (it was down, or not yet connected) is tried again this often.
+    static let retry = 5.0
+    /// Room for sealed fragments in one mail: a mail frame less its header, signature, the
+    /// recipient's key and our announcement (at most a few hundred bytes).
+    static let bundleCapacity = Wire.maximumMail - Wire.headerSize - Wire.signatureSize - 1_024
+
+    init(_ parts: DeliveryParts, states: StateWrites) {
+        self.parts = parts
+        self.states = states
+    }
+
+    /// When mail no broker took is tried again; nil when none waits for that.
+    var nextDue: Double? { parts.box.value.mailRetry }
+
+    /// Whether what waits for `key` goes by mail: they are heard on no transport, one of ours
+    /// holds mail (a broker), and nothing else holds it back (a block; a verified name's impostor).
+    func isAway(_ key: Data) -> Bool {
+        parts.router.holdsMail && presentPeer(key) == nil && !parts.rules.isHeld(key) && !parts.rules.isBlocked(key)
+    }
+
+    /// Leaves with the brokers what waits for `key`, who is away, and was never mailed, up to
+    /// `heldLimit` unacknowledged; the messages it completes become `sent`.
+    func mail(_ key: Data, now: Double) {
+        guard let link = links[key] else { return }
+        let from = max(link.mailedThrough, link.acknowledged)
+        let room = Self.heldLimit - Int(link.mailedThrough > link.acknowledged ? link.mailedThrough - link.acknowledged : 0)
+        let fresh = Array(link.queue.entries.lazy.map(\.fragment).filter { $0.sequence > from }.prefix(max(0, room)))
+        guard !fresh.isEmpty else { return }
+        let sealed = fresh.compactMap { try? MessageCrypto.seal($0, key: link.key, sender: myKey, recipient: key) }
+        guard sealed.count == fresh.count else { return drop("cannot seal") }
+        var through = link.mailedThrough, position = 0
+        for boxes in Outbound.bundles(sealed, capacity: Self.bundleCapacity) {
+            let carried = boxes.count == 1
+                ? parts.router.sendMail(MessageFragment(recipient: key, sealed: boxes[0]), to: key)
+                : parts.router.sendMail(MessageBundle(recipient: key, sealed: boxes), to: key)
+            guard carried else {
+                retryLater(now)
+                break
+            }
+            position += boxes.count
+            through = fresh[position - 1].sequence
+        }
+        guard through > link.mailedThrough else { return }
+        links[key]!.mailedThrough = through
+        // Left this machine: `sent`, as what goes to a peer in reach.
+        links[key]!.sentThrough = max(links[key]!.sentThrough, through)
+        states.schedule()
+        let conversation = link.conversation
+        commits.write({ db in try MessageStore.recordMailed(db, conversation, through: through) }, then: { _ in })
+    }
+
+    /// Our acknowledgement to `key`, who is away: mailed, or kept and tried again with the rest
+    /// when no broker took it.
+    func acknowledge(_ key: Data, sequence: UInt32) {
+        parts.box.value.mailedAcknowledgements[key] = nil
+        guard !parts.router.sendMail(Acknowledgement(recipient: key, sequence: sequence), to: key) else { return }
+        parts.box.value.mailedAcknowledgements[key] = sequence
+        retryLater(clock())
+    }
+
+    private func retryLater(_ now: Double) {
+        let due = min(parts.box.value.mailRetry ?? .infinity, now + Self.retry)
+        parts.box.value.mailRetry = due
+        parts.deadlines.wake(at: due)
+    }
+
+    /// Before sending: a retry that is due is forgotten (sending sets it again if need be), and
+    /// the acknowledgements no broker took go again.
+    func retrying(now: Double) {
+        guard let due = parts.box.value.mailRetry, due <= now else { return }
+        parts.box.value.mailRetry = nil
+        for (key, sequence) in parts.box.value.mailedAcknowledgements { acknowledge(key, sequence: sequence) }
+    }
+}

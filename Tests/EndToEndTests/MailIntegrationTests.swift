@@ -1,0 +1,61 @@
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+
+/// Mail through a real mosquitto, started by each test on its own namespace hosts: a message to
+/// someone away is held by the broker, reaches them when they connect (after its writer has
+/// quit), and its writer sees it delivered when it next comes online (issue 53, first stage).
+@Suite(.enabled(if: inPrivateNetwork, "runs only inside scripts/in-netns (make test)"))
+struct MailIntegrationTests {
+    func world() throws -> (net: TestNetwork, broker: BrokerProcess, a: String, b: String) {
+        let net = try TestNetwork(hosts: 3)
+        try net.blockMulticast()
+        let broker = try BrokerProcess.mosquitto(on: net, host: 1)
+        #expect(try broker.waitUntilReady())
+        return (net, broker, try net.makeProfile("ann", host: 2), try net.makeProfile("ben", host: 3))
+    }
+
+    func texts(_ data: String, outgoing: Bool) throws -> [String] {
+        try query(data, "SELECT text FROM message WHERE outgoing = \(outgoing ? 1 : 0) ORDER BY number")
+    }
+
+    func states(_ data: String) throws -> [String] {
+        try query(data, "SELECT shownState FROM message_shown WHERE outgoing = 1 ORDER BY number")
+    }
+
+    /// ann writes ben while ben is away, and quits before he comes back; he gets every line
+    /// once and in order when he connects, with ann gone; she sees them delivered when she
+    /// next comes online, with him gone.
+    @Test func aMessageToSomeoneAwayReachesThemAfterItsWriterQuit() throws {
+        let (net, broker, a, b) = try world()
+        let args = ["--broker", broker.url, "--no-lan"]
+        // Both online once: each learns the other, and ben's mailbox is a session the broker keeps.
+        let benFirst = try net.start(host: 3, data: b, name: "ben", arguments: args, lines: ["chat"])
+        let annRun = try net.start(host: 2, data: a, name: "ann", arguments: args, lines: ["chat", "open ben --wait 30"])
+        defer { benFirst.kill(); annRun.kill() }
+        annRun.waitForPeer("ben")
+        benFirst.finish()
+        annRun.waitFor { $0.contains("ben#") && $0.contains(" left") }
+        let lines = (1...5).map { "while you were away \($0)" }
+        annRun.send(lines)
+        #expect(try eventually(timeout: 30) { try states(a) == Array(repeating: "sent", count: 5) }, "ann: \((try? states(a)) ?? [])")
+        annRun.finish()
+        #expect(try states(a) == Array(repeating: "sent", count: 5))
+        // ben comes back with ann gone: the broker hands him what it held.
+        let benAgain = try net.start(host: 3, data: b, name: "ben", arguments: args, lines: ["chat"])
+        defer { benAgain.kill() }
+        #expect(try eventually(timeout: 30) { try texts(b, outgoing: false) == lines }, "ben: \(benAgain.output.suffix(800))")
+        benAgain.waitFor { $0.contains("while you were away 5") }
+        // His acknowledgement is held for ann in turn (a counter, not a wait: mail left for her).
+        #expect(try eventually(timeout: 30) { !(try query(b, "SELECT deliveredSequence FROM conversation")).contains("0") })
+        benAgain.finish()
+        let annAgain = try net.start(host: 2, data: a, name: "ann", arguments: args, lines: ["chat"])
+        defer { annAgain.kill() }
+        #expect(try eventually(timeout: 30) { try states(a) == Array(repeating: "delivered", count: 5) }, "ann: \((try? states(a)) ?? [])")
+        annAgain.finish()
+        // Once each, also after both restarts.
+        #expect(try texts(b, outgoing: false) == lines)
+        #expect(try query(b, "SELECT count(*) FROM message") == ["5"])
+    }
+}
