@@ -158,6 +158,13 @@ final class ChatNotices: Sendable {
             let name = context.rules.shownName(of: peer.signingKey) ?? peer.shownHandle
             let what = waiting == 1 ? "your waiting message goes now" : "your \(waiting) waiting messages go now"
             inbox.post(styler.apply(.magenta, "✉") + " \(name) is here: \(what)", alert: Alert(who: name, what: "is here"))
+        case .mailFull(_, let handle, let held):
+            inbox.post(styler.apply(.magenta, "✉") + " \(SafeText.visible(handle)) is away: \(held) messages wait with the broker for them, "
+                       + "as many as it holds for one reader; the rest wait here until they have read those, or you are both online")
+        case .mailExpired(_, let handle, let numbers):
+            guard let which = ChatText.span(numbers) else { return }
+            inbox.post(styler.apply(.magenta, "✉") + " \(which) to \(SafeText.visible(handle)) waited a week with the broker unread: "
+                       + "no longer held there, they wait here until you are both online")
         case .notStored(_, let numbers, let reason):
             // Said wherever the user is: a line they typed was neither kept nor sent.
             guard let which = ChatText.span(numbers) else { return }

@@ -184,6 +184,18 @@ package struct MessageStore: Sendable {
         try database.write { db in try Self.markSent(db, in: conversation, through: sequence) }
     }
 
+    /// The numbers of our messages whose fragments end after `after` and at most at `through`
+    /// (sent before `sentBefore`, when given): what is mailed and not acknowledged.
+    package func messagesBetween(_ conversation: Int64, after: UInt32, through: UInt32, sentBefore: Double = .infinity) throws -> [Int64] {
+        try database.read { db in
+            try Int64.fetchAll(db.cachedStatement(sql: """
+                SELECT number FROM message INDEXED BY message_unread_by_peer
+                WHERE conversationId = ? AND outgoing = 1 AND state != 'read' AND lastSequence > ? AND lastSequence <= ? AND sentAt < ?
+                ORDER BY number
+                """), arguments: [conversation, after, through, sentBefore])
+        }
+    }
+
     /// Fragments up to `sequence` were left with a broker for the peer away (mail).
     package static func recordMailed(_ db: Database, _ conversation: Int64, through sequence: UInt32) throws {
         try db.cachedStatement(sql: "UPDATE conversation SET mailedSequence = max(mailedSequence, ?) WHERE id = ?")

@@ -99,6 +99,19 @@ package final class MemoryNetwork: Sendable {
     /// Which datagrams wait in `kept` until a test lets them go (`take`, `let`), and those waiting.
     private let keeping = Mutex<(@Sendable ([UInt8]) -> Bool)?>(nil)
     private let kept = Mutex<[Datagram]>([])
+    /// On a network that keeps presence, as a broker: each member's inbox by its signing key
+    /// (`inbox(of:)`, to the member's address), and what came to an inbox while its member was
+    /// away or down, held until it is back (a persistent session's queue), at most
+    /// `mailboxLimit` each, as mosquitto's `max_queued_messages`.
+    private let inboxes = Mutex<[String: String]>([:])
+    private let mailboxes = Mutex<[String: [(bytes: [UInt8], from: String, transport: String)]]>([:])
+    package static let mailboxLimit = 1_000
+
+    /// How many datagrams the inbox of `key` holds for its member, away (tests).
+    package func held(for key: Data) -> Int { mailboxes.withLock { $0[Self.inbox(of: key)]?.count ?? 0 } }
+
+    /// The address of the inbox of the member whose signing key is `key`.
+    package static func inbox(of key: Data) -> String { "inbox:" + key.map { String(format: "%02x", $0) }.joined() }
 
     package init(keepsPresence: Bool = false) { self.keepsPresence = keepsPresence }
 
@@ -145,14 +158,38 @@ package final class MemoryNetwork: Sendable {
     package func setDown(_ address: String, _ isDown: Bool) {
         guard down.withLock({ isDown ? $0.insert(address).inserted : $0.remove(address) != nil }) else { return }
         reports.withLock { $0[address] }?(isDown ? .down("\(address) is cut off") : .up)
-        if !isDown, let deliver = members.withLock({ $0[address] }) { handRetained(to: address, deliver) }
+        if !isDown, let deliver = members.withLock({ $0[address] }) {
+            handRetained(to: address, deliver)
+            handHeld(to: address, deliver)
+        }
     }
 
-    func join(_ address: String, deliver: @escaping @Sendable ([UInt8], Route) -> Void,
+    func join(_ address: String, inbox: String? = nil, deliver: @escaping @Sendable ([UInt8], Route) -> Void,
               report: @escaping @Sendable (TransportState) -> Void = { _ in }) {
         members.withLock { $0[address] = deliver }
         reports.withLock { $0[address] = report }
+        if let inbox, keepsPresence { inboxes.withLock { $0[inbox] = address } }
         handRetained(to: address, deliver)
+        handHeld(to: address, deliver)
+    }
+
+    /// What the inboxes of `address` held while it was away, oldest first.
+    private func handHeld(to address: String, _ deliver: @Sendable ([UInt8], Route) -> Void) {
+        let boxes = inboxes.withLock { $0.filter { $0.value == address }.map(\.key) }
+        for box in boxes {
+            for mail in mailboxes.withLock({ $0.removeValue(forKey: box) ?? [] }) { deliver(mail.bytes, Route(transport: mail.transport, address: mail.from)) }
+        }
+    }
+
+    /// A datagram to an inbox: to its member when present and up, else held (false when none
+    /// such can be: no broker here).
+    private func toInbox(_ bytes: [UInt8], from address: String, by transport: String, to inbox: String) -> String? {
+        let member = inboxes.withLock { $0[inbox] }
+        if let member, members.withLock({ $0[member] != nil }), !down.withLock({ $0.contains(member) }) { return member }
+        mailboxes.withLock { boxes in
+            if boxes[inbox, default: []].count < Self.mailboxLimit { boxes[inbox, default: []].append((bytes, address, transport)) }
+        }
+        return nil
     }
 
     private func handRetained(to address: String, _ deliver: @Sendable ([UInt8], Route) -> Void) {
@@ -200,6 +237,11 @@ package final class MemoryNetwork: Sendable {
         // A stopped transport sends nothing; nor does one that is down.
         guard members.withLock({ $0[address] != nil }), !down.withLock({ $0.contains(address) }) else { return false }
         if loss.withLock({ $0 })?(bytes) == true { return true }
+        var target = target
+        if keepsPresence, let inbox = target, inbox.hasPrefix("inbox:") {
+            guard let member = toInbox(bytes, from: address, by: transport, to: inbox) else { return true }
+            target = member
+        }
         if keeping.withLock({ $0 })?(bytes) == true {
             kept.withLock { $0.append(Datagram(bytes: bytes, from: address, transport: transport, to: target)) }
             return true
@@ -236,14 +278,18 @@ package final class MemoryTransport: Transport {
     private let network: MemoryNetwork
 
     /// `name` lets a test give one shell two transports (a "lan" and a "broker") on two networks.
-    package init(network: MemoryNetwork, address: String, name: String = "memory") {
+    /// The signing key whose inbox this member reads, on a network that keeps presence (a broker).
+    private let signingKey: Data?
+
+    package init(network: MemoryNetwork, address: String, name: String = "memory", signingKey: Data? = nil) {
         self.network = network
         self.address = address
         self.name = name
+        self.signingKey = signingKey
     }
 
     package func start(deliver: @escaping @Sendable ([UInt8], Route) -> Void, report: @escaping @Sendable (TransportState) -> Void) throws {
-        network.join(address, deliver: deliver, report: report)
+        network.join(address, inbox: signingKey.map(MemoryNetwork.inbox(of:)), deliver: deliver, report: report)
     }
     package func broadcast(_ bytes: [UInt8], as kind: BroadcastKind) { network.broadcast(bytes, as: kind, from: address, by: name) }
     @discardableResult
@@ -251,7 +297,10 @@ package final class MemoryTransport: Transport {
     package var directPort: UInt16 { 0 }
     package var keepsPresence: Bool { network.keepsPresence }
     package var description: String { "\(name) \(address)" }
-    package func directRoute(from source: Route, port: UInt16, signingKey: Data) -> Route { source }
+    /// Back the way it came; mail (no way known) to the key's inbox.
+    package func directRoute(from source: Route, port: UInt16, signingKey: Data) -> Route {
+        source.address.isEmpty ? Route(transport: name, address: MemoryNetwork.inbox(of: signingKey)) : source
+    }
     package func stop() { network.leave(address) }
 }
 

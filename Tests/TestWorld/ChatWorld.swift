@@ -61,8 +61,8 @@ package final class ChatWorld: World {
             battery = Battery(override: Self.level(of: plane))
             let networks = world.transportNames.map { ($0, world.networks[$0]!) }
             online = Online(battery: battery, timing: PresenceTiming(interval: 1, jitter: 0, startupGap: 0.5),
-                            sessionTiming: world.sessionTiming) { _ in
-                networks.map { transport, network in MemoryTransport(network: network, address: name, name: transport) }
+                            sessionTiming: world.sessionTiming) { key in
+                networks.map { transport, network in MemoryTransport(network: network, address: name, name: transport, signingKey: key) }
             }
             curses = Curses(login: LoginSession(), inbox: inbox)
             spectres = Spectres(curses: curses)
@@ -152,11 +152,11 @@ package final class ChatWorld: World {
     /// stops at once (no announcements, no expiries; the features keep the alarm): for
     /// simulating many hours of a feature alone.
     package init(_ specs: [(String, Plane)], gifted: Set<String> = [], seed: UInt64 = 5, network: Bool = true,
-                transports: [String] = ["memory"], sessionTiming: SessionTiming = SessionTiming()) throws {
+                transports: [String] = ["memory"], keeping: Set<String> = [], sessionTiming: SessionTiming = SessionTiming()) throws {
         self.seed = seed
         self.sessionTiming = sessionTiming
         transportNames = transports
-        super.init(networks: transports)
+        super.init(networks: transports, keeping: keeping)
         for (name, plane) in specs { nodes.append(try Node(name, plane: plane, gift: gifted.contains(name), world: self)) }
         for node in nodes {
             try node.goOnline(self)

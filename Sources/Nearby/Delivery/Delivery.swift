@@ -40,6 +40,8 @@ package final class Delivery: Feature, DeliveryPart, Sendable {
             if let peer { peerArrived(peer, returned: returned) } else { transportReturned() }
         }
         try loadOutboxes()
+        // Once every feature is online (the engine's next turn), so that chat's notices hear it.
+        engine.async { [weak self] in self.map { $0.outbound.mailing.tellExpired(now: $0.clock()) } }
         // What waits for someone away is mailed once a broker takes it (`Mailing`'s retry).
         outbound.send(now: clock())
     }

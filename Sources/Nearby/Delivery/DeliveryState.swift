@@ -12,6 +12,12 @@ package enum DeliveryEvent: Sendable {
     case notStored(conversation: Int64, numbers: [Int64], reason: String)
     /// A peer that messages of yours waited for came into reach: they go now.
     case awaitedArrived(conversation: Int64, peer: Peer, waiting: Int)
+    /// Mail for someone away (`handle`) reached what the broker holds for one reader, `held`
+    /// messages: the rest waits in the outbox (told once).
+    case mailFull(conversation: Int64, handle: String, held: Int)
+    /// Messages mailed a week ago or more and still not acknowledged: the broker no longer holds
+    /// them (nor would the reader take them); they wait in the outbox for when both are online.
+    case mailExpired(conversation: Int64, handle: String, numbers: [Int64])
 }
 
 /// Delivery's state on the engine, which its parts share (`Delivery`, `Outbound`, `Inbound`,
@@ -83,6 +89,8 @@ struct DeliveryState {
     /// When mail no broker took is tried again (`Mailing`), and the acknowledgements among it.
     var mailRetry: Double?
     var mailedAcknowledgements: [Data: UInt32] = [:]
+    /// Readers away told that what the broker holds for them is full, this session.
+    var mailFullTold: Set<Data> = []
 }
 
 /// What delivery's parts share: the state on the engine, the store, and the network.

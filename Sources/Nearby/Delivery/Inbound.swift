@@ -33,7 +33,12 @@ final class Inbound: DeliveryPart, Sendable {
         }
         router.handlePacket(Acknowledgement.self) { [weak self] ack, packet, _ in self?.acknowledged(ack, from: packet.sender) }
         router.handlePacket(ReadReceipt.self) { [weak self] receipt, packet, _ in self?.read(receipt, from: packet.sender) }
-        router.handlePacket(Mail.self) { [weak self] mail, packet, route in self?.mailed(mail, from: packet.sender, by: route) }
+        router.handlePacket(Mail.self) { [weak self] mail, packet, route in
+            guard let self else { return }
+            // Held longer than mail is (a broker that keeps it past its week): not taken.
+            guard clock() - Double(packet.timestamp) / 1000 <= Mail.lifetime else { return drop("expired mail") }
+            mailed(mail, from: packet.sender, by: route)
+        }
     }
 
     /// Mail from `sender`, written while we were away (a broker held it): what it carries is

@@ -10,12 +10,13 @@ import Wire
 /// brokers for one reader: what is written beyond waits in the outbox.
 ///
 /// Engine state: every method runs on the engine.
-final class Mailing: DeliveryPart, Sendable {
+package final class Mailing: DeliveryPart, Sendable {
     let parts: DeliveryParts
     let states: StateWrites
 
-    /// Fragments mailed to one reader and not yet acknowledged, at most.
-    static let heldLimit = 256
+    /// Fragments mailed to one reader and not yet acknowledged, at most (each at most 941
+    /// bytes sealed: about a megabyte).
+    package static let heldLimit = 1_000
     /// Mail no broker took (it was down, or not yet connected) is tried again this often.
     static let retry = 5.0
     /// Room for sealed fragments in one mail: a mail frame less its header, signature, the
@@ -42,8 +43,11 @@ final class Mailing: DeliveryPart, Sendable {
         guard let link = links[key] else { return }
         let from = max(link.mailedThrough, link.acknowledged)
         let room = Self.heldLimit - Int(link.mailedThrough > link.acknowledged ? link.mailedThrough - link.acknowledged : 0)
-        let fresh = Array(link.queue.entries.lazy.map(\.fragment).filter { $0.sequence > from }.prefix(max(0, room)))
+        guard room > 0 else { return full(link) }
+        let waiting = link.queue.entries.lazy.map(\.fragment).filter { $0.sequence > from }
+        let fresh = Array(waiting.prefix(room))
         guard !fresh.isEmpty else { return }
+        let overflows = fresh.count == room && waiting.dropFirst(room).first != nil
         let sealed = fresh.compactMap { try? MessageCrypto.seal($0, key: link.key, sender: myKey, recipient: key) }
         guard sealed.count == fresh.count else { return drop("cannot seal") }
         var through = link.mailedThrough, position = 0
@@ -65,6 +69,26 @@ final class Mailing: DeliveryPart, Sendable {
         states.schedule()
         let conversation = link.conversation
         commits.write({ db in try MessageStore.recordMailed(db, conversation, through: through) }, then: { _ in })
+        if overflows { full(links[key]!) }
+    }
+
+    /// What the brokers hold for the reader of `link` is full: told once a session.
+    private func full(_ link: DeliveryState.Link) {
+        guard parts.box.value.mailFullTold.insert(link.conversationRecord.peerKey).inserted else { return }
+        let conversation = link.conversationRecord, acknowledged = link.acknowledged, mailed = link.mailedThrough
+        let held = (try? store.messagesBetween(conversation.id, after: acknowledged, through: mailed).count) ?? 0
+        parts.onEvent(.mailFull(conversation: conversation.id, handle: conversation.handle, held: held))
+    }
+
+    /// Messages mailed at least `Mail.lifetime` ago and still not acknowledged, in the
+    /// conversations of `links`: told (as the outbox is loaded, when this shell comes online).
+    func tellExpired(now: Double) {
+        for link in links.values where link.mailedThrough > link.acknowledged {
+            let conversation = link.conversationRecord
+            guard let numbers = try? store.messagesBetween(conversation.id, after: link.acknowledged, through: link.mailedThrough,
+                                                           sentBefore: now - Mail.lifetime), !numbers.isEmpty else { continue }
+            parts.onEvent(.mailExpired(conversation: conversation.id, handle: conversation.handle, numbers: numbers))
+        }
     }
 
     /// Our acknowledgement to `key`, who is away: mailed, or kept and tried again with the rest

@@ -9,6 +9,9 @@ import Wire
 /// the end of the payload: this kind has no extension fields.
 package struct Mail: PacketKind, Equatable {
     package static let code = KindTable.mail
+    /// How long mail is held: a reader takes none older (by its frame's time), and a writer is
+    /// told of what was not acknowledged within it.
+    package static let lifetime = 7 * 86_400.0
     /// The kinds a mail may carry.
     package static let carried: Set<UInt8> = [KindTable.message, KindTable.messages, KindTable.ack]
 

@@ -1,0 +1,126 @@
+import Foundation
+import Nearby
+import Storage
+import Testing
+import TestWorld
+import Wire
+
+/// Mail on a network that keeps presence and holds what comes to an inbox while its reader is
+/// away, as a broker does (`MemoryNetwork`), on the manual clock.
+@Suite struct MailingTests {
+    /// What delivery tells of mail (chat's notices say it), heard from going online on.
+    final class MailEvents: Feature, @unchecked Sendable {
+        var full: [Int] = []
+        var expired: [[Int64]] = []
+        func online(_ context: FeatureContext) throws {
+            context.observe { [self] event in
+                if case .delivery(.mailFull(_, _, let held)) = event { full.append(held) }
+                if case .delivery(.mailExpired(_, _, let numbers)) = event { expired.append(numbers) }
+            }
+        }
+        func offline() {}
+    }
+
+    /// ann and ben on a broker, each having heard the other; then ben away.
+    func world() throws -> (ChatWorld, ann: ChatWorld.Node, ben: ChatWorld.Node, conversation: Conversation) {
+        let world = try ChatWorld([("ann", .human), ("ben", .human)], transports: ["broker"], keeping: ["broker"])
+        let (ann, ben) = (world.nodes[0], world.nodes[1])
+        world.step(3)
+        let peer = try #require(ann.service.peer(ben.identity.signingPublicKey))
+        let conversation = try ann.delivery.conversation(with: peer)
+        ben.goOffline()
+        world.step(1)
+        #expect(ann.service.peer(ben.identity.signingPublicKey) == nil, "ben left")
+        return (world, ann, ben, conversation)
+    }
+
+    func column(_ node: ChatWorld.Node, _ sql: String) throws -> [String] {
+        try node.database.read { db in try String.fetchAll(db, sql: sql) }
+    }
+
+    func states(_ node: ChatWorld.Node) throws -> [String] {
+        try column(node, "SELECT shownState FROM message_shown WHERE outgoing = 1 ORDER BY number")
+    }
+
+    /// Written while ben is away, held by the broker, read when he is back with ann gone; her
+    /// messages `sent` until then, `delivered` once she is back and has his acknowledgement.
+    @Test func whatIsWrittenToSomeoneAwayIsHeldUntilTheyReturn() throws {
+        let (world, ann, ben, conversation) = try world()
+        for text in ["one", "two", "three"] { _ = try ann.delivery.send(text, in: conversation) }
+        world.step(1)
+        #expect(try states(ann) == ["sent", "sent", "sent"])
+        #expect(world.network.held(for: ben.identity.signingPublicKey) >= 1)
+        ann.goOffline()
+        try ben.goOnline(world)
+        world.step(1)
+        #expect(try column(ben, "SELECT text FROM message WHERE outgoing = 0 ORDER BY number") == ["one", "two", "three"])
+        #expect(world.network.held(for: ben.identity.signingPublicKey) == 0)
+        #expect(world.network.held(for: ann.identity.signingPublicKey) == 1, "his acknowledgement, held for her")
+        ben.goOffline()
+        try ann.goOnline(world)
+        world.step(1)
+        #expect(try states(ann) == ["delivered", "delivered", "delivered"])
+    }
+
+    /// Each fragment is mailed once: going offline and online again mails nothing new; at most
+    /// `heldLimit` wait with the broker for one reader, the rest in the outbox.
+    @Test func eachFragmentIsMailedOnceAndAtMostTheLimitWait() throws {
+        let (world, ann, ben, conversation) = try world()
+        let key = ben.identity.signingPublicKey
+        _ = try ann.delivery.send("first", in: conversation)
+        world.step(1)
+        let held = world.network.held(for: key)
+        #expect(held == 1)
+        ann.goOffline()
+        try ann.goOnline(world)
+        world.step(10)
+        #expect(world.network.held(for: key) == held, "nothing mailed again after a restart")
+        let events = MailEvents()
+        ann.engine.sync { try? events.online(ann.context) }
+        let limit = Mailing.heldLimit, written = limit + 50
+        for index in 1...written { _ = try ann.delivery.send("line \(index)", in: conversation, more: index < written) }
+        world.step(1)
+        #expect(try column(ann, "SELECT mailedSequence FROM conversation") == ["\(limit)"])
+        #expect(try states(ann).filter { $0 == "sent" }.count == limit)
+        world.step(1)
+        #expect(events.full == [limit], "told once, with the messages held: \(events.full)")
+        // Back, ben gets the 256 held, and the rest once both are online (the session).
+        try ben.goOnline(world)
+        world.step(5)
+        #expect(try column(ben, "SELECT count(*) FROM message WHERE outgoing = 0") == ["\(written + 1)"])
+        #expect(try states(ann).allSatisfy { $0 == "delivered" })
+    }
+
+    /// Mail older than a week is not taken; its writer is told, when next online, that it
+    /// waits in the outbox.
+    @Test func mailHeldLongerThanAWeekIsNotTakenAndItsWriterIsTold() throws {
+        let (world, ann, ben, conversation) = try world()
+        _ = try ann.delivery.send("stale by the time you read this", in: conversation)
+        world.step(1)
+        ann.goOffline()
+        world.step(Mail.lifetime + 3_600)
+        try ben.goOnline(world)
+        world.step(1)
+        #expect(try column(ben, "SELECT count(*) FROM message") == ["0"])
+        #expect(ben.delivery.droppedCounts["expired mail"] == 1)
+        ben.goOffline()
+        let events = MailEvents()
+        ann.online.add(events)
+        try ann.goOnline(world)
+        world.step(1)
+        #expect(events.expired == [[1]])
+        #expect(try states(ann) == ["sent"])
+    }
+
+    /// Mail from someone ben blocked is dropped unread, as anything of theirs.
+    @Test func mailFromSomeoneBlockedIsDropped() throws {
+        let (world, ann, ben, conversation) = try world()
+        try PeerChoiceStore(database: ben.database).add(ann.identity.signingPublicKey, name: "ann", to: .blocked, now: world.scheduler.now)
+        _ = try ann.delivery.send("let me in", in: conversation)
+        world.step(1)
+        try ben.goOnline(world)
+        world.step(1)
+        #expect(try column(ben, "SELECT count(*) FROM message") == ["0"])
+        #expect(ben.service.statistics.dropped["blocked", default: 0] > 0)
+    }
+}
