@@ -158,6 +158,16 @@ final class ChatNotices: Sendable {
             let name = context.rules.shownName(of: peer.signingKey) ?? peer.shownHandle
             let what = waiting == 1 ? "your waiting message goes now" : "your \(waiting) waiting messages go now"
             inbox.post(styler.apply(.magenta, "✉") + " \(name) is here: \(what)", alert: Alert(who: name, what: "is here"))
+        case .mailFrom(let peer):
+            // Its name flagged (`OnlineEvent.impostor`, just before): said before its mail.
+            guard let warning = state.value.impostor, warning.key == peer.signingKey else { return }
+            state.value.impostor = nil
+            if warning.verified {
+                inbox.post(PresenceLines.verifiedWarning(peer, verified: warning.trusted, styler: styler),
+                           alert: Alert(who: peer.shownHandle, what: "uses the name of someone you verified"))
+            } else {
+                inbox.post(PresenceLines.trustWarning(peer, trusted: warning.trusted, styler: styler))
+            }
         case .mailFull(_, let handle, let held):
             inbox.post(styler.apply(.magenta, "✉") + " \(SafeText.visible(handle)) is away: \(held) messages wait with the broker for them, "
                        + "as many as it holds for one reader; the rest wait here until they have read those, or you are both online")

@@ -23,6 +23,14 @@ enum PresenceLines {
             + "until you decide (verify \(peer.shownHandle) to compare its safety number, or trust \(peer.shownHandle) to take it as theirs)"
     }
 
+    /// A key using the name of `trusted` (or one like it), another key the user trusts.
+    static func trustWarning(_ peer: Peer, trusted: String, styler: Styler) -> String {
+        let same = PeerIdentity.split(trusted).name.caseInsensitiveCompare(peer.name) == .orderedSame
+        return styler.apply(.yellow + .bold, "!") + " \(peer.shownHandle) uses " + (same ? "the name of" : "a name that looks like that of")
+            + " \(SafeText.visible(trusted)), whom you trust, with another key: possibly an impersonation "
+            + "(trust \(peer.shownHandle) to switch)"
+    }
+
     /// What to print above the prompt for one presence event: only about peers the table lets
     /// this plane see (and the sight rules allow, named as the naming rules say), plus a
     /// warning when the peer arriving uses the name of `trusted`, another key.
@@ -37,12 +45,7 @@ enum PresenceLines {
         switch event {
         case .arrived(let peer):
             var lines: [String] = []
-            if let trusted {
-                let same = PeerIdentity.split(trusted).name.caseInsensitiveCompare(peer.name) == .orderedSame
-                lines.append(styler.apply(.yellow + .bold, "!") + " \(peer.shownHandle) uses " + (same ? "the name of" : "a name that looks like that of")
-                             + " \(SafeText.visible(trusted)), whom you trust, with another key: possibly an impersonation "
-                             + "(trust \(peer.shownHandle) to switch)")
-            }
+            if let trusted { lines.append(trustWarning(peer, trusted: trusted, styler: styler)) }
             if visible(peer) { lines.append(styler.apply(.green, "+") + " " + describe(peer) + " is nearby") }
             return lines
         case .changed(let old, let new):

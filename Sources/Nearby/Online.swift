@@ -137,7 +137,15 @@ package final class Online {
                 }
                 let commits = GroupCommit(database: database, engine: engine)
                 let delivery = Delivery(store: MessageStore(database: database), commits: commits, identity: identity, rules: rules,
-                                        router: node.router, directory: node.directory, deadlines: node.deadlines) { event in tell(.delivery(event)) }
+                                        router: node.router, directory: node.directory, deadlines: node.deadlines) { event in
+                    // A writer away is checked as an arriving peer is: a name of someone trusted
+                    // with another key is flagged before its mail is shown.
+                    if case .mailFrom(let peer) = event, let flag = trust.remember(peer) {
+                        if flag.verified { rules.hold(peer.signingKey) }
+                        tell(.impostor(peer, trusted: flag.trusted, verified: flag.verified))
+                    }
+                    tell(.delivery(event))
+                }
                 let context = FeatureContext(node: node, delivery: delivery, commits: commits, profile: profile, identity: identity, database: database,
                                              rules: rules, random: featureRandom, events: events)
                 // Delivery first, then every feature: kinds, rules and deadlines registered

@@ -12,10 +12,14 @@ import Wire
     final class MailEvents: Feature, @unchecked Sendable {
         var full: [Int] = []
         var expired: [[Int64]] = []
+        /// Flags and mail senders, in the order told.
+        var told: [String] = []
         func online(_ context: FeatureContext) throws {
             context.observe { [self] event in
                 if case .delivery(.mailFull(_, _, let held)) = event { full.append(held) }
                 if case .delivery(.mailExpired(_, _, let numbers)) = event { expired.append(numbers) }
+                if case .delivery(.mailFrom(let peer)) = event { told.append("mail from \(peer.handle)") }
+                if case .impostor(let peer, let trusted, _) = event { told.append("\(peer.handle) uses \(trusted)") }
             }
         }
         func offline() {}
@@ -110,6 +114,34 @@ import Wire
         world.step(1)
         #expect(events.expired == [[1]])
         #expect(try states(ann) == ["sent"])
+    }
+
+    /// Mail under the name of someone ben trusts, from another key, is flagged as an arriving
+    /// impostor is, before it is shown; it goes into a conversation of its own key.
+    @Test func mailUnderATrustedNameFromAnotherKeyIsFlagged() throws {
+        let (world, ann, ben, _) = try world()
+        let benKey = ben.identity.signingPublicKey
+        let events = MailEvents()
+        ben.online.add(events)
+        try ben.goOnline(world)
+        world.step(1)
+        // Mallory, never heard, calls herself ann and writes to ben's inbox.
+        let mallory = Identity(), now = world.scheduler.now
+        let said = Announcement(name: "ann", agreementKey: mallory.agreementPublicKey, plane: 0, avatar: .none, unicastPort: 0,
+                                intervalMilliseconds: 1_000)
+        let key = try MessageCrypto.key(mine: mallory.agreement, theirs: ben.identity.agreementPublicKey,
+                                        mySigningKey: mallory.signingPublicKey, theirSigningKey: benKey)
+        let sealed = try MessageCrypto.seal(Fragment(sequence: 1, isLast: true, sentAt: UInt64(now * 1000), text: Data("it is me, ann".utf8)),
+                                            key: key, sender: mallory.signingPublicKey, recipient: benKey)
+        let mail = try Mail(MessageFragment(recipient: benKey, sealed: sealed), for: benKey, from: said)
+        world.network.inject(try Packet.encode(mail, signer: mallory.signing, timestamp: UInt64(now * 1000), sequence: 1),
+                             from: "mallory", by: "broker")
+        world.step(1)
+        let handle = PeerIdentity.handle(name: "ann", signingKey: mallory.signingPublicKey)
+        let trusted = PeerIdentity.handle(name: "ann", signingKey: ann.identity.signingPublicKey)
+        #expect(events.told == ["\(handle) uses \(trusted)", "mail from \(handle)"])
+        #expect(try column(ben, "SELECT count(*) FROM conversation WHERE peerKey = x'\(mallory.signingPublicKey.map { String(format: "%02x", $0) }.joined())'") == ["1"])
+        #expect(try column(ben, "SELECT text FROM message") == ["it is me, ann"])
     }
 
     /// Mail from someone ben blocked is dropped unread, as anything of theirs.

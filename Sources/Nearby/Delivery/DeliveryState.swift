@@ -12,6 +12,9 @@ package enum DeliveryEvent: Sendable {
     case notStored(conversation: Int64, numbers: [Int64], reason: String)
     /// A peer that messages of yours waited for came into reach: they go now.
     case awaitedArrived(conversation: Int64, peer: Peer, waiting: Int)
+    /// Mail came from `peer`, who is not here (told once a session, before what it brings): its
+    /// name is checked as an arriving peer's (trust on first use).
+    case mailFrom(Peer)
     /// Mail for someone away (`handle`) reached what the broker holds for one reader, `held`
     /// messages: the rest waits in the outbox (told once).
     case mailFull(conversation: Int64, handle: String, held: Int)
@@ -89,6 +92,8 @@ struct DeliveryState {
     /// When mail no broker took is tried again (`Mailing`), and the acknowledgements among it.
     var mailRetry: Double?
     var mailedAcknowledgements: [Data: UInt32] = [:]
+    /// Writers away whose mail came this session (each told once: `DeliveryEvent.mailFrom`).
+    var mailSenders: Set<Data> = []
     /// Readers away told that what the broker holds for them is full, this session.
     var mailFullTold: Set<Data> = []
 }

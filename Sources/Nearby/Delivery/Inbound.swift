@@ -46,7 +46,9 @@ final class Inbound: DeliveryPart, Sendable {
     /// as present now).
     func mailed(_ mail: Mail, from sender: Data, by route: Route) {
         guard mail.recipient == myKey else { return drop("not for us") }
-        let peer = presentPeer(sender) ?? Peer(signingKey: sender, announcement: mail.announcement, route: route, lastSeen: clock())
+        let present = presentPeer(sender)
+        let peer = present ?? Peer(signingKey: sender, announcement: mail.announcement, route: route, lastSeen: clock())
+        if present == nil, parts.box.value.mailSenders.insert(sender).inserted { parts.onEvent(.mailFrom(peer)) }
         do {
             switch mail.kind {
             case KindTable.message:
