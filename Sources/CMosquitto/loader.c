@@ -11,8 +11,8 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 #define FUNCTIONS(X) \
     X(lib_init) X(new) X(destroy) X(int_option) X(threaded_set) X(username_pw_set) X(tls_set) X(will_set) \
-    X(reconnect_delay_set) X(connect_callback_set) X(disconnect_callback_set) X(message_callback_set) \
-    X(connect_async) X(reconnect_async) X(loop_forever) X(disconnect) X(subscribe) X(unsubscribe) X(publish) X(strerror) \
+    X(connect_callback_set) X(disconnect_callback_set) X(message_callback_set) \
+    X(connect_async) X(reconnect_async) X(loop) X(disconnect) X(subscribe) X(unsubscribe) X(publish) X(strerror) \
     X(connack_string)
 
 #define POINTER(name) static __typeof__(&mosquitto_##name) p_##name;
@@ -48,9 +48,6 @@ int seance_mosquitto_tls_set(struct mosquitto *m, const char *ca, const char *ca
     return p_tls_set(m, ca, capath, cert, key, cb);
 }
 int seance_mosquitto_will_set(struct mosquitto *m, const char *t, int n, const void *p, int q, bool r) { return p_will_set(m, t, n, p, q, r); }
-int seance_mosquitto_reconnect_delay_set(struct mosquitto *m, unsigned int d, unsigned int max, bool e) {
-    return p_reconnect_delay_set(m, d, max, e);
-}
 void seance_mosquitto_connect_callback_set(struct mosquitto *m, void (*cb)(struct mosquitto *, void *, int)) { p_connect_callback_set(m, cb); }
 void seance_mosquitto_disconnect_callback_set(struct mosquitto *m, void (*cb)(struct mosquitto *, void *, int)) {
     p_disconnect_callback_set(m, cb);
@@ -60,7 +57,7 @@ void seance_mosquitto_message_callback_set(struct mosquitto *m, void (*cb)(struc
 }
 int seance_mosquitto_connect_async(struct mosquitto *m, const char *h, int port, int k) { return p_connect_async(m, h, port, k); }
 int seance_mosquitto_reconnect_async(struct mosquitto *m) { return p_reconnect_async(m); }
-int seance_mosquitto_loop_forever(struct mosquitto *m, int t, int n) { return p_loop_forever(m, t, n); }
+int seance_mosquitto_loop(struct mosquitto *m, int t, int n) { return p_loop(m, t, n); }
 int seance_mosquitto_disconnect(struct mosquitto *m) { return p_disconnect(m); }
 int seance_mosquitto_subscribe(struct mosquitto *m, int *mid, const char *s, int q) { return p_subscribe(m, mid, s, q); }
 int seance_mosquitto_unsubscribe(struct mosquitto *m, int *mid, const char *s) { return p_unsubscribe(m, mid, s); }

@@ -155,8 +155,8 @@ package final class MQTTTransport: Transport, Sendable {
         thread.start()
     }
 
-    /// The loop thread: connect, run libmosquitto's loop (which reconnects by itself after a
-    /// lost connection), and when it gives up, say why and start over after the backoff.
+    /// The loop thread: connect, run libmosquitto's loop until the connection ends, and then say
+    /// why (a lost connection said so as it went) and connect again after the backoff.
     private func run(_ handle: ClientHandle) {
         defer { ended.signal() }
         let address = configuration.address
@@ -170,15 +170,35 @@ package final class MQTTTransport: Transport, Sendable {
             var failure = result
             if result == MOSQ_ERR_SUCCESS.rawValue {
                 delay = Self.reconnectDelay
-                failure = seance_mosquitto_loop_forever(handle.pointer, 1_000, 1)
+                failure = loop(handle)
             }
             guard state.withLock({ !$0.stopping }) else { break }
-            changed(up: false, why: Self.failure(failure, broker: address.description))
+            // A connection lost was told as it went (`disconnected`).
+            if failure != MOSQ_ERR_CONN_LOST.rawValue && failure != MOSQ_ERR_NO_CONN.rawValue {
+                changed(up: false, why: Self.failure(failure, broker: address.description))
+            }
             // Interrupted by `stop`.
             if wake.wait(Double(delay)) { break }
             delay = min(delay * 2, Self.reconnectDelayMaximum)
         }
     }
+
+    /// libmosquitto's loop, a pass at a time, until the connection ends (lost, or closed after
+    /// our disconnect) or `stopDeadline` seconds after `stop` asked: its own `loop_forever` waits
+    /// for the server to close, and a server that stalls a connection (a NATS node waiting on
+    /// JetStream for a persistent session) never does, so quitting would wait for ever.
+    private func loop(_ handle: ClientHandle) -> Int32 {
+        var stopAt: DispatchTime?
+        while true {
+            let result = seance_mosquitto_loop(handle.pointer, 1_000, 1)
+            guard result == MOSQ_ERR_SUCCESS.rawValue else { return result }
+            if stopAt == nil, state.withLock({ $0.stopping }) { stopAt = .now() + Self.stopDeadline }
+            if let stopAt, DispatchTime.now() >= stopAt { return result }
+        }
+    }
+
+    /// How long `stop` lets what is queued (a farewell, the disconnect) go before it gives up.
+    static let stopDeadline = 2.0
 
     /// Why the broker cannot be used, for the user.
     static func failure(_ code: Int32, broker: String) -> String {
@@ -209,7 +229,6 @@ package final class MQTTTransport: Transport, Sendable {
         }
         // If this process dies, the broker clears our retained presence for us.
         if role == .presence { seance_mosquitto_will_set(client, presenceTopic, 0, nil, 1, true) }
-        seance_mosquitto_reconnect_delay_set(client, Self.reconnectDelay, Self.reconnectDelayMaximum, true)
         seance_mosquitto_connect_callback_set(client) { _, context, code in
             guard let context else { return }
             Unmanaged<MQTTTransport>.fromOpaque(context).takeUnretainedValue().connected(code: code)

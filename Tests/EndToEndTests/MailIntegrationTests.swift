@@ -58,4 +58,39 @@ struct MailIntegrationTests {
         #expect(try texts(b, outgoing: false) == lines)
         #expect(try query(b, "SELECT count(*) FROM message") == ["5"])
     }
+
+    /// On a three-node NATS cluster (JetStream keeps the mailbox's session and what it holds,
+    /// replicated): ann's mail to ben, away, is published on node 1, which is then killed; ben,
+    /// back on node 3, gets it, and ann, back on node 2, sees it delivered.
+    @Test func mailHeldByANATSClusterSurvivesTheNodeItWasPublishedTo() throws {
+        let net = try TestNetwork(hosts: 5)
+        try net.blockMulticast()
+        let nodes = try (1...3).map { try BrokerProcess.natsNode(on: net, hosts: [1, 2, 3], index: $0) }
+        for node in nodes { #expect(try node.waitUntilReady(timeout: 40), "\(node.log.suffix(1500))") }
+        #expect(try nodes[0].waitUntilCarrying(to: nodes[2]) && nodes[2].waitUntilCarrying(to: nodes[0]))
+        let a = try net.makeProfile("ann", host: 4), b = try net.makeProfile("ben", host: 5)
+        func args(_ node: Int) -> [String] { ["--broker", nodes[node - 1].url, "--no-lan", "--announce-interval", "1"] }
+        let benFirst = try net.start(host: 5, data: b, name: "ben", arguments: args(3), lines: ["chat"])
+        let annRun = try net.start(host: 4, data: a, name: "ann", arguments: args(1), lines: ["chat", "open ben --wait 40"])
+        defer { benFirst.kill(); annRun.kill() }
+        annRun.waitForPeer("ben", timeout: 40)
+        benFirst.finish()
+        annRun.waitFor(timeout: 40) { $0.contains("ben#") && $0.contains(" left") }
+        let lines = (1...3).map { "held by the cluster \($0)" }
+        annRun.send(lines)
+        #expect(try eventually(timeout: 40) { try states(a) == ["sent", "sent", "sent"] }, "ann: \((try? states(a)) ?? [])")
+        annRun.finish()
+        nodes[0].kill()
+        let benAgain = try net.start(host: 5, data: b, name: "ben", arguments: args(3), lines: ["chat"])
+        defer { benAgain.kill() }
+        #expect(try eventually(timeout: 90) { try texts(b, outgoing: false) == lines },
+                "ben: \(benAgain.output.suffix(800)); node 3: \(nodes[2].log.suffix(800))")
+        #expect(try eventually(timeout: 40) { !(try query(b, "SELECT deliveredSequence FROM conversation")).contains("0") })
+        benAgain.finish()
+        let annAgain = try net.start(host: 4, data: a, name: "ann", arguments: args(2), lines: ["chat"])
+        defer { annAgain.kill() }
+        #expect(try eventually(timeout: 90) { try states(a) == ["delivered", "delivered", "delivered"] },
+                "ann: \((try? states(a)) ?? []); \(annAgain.output.suffix(600))")
+        annAgain.finish()
+    }
 }

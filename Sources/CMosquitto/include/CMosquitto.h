@@ -19,14 +19,13 @@ int seance_mosquitto_username_pw_set(struct mosquitto *mosq, const char *usernam
 int seance_mosquitto_tls_set(struct mosquitto *mosq, const char *cafile, const char *capath, const char *certfile,
                              const char *keyfile, int (*pw_callback)(char *buf, int size, int rwflag, void *userdata));
 int seance_mosquitto_will_set(struct mosquitto *mosq, const char *topic, int payloadlen, const void *payload, int qos, bool retain);
-int seance_mosquitto_reconnect_delay_set(struct mosquitto *mosq, unsigned int delay, unsigned int delay_max, bool exponential);
 void seance_mosquitto_connect_callback_set(struct mosquitto *mosq, void (*on_connect)(struct mosquitto *, void *, int));
 void seance_mosquitto_disconnect_callback_set(struct mosquitto *mosq, void (*on_disconnect)(struct mosquitto *, void *, int));
 void seance_mosquitto_message_callback_set(struct mosquitto *mosq,
                                            void (*on_message)(struct mosquitto *, void *, const struct mosquitto_message *));
 int seance_mosquitto_connect_async(struct mosquitto *mosq, const char *host, int port, int keepalive);
 int seance_mosquitto_reconnect_async(struct mosquitto *mosq);
-int seance_mosquitto_loop_forever(struct mosquitto *mosq, int timeout, int max_packets);
+int seance_mosquitto_loop(struct mosquitto *mosq, int timeout, int max_packets);
 int seance_mosquitto_disconnect(struct mosquitto *mosq);
 int seance_mosquitto_subscribe(struct mosquitto *mosq, int *mid, const char *sub, int qos);
 int seance_mosquitto_unsubscribe(struct mosquitto *mosq, int *mid, const char *sub);
