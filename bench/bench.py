@@ -26,6 +26,7 @@ from common import FIGURES, STALLED
 import crowds
 import hostile
 import soak as soak_bench
+import mail as mail_bench
 import message_cost
 import rooms as room_bench
 import transfers as transfer_bench
@@ -621,7 +622,7 @@ def main():
     parser.add_argument("--commands", type=int, default=100_000)
     parser.add_argument("--json", default=".build/bench.json", help="where to write the figures")
     parser.add_argument("--only", default="", help="comma-separated sections to run (default: all): "
-                        "startup,batch,visions,nearby,conversations,cost,search,sessions,brokers,nats,crowds,site,hostile,transfers,rooms")
+                        "startup,batch,visions,nearby,conversations,cost,search,sessions,brokers,nats,crowds,site,hostile,transfers,rooms,mail")
     parser.add_argument("--python", default=".build/test-venv/bin/python3",
                         help="the tests' Python, with paho-mqtt, for the broker load scripts")
     parser.add_argument("--crowds", default="50,200,500", help="the sizes of the LAN crowds")
@@ -658,6 +659,7 @@ def main():
             "hostile": lambda: hostile.hostile(binary, work, env),
             "transfers": lambda: transfer_bench.transfers(binary, work, env),
             "rooms": lambda: room_bench.rooms(binary, work, env, count=5000, reference=udp_ping_pong),
+            "mail": lambda: mail_bench.held_mail(binary, work, env),
             "site": lambda: crowds.broker_site(binary, work, env, count=1000, runs=10, venv_python=os.path.abspath(args.python)),
             "soak": lambda: soak_bench.soak(binary, work, env, args.soak_minutes, os.path.abspath(args.python),
                                             [name for name in args.soak_attacks.split(",") if name]),

@@ -1,0 +1,116 @@
+"""Mail for the offline (issue 53): the time from a reader's connect to its held mail shown, for
+1 and 1,000 messages held by one mosquitto on loopback, beside the broker's own floor measured in
+the same run: a persistent mosquitto_sub that was away while as many QoS 1 messages were
+published, timed from its start to the last one received."""
+import os
+import statistics
+import subprocess
+import threading
+import time
+
+from common import make_profile, ms, record, section, spread, wait_for_broker, wait_for_line
+
+PORT = 18850
+URL = f"mqtt://127.0.0.1:{PORT}"
+
+
+def shell(binary, data, env):
+    """A shell on the broker alone; its status lines (to standard error in a script) with the rest."""
+    return subprocess.Popen([binary, "--data-dir", data, "--no-lan", "--broker", URL], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, env=env, text=True, bufsize=1)
+
+
+def sent(data, count):
+    """Whether `count` messages of ours are `sent` (mailed) in the database at `data`."""
+    found = subprocess.run(["sqlite3", os.path.join(data, "seance.sqlite"),
+                            "SELECT count(*) FROM message WHERE outgoing = 1 AND state = 'sent'"],
+                           capture_output=True, text=True).stdout.strip()
+    return found == str(count)
+
+
+def held_once(binary, work, env, password, count, tag):
+    """Seconds from ben's going online (his status line saying he logged in) to the last of `count`
+    messages ann mailed him while he was away, and she quit, shown; None if it never was."""
+    a_dir, b_dir = os.path.join(work, f"{tag}-a"), os.path.join(work, f"{tag}-b")
+    make_profile(binary, a_dir, "ann", password, env)
+    make_profile(binary, b_dir, "ben", password, env)
+    ben, ann = shell(binary, b_dir, env), shell(binary, a_dir, env)
+    try:
+        # Both online once: ann learns ben, and the broker keeps his mailbox's session.
+        ben.stdin.write(f"login ben --password-file {password}\nchat\n")
+        ben.stdin.flush()
+        ann.stdin.write(f"login ann --password-file {password}\nchat\nopen ben --wait 20\n")
+        ann.stdin.flush()
+        if wait_for_line(ann, "ben#", 20) is None:
+            return None
+        ben.stdin.write("quit\n")
+        ben.stdin.close()
+        ben.wait(30)
+        if wait_for_line(ann, " left", 20) is None:
+            return None
+        # Her bubbles read and dropped: a full pipe would stop her.
+        threading.Thread(target=lambda: ann.stdout.read(), daemon=True).start()
+        ann.stdin.write("".join(f"held {i}\n" for i in range(count)))
+        ann.stdin.flush()
+        deadline = time.perf_counter() + 60
+        while not sent(a_dir, count) and time.perf_counter() < deadline:
+            time.sleep(0.05)
+        ann.stdin.write("quit\n")
+        ann.stdin.close()
+        ann.wait(30)
+        ben = shell(binary, b_dir, env)
+        ben.stdin.write(f"login ben --password-file {password}\nchat\n")
+        ben.stdin.flush()
+        # From his login on: going online (the database, the engine, the broker's connection
+        # and its handing over of what it held) is what is timed.
+        start = wait_for_line(ben, "logged in as ben#", 30)
+        end = wait_for_line(ben, f"held {count - 1}", 60)
+        return None if start is None or end is None else end - start
+    finally:
+        for proc in (ann, ben):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def floor_once(count, tag):
+    """Seconds from a persistent mosquitto_sub's start to the last of `count` QoS 1 messages
+    published while it was away."""
+    topic, client = f"bench/held/{tag}", f"held-{tag}"
+    base = ["-h", "127.0.0.1", "-p", str(PORT), "-q", "1"]
+    subprocess.run(["mosquitto_sub", *base, "-c", "-i", client, "-t", topic, "-E"], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(["mosquitto_pub", *base, "-t", topic, "-l"], input="".join(f"held {i}\n" for i in range(count)),
+                   text=True, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    start = time.perf_counter()
+    subprocess.run(["mosquitto_sub", *base, "-c", "-i", client, "-t", topic, "-C", str(count), "-W", "60"], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def held_mail(binary, work, env, runs=3):
+    section("mail: a reader's held mail, from going online to the last message shown")
+    password = os.path.join(work, "password")
+    conf = os.path.join(work, "mosquitto-mail.conf")
+    with open(conf, "w") as f:
+        f.write(f"listener {PORT} 127.0.0.1\nallow_anonymous true\npersistence false\nset_tcp_nodelay true\nmax_queued_messages 2000\n")
+    mosquitto = subprocess.Popen(["mosquitto", "-c", conf], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        if not wait_for_broker(PORT):
+            print("mosquitto did not start")
+            return
+        for count in (1, 1000):
+            times = [held_once(binary, work, env, password, count, f"mail-{count}-{run}") for run in range(runs)]
+            floors = [floor_once(count, f"{count}-{run}") for run in range(runs)]
+            if None in times:
+                print(f"held {count:>5,}: the mail did not arrive in {sum(t is None for t in times)} of {runs} runs")
+                continue
+            seance, floor = spread(times), spread(floors)
+            ratio = seance["median"] / floor["median"]
+            record(f"held_mail_{count}", seance=seance, mosquitto_sub=floor, ratio=ratio)
+            print(f"held {count:>5,}, seance        {ms(seance)}   from its login to the last shown")
+            print(f"held {count:>5,}, mosquitto_sub {ms(floor)}   (reference: a persistent subscriber's, from its start)")
+            print(f"ratio                    {ratio:8.2f} x")
+    finally:
+        mosquitto.kill()
+        mosquitto.wait()
