@@ -60,9 +60,13 @@ enum Corpus {
             RoomProbe(room: room, nonce: 9, proximity: .near), RoomRoster(room: room, echo: 9, members: [.init(key: target, proximity: .far)]),
             RoomMembership(room: room, action: .leave), RoomLineAck(room: room, host: target, id: id),
         ]
-        for (index, payload) in engine.enumerated() {
+        // Mail, carrying a message and an acknowledgement.
+        let mail: [any PacketKind] = [try! Mail(MessageFragment(recipient: target, sealed: sealed), for: target, from: announce),
+                                      try! Mail(Acknowledgement(recipient: target, sequence: 3), for: target, from: announce)]
+        for (index, payload) in (engine + mail).enumerated() {
             let code = type(of: payload).code
-            files.append(("engine/kind-\(index)", [code - 1, UInt8(index % 3)] + (try! payload.encoded())))
+            let position = UInt8(EngineHarness.kinds.firstIndex(of: code)!)
+            files.append(("engine/kind-\(index)", [position, UInt8(index % 3)] + (try! payload.encoded())))
         }
         // Reassembly: a message of three fragments in order, the same out of order and twice, and
         // one that never ends.

@@ -25,7 +25,7 @@ final class EngineHarness {
     /// The shell, as the peer lists it.
     let shell: Peer
     /// Every kind number the table knows.
-    static let kinds: [UInt8] = Array(1...KindTable.messages) + Array(KindTable.fileOffer...KindTable.fileChunkAck)
+    static let kinds: [UInt8] = Array(1...KindTable.messages) + Array(KindTable.fileOffer...KindTable.fileChunkAck) + [KindTable.mail]
 
     init() throws {
         let directory = FileManager.default.temporaryDirectory.path + "/seance-fuzz-\(getpid())"
@@ -84,7 +84,8 @@ final class EngineHarness {
         guard bytes.count >= 2 else { return }
         let kind = Self.kinds[Int(bytes[0]) % Self.kinds.count]
         let body = Array(bytes.dropFirst(2).prefix(Wire.maximumDatagram - Wire.headerSize - Wire.signatureSize))
-        if KindTable.broadcasts.contains(kind) {
+        // Broadcasts and mail travel signed, every other kind in the session.
+        if KindTable.broadcasts.contains(kind) || KindTable.signedDirect.contains(kind) {
             let frame = try? Packet.encode(kind: kind, body: body, signer: peerKey, timestamp: UInt64(scheduler.now * 1000),
                                            sequence: UInt32.random(in: 1...UInt32.max))
             if let frame { network.inject(frame, from: "peer", by: "memory") }

@@ -38,6 +38,27 @@ import Testing
     }
 
     /// A core kind too: today's reader of an announcement skips a field it does not know.
+    /// Mail: its sender's announcement and the packet it carries read back; only delivery's
+    /// kinds are carried; a mail may be larger than a datagram (up to `Wire.maximumMail`, for
+    /// brokers), any other frame may not.
+    @Test func mailCarriesDeliverysKindsAndMayBeLargerThanADatagram() throws {
+        let recipient = Data(repeating: 4, count: 32)
+        let mail = try Mail(Acknowledgement(recipient: recipient, sequence: 9), for: recipient, from: announcement)
+        try roundTrip(mail)
+        #expect(try Acknowledgement.read(mail.body) == Acknowledgement(recipient: recipient, sequence: 9))
+        var carried = try mail.encoded()
+        carried[32 + 2 + (try announcement.encoded()).count] = KindTable.curse
+        #expect(throws: DecodeError.self) { try Mail.read(carried) }
+        let boxes = (0..<14).map { _ in Data(repeating: 7, count: 941) }
+        let big = try Mail(MessageBundle(recipient: recipient, sealed: boxes), for: recipient, from: announcement)
+        let frame = try Packet.encode(big, signer: key, timestamp: 1, sequence: 1)
+        #expect(frame.count > Wire.maximumDatagram && frame.count <= Wire.maximumMail)
+        #expect(try Packet.decode(frame).read(Mail.self) == big)
+        #expect(throws: DecodeError.oversized) {
+            try Packet.encode(kind: KindTable.messages, body: try big.encoded(), signer: key, timestamp: 1, sequence: 1)
+        }
+    }
+
     @Test func anAnnouncementWithAnExtensionFieldIsRead() throws {
         let body = try announcement.encoded() + [0x7F, 0, 3] + Array("new".utf8)
         let frame = try Packet.encode(kind: Announcement.code, body: body, signer: key, timestamp: 1, sequence: 1)
