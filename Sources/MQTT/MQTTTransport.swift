@@ -30,36 +30,9 @@ package final class MQTTTransport: Transport, Sendable {
         case mailbox
     }
 
-    package struct Configuration: Sendable, Equatable {
-        package var address: BrokerAddress
-        /// The CA certificates to check an `mqtts` broker with (PEM); nil: the system's.
-        package var caFile: String?
-        package var prefix: String
-        /// Seconds between keep-alive pings; a dead connection is noticed within 1.5 times this.
-        package var keepalive: Int32
-
-        package static let defaultPrefix = "seance/"
-        package static let caFileSystem = "/etc/ssl/certs/ca-certificates.crt"
-
-        package init(address: BrokerAddress, caFile: String? = nil, prefix: String = defaultPrefix, keepalive: Int32 = 10) {
-            self.address = address
-            self.caFile = caFile
-            self.prefix = prefix
-            self.keepalive = keepalive
-        }
-    }
-
-    package enum Failure: Error, Equatable, CustomStringConvertible {
-        case client(String)
-        case tls(broker: String, reason: String)
-
-        package var description: String {
-            switch self {
-            case .client(let why): return "cannot make an MQTT client: \(why)"
-            case .tls(let broker, let reason): return "cannot use TLS with the broker \(broker): \(reason)"
-            }
-        }
-    }
+    /// How to reach the broker (`BrokerConfiguration`), and what went wrong making a client.
+    package typealias Configuration = BrokerConfiguration
+    package typealias Failure = BrokerClientFailure
 
     /// Frames larger than this are not the program's: dropped before anything reads them.
     static let maximumFrame = 65_536

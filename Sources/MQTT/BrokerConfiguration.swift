@@ -1,0 +1,35 @@
+import Foundation
+
+/// A broker as the settings give it: where, the CA file of a TLS broker, the topic prefix, the
+/// keep-alive (`MQTTTransport.Configuration`).
+package struct BrokerConfiguration: Sendable, Equatable {
+    package var address: BrokerAddress
+    /// The CA certificates to check an `mqtts` broker with (PEM); nil: the system's.
+    package var caFile: String?
+    package var prefix: String
+    /// Seconds between keep-alive pings; a dead connection is noticed within 1.5 times this.
+    package var keepalive: Int32
+
+    package static let defaultPrefix = "seance/"
+    package static let caFileSystem = "/etc/ssl/certs/ca-certificates.crt"
+
+    package init(address: BrokerAddress, caFile: String? = nil, prefix: String = defaultPrefix, keepalive: Int32 = 10) {
+        self.address = address
+        self.caFile = caFile
+        self.prefix = prefix
+        self.keepalive = keepalive
+    }
+}
+
+/// Why an MQTT client could not be made (`MQTTTransport.Failure`).
+package enum BrokerClientFailure: Error, Equatable, CustomStringConvertible {
+    case client(String)
+    case tls(broker: String, reason: String)
+
+    package var description: String {
+        switch self {
+        case .client(let why): return "cannot make an MQTT client: \(why)"
+        case .tls(let broker, let reason): return "cannot use TLS with the broker \(broker): \(reason)"
+        }
+    }
+}
