@@ -241,13 +241,7 @@ struct BrokerIntegrationTests {
     /// for publishing before it was accepted (libmosquitto would write such a publish first,
     /// and the reconnection that followed once stalled a burst for good).
     @Test func aThreeNodeNATSClusterCarriesAConversationAcrossNodes() throws {
-        let net = try TestNetwork(hosts: 5)
-        try net.blockMulticast()
-        let nodes = try (1...3).map { try BrokerProcess.natsNode(on: net, hosts: [1, 2, 3], index: $0) }
-        for node in nodes { #expect(try node.waitUntilReady(timeout: 40), "\(node.log.suffix(1500))") }
-        // Both ways across the cluster, before anyone relies on it.
-        #expect(try nodes[0].waitUntilCarrying(to: nodes[2]) && nodes[2].waitUntilCarrying(to: nodes[0]))
-        let a = try net.makeProfile("ann", host: 4), b = try net.makeProfile("ben", host: 5)
+        let (net, nodes, a, b) = try NATSCluster.world()
         let toBen = (1...1_000).map { "across the cluster \($0)" }, toAnn = (1...50).map { "and back \($0)" }
         // Refreshes once a second (the LAN tests' 0.2 s leaves 0.7 s before a peer expires:
         // less than a loaded three-node cluster can promise).

@@ -119,6 +119,18 @@ final class BrokerProcess {
 /// The exact configuration the tests (and the README) use for a three-node NATS cluster with
 /// JetStream and MQTT.
 enum NATSCluster {
+    /// Five hosts sharing no multicast: the cluster on the first three, started and carrying
+    /// both ways between nodes 1 and 3 before anyone relies on it; ann's profile on host 4 and
+    /// ben's on host 5.
+    static func world() throws -> (net: TestNetwork, nodes: [BrokerProcess], a: String, b: String) {
+        let net = try TestNetwork(hosts: 5)
+        try net.blockMulticast()
+        let nodes = try (1...3).map { try BrokerProcess.natsNode(on: net, hosts: [1, 2, 3], index: $0) }
+        for node in nodes { #expect(try node.waitUntilReady(timeout: 40), "\(node.log.suffix(1500))") }
+        #expect(try nodes[0].waitUntilCarrying(to: nodes[2]) && nodes[2].waitUntilCarrying(to: nodes[0]))
+        return (net, nodes, try net.makeProfile("ann", host: 4), try net.makeProfile("ben", host: 5))
+    }
+
     static func configuration(node: Int, address: String, routes: String, store: String) -> String {
         """
         server_name: seance-\(node)

@@ -63,12 +63,7 @@ struct MailIntegrationTests {
     /// replicated): ann's mail to ben, away, is published on node 1, which is then killed; ben,
     /// back on node 3, gets it, and ann, back on node 2, sees it delivered.
     @Test func mailHeldByANATSClusterSurvivesTheNodeItWasPublishedTo() throws {
-        let net = try TestNetwork(hosts: 5)
-        try net.blockMulticast()
-        let nodes = try (1...3).map { try BrokerProcess.natsNode(on: net, hosts: [1, 2, 3], index: $0) }
-        for node in nodes { #expect(try node.waitUntilReady(timeout: 40), "\(node.log.suffix(1500))") }
-        #expect(try nodes[0].waitUntilCarrying(to: nodes[2]) && nodes[2].waitUntilCarrying(to: nodes[0]))
-        let a = try net.makeProfile("ann", host: 4), b = try net.makeProfile("ben", host: 5)
+        let (net, nodes, a, b) = try NATSCluster.world()
         func args(_ node: Int) -> [String] { ["--broker", nodes[node - 1].url, "--no-lan", "--announce-interval", "1"] }
         let benFirst = try net.start(host: 5, data: b, name: "ben", arguments: args(3), lines: ["chat"])
         let annRun = try net.start(host: 4, data: a, name: "ann", arguments: args(1), lines: ["chat", "open ben --wait 40"])
