@@ -45,6 +45,8 @@ package final class MQTTTransport: Transport, Sendable {
         var deliver: (@Sendable ([UInt8], Route) -> Void)?
         var report: (@Sendable (TransportState) -> Void)?
         var connected = false
+        /// The broker accepted the connection being run (the backoff then starts again at 1 s).
+        var accepted = false
         /// What `report` was last told: nil for up (starting counts as up: no news is good
         /// news), else the reason it is down.
         var reportedDown: String?
@@ -142,8 +144,11 @@ package final class MQTTTransport: Transport, Sendable {
             first = first && result != MOSQ_ERR_SUCCESS.rawValue && result != MOSQ_ERR_ERRNO.rawValue
             var failure = result
             if result == MOSQ_ERR_SUCCESS.rawValue {
-                delay = Self.reconnectDelay
+                state.withLock { $0.accepted = false }
                 failure = loop(handle)
+                // Only a connection the broker took starts the backoff again: one that refuses
+                // us, or never answers, is tried less and less often.
+                if state.withLock({ $0.accepted }) { delay = Self.reconnectDelay }
             }
             guard state.withLock({ !$0.stopping }) else { break }
             // A connection lost was told as it went (`disconnected`).
@@ -220,13 +225,14 @@ package final class MQTTTransport: Transport, Sendable {
 
     private func connected(code: Int32) {
         guard code == 0 else {
-            // Refused: wrong credentials, not authorised, … libmosquitto tries again later.
+            // Refused: wrong credentials, not authorised, …: tried again after the backoff.
             let reason = String(cString: seance_mosquitto_connack_string(code))
             changed(up: false, why: "the broker \(configuration.address) refused the connection: \(reason)")
             return
         }
         let (handle, presence, topics) = state.withLock { state -> (ClientHandle?, [UInt8]?, Set<String>) in
             state.connected = true
+            state.accepted = true
             return (state.client, state.presence, state.topics)
         }
         guard let client = handle?.pointer else { return }

@@ -56,6 +56,8 @@ package struct Conversation: Equatable, Sendable {
     package var lastActivity: Double
     /// The last fragment left with a broker for the peer while away (mail).
     package var mailedSequence: UInt32 = 0
+    /// When the last of them was mailed; nil once the writer was told they waited a week.
+    package var mailedAt: Double?
 
     /// `name#abcd`, as peers are shown.
     package var handle: String { PeerIdentity.handle(name: peerName, signingKey: peerKey) }

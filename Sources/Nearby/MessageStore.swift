@@ -184,22 +184,27 @@ package struct MessageStore: Sendable {
         try database.write { db in try Self.markSent(db, in: conversation, through: sequence) }
     }
 
-    /// The numbers of our messages whose fragments end after `after` and at most at `through`
-    /// (sent before `sentBefore`, when given): what is mailed and not acknowledged.
-    package func messagesBetween(_ conversation: Int64, after: UInt32, through: UInt32, sentBefore: Double = .infinity) throws -> [Int64] {
+    /// The numbers of our messages whose fragments end after `after` and at most at `through`:
+    /// what is mailed and not acknowledged.
+    package func messagesBetween(_ conversation: Int64, after: UInt32, through: UInt32) throws -> [Int64] {
         try database.read { db in
             try Int64.fetchAll(db.cachedStatement(sql: """
                 SELECT number FROM message INDEXED BY message_unread_by_peer
-                WHERE conversationId = ? AND outgoing = 1 AND state != 'read' AND lastSequence > ? AND lastSequence <= ? AND sentAt < ?
+                WHERE conversationId = ? AND outgoing = 1 AND state != 'read' AND lastSequence > ? AND lastSequence <= ?
                 ORDER BY number
-                """), arguments: [conversation, after, through, sentBefore])
+                """), arguments: [conversation, after, through])
         }
     }
 
-    /// Fragments up to `sequence` were left with a broker for the peer away (mail).
-    package static func recordMailed(_ db: Database, _ conversation: Int64, through sequence: UInt32) throws {
-        try db.cachedStatement(sql: "UPDATE conversation SET mailedSequence = max(mailedSequence, ?) WHERE id = ?")
-            .execute(arguments: [sequence, conversation])
+    /// Fragments up to `sequence` were left with a broker for the peer away (mail), `now`.
+    package static func recordMailed(_ db: Database, _ conversation: Int64, through sequence: UInt32, now: Double) throws {
+        try db.cachedStatement(sql: "UPDATE conversation SET mailedSequence = max(mailedSequence, ?), mailedAt = ? WHERE id = ?")
+            .execute(arguments: [sequence, now, conversation])
+    }
+
+    /// The writer was told that what it mailed waited a week unread: not told again.
+    package func forgetMailedTime(_ conversation: Int64) throws {
+        try database.write { db in try db.execute(sql: "UPDATE conversation SET mailedAt = NULL WHERE id = ?", arguments: [conversation]) }
     }
 
     /// The peer confirmed every fragment up to `sequence`: those messages are delivered. Their
@@ -396,6 +401,6 @@ package struct MessageStore: Sendable {
         Conversation(id: row["id"], myKey: row["myKey"], peerKey: row["peerKey"], peerName: row["peerName"],
                      peerAgreementKey: row["peerAgreementKey"], sentSequence: row["sentSequence"],
                      acknowledgedSequence: row["acknowledgedSequence"], deliveredSequence: row["deliveredSequence"],
-                     lastActivity: row["lastActivity"], mailedSequence: row["mailedSequence"] ?? 0)
+                     lastActivity: row["lastActivity"], mailedSequence: row["mailedSequence"] ?? 0, mailedAt: row["mailedAt"])
     }
 }

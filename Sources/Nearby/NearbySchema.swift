@@ -126,5 +126,7 @@ package enum NearbySchema {
     /// each is mailed once, across restarts.
     package static let mailed = Migration("v28-mailed") { db in
         try db.execute(sql: "ALTER TABLE conversation ADD COLUMN mailedSequence INTEGER NOT NULL DEFAULT 0")
+        // When the last of them was, until the writer is told it waited a week unread.
+        try db.execute(sql: "ALTER TABLE conversation ADD COLUMN mailedAt DOUBLE")
     }
 }

@@ -181,8 +181,7 @@ package final class MemoryNetwork: Sendable {
         }
     }
 
-    /// A datagram to an inbox: to its member when present and up, else held (false when none
-    /// such can be: no broker here).
+    /// A datagram to an inbox: the address of its member when present and up; nil when held.
     private func toInbox(_ bytes: [UInt8], from address: String, by transport: String, to inbox: String) -> String? {
         let member = inboxes.withLock { $0[inbox] }
         if let member, members.withLock({ $0[member] != nil }), !down.withLock({ $0.contains(member) }) { return member }

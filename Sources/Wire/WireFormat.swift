@@ -29,8 +29,8 @@ package enum Wire {
     package static let signatureSize = 64
     /// No datagram is larger: it fits the smallest IPv6 MTU with room to spare.
     package static let maximumDatagram = 1200
-    /// Mail (kind 26) is larger: it goes only to brokers, over TCP, and one frame carries many
-    /// held messages (a reader coming back gets them in a few frames).
+    /// Mail (kind 26) is larger: it is sent only to brokers, over TCP (and taken only from them),
+    /// and one frame carries many held messages (a reader coming back gets them in a few frames).
     package static let maximumMail = 16_384
 
     /// The largest frame of kind `kind` this reader takes.

@@ -126,22 +126,39 @@ import Wire
         try ben.goOnline(world)
         world.step(1)
         // Mallory, never heard, calls herself ann and writes to ben's inbox.
-        let mallory = Identity(), now = world.scheduler.now
-        let said = Announcement(name: "ann", agreementKey: mallory.agreementPublicKey, plane: 0, avatar: .none, unicastPort: 0,
-                                intervalMilliseconds: 1_000)
-        let key = try MessageCrypto.key(mine: mallory.agreement, theirs: ben.identity.agreementPublicKey,
-                                        mySigningKey: mallory.signingPublicKey, theirSigningKey: benKey)
-        let sealed = try MessageCrypto.seal(Fragment(sequence: 1, isLast: true, sentAt: UInt64(now * 1000), text: Data("it is me, ann".utf8)),
-                                            key: key, sender: mallory.signingPublicKey, recipient: benKey)
-        let mail = try Mail(MessageFragment(recipient: benKey, sealed: sealed), for: benKey, from: said)
-        world.network.inject(try Packet.encode(mail, signer: mallory.signing, timestamp: UInt64(now * 1000), sequence: 1),
-                             from: "mallory", by: "broker")
+        let mallory = Identity()
+        world.network.inject(try mail(from: mallory, as: "ann", to: ben, "it is me, ann", at: world.scheduler.now), from: "mallory", by: "broker")
         world.step(1)
         let handle = PeerIdentity.handle(name: "ann", signingKey: mallory.signingPublicKey)
         let trusted = PeerIdentity.handle(name: "ann", signingKey: ann.identity.signingPublicKey)
         #expect(events.told == ["\(handle) uses \(trusted)", "mail from \(handle)"])
         #expect(try column(ben, "SELECT count(*) FROM conversation WHERE peerKey = x'\(mallory.signingPublicKey.map { String(format: "%02x", $0) }.joined())'") == ["1"])
         #expect(try column(ben, "SELECT text FROM message") == ["it is me, ann"])
+    }
+
+    /// A mail frame from `writer`, calling itself `name`, to `reader`, stamped `time`.
+    func mail(from writer: Identity, as name: String, to reader: ChatWorld.Node, _ text: String, at time: Double) throws -> [UInt8] {
+        let readerKey = reader.identity.signingPublicKey
+        let said = Announcement(name: name, agreementKey: writer.agreementPublicKey, plane: 0, avatar: .none, unicastPort: 0,
+                                intervalMilliseconds: 1_000)
+        let key = try MessageCrypto.key(mine: writer.agreement, theirs: reader.identity.agreementPublicKey,
+                                        mySigningKey: writer.signingPublicKey, theirSigningKey: readerKey)
+        let sealed = try MessageCrypto.seal(Fragment(sequence: 1, isLast: true, sentAt: UInt64(time * 1000), text: Data(text.utf8)),
+                                            key: key, sender: writer.signingPublicKey, recipient: readerKey)
+        let mail = try Mail(MessageFragment(recipient: readerKey, sealed: sealed), for: readerKey, from: said)
+        return try Packet.encode(mail, signer: writer.signing, timestamp: UInt64(time * 1000), sequence: 1)
+    }
+
+    /// Mail stamped further ahead than clocks drift would never expire: dropped.
+    @Test func mailFromTheFutureIsDropped() throws {
+        let (world, _, ben, _) = try world()
+        try ben.goOnline(world)
+        world.step(1)
+        let later = world.scheduler.now + FrameTime.allowance + 60
+        world.network.inject(try mail(from: Identity(), as: "cat", to: ben, "from tomorrow", at: later), from: "cat", by: "broker")
+        world.step(1)
+        #expect(ben.delivery.droppedCounts["from the future"] == 1)
+        #expect(try column(ben, "SELECT count(*) FROM message") == ["0"])
     }
 
     /// Mail from someone ben blocked is dropped unread, as anything of theirs.

@@ -36,6 +36,8 @@ package final class Delivery: Feature, DeliveryPart, Sendable {
             states.flush(now: now)
         }
         context.observe { [unowned self] event in
+            // Gone: what waits for it (unacknowledged, or written since) is mailed.
+            if case .presence(.left) = event { return outbound.send(now: clock()) }
             guard case .reachable(let peer, let returned) = event else { return }
             if let peer { peerArrived(peer, returned: returned) } else { transportReturned() }
         }

@@ -14,6 +14,8 @@ final class Inbound: DeliveryPart, Sendable {
     /// Fragments held for all peers together, at most: a crowd of strangers cannot make this
     /// shell buffer more than a few megabytes.
     static let totalBufferLimit = 2_048
+    /// Writers away whose mail was checked this session, at most (`DeliveryEvent.mailFrom`).
+    static let mailSendersKept = 4_096
     /// A sender's clock may be a little ahead; a time further in the future is not believed.
     static let allowedClockSkew = 300.0
 
@@ -35,8 +37,13 @@ final class Inbound: DeliveryPart, Sendable {
         router.handlePacket(ReadReceipt.self) { [weak self] receipt, packet, _ in self?.read(receipt, from: packet.sender) }
         router.handlePacket(Mail.self) { [weak self] mail, packet, route in
             guard let self else { return }
-            // Held longer than mail is (a broker that keeps it past its week): not taken.
-            guard clock() - Double(packet.timestamp) / 1000 <= Mail.lifetime else { return drop("expired mail") }
+            // Mail is what a broker held: by any other way (the LAN), it is no mail.
+            guard parts.router.keeping.contains(where: { $0.name == route.transport }) else { return drop("mail not by a broker") }
+            // Held longer than mail is (a broker that keeps it past its week): not taken; nor
+            // one stamped further ahead than clocks drift, which would never expire.
+            let age = clock() - Double(packet.timestamp) / 1000
+            guard age >= -FrameTime.allowance else { return drop("from the future") }
+            guard age <= Mail.lifetime else { return drop("expired mail") }
             mailed(mail, from: packet.sender, by: route)
         }
     }
@@ -48,14 +55,23 @@ final class Inbound: DeliveryPart, Sendable {
         guard mail.recipient == myKey else { return drop("not for us") }
         let present = presentPeer(sender)
         let peer = present ?? Peer(signingKey: sender, announcement: mail.announcement, route: route, lastSeen: clock())
-        if present == nil, parts.box.value.mailSenders.insert(sender).inserted { parts.onEvent(.mailFrom(peer)) }
+        // A writer not here is checked as an arriving peer is, once a session, and only once
+        // what it brings opens (a stranger's noise flags nobody).
+        func told(_ sealed: [Data]) {
+            guard present == nil, !parts.box.value.mailSenders.contains(sender), sealed.contains(where: { opens($0, from: peer) }) else { return }
+            if parts.box.value.mailSenders.count >= Self.mailSendersKept { parts.box.value.mailSenders.removeFirst() }
+            parts.box.value.mailSenders.insert(sender)
+            parts.onEvent(.mailFrom(peer))
+        }
         do {
             switch mail.kind {
             case KindTable.message:
                 let fragment = try MessageFragment.read(mail.body)
+                told([fragment.sealed])
                 receive([fragment.sealed], for: fragment.recipient, from: peer, by: route)
             case KindTable.messages:
                 let bundle = try MessageBundle.read(mail.body)
+                told(bundle.sealed)
                 receive(bundle.sealed, for: bundle.recipient, from: peer, by: route)
             default:
                 acknowledged(try Acknowledgement.read(mail.body), from: sender)

@@ -6,15 +6,16 @@ import Wire
 /// it until they connect (`Router.sendMail`); their acknowledgement comes back the same way if
 /// we are away by then. Each fragment is mailed once (the conversation's `mailedSequence` keeps
 /// how far, across restarts); once both are online, the session sends again whatever is still
-/// unacknowledged, and the receiver keeps one copy. At most `heldLimit` fragments wait with the
-/// brokers for one reader: what is written beyond waits in the outbox.
+/// unacknowledged, and the receiver keeps one copy. At most `heldLimit` fragments from us wait
+/// with the brokers for one reader: what is written beyond waits in the outbox. "Mailed" is
+/// handed to the broker's client (libmosquitto queues it, and sends it at QoS 1).
 ///
 /// Engine state: every method runs on the engine.
 package final class Mailing: DeliveryPart, Sendable {
     let parts: DeliveryParts
     let states: StateWrites
 
-    /// Fragments mailed to one reader and not yet acknowledged, at most (each at most 941
+    /// Fragments we mailed to one reader and not yet acknowledged, at most (each at most 941
     /// bytes sealed: about a megabyte).
     package static let heldLimit = 1_000
     /// Mail no broker took (it was down, or not yet connected) is tried again this often.
@@ -68,7 +69,7 @@ package final class Mailing: DeliveryPart, Sendable {
         links[key]!.sentThrough = max(links[key]!.sentThrough, through)
         states.schedule()
         let conversation = link.conversation
-        commits.write({ db in try MessageStore.recordMailed(db, conversation, through: through) }, then: { _ in })
+        commits.write({ db in try MessageStore.recordMailed(db, conversation, through: through, now: now) }, then: { _ in })
         if overflows { full(links[key]!) }
     }
 
@@ -80,14 +81,16 @@ package final class Mailing: DeliveryPart, Sendable {
         parts.onEvent(.mailFull(conversation: conversation.id, handle: conversation.handle, held: held))
     }
 
-    /// Messages mailed at least `Mail.lifetime` ago and still not acknowledged, in the
-    /// conversations of `links`: told (as the outbox is loaded, when this shell comes online).
+    /// Messages still unacknowledged of conversations whose last mail went at least
+    /// `Mail.lifetime` ago (so every one of them did): told once (as this shell comes online).
     func tellExpired(now: Double) {
         for link in links.values where link.mailedThrough > link.acknowledged {
             let conversation = link.conversationRecord
-            guard let numbers = try? store.messagesBetween(conversation.id, after: link.acknowledged, through: link.mailedThrough,
-                                                           sentBefore: now - Mail.lifetime), !numbers.isEmpty else { continue }
+            guard let mailedAt = conversation.mailedAt, now - mailedAt >= Mail.lifetime,
+                  let numbers = try? store.messagesBetween(conversation.id, after: link.acknowledged, through: link.mailedThrough),
+                  !numbers.isEmpty else { continue }
             parts.onEvent(.mailExpired(conversation: conversation.id, handle: conversation.handle, numbers: numbers))
+            try? store.forgetMailedTime(conversation.id)
         }
     }
 
@@ -95,7 +98,9 @@ package final class Mailing: DeliveryPart, Sendable {
     /// when no broker took it.
     func acknowledge(_ key: Data, sequence: UInt32) {
         parts.box.value.mailedAcknowledgements[key] = nil
-        guard !parts.router.sendMail(Acknowledgement(recipient: key, sequence: sequence), to: key) else { return }
+        // No broker (a LAN alone), or the peer is back (its session acknowledges): nothing kept.
+        guard parts.router.holdsMail, presentPeer(key) == nil,
+              !parts.router.sendMail(Acknowledgement(recipient: key, sequence: sequence), to: key) else { return }
         parts.box.value.mailedAcknowledgements[key] = sequence
         retryLater(clock())
     }

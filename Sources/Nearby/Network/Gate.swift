@@ -41,7 +41,17 @@ final class Gate: Sendable {
         /// says so).
         var blocked: Set<Data> = []
         var blockedBeacons = 0
+        /// Mail's signature checks, all senders together (`mailBudget`).
+        var mail: TokenBucket
     }
+
+    /// Mail comes through the broker's inbox, which anyone may publish to, and a reader coming
+    /// back is handed everything held at once (up to 1,000 fragments from each writer, in as
+    /// many frames as they were mailed in): it has a budget of its own, large enough for that,
+    /// which bounds what forged mail costs, rather than a host's or a key's allowance, which
+    /// held mail would overrun. A flood of forged mail can still take the budget from real mail
+    /// for as long as it lasts (the next stage's topics, which only the pair knows, end that).
+    static let mailBudget = (rate: 200.0, burst: 4_000.0)
 
     private let state: Mutex<State>
 
@@ -50,7 +60,8 @@ final class Gate: Sendable {
 
     init(myKey: Data, limits: FloodLimits.Settings = FloodLimits.Settings(), now: Double) {
         self.myKey = myKey
-        state = Mutex(State(limits: FloodLimits(settings: limits, now: now)))
+        state = Mutex(State(limits: FloodLimits(settings: limits, now: now),
+                            mail: TokenBucket(rate: Self.mailBudget.rate, burst: Self.mailBudget.burst, now: now)))
     }
 
     func cameOnline(at milliseconds: UInt64) { state.withLock { $0.onlineSince = milliseconds } }
@@ -191,7 +202,10 @@ final class Gate: Sendable {
         if let header = UncheckedHeader(bytes) {
             // Someone the user blocked: nothing of theirs is read, answered or checked.
             guard !dropsBlocked(header.sender, type: header.type) else { return nil }
-            if header.sender.elementsEqual(myKey) { return receiveInOurName(header, bytes, from: route) }
+            if header.sender.elementsEqual(myKey) {
+                // Our own mail, which anyone on the broker could publish back to us, tells nothing.
+                return KindTable.signedDirect.contains(header.type) ? nil : receiveInOurName(header, bytes, from: route)
+            }
             if header.flags.contains(.answer), header.type == KindTable.announce,
                isRedundant(header.sender, on: route.transport, now: now) { return nil }
             // A direct kind of the days before sessions, signed: an older seance's (or a
@@ -203,16 +217,25 @@ final class Gate: Sendable {
                 let age = now - Double(header.timestamp) / 1000
                 if abs(age) > FrameTime.allowance { return drop(age < 0 ? "from the future" : "stale") }
             }
+            if KindTable.signedDirect.contains(header.type) {
+                guard state.withLock({ $0.mail.take(now: now) }) else { return drop("flood: mail's budget") }
+                return decode(bytes, route)
+            }
             let end = min(bytes.count, Wire.headerSize + header.payloadLength)
             let refresh = header.type == KindTable.announce && !header.flags.contains(.answer)
                 ? (header.timestamp, header.sequence, FloodLimits.hash(bytes[Wire.headerSize..<end])) : nil
             let (admitted, flooder) = admit(sender: Data(header.sender), from: route, refresh: refresh, now: now)
             guard admitted else { return flooder.map(Arrival.flooded) }
         }
+        return decode(bytes, route)
+    }
+
+    /// A signed frame checked (its signature last); one that proves false gives back what it
+    /// took of its key's allowance.
+    private func decode(_ bytes: [UInt8], _ route: Route) -> Arrival? {
         do {
             return .packet(try Packet.decode(bytes), route)
         } catch {
-            // It proved false: what it took of its key's allowance goes back.
             if let header = UncheckedHeader(bytes) { refund(Data(header.sender)) }
             return drop(error.counterName)
         }

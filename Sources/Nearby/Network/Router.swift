@@ -139,8 +139,8 @@ package final class Router: Sendable {
                 return drop(packet.isSealed ? "malformed" : "unsealed")
             }
             // A broadcast is of its moment (announcements, which a broker keeps, are read
-            // against their own expiry where they are heard; mail, which a broker held, by
-            // what it carries).
+            // against their own expiry where they are heard; mail, which a broker held, against
+            // its week, by delivery).
             if !packet.isSealed, Kind.code != KindTable.announce, !KindTable.signedDirect.contains(Kind.code) {
                 let age = engine.now - Double(packet.timestamp) / 1000
                 guard abs(age) <= FrameTime.allowance else { return drop(age < 0 ? "from the future" : "stale") }
