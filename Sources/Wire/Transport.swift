@@ -276,10 +276,10 @@ package final class MemoryTransport: Transport {
     package let address: String
     private let network: MemoryNetwork
 
-    /// `name` lets a test give one shell two transports (a "lan" and a "broker") on two networks.
     /// The signing key whose inbox this member reads, on a network that keeps presence (a broker).
     private let signingKey: Data?
 
+    /// `name` lets a test give one shell two transports (a "lan" and a "broker") on two networks.
     package init(network: MemoryNetwork, address: String, name: String = "memory", signingKey: Data? = nil) {
         self.network = network
         self.address = address

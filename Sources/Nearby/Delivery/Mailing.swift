@@ -43,6 +43,9 @@ package final class Mailing: DeliveryPart, Sendable {
     func mail(_ key: Data, now: Double) {
         guard let link = links[key] else { return }
         let from = max(link.mailedThrough, link.acknowledged)
+        // Nothing written since the last mail (most calls: `send` runs at every write and
+        // acknowledgement): the queue is not walked.
+        guard let newest = link.queue.entries.last?.fragment.sequence, newest > from else { return }
         let room = Self.heldLimit - Int(link.mailedThrough > link.acknowledged ? link.mailedThrough - link.acknowledged : 0)
         guard room > 0 else { return full(link) }
         let waiting = link.queue.entries.lazy.map(\.fragment).filter { $0.sequence > from }

@@ -211,15 +211,17 @@ final class Gate: Sendable {
             // A direct kind of the days before sessions, signed: an older seance's (or a
             // forgery). Never worth its signature.
             if header.type < KindTable.handshake, !KindTable.broadcasts.contains(header.type) { return .older(Data(header.sender)) }
-            // A broadcast other than an announcement is of its moment: one stamped far from our
-            // clock is a replay (or a forgery) whatever its signature says.
-            if header.type != KindTable.announce, !KindTable.signedDirect.contains(header.type) {
-                let age = now - Double(header.timestamp) / 1000
-                if abs(age) > FrameTime.allowance { return drop(age < 0 ? "from the future" : "stale") }
-            }
+            // Mail is held by a broker, not of its moment (delivery reads its week), and has a
+            // budget of its own (`mailBudget`).
             if KindTable.signedDirect.contains(header.type) {
                 guard state.withLock({ $0.mail.take(now: now) }) else { return drop("flood: mail's budget") }
                 return decode(bytes, route)
+            }
+            // A broadcast other than an announcement is of its moment: one stamped far from our
+            // clock is a replay (or a forgery) whatever its signature says.
+            if header.type != KindTable.announce {
+                let age = now - Double(header.timestamp) / 1000
+                if abs(age) > FrameTime.allowance { return drop(age < 0 ? "from the future" : "stale") }
             }
             let end = min(bytes.count, Wire.headerSize + header.payloadLength)
             let refresh = header.type == KindTable.announce && !header.flags.contains(.answer)
