@@ -7,9 +7,10 @@ BUILD_PACKAGES = libedit-dev libsqlite3-dev libstb-dev libmosquitto-dev libqrenc
 # What the tests use besides the build: namespaces and routes, packet loss, a terminal, a reference,
 # brokers (started by the tests themselves, inside their namespaces) and MQTT clients; groff to
 # read the manual page, and the three shells whose completions are loaded; nc, the transfers
-# benchmark's reference; valgrind and binutils (objcopy), the cost of a message in instructions.
+# benchmark's reference; valgrind and binutils (objcopy), the cost of a message in instructions;
+# gdb, where a process that hangs waits (the tests' reports and the watchdog's).
 TEST_PACKAGES  = iproute2 nftables tmux sqlite3 util-linux python3 python3-venv python3-cryptography time mosquitto mosquitto-clients nats-server \
-                 groff-base bash-completion zsh fish netcat-openbsd valgrind binutils
+                 groff-base bash-completion zsh fish netcat-openbsd valgrind binutils gdb
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all setup setup-test build release run test bench soak fuzz clean install uninstall screenshots
@@ -72,19 +73,25 @@ screenshots: release
 	scripts/screenshots --binary .build/release/seance --out docs/screenshots
 
 # Python packages of the tests and benchmarks, in a virtual environment of their own (nothing
-# is installed system-wide): an independent Noise implementation for NoiseTests (noiseprotocol,
-# which brings cryptography), and an MQTT client for the broker load scripts (paho-mqtt). Made
-# once, outside the namespace (it downloads from PyPI).
+# is installed system-wide): independent implementations of Noise for NoiseTests (noiseprotocol,
+# which brings cryptography) and of X3DH for X3DHTests (x3dh), and an MQTT client for the broker
+# load scripts (paho-mqtt). Made outside the namespace (it downloads from PyPI), again only when
+# the list changes (the list names the stamp).
 TEST_PYTHON = .build/test-venv/bin/python3
-TEST_PYTHON_PACKAGES = noiseprotocol==0.3.1 paho-mqtt==2.1.0
-$(TEST_PYTHON):
+TEST_PYTHON_PACKAGES = noiseprotocol==0.3.1 paho-mqtt==2.1.0 x3dh==1.3.0
+TEST_VENV = .build/test-venv/packages-$(shell echo $(TEST_PYTHON_PACKAGES) | md5sum | cut -c1-12)
+$(TEST_VENV):
 	python3 -m venv .build/test-venv
 	.build/test-venv/bin/pip install -q $(TEST_PYTHON_PACKAGES)
+	touch $@
 
-# The build runs outside the namespace; the tests run inside one that has only loopback.
-test: setup-test $(TEST_PYTHON)
+# The build runs outside the namespace; the tests run inside one that has only loopback, under a
+# watchdog: a run still going after TEST_SECONDS (some three times a slow machine's) prints where
+# each of its processes waits and is ended.
+TEST_SECONDS ?= 1500
+test: setup-test $(TEST_VENV)
 	$(SWIFT) build --build-tests
-	scripts/in-netns $(SWIFT) test --skip-build $(TEST_ARGS)
+	scripts/watchdog $(TEST_SECONDS) scripts/in-netns $(SWIFT) test --skip-build $(TEST_ARGS)
 
 # libFuzzer (with AddressSanitizer) on each hand-written parser, FUZZ_SECONDS each, from the
 # seed corpus in fuzz/corpus; new inputs it finds go to .build-fuzz/corpus, crashes to
@@ -99,7 +106,7 @@ fuzz: setup
 	    --product SeanceFuzz
 	scripts/fuzz .build-fuzz/debug/SeanceFuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
-bench: setup-test release $(TEST_PYTHON)
+bench: setup-test release $(TEST_VENV)
 	scripts/in-netns python3 bench/bench.py --binary .build/release/seance --python $(TEST_PYTHON) \
 	    --kernel-backlog $$(cat /proc/sys/net/core/netdev_max_backlog) \
 	    --neighbour-table $$(cat /proc/sys/net/ipv4/neigh/default/gc_thresh3) $(BENCH_ARGS)
@@ -107,7 +114,7 @@ bench: setup-test release $(TEST_PYTHON)
 # Ten minutes of each hostile peer (SOAK_MINUTES each), the victim's memory sampled: outside
 # `make bench` (it takes some 45 minutes).
 SOAK_MINUTES ?= 10
-soak: setup-test release $(TEST_PYTHON)
+soak: setup-test release $(TEST_VENV)
 	scripts/in-netns python3 bench/bench.py --binary .build/release/seance --python $(TEST_PYTHON) --only soak \
 	    --soak-minutes $(SOAK_MINUTES) --json .build/soak.json
 

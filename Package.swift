@@ -35,6 +35,8 @@ let package = Package(
         // The Noise Protocol Framework's handshake and ciphers (Noise_XX_25519_ChaChaPoly_SHA256)
         // on swift-crypto's primitives, in the specification's own vocabulary: sessions use it.
         .target(name: "Noise", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        // Signal's X3DH key agreement, in its specification's vocabulary: mail's forward secrecy.
+        .target(name: "X3DH", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         // Profiles, their sealed keys and login: what the store needs, without the network.
         .target(name: "Accounts", dependencies: [
             "Runtime", "Wire", "Storage", "Terminal",
@@ -53,7 +55,7 @@ let package = Package(
         // The engine and what plugs into it: being online (`Online`), the feature contract, the
         // peer directory across transports, presence, planes, trust, delivery and the message store.
         .target(name: "Nearby", dependencies: [
-            "Wire", "Noise", "Runtime", "Storage", "Accounts",
+            "Wire", "Noise", "X3DH", "Runtime", "Storage", "Accounts",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
@@ -127,8 +129,10 @@ let package = Package(
         .testTarget(name: "ZombiesTests", dependencies: ["Zombies", "Terminal"]),
         .testTarget(name: "LANTests", dependencies: ["TestSupport", "LAN", "Wire"]),
         .testTarget(name: "MQTTTests", dependencies: ["TestSupport", "MQTT", "Wire"]),
-        .testTarget(name: "NoiseTests", dependencies: ["Noise", .product(name: "Crypto", package: "swift-crypto")],
+        .testTarget(name: "NoiseTests", dependencies: ["TestSupport", "Noise", .product(name: "Crypto", package: "swift-crypto")],
                     exclude: ["Vectors", "noise_peer.py"]),
+        .testTarget(name: "X3DHTests", dependencies: ["TestSupport", "X3DH", .product(name: "Crypto", package: "swift-crypto")],
+                    exclude: ["x3dh_peer.py"]),
         .testTarget(name: "WireTests", dependencies: ["Wire", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "NearbyTests", dependencies: ["TestWorld", "TestSupport", "Nearby", "Wire", "LAN", "Runtime", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "SearchTests", dependencies: ["TestWorld", "App", "Search", "Rooms", "Nearby", "Storage", "Terminal",

@@ -88,6 +88,7 @@ extension Schema {
         SearchSchema.deferredIndex,
         TrustSchema.unblockedPeers,
         NearbySchema.mailed,
+        NearbySchema.prekeys,
     ], backfills: [SearchSchema.indexing, TransfersSchema.movingChunksOut], commitSteps: [SearchSchema.keepingUp])
 
     /// Each feature's list, for the test that every one is in the order above.

@@ -171,6 +171,9 @@ final class ChatNotices: Sendable {
         case .mailFull(_, let handle, let held):
             inbox.post(styler.apply(.magenta, "✉") + " \(SafeText.visible(handle)) is away: \(held) messages wait with the broker for them, "
                        + "as many as it holds for one reader; the rest wait here until they have read those, or you are both online")
+        case .mailCannotSeal(_, let handle):
+            inbox.post(styler.apply(.magenta, "✉") + " \(SafeText.visible(handle)) is away, and has announced no key for mail in the "
+                       + "last week: what you write waits here until you are both online")
         case .mailExpired(_, let handle, let numbers):
             guard let which = ChatText.span(numbers) else { return }
             inbox.post(styler.apply(.magenta, "✉") + " \(which) to \(SafeText.visible(handle)) waited a week with the broker unread: "

@@ -58,6 +58,8 @@ package struct Conversation: Equatable, Sendable {
     package var mailedSequence: UInt32 = 0
     /// When the last of them was mailed; nil once the writer was told they waited a week.
     package var mailedAt: Double?
+    /// The peer's latest signed prekey heard, which mail to it is sealed to.
+    package var peerPrekey: SignedPrekey?
 
     /// `name#abcd`, as peers are shown.
     package var handle: String { PeerIdentity.handle(name: peerName, signingKey: peerKey) }

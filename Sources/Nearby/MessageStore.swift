@@ -11,13 +11,16 @@ package struct MessageStore: Sendable {
     package init(database: SeanceDatabase) { self.database = database }
 
     /// The conversation between `myKey` and `peerKey`, created on first use; the peer's name and
-    /// agreement key are kept up to date.
-    package func conversation(myKey: Data, peerKey: Data, peerName: String, peerAgreementKey: Data, now: Double) throws -> Conversation {
+    /// agreement key (and prekey, when it announces one) are kept up to date.
+    package func conversation(myKey: Data, peerKey: Data, peerName: String, peerAgreementKey: Data, peerPrekey: SignedPrekey? = nil,
+                              now: Double) throws -> Conversation {
         try database.write { db in
             try db.execute(sql: """
-                INSERT INTO conversation (myKey, peerKey, peerName, peerAgreementKey, lastActivity) VALUES (?, ?, ?, ?, ?)
-                ON CONFLICT(myKey, peerKey) DO UPDATE SET peerName = excluded.peerName, peerAgreementKey = excluded.peerAgreementKey
-                """, arguments: [myKey, peerKey, peerName, peerAgreementKey, now])
+                INSERT INTO conversation (myKey, peerKey, peerName, peerAgreementKey, peerPrekey, peerPrekeyMade, lastActivity)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT(myKey, peerKey) DO UPDATE SET peerName = excluded.peerName, peerAgreementKey = excluded.peerAgreementKey,
+                    peerPrekey = coalesce(excluded.peerPrekey, peerPrekey), peerPrekeyMade = coalesce(excluded.peerPrekeyMade, peerPrekeyMade)
+                """, arguments: [myKey, peerKey, peerName, peerAgreementKey, peerPrekey?.publicKey, peerPrekey?.made, now])
             return try Self.fetch(db, sql: "SELECT * FROM conversation WHERE myKey = ? AND peerKey = ?", [myKey, peerKey])!
         }
     }
@@ -200,6 +203,12 @@ package struct MessageStore: Sendable {
     package static func recordMailed(_ db: Database, _ conversation: Int64, through sequence: UInt32, now: Double) throws {
         try db.cachedStatement(sql: "UPDATE conversation SET mailedSequence = max(mailedSequence, ?), mailedAt = ? WHERE id = ?")
             .execute(arguments: [sequence, now, conversation])
+    }
+
+    /// The peer announced `prekey`: mail to it is sealed to that one from now on.
+    package static func recordPrekey(_ db: Database, _ conversation: Int64, _ prekey: SignedPrekey) throws {
+        try db.cachedStatement(sql: "UPDATE conversation SET peerPrekey = ?, peerPrekeyMade = ? WHERE id = ?")
+            .execute(arguments: [prekey.publicKey, prekey.made, conversation])
     }
 
     /// The writer was told that what it mailed waited a week unread: not told again.
@@ -401,6 +410,7 @@ package struct MessageStore: Sendable {
         Conversation(id: row["id"], myKey: row["myKey"], peerKey: row["peerKey"], peerName: row["peerName"],
                      peerAgreementKey: row["peerAgreementKey"], sentSequence: row["sentSequence"],
                      acknowledgedSequence: row["acknowledgedSequence"], deliveredSequence: row["deliveredSequence"],
-                     lastActivity: row["lastActivity"], mailedSequence: row["mailedSequence"] ?? 0, mailedAt: row["mailedAt"])
+                     lastActivity: row["lastActivity"], mailedSequence: row["mailedSequence"] ?? 0, mailedAt: row["mailedAt"],
+                     peerPrekey: (row["peerPrekey"] as Data?).map { SignedPrekey(publicKey: $0, made: row["peerPrekeyMade"] ?? 0) })
     }
 }

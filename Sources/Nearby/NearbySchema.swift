@@ -5,7 +5,7 @@ import Storage
 package enum NearbySchema {
     /// Every migration of this feature, in order.
     package static let migrations = [conversations, messageNumbers, unreadByPeer, oneConversationIndex, pagesByNumber, deliveredByCounter,
-                                    readTimes, mailed]
+                                    readTimes, mailed, prekeys]
 
     /// Conversations and their messages.
     package static let conversations = Migration("v6-conversations") { db in
@@ -128,5 +128,20 @@ package enum NearbySchema {
         try db.execute(sql: "ALTER TABLE conversation ADD COLUMN mailedSequence INTEGER NOT NULL DEFAULT 0")
         // When the last of them was, until the writer is told it waited a week unread.
         try db.execute(sql: "ALTER TABLE conversation ADD COLUMN mailedAt DOUBLE")
+    }
+
+    /// Mail's forward secrecy (X3DH): our signed prekeys, each private half sealed under a key
+    /// derived from the profile's (so the database alone opens none), erased once every mail
+    /// sealed to it has expired; and the peer's latest, which mail to it is sealed to.
+    package static let prekeys = Migration("v29-prekeys") { db in
+        try db.execute(sql: """
+            CREATE TABLE signed_prekey (
+                publicKey BLOB PRIMARY KEY NOT NULL,
+                myKey BLOB NOT NULL,
+                sealedPrivateKey BLOB NOT NULL,
+                made DOUBLE NOT NULL)
+            """)
+        try db.execute(sql: "ALTER TABLE conversation ADD COLUMN peerPrekey BLOB")
+        try db.execute(sql: "ALTER TABLE conversation ADD COLUMN peerPrekeyMade DOUBLE")
     }
 }

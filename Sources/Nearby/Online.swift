@@ -136,7 +136,7 @@ package final class Online {
                     handle(event)
                 }
                 let commits = GroupCommit(database: database, engine: engine)
-                let delivery = Delivery(store: MessageStore(database: database), commits: commits, identity: identity, rules: rules,
+                let delivery = try Delivery(store: MessageStore(database: database), commits: commits, identity: identity, rules: rules,
                                         router: node.router, directory: node.directory, deadlines: node.deadlines) { event in
                     // A writer away is checked as an arriving peer is: a name of someone trusted
                     // with another key is flagged before its mail is shown.

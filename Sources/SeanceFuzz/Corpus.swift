@@ -61,8 +61,13 @@ enum Corpus {
             RoomMembership(room: room, action: .leave), RoomLineAck(room: room, host: target, id: id),
         ]
         // Mail, carrying a message and an acknowledgement.
-        let mail: [any PacketKind] = [try! Mail(MessageFragment(recipient: target, sealed: sealed), for: target, from: announce),
-                                      try! Mail(Acknowledgement(recipient: target, sequence: 3), for: target, from: announce)]
+        func sealedMail<Kind: PacketKind>(_ packet: Kind) -> Mail {
+            try! Mail.seal(packet, for: target, agreementKey: Curve25519.KeyAgreement.PrivateKey().publicKey.rawRepresentation,
+                           prekey: Curve25519.KeyAgreement.PrivateKey().publicKey.rawRepresentation, from: announce,
+                           identity: .init(), sender: target)
+        }
+        let mail: [any PacketKind] = [sealedMail(MessageFragment(recipient: target, sealed: sealed)),
+                                      sealedMail(Acknowledgement(recipient: target, sequence: 3))]
         for (index, payload) in (engine + mail).enumerated() {
             let code = type(of: payload).code
             let position = UInt8(EngineHarness.kinds.firstIndex(of: code)!)

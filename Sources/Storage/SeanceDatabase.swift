@@ -95,6 +95,22 @@ package final class SeanceDatabase: Sendable {
         }
     }
 
+    /// Runs `body`, which deletes, in a write transaction, so that no copy of what it deletes
+    /// stays in the files: the freed content is overwritten (`secure_delete`), and the log, which
+    /// still holds the pages as they were, is copied into the database and emptied. For keys
+    /// whose deletion is the point (mail's prekeys); a reader in the way leaves the log as it
+    /// is, until the next checkpoint.
+    package func erase(_ body: (Database) throws -> Void) throws {
+        do {
+            try writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA secure_delete = ON") }
+            defer { try? writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA secure_delete = OFF") } }
+            try write(body)
+            writer.writeWithoutTransaction { db in _ = try? db.checkpoint(.truncate) }
+        } catch let error as DatabaseError {
+            throw Self.describe(error, path: path)
+        }
+    }
+
     /// Runs `body` with a read-only connection; errors as for `write`.
     package func read<T>(_ body: (Database) throws -> T) throws -> T {
         do { return try writer.read(body) } catch let error as DatabaseError { throw Self.describe(error, path: path) }

@@ -108,7 +108,10 @@ package final class MemoryNetwork: Sendable {
     package static let mailboxLimit = 1_000
 
     /// How many datagrams the inbox of `key` holds for its member, away (tests).
-    package func held(for key: Data) -> Int { mailboxes.withLock { $0[Self.inbox(of: key)]?.count ?? 0 } }
+    package func held(for key: Data) -> Int { heldDatagrams(for: key).count }
+
+    /// What the inbox of `key` holds for its member, away (tests: a recording of it).
+    package func heldDatagrams(for key: Data) -> [[UInt8]] { mailboxes.withLock { $0[Self.inbox(of: key)]?.map(\.bytes) ?? [] } }
 
     /// The address of the inbox of the member whose signing key is `key`.
     package static func inbox(of key: Data) -> String { "inbox:" + key.map { String(format: "%02x", $0) }.joined() }

@@ -70,7 +70,7 @@ final class BrokerProcess {
     func kill() {
         guard let process, process.isRunning else { return }
         Glibc.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        waitForExit(process, timeout: 30)
         self.process = nil
     }
 

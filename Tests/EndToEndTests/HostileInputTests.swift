@@ -84,7 +84,7 @@ import Testing
         let pipe = Pipe()
         holder.standardOutput = pipe
         try holder.run()
-        defer { kill(holder.processIdentifier, SIGKILL); holder.waitUntilExit() }
+        defer { kill(holder.processIdentifier, SIGKILL); waitForExit(holder, timeout: 10) }
         _ = pipe.fileHandleForReading.availableData  // "locked"
         let started = Date()
         let result = try runSeance(["--data-dir", scratch.dataDir, "-c", "zombies stats; visions"], scratch: scratch)
@@ -124,7 +124,7 @@ import Testing
         // it is killed as soon as the booking shows, while it waits.
         #expect(eventually(timeout: 10) { (try? sh("sqlite3 '\(scratch.dataDir)/seance.sqlite' 'SELECT failedLogins FROM profile'")) == "3\n" })
         kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        waitForExit(process, timeout: 10)
         let counted = try sh("sqlite3 '\(scratch.dataDir)/seance.sqlite' 'SELECT failedLogins FROM profile'")
         #expect(counted == "3\n", "failed logins recorded: \(counted)")
     }

@@ -96,7 +96,7 @@ import Testing
         // How long a whole purchase takes here, to spread the kills across it.
         let started = Date()
         let whole = try launch()
-        whole.waitUntilExit()
+        waitForExit(whole, timeout: 120)
         let span = Date().timeIntervalSince(started)
         var killedMidway = 0
         for round in 0..<30 {
@@ -105,8 +105,7 @@ import Testing
             // something to happen; what is checked is the database afterwards).
             usleep(useconds_t(span * 1_000_000 * Double(round) / 30))
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            if process.terminationReason == .uncaughtSignal { killedMidway += 1 }
+            if case .signalled = waitForExit(process, timeout: 60) { killedMidway += 1 }
             let bought = try query("SELECT coalesce(sum(quantity), 0) FROM receipt WHERE item = 'candle'")
             let held = try query("SELECT coalesce(sum(count), 0) FROM inventory WHERE item = 'candle'")
             #expect(bought == held, "round \(round): receipts say \(bought), inventory \(held)")

@@ -63,17 +63,31 @@ func runSeance(_ arguments: [String], stdin: String = "", environment: [String: 
     process.standardError = FileHandle(forWritingAtPath: errPath)
     try process.run()
     // A run that hangs (the bug some tests look for) is ended and reported, not waited on.
-    let pid = process.processIdentifier
-    let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
-    DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
-    process.waitUntilExit()
-    watchdog.cancel()
-    if process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL {
-        Issue.record("seance \(arguments.prefix(4)) did not finish within \(timeout) s")
-    }
+    let outcome = waitForExit(process, timeout: timeout)
     return RunResult(stdout: try String(contentsOfFile: outPath, encoding: .utf8),
                      stderr: try String(contentsOfFile: errPath, encoding: .utf8),
-                     status: process.terminationStatus)
+                     status: outcome.status ?? -1)
+}
+
+/// Waits for `process` to end, at most `timeout` seconds (`awaitExit`: also when Foundation
+/// misses its end); how it ended. One still running then is reported with where its threads
+/// wait, and killed: a hang fails its test instead of holding the whole run until CI gives up.
+@discardableResult
+func waitForExit(_ process: Process, timeout: Double, sourceLocation: SourceLocation = #_sourceLocation) -> ExitOutcome {
+    let outcome = awaitExit(process, timeout: timeout)
+    guard outcome == .stillRunning else { return outcome }
+    let pid = process.processIdentifier
+    let command = (process.arguments ?? []).suffix(8).joined(separator: " ")
+    Issue.record("\(command) (pid \(pid)) still ran after \(timeout) s; its threads:\n\(threads(of: pid))", sourceLocation: sourceLocation)
+    kill(pid, SIGKILL)
+    let killed = awaitExit(process, timeout: 10)
+    if killed == .stillRunning { Issue.record("pid \(pid) outlived SIGKILL by 10 s", sourceLocation: sourceLocation) }
+    return killed
+}
+
+/// Where a running process's threads are (gdb's backtraces), for a report of a hang.
+func threads(of pid: pid_t) -> String {
+    (try? sh("timeout -s KILL 20 gdb -p \(pid) -batch -ex 'thread apply all bt 12' 2>/dev/null | grep -E '^(Thread|#)' | head -120")) ?? ""
 }
 
 /// Runs a shell pipeline and returns its standard output.
@@ -85,7 +99,7 @@ func sh(_ command: String) throws -> String {
     process.standardOutput = pipe
     try process.run()
     let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
+    waitForExit(process, timeout: 120)
     return String(decoding: data, as: UTF8.self)
 }
 
@@ -194,11 +208,22 @@ func spawn(_ argv: [String]) throws -> String {
     let code = posix_spawn(&pid, argv[0], &actions, &attributes, &cArgs, environ)
     close(fds[1])
     guard code == 0 else { close(fds[0]); throw SpawnError(code: code) }
+    // Read until the end, a minute at most: a client that never answers is reported and killed.
     var output: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 4096)
+    let deadline = Date().addingTimeInterval(60)
     while true {
+        var poller = pollfd(fd: fds[0], events: Int16(POLLIN), revents: 0)
+        let left = deadline.timeIntervalSinceNow
+        let ready = left > 0 ? poll(&poller, 1, Int32(left * 1000)) : 0
+        if ready < 0 && errno == EINTR { continue }
+        if ready <= 0 {
+            Issue.record("\(argv.joined(separator: " ")) gave no end within 60 s; its threads:\n\(threads(of: pid))")
+            kill(pid, SIGKILL)
+            break
+        }
         let n = read(fds[0], &buffer, buffer.count)
-        if n < 0 && errno == EINTR { continue }
+        if n < 0 && (errno == EINTR || errno == EAGAIN) { continue }
         if n <= 0 { break }
         output += buffer[0..<n]
     }
@@ -236,8 +261,7 @@ final class PipeDriver {
     func read(until text: String, timeout: Double) throws -> Bool {
         let found = try wait(for: text, in: outputPipe.fileHandleForReading, into: &received, timeout: timeout)
         if !found {
-            let stacks = (try? sh("timeout -s KILL 20 gdb -p \(process.processIdentifier) -batch -ex 'thread apply all bt 12' 2>/dev/null | grep -E '^(Thread|#)' | head -120")) ?? ""
-            Issue.record("no '\(text)' after \(timeout) s; the threads:\n\(stacks)")
+            Issue.record("no '\(text)' after \(timeout) s; the threads:\n\(threads(of: process.processIdentifier))")
         }
         return found
     }
@@ -268,7 +292,7 @@ final class PipeDriver {
 
     func close() {
         try? input.fileHandleForWriting.close()
-        process.waitUntilExit()
+        waitForExit(process, timeout: 120)
     }
 }
 

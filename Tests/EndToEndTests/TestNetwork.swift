@@ -100,16 +100,16 @@ final class TestNetwork {
         func send(_ lines: String...) { send(lines) }
 
         /// Ends the input (the shell finishes what it was given, then exits) and waits for the
-        /// end; its whole output.
+        /// end (a shell that does not end is reported and killed); its whole output.
         @discardableResult
-        func finish() -> String {
+        func finish(sourceLocation: SourceLocation = #_sourceLocation) -> String {
             try? input.fileHandleForWriting.close()
-            return wait()
+            return wait(sourceLocation: sourceLocation)
         }
 
-        /// Waits for the process to end; its whole output.
-        func wait() -> String {
-            process.waitUntilExit()
+        /// Waits for the process to end, at most two minutes; its whole output.
+        func wait(sourceLocation: SourceLocation = #_sourceLocation) -> String {
+            waitForExit(process, timeout: 120, sourceLocation: sourceLocation)
             return output
         }
 
@@ -232,7 +232,7 @@ final class TestNetwork {
         process.standardOutput = FileHandle(forWritingAtPath: outputPath)
         process.standardError = FileHandle(forWritingAtPath: outputPath)
         try process.run()
-        process.waitUntilExit()
-        return (process.terminationStatus, (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "")
+        let outcome = waitForExit(process, timeout: 120)
+        return (outcome.status ?? -1, (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "")
     }
 }

@@ -37,20 +37,35 @@ import Testing
         try roundTrip(ReadReceipt(recipient: recipient, sequence: 9))
     }
 
-    /// A core kind too: today's reader of an announcement skips a field it does not know.
-    /// Mail: its sender's announcement and the packet it carries read back; only delivery's
-    /// kinds are carried; a mail may be larger than a datagram (up to `Wire.maximumMail`, for
-    /// brokers), any other frame may not.
-    @Test func mailCarriesDeliverysKindsAndMayBeLargerThanADatagram() throws {
-        let recipient = Data(repeating: 4, count: 32)
-        let mail = try Mail(Acknowledgement(recipient: recipient, sequence: 9), for: recipient, from: announcement)
+    /// Mail: its sender's announcement and what it carries, sealed to the reader's prekey,
+    /// read back and open there (and only as from its sender, with that prekey, unaltered); only
+    /// delivery's kinds are carried; a mail may be larger than a datagram (up to
+    /// `Wire.maximumMail`, for brokers), any other frame may not.
+    @Test func mailIsSealedToAPrekeyAndMayBeLargerThanADatagram() throws {
+        let recipient = Data(repeating: 4, count: 32), sender = key.publicKey.rawRepresentation
+        let (reader, prekey, writer) = (Curve25519.KeyAgreement.PrivateKey(), Curve25519.KeyAgreement.PrivateKey(),
+                                        Curve25519.KeyAgreement.PrivateKey())
+        var said = announcement
+        said.agreementKey = writer.publicKey.rawRepresentation
+        func seal<Kind: PacketKind>(_ packet: Kind) throws -> Mail {
+            try Mail.seal(packet, for: recipient, agreementKey: reader.publicKey.rawRepresentation,
+                          prekey: prekey.publicKey.rawRepresentation, from: said, identity: writer, sender: sender)
+        }
+        let ack = Acknowledgement(recipient: recipient, sequence: 9)
+        let mail = try seal(ack)
         try roundTrip(mail)
-        #expect(try Acknowledgement.read(mail.body) == Acknowledgement(recipient: recipient, sequence: 9))
-        var carried = try mail.encoded()
-        carried[32 + 2 + (try announcement.encoded()).count] = KindTable.curse
-        #expect(throws: DecodeError.self) { try Mail.read(carried) }
+        let opened = try mail.open(identity: reader, prekey: prekey, sender: sender)
+        #expect(opened.kind == KindTable.ack)
+        #expect(try Acknowledgement.read(opened.body) == ack)
+        var altered = mail
+        altered.sealed[0] ^= 1
+        for (attempt, from, with) in [(mail, sender, Curve25519.KeyAgreement.PrivateKey()), (mail, Data(repeating: 1, count: 32), prekey),
+                                      (altered, sender, prekey)] {
+            #expect(throws: Mail.Failure.doesNotOpen) { try attempt.open(identity: reader, prekey: with, sender: from) }
+        }
+        #expect(throws: Mail.Failure.cannotSeal) { try seal(ReadReceipt(recipient: recipient, sequence: 1)) }
         let boxes = (0..<14).map { _ in Data(repeating: 7, count: 941) }
-        let big = try Mail(MessageBundle(recipient: recipient, sealed: boxes), for: recipient, from: announcement)
+        let big = try seal(MessageBundle(recipient: recipient, sealed: boxes))
         let frame = try Packet.encode(big, signer: key, timestamp: 1, sequence: 1)
         #expect(frame.count > Wire.maximumDatagram && frame.count <= Wire.maximumMail)
         #expect(try Packet.decode(frame).read(Mail.self) == big)
@@ -59,6 +74,15 @@ import Testing
         }
     }
 
+    /// The signed prekey (extension field 3) reads back; without it, the announcement is as before.
+    @Test func anAnnouncementCarriesASignedPrekey() throws {
+        var with = announcement
+        with.signedPrekey = SignedPrekey(publicKey: Data(repeating: 5, count: 32), made: 1_700_000_000.25)
+        try roundTrip(with)
+        #expect(try with.encoded().count == (try announcement.encoded()).count + 43)
+    }
+
+    /// A core kind too: today's reader of an announcement skips a field it does not know.
     @Test func anAnnouncementWithAnExtensionFieldIsRead() throws {
         let body = try announcement.encoded() + [0x7F, 0, 3] + Array("new".utf8)
         let frame = try Packet.encode(kind: Announcement.code, body: body, signer: key, timestamp: 1, sequence: 1)

@@ -11,12 +11,14 @@ import Wire
     /// What delivery tells of mail (chat's notices say it), heard from going online on.
     final class MailEvents: Feature, @unchecked Sendable {
         var full: [Int] = []
+        var cannotSeal: [String] = []
         var expired: [[Int64]] = []
         /// Flags and mail senders, in the order told.
         var told: [String] = []
         func online(_ context: FeatureContext) throws {
             context.observe { [self] event in
                 if case .delivery(.mailFull(_, _, let held)) = event { full.append(held) }
+                if case .delivery(.mailCannotSeal(_, let handle)) = event { cannotSeal.append(handle) }
                 if case .delivery(.mailExpired(_, _, let numbers)) = event { expired.append(numbers) }
                 if case .delivery(.mailFrom(let peer)) = event { told.append("mail from \(peer.handle)") }
                 if case .impostor(let peer, let trusted, _) = event { told.append("\(peer.handle) uses \(trusted)") }
@@ -120,7 +122,6 @@ import Wire
     /// impostor is, before it is shown; it goes into a conversation of its own key.
     @Test func mailUnderATrustedNameFromAnotherKeyIsFlagged() throws {
         let (world, ann, ben, _) = try world()
-        let benKey = ben.identity.signingPublicKey
         let events = MailEvents()
         ben.online.add(events)
         try ben.goOnline(world)
@@ -145,7 +146,10 @@ import Wire
                                         mySigningKey: writer.signingPublicKey, theirSigningKey: readerKey)
         let sealed = try MessageCrypto.seal(Fragment(sequence: 1, isLast: true, sentAt: UInt64(time * 1000), text: Data(text.utf8)),
                                             key: key, sender: writer.signingPublicKey, recipient: readerKey)
-        let mail = try Mail(MessageFragment(recipient: readerKey, sealed: sealed), for: readerKey, from: said)
+        let prekey = try #require(reader.delivery.signedPrekey)
+        let mail = try Mail.seal(MessageFragment(recipient: readerKey, sealed: sealed), for: readerKey,
+                                 agreementKey: reader.identity.agreementPublicKey, prekey: prekey.publicKey, from: said,
+                                 identity: writer.agreement, sender: writer.signingPublicKey)
         return try Packet.encode(mail, signer: writer.signing, timestamp: UInt64(time * 1000), sequence: 1)
     }
 
@@ -171,5 +175,70 @@ import Wire
         world.step(1)
         #expect(try column(ben, "SELECT count(*) FROM message") == ["0"])
         #expect(ben.service.statistics.dropped["blocked", default: 0] > 0)
+    }
+
+    // MARK: Forward secrecy
+
+    /// A mail recorded on its way (a broker's operator keeping a copy) opens with ben's database
+    /// and keys while the prekey it was sealed to is kept (the control), and with nothing once
+    /// that prekey was replaced and erased: neither through the database nor from its files.
+    @Test func aRecordedMailOpensOnlyWhileItsPrekeyIsKept() throws {
+        let (world, ann, ben, conversation) = try world()
+        let (annKey, benKey) = (ann.identity.signingPublicKey, ben.identity.signingPublicKey)
+        _ = try ann.delivery.send("for your eyes only", in: conversation)
+        world.step(1)
+        let recorded = try Packet.decode(try #require(world.network.heldDatagrams(for: benKey).first)).read(Mail.self)
+        let hex = recorded.prekey.map { String(format: "%02x", $0) }.joined()
+        let stored = try #require(try ben.database.read { db in
+            try Data.fetchOne(db, sql: "SELECT sealedPrivateKey FROM signed_prekey WHERE publicKey = x'\(hex)'")
+        })
+        // What a thief with ben's database and password has: his identity, and the prekeys stored.
+        func opened() throws -> String? {
+            let engine = Engine(scheduler: world.scheduler)
+            return try engine.sync {
+                let prekeys = try Prekeys(database: ben.database, identity: ben.identity, engine: engine)
+                guard let prekey = prekeys.privateKey(for: recorded.prekey) else { return nil }
+                let (kind, body) = try recorded.open(identity: ben.identity.agreement, prekey: prekey, sender: annKey)
+                #expect(kind == KindTable.message)
+                let key = try MessageCrypto.key(mine: ben.identity.agreement, theirs: ann.identity.agreementPublicKey,
+                                                mySigningKey: benKey, theirSigningKey: annKey)
+                let fragment = try MessageCrypto.open(try MessageFragment.read(body).sealed, key: key, sender: annKey, recipient: benKey)
+                return String(decoding: fragment.text, as: UTF8.self)
+            }
+        }
+        #expect(try opened() == "for your eyes only", "the control: it opens while the prekey is kept")
+        ann.goOffline()
+        // Replaced after two days; erased once every mail sealed to it has expired.
+        world.step(Prekeys.kept + 60)
+        try ben.goOnline(world)
+        world.step(1)
+        #expect(try opened() == nil)
+        #expect(try ben.database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM signed_prekey WHERE publicKey = x'\(hex)'") } == 0)
+        for file in ["", "-wal"] {
+            let bytes = (try? Data(contentsOf: URL(fileURLWithPath: ben.database.path + file))) ?? Data()
+            #expect(bytes.range(of: stored) == nil, "the sealed prekey is still in seance.sqlite\(file)")
+        }
+    }
+
+    /// A prekey older than a week is not sealed to (its reader may have erased it by the time
+    /// the mail comes): what is written waits in the outbox, its writer told once, and goes when
+    /// both are online.
+    @Test func noMailIsSealedToAPrekeyOlderThanAWeek() throws {
+        let (world, ann, ben, conversation) = try world()
+        ann.goOffline()
+        world.step(Prekeys.usable)
+        let events = MailEvents()
+        ann.online.add(events)
+        try ann.goOnline(world)
+        world.step(1)
+        for text in ["are you there?", "hello?"] { _ = try ann.delivery.send(text, in: conversation) }
+        world.step(10)
+        #expect(world.network.held(for: ben.identity.signingPublicKey) == 0)
+        #expect(events.cannotSeal == [conversation.handle], "told once: \(events.cannotSeal)")
+        #expect(try states(ann) == ["sending", "sending"])
+        try ben.goOnline(world)
+        world.step(5)
+        #expect(try column(ben, "SELECT text FROM message WHERE outgoing = 0 ORDER BY number") == ["are you there?", "hello?"])
+        #expect(try states(ann) == ["delivered", "delivered"])
     }
 }

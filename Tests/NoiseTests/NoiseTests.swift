@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Noise
+import TestSupport
 import Testing
 
 /// The Noise piece against published vectors for its one protocol name, and against an
@@ -122,7 +123,7 @@ struct NoiseTests {
 
         deinit {
             try? input.fileHandleForWriting.close()
-            process.waitUntilExit()
+            _ = awaitExit(process, timeout: 30)
         }
 
         func send(_ bytes: [UInt8]) { input.fileHandleForWriting.write(Data((hex(bytes) + "\n").utf8)) }

@@ -75,8 +75,7 @@ package final class PrivateNetwork: @unchecked Sendable {
         process.standardError = pipe
         guard (try? process.run()) != nil else { return (-1, "cannot run /bin/sh") }
         let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        return (awaitExit(process, timeout: 60).status ?? -1, String(decoding: data, as: UTF8.self))
     }
 }
 

@@ -66,6 +66,7 @@ package struct DeliveryProbe: Sendable {
     package func conversation(with peer: Peer) throws -> Conversation { try engine.sync { try delivery.conversation(with: peer) } }
     package var resentCount: Int { engine.sync { delivery.resentCount } }
     package var droppedCounts: [String: Int] { engine.sync { delivery.droppedCounts } }
+    package var signedPrekey: SignedPrekey? { engine.sync { delivery.signedPrekey } }
     package func settle() { engine.sync { delivery.settle() } }
     package func shown(upTo number: Int64, in conversation: Conversation) { engine.sync { delivery.shown(upTo: number, in: conversation) } }
 }

@@ -18,9 +18,11 @@ package final class Delivery: Feature, DeliveryPart, Sendable {
     package static let maximumLength = 4_000
 
     package init(store: MessageStore, commits: GroupCommit, identity: Identity, rules: Rules, router: Router, directory: PeerDirectory,
-                 deadlines: Deadlines, onEvent: @escaping @Sendable (DeliveryEvent) -> Void) {
+                 deadlines: Deadlines, onEvent: @escaping @Sendable (DeliveryEvent) -> Void) throws {
+        // Prekeys only with a mailbox: no mail can reach us without one.
+        let prekeys = router.holdsMail ? try Prekeys(database: store.database, identity: identity, engine: router.engine) : nil
         parts = DeliveryParts(box: EngineBound(DeliveryState(), engine: router.engine), store: store, commits: commits, identity: identity,
-                              rules: rules, router: router, directory: directory, deadlines: deadlines, onEvent: onEvent)
+                              rules: rules, router: router, directory: directory, deadlines: deadlines, prekeys: prekeys, onEvent: onEvent)
         states = StateWrites(parts)
         outbound = Outbound(parts, states: states, mailing: Mailing(parts, states: states))
         inbound = Inbound(parts, outbound: outbound, states: states)
@@ -40,6 +42,13 @@ package final class Delivery: Feature, DeliveryPart, Sendable {
             if case .presence(.left) = event { return outbound.send(now: clock()) }
             guard case .reachable(let peer, let returned) = event else { return }
             if let peer { peerArrived(peer, returned: returned) } else { transportReturned() }
+        }
+        if let prekeys = parts.prekeys {
+            // Announced from the first announcement on, and again whenever it is replaced.
+            context.presence.setSignedPrekey(prekeys.current)
+            parts.deadlines.add("prekeys", next: { prekeys.nextDue }) { now in
+                if prekeys.rotate(now: now) { context.presence.setSignedPrekey(prekeys.current) }
+            }
         }
         try loadOutboxes()
         // Once every feature is online (the engine's next turn), so that chat's notices hear it.
@@ -76,6 +85,9 @@ package final class Delivery: Feature, DeliveryPart, Sendable {
     /// The conversation with a peer, made if new.
     package func conversation(with peer: Peer) throws -> Conversation { try makeConversation(with: peer) }
 
+    /// The signed prekey we announce, when we keep a mailbox.
+    package var signedPrekey: SignedPrekey? { parts.prekeys?.current }
+
     /// Writes every line taken and every state change, with every message received, and sends
     /// what that lets go.
     package func settle() {
@@ -95,6 +107,7 @@ package final class Delivery: Feature, DeliveryPart, Sendable {
     /// A peer came (back) into reach (`returned`: it was out of sight, not just changed): its
     /// outbox is loaded and everything goes at once.
     func peerArrived(_ peer: Peer, returned: Bool) {
+        outbound.mailing.learn(peer)
         let waiting = loadOutbox(of: peer)
         if returned, waiting > 0, let conversation = links[peer.signingKey]?.conversation {
             parts.onEvent(.awaitedArrived(conversation: conversation, peer: peer, waiting: waiting))

@@ -18,6 +18,10 @@ package enum DeliveryEvent: Sendable {
     /// Mail for someone away (`handle`) reached what the broker holds for one reader, `held`
     /// messages: the rest waits in the outbox (told once).
     case mailFull(conversation: Int64, handle: String, held: Int)
+    /// Someone away (`handle`) announced no prekey in the last week (or none ever: an older
+    /// seance, or no mailbox): nothing can be sealed to them, and what waits stays in the outbox
+    /// for when both are online (told once a session).
+    case mailCannotSeal(conversation: Int64, handle: String)
     /// Messages mailed a week ago or more and still not acknowledged: the broker no longer holds
     /// them (nor would the reader take them); they wait in the outbox for when both are online.
     case mailExpired(conversation: Int64, handle: String, numbers: [Int64])
@@ -96,6 +100,8 @@ struct DeliveryState {
     var mailSenders: Set<Data> = []
     /// Readers away told that what the broker holds for them is full, this session.
     var mailFullTold: Set<Data> = []
+    /// Peers told of having no prekey to seal to, this session (`DeliveryEvent.mailCannotSeal`).
+    var mailCannotSealTold: Set<Data> = []
 }
 
 /// What delivery's parts share: the state on the engine, the store, and the network.
@@ -109,6 +115,8 @@ struct DeliveryParts: Sendable {
     let router: Router
     let directory: PeerDirectory
     let deadlines: Deadlines
+    /// Our signed prekeys, when we keep a mailbox (a broker): mail to us is sealed to them.
+    let prekeys: Prekeys?
     let onEvent: @Sendable (DeliveryEvent) -> Void
 
     var engine: Engine { router.engine }
@@ -145,7 +153,7 @@ extension DeliveryPart {
     /// The conversation with a peer, made if new.
     func makeConversation(with peer: Peer) throws -> Conversation {
         try store.conversation(myKey: myKey, peerKey: peer.signingKey, peerName: peer.name,
-                               peerAgreementKey: peer.announcement.agreementKey, now: clock())
+                               peerAgreementKey: peer.announcement.agreementKey, peerPrekey: peer.announcement.signedPrekey, now: clock())
     }
 
     /// The link of `conversation`, created (key derived, assembler resumed from the stored

@@ -48,11 +48,17 @@ final class Inbound: DeliveryPart, Sendable {
         }
     }
 
-    /// Mail from `sender`, written while we were away (a broker held it): what it carries is
-    /// taken as if it came in a session, from the peer its announcement describes (or the peer
-    /// as present now).
+    /// Mail from `sender`, written while we were away (a broker held it): opened with the
+    /// prekey it was sealed to, what it carries is taken as if it came in a session, from the
+    /// peer its announcement describes (or the peer as present now).
     func mailed(_ mail: Mail, from sender: Data, by route: Route) {
         guard mail.recipient == myKey else { return drop("not for us") }
+        // Sealed to a prekey we no longer keep (past `Prekeys.kept`), or never made: nothing
+        // opens it, by design.
+        guard let prekey = parts.prekeys?.privateKey(for: mail.prekey) else { return drop("mail to a retired prekey") }
+        guard let (kind, body) = try? mail.open(identity: parts.identity.agreement, prekey: prekey, sender: sender) else {
+            return drop("mail that does not open")
+        }
         let present = presentPeer(sender)
         let peer = present ?? Peer(signingKey: sender, announcement: mail.announcement, route: route, lastSeen: clock())
         // A writer not here is checked as an arriving peer is, once a session, and only once
@@ -64,17 +70,17 @@ final class Inbound: DeliveryPart, Sendable {
             parts.onEvent(.mailFrom(peer))
         }
         do {
-            switch mail.kind {
+            switch kind {
             case KindTable.message:
-                let fragment = try MessageFragment.read(mail.body)
+                let fragment = try MessageFragment.read(body)
                 told([fragment.sealed])
                 receive([fragment.sealed], for: fragment.recipient, from: peer, by: route)
             case KindTable.messages:
-                let bundle = try MessageBundle.read(mail.body)
+                let bundle = try MessageBundle.read(body)
                 told(bundle.sealed)
                 receive(bundle.sealed, for: bundle.recipient, from: peer, by: route)
             default:
-                acknowledged(try Acknowledgement.read(mail.body), from: sender)
+                acknowledged(try Acknowledgement.read(body), from: sender)
             }
         } catch {
             drop("malformed")

@@ -48,6 +48,7 @@ package final class Mailing: DeliveryPart, Sendable {
         guard let newest = link.queue.entries.last?.fragment.sequence, newest > from else { return }
         let room = Self.heldLimit - Int(link.mailedThrough > link.acknowledged ? link.mailedThrough - link.acknowledged : 0)
         guard room > 0 else { return full(link) }
+        guard let prekey = usablePrekey(link.conversationRecord, now: now) else { return cannotSeal(link.conversationRecord) }
         let waiting = link.queue.entries.lazy.map(\.fragment).filter { $0.sequence > from }
         let fresh = Array(waiting.prefix(room))
         guard !fresh.isEmpty else { return }
@@ -57,8 +58,8 @@ package final class Mailing: DeliveryPart, Sendable {
         var through = link.mailedThrough, position = 0
         for boxes in Outbound.bundles(sealed, capacity: Self.bundleCapacity) {
             let carried = boxes.count == 1
-                ? parts.router.sendMail(MessageFragment(recipient: key, sealed: boxes[0]), to: key)
-                : parts.router.sendMail(MessageBundle(recipient: key, sealed: boxes), to: key)
+                ? post(MessageFragment(recipient: key, sealed: boxes[0]), to: link.conversationRecord, prekey: prekey)
+                : post(MessageBundle(recipient: key, sealed: boxes), to: link.conversationRecord, prekey: prekey)
             guard carried else {
                 retryLater(now)
                 break
@@ -74,6 +75,40 @@ package final class Mailing: DeliveryPart, Sendable {
         let conversation = link.conversation
         commits.write({ db in try MessageStore.recordMailed(db, conversation, through: through, now: now) }, then: { _ in })
         if overflows { full(links[key]!) }
+    }
+
+    /// The prekey of `conversation`'s peer, when one it announced is still fresh enough to seal
+    /// to (`Prekeys.usable`).
+    private func usablePrekey(_ conversation: Conversation, now: Double) -> SignedPrekey? {
+        guard let prekey = conversation.peerPrekey, Prekeys.isUsable(prekey, now: now) else { return nil }
+        return prekey
+    }
+
+    /// `packet`, sealed to `prekey` of `conversation`'s peer (X3DH), left with the brokers; true
+    /// when one took it.
+    private func post<Kind: PacketKind>(_ packet: Kind, to conversation: Conversation, prekey: SignedPrekey) -> Bool {
+        guard let announcement = parts.router.announcement,
+              let mail = try? Mail.seal(packet, for: conversation.peerKey, agreementKey: conversation.peerAgreementKey,
+                                        prekey: prekey.publicKey, from: announcement, identity: parts.identity.agreement, sender: myKey)
+        else { return false }
+        return parts.router.sendMail(mail, to: conversation.peerKey)
+    }
+
+    /// Nothing can be sealed to the peer of `conversation` (no fresh prekey): told once a session.
+    private func cannotSeal(_ conversation: Conversation) {
+        guard parts.box.value.mailCannotSealTold.insert(conversation.peerKey).inserted else { return }
+        parts.onEvent(.mailCannotSeal(conversation: conversation.id, handle: conversation.handle))
+    }
+
+    /// The prekey `peer` announces, kept with its conversation when new (mail to it is sealed to
+    /// it once it is away).
+    func learn(_ peer: Peer) {
+        guard let prekey = peer.announcement.signedPrekey else { return }
+        let known = links[peer.signingKey]?.conversationRecord ?? (try? store.existingConversation(myKey: myKey, peerKey: peer.signingKey))
+        guard let conversation = known, conversation.peerPrekey != prekey else { return }
+        links[peer.signingKey]?.conversationRecord.peerPrekey = prekey
+        parts.box.value.mailCannotSealTold.remove(peer.signingKey)
+        commits.write({ db in try MessageStore.recordPrekey(db, conversation.id, prekey) }, then: { _ in })
     }
 
     /// What the brokers hold for the reader of `link` is full: told once a session.
@@ -101,9 +136,11 @@ package final class Mailing: DeliveryPart, Sendable {
     /// when no broker took it.
     func acknowledge(_ key: Data, sequence: UInt32) {
         parts.box.value.mailedAcknowledgements[key] = nil
-        // No broker (a LAN alone), or the peer is back (its session acknowledges): nothing kept.
-        guard parts.router.holdsMail, presentPeer(key) == nil,
-              !parts.router.sendMail(Acknowledgement(recipient: key, sequence: sequence), to: key) else { return }
+        // No broker (a LAN alone), the peer is back (its session acknowledges), or nothing can be
+        // sealed to it (it has its acknowledgement when both are online): nothing kept.
+        guard parts.router.holdsMail, presentPeer(key) == nil, let conversation = links[key]?.conversationRecord,
+              let prekey = usablePrekey(conversation, now: clock()),
+              !post(Acknowledgement(recipient: key, sequence: sequence), to: conversation, prekey: prekey) else { return }
         parts.box.value.mailedAcknowledgements[key] = sequence
         retryLater(clock())
     }

@@ -21,10 +21,16 @@ package struct Announcement: PacketKind, Equatable {
     /// index, link), on the LAN only: its next unchanged refresh is the next link
     /// (`RefreshProof`). The table keeps it with the route, not in the peer's announcement.
     package var refreshChain: ChainLink?
+    /// The sender's signed prekey (extension field 3, 40 bytes: the X25519 key, then when it was
+    /// made in milliseconds since 1970), from a sender that keeps a mailbox: mail to it is sealed
+    /// to this key (`Mail`). The announcement's signature is X3DH's Sig(IK, Encode(SPK)).
+    package var signedPrekey: SignedPrekey?
 
-    /// The extension fields: which session protocol the sender speaks, its refresh chain.
+    /// The extension fields: which session protocol the sender speaks, its refresh chain, its
+    /// signed prekey.
     static let sessionTag: UInt8 = 1
     static let chainTag: UInt8 = 2
+    static let prekeyTag: UInt8 = 3
 
     package var speaksSessions: Bool { sessionVersion >= SessionWire.version }
 
@@ -71,6 +77,11 @@ package struct Announcement: PacketKind, Equatable {
                 var field = ByteReader(value)
                 refreshChain = ChainLink(index: field.uint32()!, value: Array(value.suffix(ChainLink.size)))
             }
+            if tag == Self.prekeyTag, value.count == 40 {
+                var field = ByteReader(value)
+                let key = Data(field.take(32)!)
+                signedPrekey = SignedPrekey(publicKey: key, made: Double(field.uint64()!) / 1000)
+            }
         }
     }
 
@@ -102,6 +113,23 @@ package struct Announcement: PacketKind, Equatable {
             bytes.appendBigEndian(refreshChain.index)
             bytes += refreshChain.value
         }
+        if let signedPrekey {
+            guard signedPrekey.publicKey.count == 32, (0..<1e12).contains(signedPrekey.made) else { throw DecodeError.malformedPayload("prekey") }
+            bytes += [Self.prekeyTag, 0, 40] + signedPrekey.publicKey
+            bytes.appendBigEndian(UInt64(signedPrekey.made * 1000))
+        }
+    }
+}
+
+/// X3DH's signed prekey (SPK), as announced: its public key and when it was made.
+package struct SignedPrekey: Equatable, Sendable {
+    package var publicKey: Data
+    /// Seconds since 1970, the maker's clock.
+    package var made: Double
+
+    package init(publicKey: Data, made: Double) {
+        self.publicKey = publicKey
+        self.made = made
     }
 }
 

@@ -91,13 +91,12 @@ extension Router {
     /// broker) is among ours.
     package var holdsMail: Bool { !keeping.isEmpty }
 
-    /// `packet` for `recipient`, who is away: signed (no session can be made with someone who is
-    /// not there), with our announcement, and left in the recipient's inbox on every transport
-    /// that holds mail (`Mail`). True when one took it (a broker that is down takes nothing).
+    /// `mail` for `recipient`, who is away: signed (no session can be made with someone who is
+    /// not there), and left in the recipient's inbox on every transport that holds mail. True
+    /// when one took it (a broker that is down takes nothing).
     @discardableResult
-    package func sendMail<Kind: PacketKind>(_ packet: Kind, to recipient: Data) -> Bool {
-        guard holdsMail, let announcement, let mail = try? Mail(packet, for: recipient, from: announcement),
-              let bytes = frame(mail) else { return false }
+    package func sendMail(_ mail: Mail, to recipient: Data) -> Bool {
+        guard holdsMail, let bytes = frame(mail) else { return false }
         let routes = keeping.map { $0.directRoute(from: Route(transport: $0.name, address: ""), port: 0, signingKey: recipient) }
         return send(bytes, by: routes)
     }

@@ -110,6 +110,14 @@ package final class Presence: Sendable {
         deadlines.wake(at: engine.now)
     }
 
+    /// A new signed prekey (mail's, `Prekeys`) is announced at once.
+    package func setSignedPrekey(_ prekey: SignedPrekey) {
+        guard state.value.announcement.signedPrekey != prekey else { return }
+        state.value.announcement.signedPrekey = prekey
+        state.value.schedule.announceSoon(now: engine.now)
+        deadlines.wake(at: engine.now)
+    }
+
     /// The earliest of the next announcement (refreshed, or kept by a broker) and the next expiry.
     private var nextDeadline: Double? {
         guard state.value.running else { return nil }
