@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Glibc
 import Testing
 
@@ -11,7 +12,7 @@ final class BrokerProcess {
     let port: Int
     private let command: [String]
     private let logPath: String
-    private var process: Process?
+    private var process: Child?
 
     var url: String { "mqtt://\(address):\(port)" }
 
@@ -53,23 +54,15 @@ final class BrokerProcess {
     }
 
     func start() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-        process.arguments = ["netns", "exec", namespace] + command
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        let log = FileHandle(forWritingAtPath: logPath)
-        log?.seekToEndOfFile()
-        process.standardOutput = log
-        process.standardError = log
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        self.process = process
+        process = try Child(["/usr/sbin/ip", "netns", "exec", namespace] + command, stdout: .file(logPath, append: true),
+                            stderr: .file(logPath, append: true))
     }
 
     /// Ends the server at once (no clean shutdown), as a crash would.
     func kill() {
         guard let process, process.isRunning else { return }
-        Glibc.kill(process.processIdentifier, SIGKILL)
+        process.kill()
         waitForExit(process, timeout: 30)
         self.process = nil
     }

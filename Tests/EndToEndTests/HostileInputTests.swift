@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Glibc
 import Testing
 
@@ -71,21 +72,16 @@ import Testing
     @Test func readOnlyCommandsDoNotWaitForAWriter() throws {
         let scratch = Scratch()
         #expect(try runSeance(["--data-dir", scratch.dataDir, "-c", "zombies stats"], scratch: scratch).status == 0)
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        holder.arguments = ["-c", """
+        let holder = try Child(["/usr/bin/python3", "-c", """
             import sqlite3, sys, time
             db = sqlite3.connect(sys.argv[1], isolation_level=None)
             db.execute("BEGIN IMMEDIATE")
             db.execute("UPDATE setting SET value = value")
             print("locked", flush=True)
             time.sleep(20)
-            """, scratch.dataDir + "/seance.sqlite"]
-        let pipe = Pipe()
-        holder.standardOutput = pipe
-        try holder.run()
-        defer { kill(holder.processIdentifier, SIGKILL); waitForExit(holder, timeout: 10) }
-        _ = pipe.fileHandleForReading.availableData  // "locked"
+            """, scratch.dataDir + "/seance.sqlite"], stdout: .pipe)
+        defer { holder.kill(); waitForExit(holder, timeout: 10) }
+        _ = holder.output!.availableData  // "locked"
         let started = Date()
         let result = try runSeance(["--data-dir", scratch.dataDir, "-c", "zombies stats; visions"], scratch: scratch)
         #expect(result.status == 0, "\(result.stderr) after \(Date().timeIntervalSince(started)) s")
@@ -114,16 +110,12 @@ import Testing
         let right = scratch.write("right", "correct horse\n"), wrong = scratch.write("wrong", "wrong horse\n")
         #expect(try runSeance(["--data-dir", scratch.dataDir, "-c", "profile new ann --password-file \(right)"], scratch: scratch).status == 0)
         for _ in 0..<2 { _ = try runSeance(["--data-dir", scratch.dataDir, "-c", "login ann --password-file \(wrong)"], scratch: scratch) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: seanceBinary)
-        process.arguments = ["--data-dir", scratch.dataDir, "-c", "login ann --password-file \(right)"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try Child([seanceBinary, "--data-dir", scratch.dataDir, "-c", "login ann --password-file \(right)"],
+                                stdout: .null, stderr: .null)
         // The attempt is booked before its delay (0.5 s after the second failure) is waited out:
         // it is killed as soon as the booking shows, while it waits.
         #expect(eventually(timeout: 10) { (try? sh("sqlite3 '\(scratch.dataDir)/seance.sqlite' 'SELECT failedLogins FROM profile'")) == "3\n" })
-        kill(process.processIdentifier, SIGKILL)
+        process.kill()
         waitForExit(process, timeout: 10)
         let counted = try sh("sqlite3 '\(scratch.dataDir)/seance.sqlite' 'SELECT failedLogins FROM profile'")
         #expect(counted == "3\n", "failed logins recorded: \(counted)")

@@ -325,12 +325,12 @@ struct OneShellPerProfileTests {
 
         let refused = try shells.run(["--data-dir", ann], stdin: "login ann --password-file \(shells.password)\nchat\n")
         #expect(refused.status != 0)
-        #expect(refused.stderr.contains("ann#") && refused.stderr.contains("is online in another seance (process \(first.process.processIdentifier)): leave chat there first"),
+        #expect(refused.stderr.contains("ann#") && refused.stderr.contains("is online in another seance (process \(first.child.pid)): leave chat there first"),
                 "\(refused.stderr)")
         #expect(!refused.stdout.contains("announcing") && !refused.stderr.contains("announcing"))
 
         // Killed, it holds nothing: the lock ends with the process.
-        kill(first.process.processIdentifier, SIGKILL)
+        kill(first.child.pid, SIGKILL)
         first.close()
         let after = try shells.run(["--data-dir", ann], stdin: "login ann --password-file \(shells.password)\nchat\noffline\n")
         #expect(after.status == 0, "\(after.stderr)")

@@ -88,7 +88,7 @@ struct MailIntegrationTests {
         let annAgain = try net.start(host: 4, data: a, name: "ann", arguments: args(2), lines: ["chat"])
         defer { annAgain.kill() }
         #expect(try eventually(timeout: 180) { try states(a) == ["delivered", "delivered", "delivered"] },
-                "ann: \((try? states(a)) ?? []); \(annAgain.output.suffix(600))")
+                "ann: \((try? states(a)) ?? []); \(annAgain.output.suffix(600)); ben: \(benAgain.output.suffix(400)); node 2: \(nodes[1].log.suffix(1500)); node 3: \(nodes[2].log.suffix(800))")
         annAgain.finish()
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Glibc
 import Testing
 
@@ -84,14 +85,8 @@ import Testing
     @Test func aPurchaseKilledAtAnyMomentLeavesBothOrNeither() throws {
         let (right, _) = try makeProfile()
         let script = scratch.write("buy", "login ann --password-file \(right)\nstore buy candle 2 --password-file \(right)\n")
-        func launch() throws -> Process {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: seanceBinary)
-            process.arguments = ["--data-dir", scratch.dataDir, script]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            return process
+        func launch() throws -> Child {
+            try Child([seanceBinary, "--data-dir", scratch.dataDir, script], stdout: .null, stderr: .null)
         }
         // How long a whole purchase takes here, to spread the kills across it.
         let started = Date()
@@ -104,7 +99,7 @@ import Testing
             // The fault injected: a kill at a moment spread across the purchase (not a wait for
             // something to happen; what is checked is the database afterwards).
             usleep(useconds_t(span * 1_000_000 * Double(round) / 30))
-            kill(process.processIdentifier, SIGKILL)
+            process.kill()
             if case .signalled = waitForExit(process, timeout: 60) { killedMidway += 1 }
             let bought = try query("SELECT coalesce(sum(quantity), 0) FROM receipt WHERE item = 'candle'")
             let held = try query("SELECT coalesce(sum(count), 0) FROM inventory WHERE item = 'candle'")

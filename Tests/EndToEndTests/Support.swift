@@ -50,38 +50,28 @@ func runSeance(_ arguments: [String], stdin: String = "", environment: [String: 
     let id = UUID().uuidString.prefix(8)
     let input = scratch.write("stdin-\(id)", stdin)
     let outPath = scratch.path + "/stdout-\(id)", errPath = scratch.path + "/stderr-\(id)"
-    _ = FileManager.default.createFile(atPath: outPath, contents: nil)
-    _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: launcher?.first ?? seanceBinary)
-    process.arguments = (launcher.map { Array($0.dropFirst()) } ?? []) + arguments
     var env = ["HOME": scratch.path, "PATH": "/usr/bin:/bin", "TERM": "xterm-256color"]
     env.merge(environment) { $1 }
-    process.environment = env
-    process.standardInput = FileHandle(forReadingAtPath: input)
-    process.standardOutput = FileHandle(forWritingAtPath: outPath)
-    process.standardError = FileHandle(forWritingAtPath: errPath)
-    try process.run()
+    let child = try Child((launcher ?? [seanceBinary]) + arguments, environment: env, stdin: .file(input), stdout: .file(outPath),
+                          stderr: .file(errPath))
     // A run that hangs (the bug some tests look for) is ended and reported, not waited on.
-    let outcome = waitForExit(process, timeout: timeout)
+    let outcome = waitForExit(child, timeout: timeout)
     return RunResult(stdout: try String(contentsOfFile: outPath, encoding: .utf8),
                      stderr: try String(contentsOfFile: errPath, encoding: .utf8),
                      status: outcome.status ?? -1)
 }
 
-/// Waits for `process` to end, at most `timeout` seconds (`awaitExit`: also when Foundation
-/// misses its end); how it ended. One still running then is reported with where its threads
-/// wait, and killed: a hang fails its test instead of holding the whole run until CI gives up.
+/// Waits for `child` to end, at most `timeout` seconds; how it ended. One still running then is
+/// reported with where its threads wait, and killed: a hang fails its test instead of holding
+/// the whole run until CI gives up.
 @discardableResult
-func waitForExit(_ process: Process, timeout: Double, sourceLocation: SourceLocation = #_sourceLocation) -> ExitOutcome {
-    let outcome = awaitExit(process, timeout: timeout)
+func waitForExit(_ child: Child, timeout: Double, sourceLocation: SourceLocation = #_sourceLocation) -> ExitOutcome {
+    let outcome = child.wait(timeout: timeout)
     guard outcome == .stillRunning else { return outcome }
-    let pid = process.processIdentifier
-    let command = (process.arguments ?? []).suffix(8).joined(separator: " ")
-    Issue.record("\(command) (pid \(pid)) still ran after \(timeout) s; its threads:\n\(threads(of: pid))", sourceLocation: sourceLocation)
-    kill(pid, SIGKILL)
-    let killed = awaitExit(process, timeout: 10)
-    if killed == .stillRunning { Issue.record("pid \(pid) outlived SIGKILL by 10 s", sourceLocation: sourceLocation) }
+    Issue.record("pid \(child.pid) still ran after \(timeout) s; its threads:\n\(threads(of: child.pid))", sourceLocation: sourceLocation)
+    child.kill()
+    let killed = child.wait(timeout: 10)
+    if killed == .stillRunning { Issue.record("pid \(child.pid) outlived SIGKILL by 10 s", sourceLocation: sourceLocation) }
     return killed
 }
 
@@ -92,14 +82,9 @@ func threads(of pid: pid_t) -> String {
 
 /// Runs a shell pipeline and returns its standard output.
 func sh(_ command: String) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/bin/sh")
-    process.arguments = ["-c", command]
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    waitForExit(process, timeout: 120)
+    let child = try Child(["/bin/sh", "-c", command], stdout: .pipe)
+    let data = child.output!.readDataToEndOfFile()
+    waitForExit(child, timeout: 120)
     return String(decoding: data, as: UTF8.self)
 }
 
@@ -170,88 +155,49 @@ final class TerminalSession {
     }
 }
 
-struct SpawnError: Error { let code: Int32 }
-
-/// Runs `argv` and returns its standard output. Unlike Foundation's `Process`, the child gets no
-/// descriptor but 0, 1 and 2: the tmux server it may start as a daemon must not hold anything
-/// of ours open, or waiting for the client would never end.
+/// Runs `argv` and returns its standard output, a minute at most: a client that never answers is
+/// reported and killed. The child gets nothing of ours but its three streams: the tmux server it
+/// may start as a daemon must not hold anything of ours open, or waiting for the client would
+/// never end.
 @discardableResult
 func spawn(_ argv: [String]) throws -> String {
-    var fds: [Int32] = [-1, -1]
-    guard pipe(&fds) == 0 else { throw SpawnError(code: errno) }
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-    posix_spawn_file_actions_addclose(&actions, fds[0])
-    posix_spawn_file_actions_addclose(&actions, fds[1])
-    // Close everything else the test process has open (glibc's closefrom action is not exposed).
-    let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-    for fd in open.compactMap({ Int32($0) }) where fd > 2 && !fds.contains(fd) {
-        if fcntl(fd, F_GETFD) >= 0 { posix_spawn_file_actions_addclose(&actions, fd) }
-    }
-    var cArgs = argv.map { strdup($0) } + [nil]
-    defer { cArgs.forEach { free($0) } }
-    // Test threads run with signals blocked; the child starts with none blocked, all default.
-    var attributes = posix_spawnattr_t()
-    posix_spawnattr_init(&attributes)
-    defer { posix_spawnattr_destroy(&attributes) }
-    var noSignals = sigset_t(), allSignals = sigset_t()
-    sigemptyset(&noSignals)
-    sigfillset(&allSignals)
-    posix_spawnattr_setsigmask(&attributes, &noSignals)
-    posix_spawnattr_setsigdefault(&attributes, &allSignals)
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-    var pid: pid_t = 0
-    let code = posix_spawn(&pid, argv[0], &actions, &attributes, &cArgs, environ)
-    close(fds[1])
-    guard code == 0 else { close(fds[0]); throw SpawnError(code: code) }
-    // Read until the end, a minute at most: a client that never answers is reported and killed.
+    let child = try Child(argv, stdout: .pipe, stderr: .null)
+    let fd = child.output!.fileDescriptor
     var output: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 4096)
     let deadline = Date().addingTimeInterval(60)
     while true {
-        var poller = pollfd(fd: fds[0], events: Int16(POLLIN), revents: 0)
+        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         let left = deadline.timeIntervalSinceNow
         let ready = left > 0 ? poll(&poller, 1, Int32(left * 1000)) : 0
         if ready < 0 && errno == EINTR { continue }
         if ready <= 0 {
-            Issue.record("\(argv.joined(separator: " ")) gave no end within 60 s; its threads:\n\(threads(of: pid))")
-            kill(pid, SIGKILL)
+            Issue.record("\(argv.joined(separator: " ")) gave no end within 60 s; its threads:\n\(threads(of: child.pid))")
+            child.kill()
             break
         }
-        let n = read(fds[0], &buffer, buffer.count)
+        let n = read(fd, &buffer, buffer.count)
         if n < 0 && (errno == EINTR || errno == EAGAIN) { continue }
         if n <= 0 { break }
         output += buffer[0..<n]
     }
-    close(fds[0])
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    waitForExit(child, timeout: 10)
     return String(decoding: output, as: UTF8.self)
 }
 
 /// seance as a coprocess: commands go in through a pipe one at a time, and the driver waits
 /// (with a timeout) for each answer before sending the next, as a program would.
 final class PipeDriver {
-    let process = Process()
-    private let input = Pipe(), outputPipe = Pipe(), errors = Pipe()
+    let child: Child
     private var received = "", receivedErrors = ""
 
     /// `prefix` runs seance through another program (`ip netns exec NS`, to put it on a test host).
     init(arguments: [String], scratch: Scratch, prefix: [String] = []) throws {
-        process.executableURL = URL(fileURLWithPath: prefix.first ?? seanceBinary)
-        process.arguments = prefix.isEmpty ? arguments : Array(prefix.dropFirst()) + [seanceBinary] + arguments
-        process.environment = ["HOME": scratch.path, "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"]
-        process.standardInput = input
-        process.standardOutput = outputPipe
-        process.standardError = errors
-        try process.run()
+        child = try Child(prefix + [seanceBinary] + arguments, environment: ["HOME": scratch.path, "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"],
+                          stdin: .pipe, stdout: .pipe, stderr: .pipe)
     }
 
-    func send(_ line: String) throws { try input.fileHandleForWriting.write(contentsOf: Data((line + "\n").utf8)) }
+    func send(_ line: String) throws { try child.input!.write(contentsOf: Data((line + "\n").utf8)) }
 
     /// Everything read from stdout so far.
     var output: String { received }
@@ -259,20 +205,20 @@ final class PipeDriver {
     /// Reads stdout until it contains `text`; false when `timeout` seconds pass first (then the
     /// process's threads are recorded, to show where it waits).
     func read(until text: String, timeout: Double) throws -> Bool {
-        let found = try wait(for: text, in: outputPipe.fileHandleForReading, into: &received, timeout: timeout)
+        let found = try wait(for: text, in: child.output!, into: &received, timeout: timeout)
         if !found {
-            Issue.record("no '\(text)' after \(timeout) s; the threads:\n\(threads(of: process.processIdentifier))")
+            Issue.record("no '\(text)' after \(timeout) s; the threads:\n\(threads(of: child.pid))")
         }
         return found
     }
 
     /// Reads stdout for `seconds`, whatever comes (for a test that polls a listing).
     func drain(for seconds: Double) throws {
-        _ = try wait(for: "\u{0}", in: outputPipe.fileHandleForReading, into: &received, timeout: seconds)
+        _ = try wait(for: "\u{0}", in: child.output!, into: &received, timeout: seconds)
     }
 
     func readError(until text: String, timeout: Double) throws -> Bool {
-        try wait(for: text, in: errors.fileHandleForReading, into: &receivedErrors, timeout: timeout)
+        try wait(for: text, in: child.errors!, into: &receivedErrors, timeout: timeout)
     }
 
     private func wait(for text: String, in handle: FileHandle, into buffer: inout String, timeout: Double) throws -> Bool {
@@ -291,8 +237,8 @@ final class PipeDriver {
     }
 
     func close() {
-        try? input.fileHandleForWriting.close()
-        waitForExit(process, timeout: 120)
+        try? child.input!.close()
+        waitForExit(child, timeout: 120)
     }
 }
 

@@ -85,16 +85,18 @@ final class TestNetwork {
     /// test says (`send`), after what it waited for came out (`waitFor`); the input stays open,
     /// so the shell stays, until `finish` (or `kill`). Nothing waits for wall-clock time.
     final class Run {
-        let process = Process()
+        let child: Child
         let outputPath: String
-        private let input = Pipe()
         /// How many times `count` asked `nearby stats`: each answer is told by a marker of its own.
         private var asked = 0
-        init(outputPath: String) { self.outputPath = outputPath }
+        init(child: Child, outputPath: String) {
+            self.child = child
+            self.outputPath = outputPath
+        }
 
         /// Types `lines` into the shell.
         func send(_ lines: [String]) {
-            try? input.fileHandleForWriting.write(contentsOf: Data(lines.map { $0 + "\n" }.joined().utf8))
+            try? child.input!.write(contentsOf: Data(lines.map { $0 + "\n" }.joined().utf8))
         }
 
         func send(_ lines: String...) { send(lines) }
@@ -103,24 +105,24 @@ final class TestNetwork {
         /// end (a shell that does not end is reported and killed); its whole output.
         @discardableResult
         func finish(sourceLocation: SourceLocation = #_sourceLocation) -> String {
-            try? input.fileHandleForWriting.close()
+            try? child.input!.close()
             return wait(sourceLocation: sourceLocation)
         }
 
         /// Waits for the process to end, at most two minutes; its whole output.
         func wait(sourceLocation: SourceLocation = #_sourceLocation) -> String {
-            waitForExit(process, timeout: 120, sourceLocation: sourceLocation)
+            waitForExit(child, timeout: 120, sourceLocation: sourceLocation)
             return output
         }
 
         func kill() {
-            Glibc.kill(process.processIdentifier, SIGKILL)
-            try? input.fileHandleForWriting.close()
+            child.kill()
+            try? child.input!.close()
         }
 
         /// Its peak resident memory so far in bytes (the kernel's VmHWM), while it runs.
         var peakMemory: Int? {
-            guard let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8),
+            guard let status = try? String(contentsOfFile: "/proc/\(child.pid)/status", encoding: .utf8),
                   let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
                   let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "") else { return nil }
             return kilobytes << 10
@@ -189,16 +191,10 @@ final class TestNetwork {
         /// `outputPath`.
         static func launch(_ executable: String, _ arguments: [String], environment: [String: String],
                            outputPath: String, lines: [String]) throws -> Run {
-            let run = Run(outputPath: outputPath)
             _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
-            run.process.executableURL = URL(fileURLWithPath: executable)
-            run.process.arguments = arguments
-            run.process.environment = environment
-            let output = FileHandle(forWritingAtPath: outputPath)
-            run.process.standardOutput = output
-            run.process.standardError = output
-            run.process.standardInput = run.input
-            try run.process.run()
+            let run = Run(child: try Child([executable] + arguments, environment: environment, stdin: .pipe,
+                                           stdout: .file(outputPath, append: true), stderr: .file(outputPath, append: true)),
+                          outputPath: outputPath)
             run.send(lines)
             return run
         }
@@ -224,15 +220,10 @@ final class TestNetwork {
 
     func shellScript(_ script: String) throws -> (status: Int32, output: String) {
         let path = scratch.write("net-\(UUID().uuidString.prefix(6)).sh", script)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = [path]
         let outputPath = path + ".out"
         _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
-        process.standardOutput = FileHandle(forWritingAtPath: outputPath)
-        process.standardError = FileHandle(forWritingAtPath: outputPath)
-        try process.run()
-        let outcome = waitForExit(process, timeout: 120)
+        let child = try Child(["/bin/bash", path], stdout: .file(outputPath, append: true), stderr: .file(outputPath, append: true))
+        let outcome = waitForExit(child, timeout: 120)
         return (outcome.status ?? -1, (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "")
     }
 }

@@ -104,9 +104,7 @@ struct NoiseTests {
 
     /// Python's `noiseprotocol` playing one side over pipes (`noise_peer.py`).
     final class PythonPeer {
-        let process = Process()
-        private let input = Pipe()
-        private let output = Pipe()
+        let process: Child
         private var buffered: [UInt8] = []
 
         init(role: String, static key: Curve25519.KeyAgreement.PrivateKey, prologue: [UInt8]) throws {
@@ -114,19 +112,16 @@ struct NoiseTests {
             guard FileManager.default.isExecutableFile(atPath: python) else {
                 throw TestFailure("no \(python): `make test` makes it (python3 -m venv, then pip install noiseprotocol)")
             }
-            process.executableURL = URL(fileURLWithPath: python)
-            process.arguments = [directory + "/noise_peer.py", role, hex(Array(key.rawRepresentation)), hex(prologue)]
-            process.standardInput = input
-            process.standardOutput = output
-            try process.run()
+            process = try Child([python, directory + "/noise_peer.py", role, hex(Array(key.rawRepresentation)), hex(prologue)],
+                                stdin: .pipe, stdout: .pipe)
         }
 
         deinit {
-            try? input.fileHandleForWriting.close()
-            _ = awaitExit(process, timeout: 30)
+            try? process.input!.close()
+            _ = process.wait(timeout: 30)
         }
 
-        func send(_ bytes: [UInt8]) { input.fileHandleForWriting.write(Data((hex(bytes) + "\n").utf8)) }
+        func send(_ bytes: [UInt8]) { process.input!.write(Data((hex(bytes) + "\n").utf8)) }
 
         func line() throws -> String {
             while true {
@@ -134,7 +129,7 @@ struct NoiseTests {
                     defer { buffered.removeSubrange(...end) }
                     return String(decoding: buffered[..<end], as: UTF8.self)
                 }
-                let more = output.fileHandleForReading.availableData
+                let more = process.output!.availableData
                 guard !more.isEmpty else { throw TestFailure("the Python peer ended early") }
                 buffered += more
             }

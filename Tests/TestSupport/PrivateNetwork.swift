@@ -67,15 +67,9 @@ package final class PrivateNetwork: @unchecked Sendable {
     /// Runs a shell script; its status and everything it printed.
     @discardableResult
     static func run(_ script: String) -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", script]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        guard (try? process.run()) != nil else { return (-1, "cannot run /bin/sh") }
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        return (awaitExit(process, timeout: 60).status ?? -1, String(decoding: data, as: UTF8.self))
+        guard let child = try? Child(["/bin/sh", "-c", "exec 2>&1\n" + script], stdout: .pipe) else { return (-1, "cannot run /bin/sh") }
+        let data = child.output!.readDataToEndOfFile()
+        return (child.wait(timeout: 60).status ?? -1, String(decoding: data, as: UTF8.self))
     }
 }
 

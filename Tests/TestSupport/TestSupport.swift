@@ -58,34 +58,3 @@ package enum ExitOutcome: Equatable, Sendable {
         }
     }
 }
-
-/// Waits at most `timeout` seconds for `process` to end. Foundation's `Process` sometimes never
-/// reaps a child that ended (a SIGCHLD it misses: the child stays a zombie, `isRunning` stays
-/// true, and `waitUntilExit` waits for ever, as a test run once did in CI for 80 minutes): one
-/// that has been a zombie for a second is reaped here, its status read by `waitpid`.
-package func awaitExit(_ process: Process, timeout: Double) -> ExitOutcome {
-    let pid = process.processIdentifier
-    let deadline = Date().addingTimeInterval(timeout)
-    var zombieSince: Date?
-    while Date() < deadline {
-        if !process.isRunning {
-            return process.terminationReason == .exit ? .exited(process.terminationStatus) : .signalled(process.terminationStatus)
-        }
-        if isZombie(pid) {
-            let since = zombieSince ?? Date()
-            zombieSince = since
-            var status: Int32 = 0
-            if Date().timeIntervalSince(since) >= 1, waitpid(pid, &status, WNOHANG) == pid {
-                return status & 0x7F == 0 ? .exited((status >> 8) & 0xFF) : .signalled(status & 0x7F)
-            }
-        }
-        usleep(5_000)
-    }
-    return .stillRunning
-}
-
-/// Whether `pid` has ended and waits to be reaped (`Z` in /proc/PID/stat).
-package func isZombie(_ pid: pid_t) -> Bool {
-    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let end = stat.lastIndex(of: ")") else { return false }
-    return stat[end...].hasPrefix(") Z")
-}

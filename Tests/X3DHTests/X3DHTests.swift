@@ -52,13 +52,9 @@ struct X3DHTests {
             Issue.record("no \(python): `make test` makes it (python3 -m venv, then pip install x3dh)")
             return [:]
         }
-        let process = Process(), output = Pipe()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [root + "/Tests/X3DHTests/x3dh_peer.py"] + arguments
-        process.standardOutput = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        _ = awaitExit(process, timeout: 60)
+        let process = try Child([python, root + "/Tests/X3DHTests/x3dh_peer.py"] + arguments, stdout: .pipe)
+        let text = String(decoding: process.output!.readDataToEndOfFile(), as: UTF8.self)
+        _ = process.wait(timeout: 60)
         var said: [String: Data] = [:]
         for line in text.split(separator: "\n") {
             let parts = line.split(separator: " ")

@@ -73,7 +73,7 @@ package final class Mailing: DeliveryPart, Sendable {
         links[key]!.sentThrough = max(links[key]!.sentThrough, through)
         states.schedule()
         let conversation = link.conversation
-        commits.write({ db in try MessageStore.recordMailed(db, conversation, through: through, now: now) }, then: { _ in })
+        commits.write({ db in try MailRecords.recordMailed(db, conversation, through: through, now: now) }, then: { _ in })
         if overflows { full(links[key]!) }
     }
 
@@ -108,14 +108,14 @@ package final class Mailing: DeliveryPart, Sendable {
         guard let conversation = known, conversation.peerPrekey != prekey else { return }
         links[peer.signingKey]?.conversationRecord.peerPrekey = prekey
         parts.box.value.mailCannotSealTold.remove(peer.signingKey)
-        commits.write({ db in try MessageStore.recordPrekey(db, conversation.id, prekey) }, then: { _ in })
+        commits.write({ db in try MailRecords.recordPrekey(db, conversation.id, prekey) }, then: { _ in })
     }
 
     /// What the brokers hold for the reader of `link` is full: told once a session.
     private func full(_ link: DeliveryState.Link) {
         guard parts.box.value.mailFullTold.insert(link.conversationRecord.peerKey).inserted else { return }
         let conversation = link.conversationRecord, acknowledged = link.acknowledged, mailed = link.mailedThrough
-        let held = (try? store.messagesBetween(conversation.id, after: acknowledged, through: mailed).count) ?? 0
+        let held = (try? MailRecords.messagesBetween(store.database, conversation.id, after: acknowledged, through: mailed).count) ?? 0
         parts.onEvent(.mailFull(conversation: conversation.id, handle: conversation.handle, held: held))
     }
 
@@ -125,10 +125,10 @@ package final class Mailing: DeliveryPart, Sendable {
         for link in links.values where link.mailedThrough > link.acknowledged {
             let conversation = link.conversationRecord
             guard let mailedAt = conversation.mailedAt, now - mailedAt >= Mail.lifetime,
-                  let numbers = try? store.messagesBetween(conversation.id, after: link.acknowledged, through: link.mailedThrough),
+                  let numbers = try? MailRecords.messagesBetween(store.database, conversation.id, after: link.acknowledged, through: link.mailedThrough),
                   !numbers.isEmpty else { continue }
             parts.onEvent(.mailExpired(conversation: conversation.id, handle: conversation.handle, numbers: numbers))
-            try? store.forgetMailedTime(conversation.id)
+            try? MailRecords.forgetMailedTime(store.database, conversation.id)
         }
     }
 

@@ -1,0 +1,36 @@
+import Foundation
+import GRDB
+import Storage
+
+/// What mail keeps with a conversation: how far its fragments were mailed and when, and the
+/// peer's prekey that mail to it is sealed to.
+enum MailRecords {
+    /// The numbers of our messages whose fragments end after `after` and at most at `through`:
+    /// what is mailed and not acknowledged.
+    static func messagesBetween(_ database: SeanceDatabase, _ conversation: Int64, after: UInt32, through: UInt32) throws -> [Int64] {
+        try database.read { db in
+            try Int64.fetchAll(db.cachedStatement(sql: """
+                SELECT number FROM message INDEXED BY message_unread_by_peer
+                WHERE conversationId = ? AND outgoing = 1 AND state != 'read' AND lastSequence > ? AND lastSequence <= ?
+                ORDER BY number
+                """), arguments: [conversation, after, through])
+        }
+    }
+
+    /// Fragments up to `sequence` were left with a broker for the peer away (mail), `now`.
+    static func recordMailed(_ db: Database, _ conversation: Int64, through sequence: UInt32, now: Double) throws {
+        try db.cachedStatement(sql: "UPDATE conversation SET mailedSequence = max(mailedSequence, ?), mailedAt = ? WHERE id = ?")
+            .execute(arguments: [sequence, now, conversation])
+    }
+
+    /// The peer announced `prekey`: mail to it is sealed to that one from now on.
+    static func recordPrekey(_ db: Database, _ conversation: Int64, _ prekey: SignedPrekey) throws {
+        try db.cachedStatement(sql: "UPDATE conversation SET peerPrekey = ?, peerPrekeyMade = ? WHERE id = ?")
+            .execute(arguments: [prekey.publicKey, prekey.made, conversation])
+    }
+
+    /// The writer was told that what it mailed waited a week unread: not told again.
+    static func forgetMailedTime(_ database: SeanceDatabase, _ conversation: Int64) throws {
+        try database.write { db in try db.execute(sql: "UPDATE conversation SET mailedAt = NULL WHERE id = ?", arguments: [conversation]) }
+    }
+}
