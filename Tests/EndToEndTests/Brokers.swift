@@ -106,6 +106,22 @@ final class BrokerProcess {
         return false
     }
 
+    /// Waits until this NATS node says it is healthy (`/healthz` on its monitoring port: its
+    /// JetStream has a leader and every stream and consumer it holds is current), as a cluster
+    /// that lost a node is once its elections are over: only then does it hold and hand over
+    /// MQTT sessions and their messages again.
+    func waitUntilHealthy(timeout: Double = 120) throws -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            let answer = try sh("""
+                ip netns exec \(namespace) timeout 5 python3 -c "import urllib.request as u; print(u.urlopen('http://\(address):8222/healthz', timeout=3).read().decode())" 2>&1
+                """)
+            if answer.contains("\"ok\"") { return true }
+            usleep(500_000)
+        }
+        return false
+    }
+
     deinit { kill() }
 }
 
@@ -121,6 +137,7 @@ enum NATSCluster {
         let nodes = try (1...3).map { try BrokerProcess.natsNode(on: net, hosts: [1, 2, 3], index: $0) }
         for node in nodes { #expect(try node.waitUntilReady(timeout: 40), "\(node.log.suffix(1500))") }
         #expect(try nodes[0].waitUntilCarrying(to: nodes[2]) && nodes[2].waitUntilCarrying(to: nodes[0]))
+        for node in nodes { #expect(try node.waitUntilHealthy(), "\(node.log.suffix(1500))") }
         return (net, nodes, try net.makeProfile("ann", host: 4), try net.makeProfile("ben", host: 5))
     }
 
@@ -139,6 +156,7 @@ enum NATSCluster {
         mqtt {
             listen: \(address):1883
         }
+        http: \(address):8222
         """
     }
 }

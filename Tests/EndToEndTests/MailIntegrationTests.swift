@@ -79,6 +79,7 @@ struct MailIntegrationTests {
         // The two left carry again (JetStream's leaders elected afresh; beside the whole suite
         // this takes a while): what is tested is that the mail survived, not how fast.
         #expect(try nodes[1].waitUntilCarrying(to: nodes[2], timeout: 120) && nodes[2].waitUntilCarrying(to: nodes[1], timeout: 120))
+        #expect(try nodes[1].waitUntilHealthy() && nodes[2].waitUntilHealthy(), "node 2: \(nodes[1].log.suffix(1500))")
         let benAgain = try net.start(host: 5, data: b, name: "ben", arguments: args(3), lines: ["chat"])
         defer { benAgain.kill() }
         #expect(try eventually(timeout: 180) { try texts(b, outgoing: false) == lines },
