@@ -1,3 +1,4 @@
+import CMosquitto
 import Foundation
 
 /// A broker as the settings give it: where, the CA file of a TLS broker, the topic prefix, the
@@ -31,5 +32,25 @@ package enum BrokerClientFailure: Error, Equatable, CustomStringConvertible {
         case .client(let why): return "cannot make an MQTT client: \(why)"
         case .tls(let broker, let reason): return "cannot use TLS with the broker \(broker): \(reason)"
         }
+    }
+}
+
+/// libmosquitto's result codes, said for the user.
+enum MosquittoCodes {
+    /// Why the broker cannot be used, for the user.
+    static func failure(_ code: Int32, broker: String) -> String {
+        switch code {
+        case MOSQ_ERR_TLS.rawValue, MOSQ_ERR_TLS_HANDSHAKE.rawValue:
+            return "cannot use TLS with the broker \(broker): \(describe(code)); trying again"
+        case MOSQ_ERR_CONN_REFUSED.rawValue, MOSQ_ERR_AUTH.rawValue:
+            return "the broker \(broker) refused the connection; trying again"
+        default:
+            return "cannot reach the broker \(broker): \(describe(code)); trying again"
+        }
+    }
+
+    static func describe(_ code: Int32) -> String {
+        let text = code == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : String(cString: seance_mosquitto_strerror(code))
+        return text.hasSuffix(".") ? String(text.dropLast()) : text
     }
 }

@@ -57,6 +57,11 @@ package final class MQTTTransport: Transport, Sendable {
         /// The topic filters broadcasts are wanted on (subscribed to again on reconnecting),
         /// relative to the prefix.
         var topics: Set<String> = []
+        /// QoS 1 publishes the broker has not acknowledged yet (their message IDs), and the
+        /// latest IDs told published that were not among them: a QoS 0 publish's (told once
+        /// sent), or an acknowledgement that came before its publish call returned.
+        var unacknowledged: Set<Int32> = []
+        var acknowledgedEarly: [Int32] = []
     }
 
     package let name = "broker"
@@ -153,7 +158,7 @@ package final class MQTTTransport: Transport, Sendable {
             guard state.withLock({ !$0.stopping }) else { break }
             // A connection lost was told as it went (`disconnected`).
             if failure != MOSQ_ERR_CONN_LOST.rawValue && failure != MOSQ_ERR_NO_CONN.rawValue {
-                changed(up: false, why: Self.failure(failure, broker: address.description))
+                changed(up: false, why: MosquittoCodes.failure(failure, broker: address.description))
             }
             // Interrupted by `stop`.
             if wake.wait(Double(delay)) { break }
@@ -178,18 +183,6 @@ package final class MQTTTransport: Transport, Sendable {
     /// How long `stop` lets what is queued (a farewell, the disconnect) go before it gives up.
     static let stopDeadline = 2.0
 
-    /// Why the broker cannot be used, for the user.
-    static func failure(_ code: Int32, broker: String) -> String {
-        switch code {
-        case MOSQ_ERR_TLS.rawValue, MOSQ_ERR_TLS_HANDSHAKE.rawValue:
-            return "cannot use TLS with the broker \(broker): \(describe(code)); trying again"
-        case MOSQ_ERR_CONN_REFUSED.rawValue, MOSQ_ERR_AUTH.rawValue:
-            return "the broker \(broker) refused the connection; trying again"
-        default:
-            return "cannot reach the broker \(broker): \(describe(code)); trying again"
-        }
-    }
-
     private func configure(_ client: OpaquePointer) throws {
         seance_mosquitto_int_option(client, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311)
         seance_mosquitto_int_option(client, MOSQ_OPT_TCP_NODELAY, 1)
@@ -203,13 +196,17 @@ package final class MQTTTransport: Transport, Sendable {
                 throw Failure.tls(broker: address.description, reason: "cannot read the CA file \(caFile): \(String(cString: strerror(errno)))")
             }
             let result = seance_mosquitto_tls_set(client, caFile, nil, nil, nil, nil)
-            if result != MOSQ_ERR_SUCCESS.rawValue { throw Failure.tls(broker: address.description, reason: Self.describe(result)) }
+            if result != MOSQ_ERR_SUCCESS.rawValue { throw Failure.tls(broker: address.description, reason: MosquittoCodes.describe(result)) }
         }
         // If this process dies, the broker clears our retained presence for us.
         if role == .presence { seance_mosquitto_will_set(client, presenceTopic, 0, nil, 1, true) }
         seance_mosquitto_connect_callback_set(client) { _, context, code in
             guard let context else { return }
             Unmanaged<MQTTTransport>.fromOpaque(context).takeUnretainedValue().connected(code: code)
+        }
+        seance_mosquitto_publish_callback_set(client) { _, context, id in
+            guard let context else { return }
+            Unmanaged<MQTTTransport>.fromOpaque(context).takeUnretainedValue().published(id)
         }
         seance_mosquitto_disconnect_callback_set(client) { _, context, code in
             guard let context else { return }
@@ -252,7 +249,7 @@ package final class MQTTTransport: Transport, Sendable {
             return (state.stopping, state.connected)
         }
         guard !stopping else { return }
-        let broker = configuration.address, reason = Self.describe(code)
+        let broker = configuration.address, reason = MosquittoCodes.describe(code)
         changed(up: false, why: wasConnected ? "lost the broker \(broker) (\(reason)); reconnecting"
                                              : "cannot reach the broker \(broker) (\(reason)); trying again")
     }
@@ -363,14 +360,33 @@ package final class MQTTTransport: Transport, Sendable {
         // Dropped instead: presence is published again on connecting, and seance's own
         // acknowledgements have direct frames sent again.
         guard let client = state.withLock({ $0.stopping || !$0.connected ? nil : $0.client })?.pointer else { return false }
-        return bytes.withUnsafeBytes { buffer in
-            seance_mosquitto_publish(client, nil, topic, Int32(buffer.count), buffer.baseAddress, qos, retain) == MOSQ_ERR_SUCCESS.rawValue
+        var id: Int32 = 0
+        let taken = bytes.withUnsafeBytes { buffer in
+            seance_mosquitto_publish(client, &id, topic, Int32(buffer.count), buffer.baseAddress, qos, retain) == MOSQ_ERR_SUCCESS.rawValue
+        }
+        if taken && qos > 0 {
+            state.withLock { if let early = $0.acknowledgedEarly.lastIndex(of: id) { $0.acknowledgedEarly.remove(at: early) } else { $0.unacknowledged.insert(id) } }
+        }
+        return taken
+    }
+
+    /// The broker acknowledged publish `id` (QoS 1), or libmosquitto sent it (QoS 0).
+    private func published(_ id: Int32) {
+        state.withLock { state in
+            guard state.unacknowledged.remove(id) == nil else { return }
+            state.acknowledgedEarly = state.acknowledgedEarly.suffix(63) + [id]
         }
     }
 
     /// Disconnects (cleanly: the will is not sent; a farewell has withdrawn our presence) and
     /// releases the client and its thread. Safe to call twice.
     package func stop() {
+        // What the broker has not acknowledged yet (mail above all: "mailed" is what the writer
+        // was told) gets the stop deadline to be: libmosquitto keeps nothing once we are gone.
+        let deadline = DispatchTime.now() + Self.stopDeadline
+        while state.withLock({ $0.connected && !$0.stopping && !$0.unacknowledged.isEmpty }), DispatchTime.now() < deadline {
+            usleep(5_000)
+        }
         guard let handle = state.withLock({ state -> ClientHandle? in
             defer { state.client = nil; state.stopping = true; state.deliver = nil; state.report = nil }
             return state.client
@@ -387,9 +403,4 @@ package final class MQTTTransport: Transport, Sendable {
     // Safe to send: libmosquitto's calls on a client are thread-safe (threaded mode is set),
     // and the pointer is destroyed only in `stop`, after the loop thread has ended.
     private struct ClientHandle: @unchecked Sendable { let pointer: OpaquePointer }
-
-    static func describe(_ code: Int32) -> String {
-        let text = code == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : String(cString: seance_mosquitto_strerror(code))
-        return text.hasSuffix(".") ? String(text.dropLast()) : text
-    }
 }

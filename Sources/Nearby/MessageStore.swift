@@ -16,11 +16,14 @@ package struct MessageStore: Sendable {
                               now: Double) throws -> Conversation {
         try database.write { db in
             try db.execute(sql: """
-                INSERT INTO conversation (myKey, peerKey, peerName, peerAgreementKey, peerPrekey, peerPrekeyMade, lastActivity)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT(myKey, peerKey) DO UPDATE SET peerName = excluded.peerName, peerAgreementKey = excluded.peerAgreementKey,
-                    peerPrekey = coalesce(excluded.peerPrekey, peerPrekey), peerPrekeyMade = coalesce(excluded.peerPrekeyMade, peerPrekeyMade)
-                """, arguments: [myKey, peerKey, peerName, peerAgreementKey, peerPrekey?.publicKey, peerPrekey?.made, now])
+                INSERT INTO conversation (myKey, peerKey, peerName, peerAgreementKey, lastActivity) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT(myKey, peerKey) DO UPDATE SET peerName = excluded.peerName, peerAgreementKey = excluded.peerAgreementKey
+                """, arguments: [myKey, peerKey, peerName, peerAgreementKey, now])
+            // Only with one (an older schema, which the upgrade tests write, has no column for it).
+            if let peerPrekey {
+                try db.execute(sql: "UPDATE conversation SET peerPrekey = ?, peerPrekeyMade = ? WHERE myKey = ? AND peerKey = ?",
+                               arguments: [peerPrekey.publicKey, peerPrekey.made, myKey, peerKey])
+            }
             return try Self.fetch(db, sql: "SELECT * FROM conversation WHERE myKey = ? AND peerKey = ?", [myKey, peerKey])!
         }
     }
