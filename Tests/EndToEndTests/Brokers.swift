@@ -69,6 +69,9 @@ final class BrokerProcess {
 
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
+    /// The log without a dead route's endless retries (what a failure's report should show).
+    var news: String { log.split(separator: "\n").filter { !$0.contains("Error trying to connect to route") }.joined(separator: "\n") }
+
     /// Runs a mosquitto client (`mosquitto_sub`, `mosquitto_pub`) against this broker from
     /// `host`'s namespace; its output.
     func client(_ tool: String, from namespace: String, _ arguments: String) throws -> String {
@@ -155,6 +158,8 @@ enum NATSCluster {
         }
         mqtt {
             listen: \(address):1883
+            stream_replicas: 3
+            consumer_replicas: 3
         }
         http: \(address):8222
         """
