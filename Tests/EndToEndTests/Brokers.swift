@@ -98,10 +98,10 @@ final class BrokerProcess {
             attempt += 1
             let topic = "seance-test/probe-\(attempt)"
             let result = try sh("""
-                (ip netns exec \(other.namespace) timeout 5 mosquitto_sub -h \(other.address) -p \(other.port) -i probe-sub-\(attempt) -q 1 \
+                (ip netns exec \(other.namespace) timeout -k 2 5 mosquitto_sub -h \(other.address) -p \(other.port) -i probe-sub-\(attempt) -q 1 \
                     -t \(topic) -C 1 -W 3 > /tmp/seance-probe-\(attempt).$$ 2>&1 &)
                 sleep 0.5
-                ip netns exec \(namespace) timeout 5 mosquitto_pub -h \(address) -p \(port) -i probe-pub-\(attempt) -q 1 -t \(topic) -m carried >/dev/null 2>&1
+                ip netns exec \(namespace) timeout -k 2 5 mosquitto_pub -h \(address) -p \(port) -i probe-pub-\(attempt) -q 1 -t \(topic) -m carried >/dev/null 2>&1
                 sleep 1; cat /tmp/seance-probe-\(attempt).$$; rm -f /tmp/seance-probe-\(attempt).$$
                 """)
             if result.contains("carried") { return true }
@@ -117,7 +117,7 @@ final class BrokerProcess {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             let answer = try sh("""
-                ip netns exec \(namespace) timeout 5 python3 -c "import urllib.request as u; print(u.urlopen('http://\(address):8222/healthz', timeout=3).read().decode())" 2>&1
+                ip netns exec \(namespace) timeout -k 2 5 python3 -c "import urllib.request as u; print(u.urlopen('http://\(address):8222/healthz', timeout=3).read().decode())" 2>&1
                 """)
             if answer.contains("\"ok\"") { return true }
             usleep(500_000)
