@@ -182,17 +182,6 @@ struct NoiseTests {
     }
 }
 
-func bytes(_ hex: String) -> [UInt8] {
-    var result: [UInt8] = []
-    var index = hex.startIndex
-    while index < hex.endIndex, let next = hex.index(index, offsetBy: 2, limitedBy: hex.endIndex) {
-        result.append(UInt8(hex[index..<next], radix: 16)!)
-        index = next
-    }
-    return result
-}
-
-func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
 
 struct TestFailure: Error, CustomStringConvertible {
     let description: String

@@ -58,3 +58,17 @@ package enum ExitOutcome: Equatable, Sendable {
         }
     }
 }
+
+/// Bytes from hexadecimal digits, two a byte (what the Python peers print).
+package func bytes(_ hex: some StringProtocol) -> [UInt8] {
+    var result: [UInt8] = []
+    var index = hex.startIndex
+    while index < hex.endIndex, let next = hex.index(index, offsetBy: 2, limitedBy: hex.endIndex) {
+        result.append(UInt8(hex[index..<next], radix: 16)!)
+        index = next
+    }
+    return result
+}
+
+/// Hexadecimal digits, two a byte (what the Python peers read).
+package func hex(_ bytes: some Sequence<UInt8>) -> String { bytes.map { String(format: "%02x", $0) }.joined() }

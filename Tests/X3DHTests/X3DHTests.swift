@@ -42,8 +42,6 @@ struct X3DHTests {
 
     // MARK: Against an independent implementation
 
-    func hex(_ data: Data) -> String { data.map { String(format: "%02x", $0) }.joined() }
-
     /// `x3dh_peer.py` run with `arguments`: its `name value` lines.
     func python(_ arguments: [String]) throws -> [String: Data] {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
@@ -59,14 +57,7 @@ struct X3DHTests {
         for line in text.split(separator: "\n") {
             let parts = line.split(separator: " ")
             guard parts.count == 2 else { continue }
-            var data = Data()
-            var index = parts[1].startIndex
-            while index < parts[1].endIndex {
-                let next = parts[1].index(index, offsetBy: 2)
-                data.append(UInt8(parts[1][index..<next], radix: 16)!)
-                index = next
-            }
-            said[String(parts[0])] = data
+            said[String(parts[0])] = Data(TestSupport.bytes(parts[1]))
         }
         return said
     }
