@@ -174,11 +174,7 @@ package final class ChatMode: ConversationOwner {
     func goOffline(telling console: Console? = nil) {
         let waiting = online.goOffline()
         if let console {
-            for summary in waiting {
-                let peer = summary.conversation.shownHandle
-                console.print(summary.waiting == 1 ? "1 message to \(peer) waits in the outbox: it goes when you are both online"
-                                                   : "\(summary.waiting) messages to \(peer) wait in the outbox: they go when you are both online")
-            }
+            for summary in waiting { console.print(ChatText.waiting(summary)) }
         }
         conversations.close()
     }

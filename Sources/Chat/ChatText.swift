@@ -59,13 +59,36 @@ enum ChatText {
         return line
     }
 
+    /// What waits for a conversation's peer as we go offline: in the outbox (it goes when both
+    /// are online), or held by a broker (mailed: they get it when they next connect).
+    static func waiting(_ summary: ConversationSummary) -> String {
+        waiting(to: summary.conversation.shownHandle, count: summary.waiting, mailed: summary.mailed)
+    }
+
+    static func waiting(to peer: String, count: Int, mailed held: Int) -> String {
+        let kept = count - held
+        if held == 0 {
+            return kept == 1 ? "1 message to \(peer) waits in the outbox: it goes when you are both online"
+                             : "\(kept) messages to \(peer) wait in the outbox: they go when you are both online"
+        }
+        if kept == 0 {
+            return held == 1 ? "1 message to \(peer) is held by the broker: they get it when they next connect"
+                             : "\(held) messages to \(peer) are held by the broker: they get them when they next connect"
+        }
+        return "\(count) messages to \(peer) wait: \(held) held by the broker until they next connect, "
+            + "\(kept) in the outbox until you are both online"
+    }
+
     /// What `tap` says of a message: when it was sent, delivered (received, if theirs) and read,
     /// or how far it has come.
-    static func times(of message: ChatMessage, _ stamp: (Double) -> String) -> [String] {
+    /// `mailed`: a broker holds it for the peer, away.
+    static func times(of message: ChatMessage, mailed: Bool = false, _ stamp: (Double) -> String) -> [String] {
         var parts = ["sent " + stamp(message.sentAt)]
         guard let received = message.receivedAt else {
             // Only ours can be on its way (theirs are stored as they arrive).
-            return parts + [message.outgoing ? "not delivered yet (\(message.state.rawValue))" : "received"]
+            guard message.outgoing else { return parts + ["received"] }
+            return parts + [mailed ? "not delivered yet (the broker holds it until they next connect)"
+                                   : "not delivered yet (\(message.state.rawValue))"]
         }
         parts.append((message.outgoing ? "delivered " : "received ") + stamp(received))
         if let read = message.readAt {

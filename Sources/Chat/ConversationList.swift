@@ -22,16 +22,17 @@ struct ConversationList {
         // Those of people blocked are kept, and shown only when asked for.
         let summaries = all ? everyone : everyone.filter { !blocked.contains($0.conversation.peerKey) }
         guard !summaries.isEmpty else {
-            return shell.console.print(everyone.isEmpty ? "no conversations yet: open NAME"
+            return shell.console.print(everyone.isEmpty ? "no conversations yet: " + Advice.command("open NAME", mode: "chat")
                                                         : "no conversations but with people you blocked: " + Advice.command("chats --all", mode: "chat"))
         }
         let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
         let entries = summaries.map { summary in
-            // What is new there, what has not reached them: "2 unread, 1 waiting"; and whether
+            // What is new there, what has not reached them: "2 unread, 1 waiting (1 with the
+            // broker)"; and whether
             // its person is blocked or muted.
             let key = summary.conversation.peerKey
             let counts = [blocked.contains(key) ? "blocked" : nil, muted.contains(key) ? "muted" : nil,
-                          summary.unread > 0 ? "\(summary.unread) unread" : nil, summary.waiting > 0 ? "\(summary.waiting) waiting" : nil]
+                          summary.unread > 0 ? "\(summary.unread) unread" : nil, summary.waiting > 0 ? "\(summary.waiting) waiting" + (summary.mailed > 0 ? " (\(summary.mailed) with the broker)" : "") : nil]
             // Under amnesia the peers of conversations are strangers too.
             let handle = chat.renamed(summary.conversation)
                 ?? summary.conversation.shownHandle + (verified.contains(key) ? ChatText.verifiedMark(ascii: shell.capabilities.ascii) : "")
@@ -57,6 +58,7 @@ struct ConversationList {
             let seconds = Int(time) % 60
             return view.sectionTitle(time, now: now) + String(format: ":%02d", seconds)
         }
-        shell.console.print("#\(number): " + ChatText.times(of: message, stamp).joined(separator: ", "))
+        let mailed = try message.outgoing && message.receivedAt == nil && store.isMailed(number: Int64(number), in: conversation.id)
+        shell.console.print("#\(number): " + ChatText.times(of: message, mailed: mailed, stamp).joined(separator: ", "))
     }
 }

@@ -213,10 +213,19 @@ package final class Profiles {
 
     private func login(_ name: String, passwordFile: String?, _ shell: Shell) throws {
         let store = try store(shell)
-        guard let profile = try store.profile(named: name) else { throw ProfileError.noSuchProfile(name) }
+        guard let profile = try store.profile(named: name) else { throw Self.noProfile(name, existing: try store.profiles()) }
         let identity = try unlock(profile, passwordFile: passwordFile, store: store, shell)
         setCurrent((profile, identity), shell)
         shell.console.status("logged in as \(profile.handle)")
+    }
+
+    /// `login NAME` where no profile has that name: the names there are, and how to make it.
+    static func noProfile(_ name: String, existing: [Profile]) -> UserError {
+        let made = Advice.command("profile new " + Tokenizer.quote(name)) + " makes one"
+        guard !existing.isEmpty else { return UserError("there is no profile here yet: " + made) }
+        let names = existing.map { "'\($0.name)'" }
+        let list = names.count == 1 ? "there is " + names[0] : "there are " + names.dropLast().joined(separator: ", ") + " and " + names.last!
+        return UserError("there is no profile named '\(name)' (\(list)); " + made)
     }
 
     /// Asks for (or reads) the password and unlocks the keys; after wrong passwords every

@@ -102,4 +102,6 @@ package struct ConversationSummary: Equatable, Sendable {
     package var unread: Int
     /// Our messages the peer has not acknowledged yet: the outbox.
     package var waiting: Int
+    /// Of those, the ones a broker holds for the peer (mailed).
+    package var mailed: Int = 0
 }

@@ -69,8 +69,8 @@ package final class Search: PlaceExtension {
                     help: "text (the default), or tsv: every match, for other tools"),
         ], summary: "find what was said in every conversation and room, newest first",
            details: "Words are found by their beginning, whatever their case or accents (cafe finds café); a quoted argument "
-                  + "is a phrase. Nothing you type is query syntax. `more` shows the next page; in chat, `open N` opens "
-                  + "result N where it was said.") { invocation in
+                  + "is a phrase. Nothing you type is query syntax. `more` shows the next page; `goto N` (in chat, `open N` "
+                  + "too) opens result N where it was said.") { invocation in
             try self.search(invocation.arguments, invocation.shell)
         })
         shell.register(Command("more", scope: .global, summary: "the next page of the last search") { invocation in
@@ -184,8 +184,9 @@ package final class Search: PlaceExtension {
         guard !page.isEmpty else { return }
         let left = last.count - last.shown
         shell.console.printProse(shell.styler.dim(
-            "\(last.shown - page.count + 1)–\(last.shown) of \(last.count)" + (left > 0 ? "; more: the next \(min(left, size))" : "")
-            + "; open N (in chat) shows one where it was said"))
+            "\(last.shown - page.count + 1)–\(last.shown) of \(last.count)"
+            + (left > 0 ? "; \(Advice.command("more")): the next \(min(left, size))" : "")
+            + "; \(Advice.command("goto N", mode: "chat")) shows one where it was said"))
     }
 
     /// Results `start`… (`count` of them) of `last`: where the user is first, then the rest.

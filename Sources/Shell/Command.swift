@@ -53,6 +53,15 @@ package struct ArgumentSpec {
         return spec
     }
 
+    /// What the argument is, for an error that says it is missing: its help, else the words
+    /// it takes (`: candle or medallion`); nothing when neither says more than its name.
+    var explained: String {
+        if !help.isEmpty { return ": " + help }
+        guard case .choice(let candidates) = kind, let last = candidates.last else { return "" }
+        let words = candidates.dropLast().map(\.text)
+        return ": " + (words.isEmpty ? last.text : words.joined(separator: ", ") + " or " + last.text)
+    }
+
     var usage: String {
         let shown = flag.map { takesValue ? "\($0) \(name)" : $0 } ?? (isRest ? "\(name)..." : name)
         return isOptional ? "[\(shown)]" : shown
@@ -136,7 +145,7 @@ package struct Arguments {
         }
         if let extra = remaining.first { throw .badArgument("unexpected argument '\(extra)'\n\(usage)") }
         for spec in specs where !spec.isOptional && values[spec.name] == nil {
-            throw .badArgument("missing \(spec.flag ?? spec.name)\n\(usage)")
+            throw .badArgument("missing \(spec.flag ?? spec.name)" + spec.explained + "\n\(usage)")
         }
         // An option of a few words takes one of them (`--format json` is not quietly text).
         for spec in specs {
@@ -196,6 +205,12 @@ package struct Command {
     /// conversation): what errors and `help NAME` show.
     package var advisedUsage: String {
         "usage: " + Advice.command(synopsis, mode: scope.mode)
+    }
+
+    /// `usage` with the mode's name first: for a command run from another mode's place, whose
+    /// usage would not otherwise say whose it is (`new` in visions is `zombies new`).
+    var usageNamingMode: String {
+        "usage: " + Advice.command((scope.mode.map { $0 + " " } ?? "") + synopsis)
     }
 
     /// The details as paragraphs: lines are joined (they were broken only to keep the source

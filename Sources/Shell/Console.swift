@@ -115,7 +115,8 @@ package final class Console {
     /// Writes a line of prose (a hint, a notice): at a terminal broken at spaces to its width
     /// rather than by the terminal mid-word; to a pipe as one line, as scripts expect.
     package func printProse(_ text: String) {
-        for row in prose(text) { print(row) }
+        // Spelled before it is broken: a command advised may have spaces in it.
+        for row in prose(advised(text)) { print(row) }
     }
 
     private func prose(_ text: String) -> [String] {

@@ -213,7 +213,7 @@ package final class Shell {
         guard let command = registry.command(named: name, inMode: mode) else {
             let owners = registry.modesOwning(name)
             if owners.count == 1, let command = registry.command(named: name, inMode: owners[0]) {
-                let arguments = try Arguments.parse(Array(words[(start + 1)...]), specs: command.arguments, usage: command.advisedUsage)
+                let arguments = try Arguments.parse(Array(words[(start + 1)...]), specs: command.arguments, usage: command.usageNamingMode)
                 return try command.run(Invocation(shell: self, arguments: arguments, name: name, mode: owners[0]))
             }
             if !owners.isEmpty { throw ShellError.ambiguous(command: name, modes: owners) }

@@ -72,7 +72,7 @@ extension TransferPart {
             inbox.post(.lines { columns in
                 let view = TransferView(capabilities: capabilities, columns: columns)
                 let (shown, picture) = store.drawn(transfer)
-                return view.bubble(shown, picture: picture, sender: sender) + [view.numberRow(shown)]
+                return view.bubble(shown, picture: picture) + [view.numberRow(shown)]
             })
         } else if !context.rules.isMuted(transfer.peerKey) {
             inbox.post(Styler(capabilities).apply(.magenta, capabilities.ascii ? "*" : "✉") + " \(sender) sent \(what) "

@@ -43,8 +43,8 @@ package struct TransferView: Sendable {
 
     /// The bubble of a transfer: the picture (when given, decoded) in half blocks with its name
     /// and size under it, or the file's name, kind and size; on the right for ours, on the left
-    /// under the sender's name for theirs; its number under it.
-    package func bubble(_ transfer: Transfer, picture: RGBAImage?, sender: String?) -> [String] {
+    /// for theirs (a conversation's header names its one other).
+    package func bubble(_ transfer: Transfer, picture: RGBAImage?) -> [String] {
         var body: [String] = []
         if let picture {
             let renderer = ImageRenderer(capabilities)
@@ -57,7 +57,7 @@ package struct TransferView: Sendable {
         body += [caption, styler.dim(details)]
         let width = body.map { $0.strippingANSI.displayWidth }.max() ?? 0
         return ConversationView(capabilities: capabilities, columns: columns)
-            .framed(body, width: width, outgoing: transfer.outgoing, sender: sender, colouredText: false)
+            .framed(body, width: width, outgoing: transfer.outgoing, sender: nil, colouredText: false)
     }
 
     /// The row under a transfer's bubble, as wide as the window (written over in place while

@@ -178,7 +178,7 @@ package final class Transfers: Feature, PlaceExtension {
                 if inPlace {
                     var shown = transfer
                     shown.picture = drawn?.transfer.picture ?? transfer.picture
-                    view.bubble(shown, picture: drawn?.picture, sender: nil).forEach { shell.console.print($0) }
+                    view.bubble(shown, picture: drawn?.picture).forEach { shell.console.print($0) }
                 } else {
                     shell.console.print("\(transfer.picture ? "picture" : "file") \(transfer.number) (\(TransferView.shownName(transfer.name)), "
                                         + "\(TransferView.size(transfer.size))) to \(to)")
@@ -252,7 +252,7 @@ package final class Transfers: Feature, PlaceExtension {
                                                                         : view.numberRow(transfer)
             // One still going keeps its bar written over in place on a page drawn again.
             let going = [.moving, .offered, .asking].contains(transfer.state)
-            return ConversationView.Extra(time: transfer.sentAt, rows: view.bubble(transfer, picture: picture, sender: nil) + [last],
+            return ConversationView.Extra(time: transfer.sentAt, rows: view.bubble(transfer, picture: picture) + [last],
                                           mark: going ? Self.progressMark(transfer.number) : nil)
         }
     }

@@ -23,6 +23,16 @@ import Testing
         #expect(tap(mine(.read, delivered: 2)) == "sent t1, delivered t2, read")
     }
 
+    /// Mailed to someone away: the broker holds it, which `tap` and going offline say.
+    @Test func oursWithTheBrokerSaysSo() {
+        #expect(ChatText.times(of: mine(.sent), mailed: true) { "t\(Int($0))" }.joined(separator: ", ")
+                == "sent t1, not delivered yet (the broker holds it until they next connect)")
+        #expect(ChatText.waiting(to: "ben#d60e", count: 1, mailed: 0) == "1 message to ben#d60e waits in the outbox: it goes when you are both online")
+        #expect(ChatText.waiting(to: "ben#d60e", count: 2, mailed: 2) == "2 messages to ben#d60e are held by the broker: they get them when they next connect")
+        #expect(ChatText.waiting(to: "ben#d60e", count: 3, mailed: 1)
+                == "3 messages to ben#d60e wait: 1 held by the broker until they next connect, 2 in the outbox until you are both online")
+    }
+
     @Test func theirsSaysWhenItCameAndWhenItWasShown() {
         let theirs = ChatMessage(number: 2, outgoing: false, text: "yo", sentAt: 4, receivedAt: 5, state: .received)
         #expect(tap(theirs) == "sent t4, received t5, not shown yet")

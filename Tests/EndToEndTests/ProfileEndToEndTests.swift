@@ -64,6 +64,7 @@ import Testing
             login Alice --password-file \(good)
             profile new bob
             profile show bob
+            login bob --password-file \(good)
             """ + "\n")
         let handle = try #require(first.stderr.split(separator: "\n").first?.split(separator: " ").dropFirst().first)
         #expect(handle.hasPrefix("alice#") && handle.count == 10)
@@ -79,6 +80,7 @@ import Testing
             logged in as \(handle)
             line 6: missing --password-file FILE (batch input cannot be asked for; give it as an argument)
             line 7: there is no profile named 'bob'
+            line 8: there is no profile named 'bob' (there is 'alice'); profile new bob makes one
 
             """)
         // The password is nowhere in the database file.

@@ -17,6 +17,8 @@ struct SearchIntegrationTests {
         runB.send("search \"\"", "search \"line 3\"", "open 1", "/newer", "/newer", "/newer", "/newer", "/newer", "/newer", "/newer", "/newer")
         let out = runB.finish()
         #expect(out.contains("1 match for \"line 3\""), "\(out)")
+        // The page's advice is a command (in a room it would be /goto 1, not words sent).
+        #expect(out.contains("1–1 of 1; goto N shows one where it was said"), "\(out)")
         // Nothing to look for is a mistake, not zero matches (issue 52).
         #expect(out.contains("search needs a word to look for: search TEXT") && !out.contains("0 matches for"), "\(out)")
         #expect(out.contains(", around #3") && out.contains("│ line 3 │"), "\(out)")

@@ -90,6 +90,12 @@ import Wire
         #expect(try states(ann).filter { $0 == "sent" }.count == limit)
         world.step(1)
         #expect(events.full == [limit], "told once, with the messages held: \(events.full)")
+        // What going offline says waits: all of it, the first `limit` with the broker.
+        let summary = try #require(ann.delivery.waiting().first)
+        #expect(summary.waiting == written + 1 && summary.mailed == limit, "\(summary.waiting), \(summary.mailed)")
+        let messages = MessageStore(database: ann.database)
+        #expect(try messages.isMailed(number: Int64(limit), in: conversation.id))
+        #expect(try !messages.isMailed(number: Int64(limit + 1), in: conversation.id))
         // Back, ben gets the 256 held, and the rest once both are online (the session).
         try ben.goOnline(world)
         world.step(5)
@@ -116,6 +122,7 @@ import Wire
         world.step(1)
         #expect(events.expired == [[1]])
         #expect(try states(ann) == ["sent"])
+        #expect(ann.delivery.waiting().map(\.mailed) == [0], "told it waited a week: no longer with the broker")
     }
 
     /// Mail under the name of someone ben trusts, from another key, is flagged as an arriving

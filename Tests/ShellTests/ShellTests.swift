@@ -196,6 +196,25 @@ final class Recorder { var events: [String] = [] }
         #expect(unknown?.description.hasPrefix("unknown option '--imgae'") == true)
     }
 
+    /// An argument missing is said with what it is (its help, else the words it takes); a
+    /// command of a mode the user is not in names its mode in its usage (`new` in visions is
+    /// zombies': the evening of issue 52 took it for a vision's).
+    @Test func aMissingArgumentIsExplainedAndAnotherModesUsageNamesIt() {
+        let (shell, _) = makeShell()
+        shell.register(Command("light", scope: .mode("zombies"),
+                               arguments: [.positional("what", .choice([Candidate("candle"), Candidate("lamp"), Candidate("torch")]))],
+                               summary: "light something") { _ in })
+        func reported(_ line: String) -> String {
+            shell.report(shell.execute(line)!, lineNumber: 1)
+            return shell.console.takeCaptured()
+        }
+        #expect(reported("zombies add Joyce").contains("missing --image: an image\nusage: add name --image path"))
+        #expect(reported("zombies light").contains("missing what: candle, lamp or torch\n"))
+        shell.register(Mode(name: "visions", summary: "visions"))
+        #expect(shell.execute("visions") == nil)
+        #expect(reported("up now").contains("unexpected argument 'now'\nusage: zombies up"))
+    }
+
     /// A switch is given or not, and takes no value: the words after it are still arguments.
     @Test func aSwitchTakesNoValue() throws {
         let specs: [ArgumentSpec] = [.positional("name"), .option("--image", "path"), .switch("--new-rescuer")]

@@ -68,5 +68,6 @@ package struct DeliveryProbe: Sendable {
     package var droppedCounts: [String: Int] { engine.sync { delivery.droppedCounts } }
     package var signedPrekey: SignedPrekey? { engine.sync { delivery.signedPrekey } }
     package func settle() { engine.sync { delivery.settle() } }
+    package func waiting() -> [ConversationSummary] { engine.sync { delivery.waiting() } }
     package func shown(upTo number: Int64, in conversation: Conversation) { engine.sync { delivery.shown(upTo: number, in: conversation) } }
 }

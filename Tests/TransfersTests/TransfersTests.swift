@@ -140,7 +140,7 @@ import Wire
         let (shown, drawn) = store.drawn(try #require(try transfers(of: ben).first))
         #expect(drawn == nil && !shown.picture)
         #expect(try transfers(of: ben).first?.picture == false, "a file from now on")
-        let bubble = TransferView(capabilities: .plain, columns: 80).bubble(shown, picture: drawn, sender: "eve")
+        let bubble = TransferView(capabilities: .plain, columns: 80).bubble(shown, picture: drawn)
         #expect(bubble.joined().contains("PNG file"))
     }
 
