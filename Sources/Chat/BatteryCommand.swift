@@ -36,7 +36,7 @@ struct BatteryCommand {
         switch reading.source {
         case .battery: state = reading.charging ? "charging" : "on battery"
         case .mains: state = "mains power, no battery found"
-        case .override: state = "set by you; 'battery auto' reads the real one"
+        case .override: state = "set by you; '\(Advice.command("battery auto"))' reads the real one"
         }
         return "battery: \(reading.level) % (\(state))  plane: " + styler.bold(reading.plane.name)
     }

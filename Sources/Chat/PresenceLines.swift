@@ -77,7 +77,7 @@ enum PresenceLines {
                     + "\(Int(FrameTime.allowance / 60)) min either way), and they are not listed until it is set right (this is said once)"]
         case .flooded(let source):
             return [styler.apply(.yellow + .bold, "!") + " \(SafeText.visible(source)) sends more than any honest seance would: "
-                    + "what is over its allowance is dropped unread ('nearby stats' counts it; this is said once)"]
+                    + "what is over its allowance is dropped unread ('\(Advice.command("nearby stats", mode: "chat"))' counts it; this is said once)"]
         case .olderSeance(let peer):
             guard visible(peer) else { return [] }
             return [styler.apply(.yellow + .bold, "!") + " \(named(peer)) runs an older seance, without sessions: nothing direct "

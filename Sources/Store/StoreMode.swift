@@ -50,16 +50,17 @@ package final class StoreMode {
                        summary: "show one receipt and check its signature") { shell, arguments in
             try self.showReceipt(arguments["id"]!, shell)
         }
+        // The item may be left out: a candle is all one uses, a medallion all one wears.
         shell.register(mode: "store", "use", arguments: [.positional("item", .choice([Candidate("candle", "lift the curse that ends last")]),
-                                                                     help: "candle")],
+                                                                     optional: true, help: "candle (the default)")],
                        summary: "light a Holy candle against the curse on you that ends last") { shell, arguments in
-            guard arguments["item"] == "candle" else { throw UserError("only a candle is used: use candle (a medallion is worn)") }
+            guard (arguments["item"] ?? "candle") == "candle" else { throw UserError("only a candle is used: use candle (a medallion is worn)") }
             try self.useCandle(shell)
         }
         shell.register(mode: "store", "wear", arguments: [.positional("item", .choice([Candidate("medallion", "an hour of protection")]),
-                                                                      help: "medallion")],
+                                                                      optional: true, help: "medallion (the default)")],
                        summary: "put on a Saint's medallion: curses bounce off for an hour") { shell, arguments in
-            guard arguments["item"] == "medallion" else { throw UserError("only a medallion is worn: wear medallion (a candle is used)") }
+            guard (arguments["item"] ?? "medallion") == "medallion" else { throw UserError("only a medallion is worn: wear medallion (a candle is used)") }
             try self.wearMedallion(shell)
         }
     }

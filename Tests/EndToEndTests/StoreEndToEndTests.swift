@@ -35,9 +35,9 @@ import Testing
             buy candle 0 --password-file \(right)
             inventory
             receipts
-            use candle
+            use
             wear medallion
-            wear medallion
+            wear
             inventory
             """)
         #expect(result.stdout.contains("Holy candle        $0.99") && result.stdout.contains("Saint's medallion  $2.99"), "\(result.stdout)")
