@@ -103,6 +103,12 @@ package struct CommandRegistry {
             lines += rows(modes.map { ($0.name, $0.summary + ($0.isAvailable ? "" : " (not available yet)")) })
             lines.append("")
         }
+        // Compact, the model in a line: a small window keeps the place's own commands in sight.
+        guard !compact else {
+            return (lines + DisplayWidth.wrap("Any command works anywhere (in a conversation or a room, start it with /); '"
+                                              + Advice.command("help COMMAND") + "' explains one.", width: max(20, columns)))
+                .joined(separator: "\n")
+        }
         lines += DisplayWidth.wrap("Any command works anywhere: a mode's own without its name first where the place you are in has "
                                    + "none of that name ('up' is 'zombies up'), with it where two modes share one ('chat open'); "
                                    + "in a conversation or a room, start it with /. Type a mode's name to enter it, '"

@@ -273,6 +273,8 @@ final class Recorder { var events: [String] = [] }
         let lines = short.split(separator: "\n", omittingEmptySubsequences: false)
         #expect(lines.count <= 10 && lines.first?.hasPrefix("Commands in zombies mode: up (k), add") == true, "\(short)")
         #expect(!short.contains("move up"))
+        // The model said in a line, not the tall form's paragraph (at 40x12 it took 8 of 12 rows).
+        #expect(Advice.plain(short).hasSuffix("start it with /); 'help COMMAND' explains one.") && !short.contains("('up' is"), "\(short)")
     }
 
     @Test func helpListsOnlyWhatAppliesHere() {
