@@ -89,6 +89,7 @@ extension Schema {
         TrustSchema.unblockedPeers,
         NearbySchema.mailed,
         NearbySchema.prekeys,
+        NearbySchema.brokerTopics,
     ], backfills: [SearchSchema.indexing, TransfersSchema.movingChunksOut], commitSteps: [SearchSchema.keepingUp])
 
     /// Each feature's list, for the test that every one is in the order above.
@@ -210,11 +211,11 @@ package enum App {
                               environment: [String: String] = [:]) {
         ZombiesMode().register(in: shell)
         VisionsMode().register(in: shell)
-        let online = Online(battery: battery, timing: network.timing) { signingKey in
+        let online = Online(battery: battery, timing: network.timing) { identity in
             // The LAN first: where both reach a peer, the LAN is preferred.
             var transports: [Transport] = []
             if network.lanEnabled { transports.append(LANTransport(configuration: network.lan)) }
-            if let mqtt = network.mqtt { transports.append(BrokerTransport(configuration: mqtt, signingKey: signingKey)) }
+            if let mqtt = network.mqtt { transports.append(BrokerTransport(configuration: mqtt, identity: identity)) }
             return transports
         }
         // The places lines are shown in: chat owns conversations, rooms show theirs, and

@@ -1,17 +1,20 @@
 import Foundation
 import Wire
 
-/// A broker as seance uses it: two clients of one server (`MQTTTransport`), one for presence and
-/// everything we send, one for the mailbox, whose persistent session has the broker hold our
-/// inbox while we are away (mail). The engine sees one transport; only presence's client says
-/// when the broker carries or not.
+/// A broker as seance uses it: two clients of one server (`MQTTTransport`), one for presence
+/// and broadcasts, one for the mailbox, which sends direct frames and mail and whose persistent
+/// session has the broker hold our inbox while we are away: what a client publishes and reads
+/// for mail never shares a connection or a client ID with its presence. The engine sees one
+/// transport; only presence's client says when the broker carries or not.
 package final class BrokerTransport: Transport, Sendable {
     let presence: MQTTTransport
     let mailbox: MQTTTransport
 
-    package init(configuration: MQTTTransport.Configuration, signingKey: Data) {
-        presence = MQTTTransport(configuration: configuration, signingKey: signingKey, role: .presence, readsInbox: false)
-        mailbox = MQTTTransport(configuration: configuration, signingKey: signingKey, role: .mailbox)
+    package init(configuration: MQTTTransport.Configuration, identity: Identity) {
+        let key = identity.signingPublicKey
+        presence = MQTTTransport(configuration: configuration, signingKey: key, role: .presence, readsInbox: false)
+        mailbox = MQTTTransport(configuration: configuration, signingKey: key, role: .mailbox,
+                                mailboxID: BrokerTopics.mailboxClientID(of: identity))
     }
 
     package var name: String { presence.name }
@@ -32,7 +35,8 @@ package final class BrokerTransport: Transport, Sendable {
 
     package func broadcast(_ bytes: [UInt8], as kind: BroadcastKind) { presence.broadcast(bytes, as: kind) }
     @discardableResult
-    package func send(_ bytes: [UInt8], to route: Route) -> Bool { presence.send(bytes, to: route) }
+    package func send(_ bytes: [UInt8], to route: Route) -> Bool { mailbox.send(bytes, to: route) }
+    package func setInbox(topics: Set<String>, forgetting: Set<String>) { mailbox.setInbox(topics: topics, forgetting: forgetting) }
     package func directRoute(from source: Route, port: UInt16, signingKey: Data) -> Route {
         presence.directRoute(from: source, port: port, signingKey: signingKey)
     }

@@ -7,16 +7,18 @@ import Wire
 
 /// A broker as a transport, through libmosquitto (MQTT 3.1.1). Topics, under a prefix:
 /// `presence/ID` carries every broadcast frame, the latest announcement retained (so a newcomer
-/// hears everyone at once) and cleared by a goodbye or, when the process dies, by the will;
-/// `inbox/ID` carries direct frames at QoS 1. ID is the signing key's long fingerprint. The
-/// broker, and anyone subscribed to everything, sees only signed frames and ciphertext.
+/// hears everyone at once) and cleared by a goodbye or, when the process dies, by the will (ID
+/// is the signing key's long fingerprint); `t/…` (`BrokerTopics`) carry direct frames and mail
+/// at QoS 1, padded (`BrokerPadding`), on topics that name nobody. The broker, and anyone
+/// subscribed to everything, sees only signed presence, ciphertext and a few sizes.
 ///
 /// A client has one of two roles (`BrokerTransport` runs one of each): presence (a clean
-/// session under a new client ID each time, with the will, publishing everything) and the
-/// mailbox (a persistent session under the same client ID each time, subscribed to the inbox
-/// alone: what comes to it while we are away is held by the broker and handed over when we
-/// connect again). Apart, a copy of this profile online elsewhere takes only the mailbox from
-/// us now and then, never our presence.
+/// session under a new random client ID each time, with the will, publishing presence and
+/// broadcasts) and the mailbox (a persistent session under the same client ID each time, which
+/// names no key, publishing direct frames and subscribed to the topics that are ours: what
+/// comes to them while we are away is held by the broker and handed over when we connect
+/// again). Apart, a copy of this profile online elsewhere takes only the mailbox from us now
+/// and then, never our presence.
 ///
 /// One thread of the transport's own runs libmosquitto's loop: it connects (looking the host up
 /// there, never on the caller's thread), reconnects after a loss with a capped backoff, and
@@ -24,9 +26,10 @@ import Wire
 /// only hand frames on (the threading contract).
 package final class MQTTTransport: Transport, Sendable {
     package enum Role: Sendable {
-        /// Presence, broadcasts and what we send (and the inbox too, for a client alone).
+        /// Presence and broadcasts (and direct frames and the inbox too, for a client alone).
         case presence
-        /// The inbox alone, in a persistent session that the broker keeps while we are away.
+        /// Direct frames and the inbox, in a persistent session that the broker keeps while we
+        /// are away.
         case mailbox
     }
 
@@ -57,6 +60,10 @@ package final class MQTTTransport: Transport, Sendable {
         /// The topic filters broadcasts are wanted on (subscribed to again on reconnecting),
         /// relative to the prefix.
         var topics: Set<String> = []
+        /// The inbox's topics (`BrokerTopics`, relative to the prefix), subscribed to again on
+        /// reconnecting, and those to unsubscribe from once connected.
+        var inbox: Set<String> = []
+        var forgetting: Set<String> = []
         /// QoS 1 publishes the broker has not acknowledged yet (their message IDs), and the
         /// latest IDs told published that were not among them: a QoS 0 publish's (told once
         /// sent), or an acknowledgement that came before its publish call returned.
@@ -70,18 +77,22 @@ package final class MQTTTransport: Transport, Sendable {
     /// Whether this client reads the inbox (a presence client that works with no mailbox beside
     /// it does too).
     let readsInbox: Bool
-    /// Our own topics' ID.
+    /// Our presence topic's ID.
     let ownID: String
+    /// The mailbox's client ID, the same at every connection and derived from a secret: it
+    /// names the session the broker keeps for us, and no key.
+    let mailboxID: String
     private let state = Mutex(State())
     /// Wakes the loop thread from its backoff when stopping; signalled by the thread as it ends.
     private let wake = InterruptibleWait()
     private let ended = DispatchSemaphore(value: 0)
 
-    package init(configuration: Configuration, signingKey: Data, role: Role = .presence, readsInbox: Bool = true) {
+    package init(configuration: Configuration, signingKey: Data, role: Role = .presence, readsInbox: Bool = true, mailboxID: String = "") {
         self.configuration = configuration
         self.role = role
         self.readsInbox = role == .mailbox || readsInbox
         ownID = PeerIdentity.longFingerprint(of: signingKey)
+        self.mailboxID = mailboxID
     }
 
     deinit { stop() }
@@ -93,21 +104,17 @@ package final class MQTTTransport: Transport, Sendable {
 
     /// 23 characters at most, as MQTT 3.1.1 promises every broker takes. The mailbox's is the
     /// same at every connection (it names the session the broker keeps for us); presence's is
-    /// new each time, and unique.
+    /// new each time, random.
     var clientID: String {
         switch role {
-        case .mailbox: "seance-m-" + ownID.prefix(14)
-        case .presence: "seance-" + ownID.prefix(10) + "-" + String(format: "%05x", UInt32.random(in: 0..<0x100000))
+        case .mailbox: mailboxID
+        case .presence: "seance-" + (0..<4).map { _ in String(format: "%04x", UInt16.random(in: .min ... .max)) }.joined()
         }
     }
     var presenceTopic: String { configuration.prefix + "presence/" + ownID }
-    var inboxTopic: String { configuration.prefix + "inbox/" + ownID }
 
-    /// A peer's direct frames go to its inbox, named by its key (whatever topic its presence
-    /// came by: anyone can publish anywhere, only the signature says who it is).
-    package func directRoute(from source: Route, port: UInt16, signingKey: Data) -> Route {
-        Route(transport: name, address: PeerIdentity.longFingerprint(of: signingKey))
-    }
+    /// A broker's routes are its topics, which the router derives (`BrokerTopics`): none from here.
+    package func directRoute(from source: Route, port: UInt16, signingKey: Data) -> Route { Route(transport: name, address: "") }
 
     /// Loaded and initialised on first use; nil when that worked, else why not.
     private static let libraryProblem: String? = {
@@ -235,7 +242,14 @@ package final class MQTTTransport: Transport, Sendable {
         guard let client = handle?.pointer else { return }
         // Presence at QoS 0 (it is refreshed anyway), the inbox at QoS 1; what reaches the
         // recipient is still confirmed end to end by seance's own acknowledgements.
-        if readsInbox { seance_mosquitto_subscribe(client, nil, inboxTopic, 1) }
+        if readsInbox {
+            let (inbox, forgetting) = state.withLock { state in
+                defer { state.forgetting = [] }
+                return (state.inbox, state.forgetting)
+            }
+            for topic in forgetting { seance_mosquitto_unsubscribe(client, nil, configuration.prefix + topic) }
+            for topic in inbox.sorted() { seance_mosquitto_subscribe(client, nil, configuration.prefix + topic, 1) }
+        }
         guard role == .presence else { return changed(up: true, why: "") }
         seance_mosquitto_subscribe(client, nil, configuration.prefix + "presence/+", 0)
         for topic in topics.sorted() { seance_mosquitto_subscribe(client, nil, configuration.prefix + topic, 0) }
@@ -264,9 +278,11 @@ package final class MQTTTransport: Transport, Sendable {
         }
         let bytes = Array(UnsafeRawBufferPointer(start: payload, count: Int(message.payloadlen)))
         let route: Route
-        if topic == inboxTopic {
-            // Who sent it is known only once its signature is checked, above this transport.
-            route = Route(transport: name, address: "")
+        if topic.hasPrefix(configuration.prefix + BrokerTopics.prefix) {
+            // Ours (a pair's topic, a rendezvous): who sent it is known only inside it.
+            guard let frame = BrokerPadding.unpad(bytes) else { return }
+            state.withLock { $0.deliver }?(frame, Route(transport: name, address: ""))
+            return
         } else if topic.hasPrefix(presencePrefix) {
             // Our own topic too: our own frames come back (the engine knows them without a
             // signature check), and so would those of this profile online elsewhere.
@@ -343,10 +359,27 @@ package final class MQTTTransport: Transport, Sendable {
         }
     }
 
+    package func setInbox(topics: Set<String>, forgetting: Set<String>) {
+        let (client, added, removed) = state.withLock { state -> (ClientHandle?, Set<String>, Set<String>) in
+            let added = topics.subtracting(state.inbox), removed = forgetting.union(state.inbox.subtracting(topics))
+            state.inbox = topics
+            guard state.connected, !state.stopping else {
+                state.forgetting.formUnion(removed)
+                state.forgetting.subtract(topics)
+                return (nil, [], [])
+            }
+            return (state.client, added, removed)
+        }
+        guard let pointer = client?.pointer else { return }
+        for topic in removed.sorted() { seance_mosquitto_unsubscribe(pointer, nil, configuration.prefix + topic) }
+        for topic in added.sorted() { seance_mosquitto_subscribe(pointer, nil, configuration.prefix + topic, 1) }
+    }
+
+    /// A direct frame or mail, to one of the broker's topics (`BrokerTopics`), padded.
     @discardableResult
     package func send(_ bytes: [UInt8], to route: Route) -> Bool {
-        guard route.transport == name, route.address.count == 32, route.address.allSatisfy(\.isHexDigit) else { return false }
-        return publish(bytes, to: configuration.prefix + "inbox/" + route.address, retain: false, qos: 1)
+        guard route.transport == name, BrokerTopics.isTopic(route.address), let padded = BrokerPadding.pad(bytes) else { return false }
+        return publish(padded, to: configuration.prefix + route.address, retain: false, qos: 1)
     }
 
     /// Presence and broadcasts at QoS 0 (refreshed anyway; a clustered broker then need not

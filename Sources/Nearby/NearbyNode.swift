@@ -62,6 +62,10 @@ package final class NearbyNode: Sendable {
         let wasOpen = engine.sync { () -> Bool in
             let wasOpen = router.isOpen
             deadlines.stop()
+            // The mailbox's session outlives us: it listens, while we are away, on every topic
+            // mail may come on, a conversation begun a moment ago included.
+            router.post.mailChanged()
+            router.post.check(now: engine.now)
             if wasOpen {
                 presence.stop()
                 router.close()

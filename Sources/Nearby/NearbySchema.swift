@@ -5,7 +5,7 @@ import Storage
 package enum NearbySchema {
     /// Every migration of this feature, in order.
     package static let migrations = [conversations, messageNumbers, unreadByPeer, oneConversationIndex, pagesByNumber, deliveredByCounter,
-                                    readTimes, mailed, prekeys]
+                                    readTimes, mailed, prekeys, brokerTopics]
 
     /// Conversations and their messages.
     package static let conversations = Migration("v6-conversations") { db in
@@ -143,5 +143,11 @@ package enum NearbySchema {
             """)
         try db.execute(sql: "ALTER TABLE conversation ADD COLUMN peerPrekey BLOB")
         try db.execute(sql: "ALTER TABLE conversation ADD COLUMN peerPrekeyMade DOUBLE")
+    }
+
+    /// The broker topics a profile's mailbox was last told to listen on (`BrokerPost`): its
+    /// session outlives the run, and the next one unsubscribes from those no longer ours.
+    package static let brokerTopics = Migration("v30-broker-topics") { db in
+        try db.execute(sql: "CREATE TABLE broker_topic (myKey BLOB NOT NULL, topic TEXT NOT NULL, PRIMARY KEY (myKey, topic)) WITHOUT ROWID")
     }
 }

@@ -15,7 +15,7 @@ package final class Online {
     let sessionTiming: SessionTiming
     /// Makes the transports each time the user goes online (the LAN's sockets, a broker's
     /// connection), the preferred first.
-    private let makeTransports: (_ signingKey: Data) -> [Transport]
+    private let makeTransports: (_ identity: Identity) -> [Transport]
     /// Features that go online and offline with the user, in the order they were added.
     package private(set) var features: [Feature] = []
     /// Those to talk to who are no network peers (spectres): listed and opened like peers.
@@ -33,7 +33,7 @@ package final class Online {
     package static let batteryPollSeconds = 30.0
 
     package init(battery: Battery, timing: PresenceTiming, sessionTiming: SessionTiming = SessionTiming(),
-                makeTransports: @escaping (_ signingKey: Data) -> [Transport]) {
+                makeTransports: @escaping (_ identity: Identity) -> [Transport]) {
         self.battery = battery
         self.timing = timing
         self.sessionTiming = sessionTiming
@@ -118,7 +118,7 @@ package final class Online {
                 handle(.arrived(peer))
             }
         }
-        let transports = makeTransports(identity.signingPublicKey)
+        let transports = makeTransports(identity)
         // Jitter and answer delays follow --seed like every other choice.
         let (nodeRandom, featureRandom) = (SeededRandom(seed: random.next()), SeededRandom(seed: random.next()))
         let (node, context): (NearbyNode, FeatureContext)

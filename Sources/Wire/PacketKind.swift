@@ -75,6 +75,9 @@ package enum KindTable {
     /// Mail (`Delivery`): a direct kind for someone away, signed rather than in a session, left
     /// with a broker that holds it until they connect.
     package static let mail: UInt8 = 26
+    /// A handshake message or mail sealed to its recipient alone, as it goes through a broker
+    /// (protocol version 3, `Envelope.swift`): no outer byte names either end.
+    package static let envelope: UInt8 = 27
     /// Kinds that travel signed, to everyone in range. Every other kind is direct and travels
     /// only inside a session: a signed frame of one is dropped unchecked.
     package static let broadcasts: Set<UInt8> = [announce, goodbye, query, beacon]

@@ -72,6 +72,11 @@ package protocol Transport: AnyObject, Sendable, CustomStringConvertible {
     func subscribe(topic: String)
     /// No longer wanted.
     func unsubscribe(topic: String)
+    /// The topics (`BrokerTopics`) whose frames are ours, on a transport that keeps presence (a
+    /// broker): its mailbox subscribes to them, in a session the broker keeps while we are away,
+    /// and no longer to `forgetting` (subscribed to before, perhaps by an earlier run). Elsewhere
+    /// nothing: the LAN hears what is sent to us without being told.
+    func setInbox(topics: Set<String>, forgetting: Set<String>)
     /// Closes everything `start` opened. Safe to call twice.
     func stop()
 }
@@ -95,17 +100,23 @@ package final class MemoryNetwork: Sendable {
     private let down = Mutex<Set<String>>([])
     private let fate = Mutex<(@Sendable ([UInt8]) -> Fate)?>(nil)
     /// Datagrams held back, to arrive after the next one.
-    private let held = Mutex<[(bytes: [UInt8], address: String, transport: String, target: String?)]>([])
+    private let held = Mutex<[(bytes: [UInt8], address: String, transport: String, target: String?, anonymous: Bool)]>([])
     /// Which datagrams wait in `kept` until a test lets them go (`take`, `let`), and those waiting.
     private let keeping = Mutex<(@Sendable ([UInt8]) -> Bool)?>(nil)
     private let kept = Mutex<[Datagram]>([])
     /// On a network that keeps presence, as a broker: each member's inbox by its signing key
-    /// (`inbox(of:)`, to the member's address), and what came to an inbox while its member was
-    /// away or down, held until it is back (a persistent session's queue), at most
+    /// (`inbox(of:)`, to the member's address), the topics each inbox is subscribed to (which
+    /// outlive the member's visit, as a persistent session's), and what came to an inbox while
+    /// its member was away or down, held until it is back (the session's queue), at most
     /// `mailboxLimit` each, as mosquitto's `max_queued_messages`.
     private let inboxes = Mutex<[String: String]>([:])
-    private let mailboxes = Mutex<[String: [(bytes: [UInt8], from: String, transport: String)]]>([:])
+    private let subscribers = Mutex<[String: Set<String>]>([:])
+    private let mailboxes = Mutex<[String: [(bytes: [UInt8], transport: String)]]>([:])
     package static let mailboxLimit = 1_000
+    /// Every topic a frame was published on, and its size as published, in order (the broker's
+    /// log, for tests of what it learns).
+    private let published = Mutex<[(topic: String, size: Int)]>([])
+    package var publications: [(topic: String, size: Int)] { published.withLock { $0 } }
 
     /// How many datagrams the inbox of `key` holds for its member, away (tests).
     package func held(for key: Data) -> Int { heldDatagrams(for: key).count }
@@ -137,6 +148,8 @@ package final class MemoryNetwork: Sendable {
         package let from: String
         package let transport: String
         package let to: String?
+        /// Published on a broker's topic: it arrives from nobody anyone can tell.
+        package var anonymous = false
     }
 
     /// From now on the datagrams `which` picks (nil: none) are kept on their way, in the order
@@ -155,7 +168,9 @@ package final class MemoryNetwork: Sendable {
 
     /// Lets datagrams taken earlier go on, in the order given.
     package func deliver(_ datagrams: [Datagram]) {
-        for datagram in datagrams { deliver(datagram.bytes, from: datagram.from, by: datagram.transport, to: datagram.to, fromNonMember: true) }
+        for datagram in datagrams {
+            deliver(datagram.bytes, from: datagram.from, by: datagram.transport, to: datagram.to, fromNonMember: true, anonymous: datagram.anonymous)
+        }
     }
 
     package func setDown(_ address: String, _ isDown: Bool) {
@@ -176,22 +191,39 @@ package final class MemoryNetwork: Sendable {
         handHeld(to: address, deliver)
     }
 
-    /// What the inboxes of `address` held while it was away, oldest first.
+    /// What the inboxes of `address` held while it was away, oldest first (from a topic: no
+    /// sender's address).
     private func handHeld(to address: String, _ deliver: @Sendable ([UInt8], Route) -> Void) {
         let boxes = inboxes.withLock { $0.filter { $0.value == address }.map(\.key) }
         for box in boxes {
-            for mail in mailboxes.withLock({ $0.removeValue(forKey: box) ?? [] }) { deliver(mail.bytes, Route(transport: mail.transport, address: mail.from)) }
+            for mail in mailboxes.withLock({ $0.removeValue(forKey: box) ?? [] }) { deliver(mail.bytes, Route(transport: mail.transport, address: "")) }
         }
     }
 
-    /// A datagram to an inbox: the address of its member when present and up; nil when held.
-    private func toInbox(_ bytes: [UInt8], from address: String, by transport: String, to inbox: String) -> String? {
-        let member = inboxes.withLock { $0[inbox] }
-        if let member, members.withLock({ $0[member] != nil }), !down.withLock({ $0.contains(member) }) { return member }
-        mailboxes.withLock { boxes in
-            if boxes[inbox, default: []].count < Self.mailboxLimit { boxes[inbox, default: []].append((bytes, address, transport)) }
+    /// The inbox `inbox` is subscribed to `topics` from now on, and to none of `forgetting`.
+    func setInbox(_ inbox: String, topics: Set<String>, forgetting: Set<String>) {
+        subscribers.withLock { subscribers in
+            for topic in forgetting { subscribers[topic]?.remove(inbox) }
+            for topic in topics { subscribers[topic, default: []].insert(inbox) }
         }
-        return nil
+    }
+
+    /// A datagram published on `topic`: the addresses of the subscribers present and up; it is
+    /// held for the others.
+    private func toTopic(_ bytes: [UInt8], by transport: String, topic: String) -> [String] {
+        published.withLock { $0.append((topic, bytes.count)) }
+        var present: [String] = []
+        for inbox in subscribers.withLock({ $0[topic] ?? [] }).sorted() {
+            let member = inboxes.withLock { $0[inbox] }
+            if let member, members.withLock({ $0[member] != nil }), !down.withLock({ $0.contains(member) }) {
+                present.append(member)
+                continue
+            }
+            mailboxes.withLock { boxes in
+                if boxes[inbox, default: []].count < Self.mailboxLimit { boxes[inbox, default: []].append((bytes, transport)) }
+            }
+        }
+        return present
     }
 
     private func handRetained(to address: String, _ deliver: @Sendable ([UInt8], Route) -> Void) {
@@ -239,37 +271,43 @@ package final class MemoryNetwork: Sendable {
         // A stopped transport sends nothing; nor does one that is down.
         guard members.withLock({ $0[address] != nil }), !down.withLock({ $0.contains(address) }) else { return false }
         if loss.withLock({ $0 })?(bytes) == true { return true }
-        var target = target
-        if keepsPresence, let inbox = target, inbox.hasPrefix("inbox:") {
-            guard let member = toInbox(bytes, from: address, by: transport, to: inbox) else { return true }
-            target = member
+        if keepsPresence, let topic = target, BrokerTopics.isTopic(topic) {
+            // A broker's topic: to its subscribers, sent by nobody anyone can tell.
+            for member in toTopic(bytes, by: transport, topic: topic) { carry(bytes, from: address, by: transport, to: member, anonymous: true) }
+            return true
         }
+        return carry(bytes, from: address, by: transport, to: target, anonymous: false)
+    }
+
+    @discardableResult
+    private func carry(_ bytes: [UInt8], from address: String, by transport: String, to target: String?, anonymous: Bool) -> Bool {
         if keeping.withLock({ $0 })?(bytes) == true {
-            kept.withLock { $0.append(Datagram(bytes: bytes, from: address, transport: transport, to: target)) }
+            kept.withLock { $0.append(Datagram(bytes: bytes, from: address, transport: transport, to: target, anonymous: anonymous)) }
             return true
         }
         switch fate.withLock({ $0 })?(bytes) ?? .arrives {
         case .lost: return true
         case .late:
-            held.withLock { $0.append((bytes, address, transport, target)) }
+            held.withLock { $0.append((bytes, address, transport, target, anonymous)) }
             return true
-        case .twice: deliver(bytes, from: address, by: transport, to: target)
+        case .twice: deliver(bytes, from: address, by: transport, to: target, anonymous: anonymous)
         case .arrives: break
         }
-        deliver(bytes, from: address, by: transport, to: target)
+        deliver(bytes, from: address, by: transport, to: target, anonymous: anonymous)
         for late in held.withLock({ held in defer { held = [] }; return held }) {
-            deliver(late.bytes, from: late.address, by: late.transport, to: late.target)
+            deliver(late.bytes, from: late.address, by: late.transport, to: late.target, anonymous: late.anonymous)
         }
         return true
     }
 
-    private func deliver(_ bytes: [UInt8], from address: String, by transport: String, to target: String?, fromNonMember: Bool = false) {
+    private func deliver(_ bytes: [UInt8], from address: String, by transport: String, to target: String?, fromNonMember: Bool = false,
+                         anonymous: Bool = false) {
         let unreachable = down.withLock { $0 }
         let receivers = members.withLock { members -> [@Sendable ([UInt8], Route) -> Void] in
             guard members[address] != nil || fromNonMember else { return [] }
             return members.filter { $0.key != address && (target == nil || $0.key == target) && !unreachable.contains($0.key) }.map(\.value)
         }
-        for deliver in receivers { deliver(bytes, Route(transport: transport, address: address)) }
+        for deliver in receivers { deliver(bytes, Route(transport: transport, address: anonymous ? "" : address)) }
     }
 }
 
@@ -291,22 +329,33 @@ package final class MemoryTransport: Transport {
     }
 
     package func start(deliver: @escaping @Sendable ([UInt8], Route) -> Void, report: @escaping @Sendable (TransportState) -> Void) throws {
-        network.join(address, inbox: signingKey.map(MemoryNetwork.inbox(of:)), deliver: deliver, report: report)
+        // As a broker's client: what comes on a topic (no sender's address) is padded.
+        network.join(address, inbox: signingKey.map(MemoryNetwork.inbox(of:)), deliver: { bytes, route in
+            guard route.address.isEmpty, !bytes.isEmpty else { return deliver(bytes, route) }
+            if let frame = BrokerPadding.unpad(bytes) { deliver(frame, route) }
+        }, report: report)
     }
     package func broadcast(_ bytes: [UInt8], as kind: BroadcastKind) { network.broadcast(bytes, as: kind, from: address, by: name) }
     @discardableResult
-    package func send(_ bytes: [UInt8], to route: Route) -> Bool { network.carry(bytes, from: address, by: name, to: route.address) }
+    package func send(_ bytes: [UInt8], to route: Route) -> Bool {
+        guard keepsPresence, BrokerTopics.isTopic(route.address) else { return network.carry(bytes, from: address, by: name, to: route.address) }
+        guard let padded = BrokerPadding.pad(bytes) else { return false }
+        return network.carry(padded, from: address, by: name, to: route.address)
+    }
     package var directPort: UInt16 { 0 }
     package var keepsPresence: Bool { network.keepsPresence }
     package var description: String { "\(name) \(address)" }
-    /// Back the way it came; mail (no way known) to the key's inbox.
-    package func directRoute(from source: Route, port: UInt16, signingKey: Data) -> Route {
-        source.address.isEmpty ? Route(transport: name, address: MemoryNetwork.inbox(of: signingKey)) : source
+    /// Back the way it came (a broker's routes are its topics, which the router names).
+    package func directRoute(from source: Route, port: UInt16, signingKey: Data) -> Route { source }
+    package func setInbox(topics: Set<String>, forgetting: Set<String>) {
+        guard keepsPresence, let signingKey else { return }
+        network.setInbox(MemoryNetwork.inbox(of: signingKey), topics: topics, forgetting: forgetting)
     }
     package func stop() { network.leave(address) }
 }
 
 extension Transport {
+    package func setInbox(topics: Set<String>, forgetting: Set<String>) {}
     package func subscribe(topic: String) {}
     package func unsubscribe(topic: String) {}
     package func streamHost(of route: Route) -> String? { nil }

@@ -12,10 +12,10 @@ struct BrokerIntegrationTests {
 
     /// Three hosts: mosquitto on the first, ann's and ben's profiles on the second and third;
     /// sharing the LAN only when `lan`.
-    func mosquittoWorld(lan: Bool) throws -> (net: TestNetwork, broker: BrokerProcess, a: String, b: String) {
+    func mosquittoWorld(lan: Bool, verbose: Bool = false) throws -> (net: TestNetwork, broker: BrokerProcess, a: String, b: String) {
         let net = try TestNetwork(hosts: 3)
         if !lan { try net.blockMulticast() }
-        let broker = try BrokerProcess.mosquitto(on: net, host: 1)
+        let broker = try BrokerProcess.mosquitto(on: net, host: 1, verbose: verbose)
         #expect(try broker.waitUntilReady())
         return (net, broker, try net.makeProfile("ann", host: 2), try net.makeProfile("ben", host: 3))
     }
@@ -40,11 +40,12 @@ struct BrokerIntegrationTests {
     }
 
     /// 1,000 messages one way and 300 the other at the same time, through mosquitto only: each
-    /// arrives once and in order; a foreign client subscribed to everything sees none of them.
+    /// arrives once and in order; a foreign client subscribed to everything sees none of them,
+    /// and neither it nor the broker's own log can tell who wrote to whom (issue 53).
     @Test func twoShellsWithNoLANInCommonChatThroughMosquittoBothWays() throws {
-        let (net, broker, a, b) = try mosquittoWorld(lan: false)
+        let (net, broker, a, b) = try mosquittoWorld(lan: false, verbose: true)
         let spy = try TestNetwork.Run.launch("/usr/sbin/ip", ["netns", "exec", net.namespace(1), "mosquitto_sub", "-h", broker.address,
-                                                             "-p", "\(broker.port)", "-t", "#", "-F", "%t %p"],
+                                                             "-p", "\(broker.port)", "-t", "#", "-F", "%t %l %x"],
                                              environment: ["PATH": "/usr/bin:/bin"], outputPath: net.scratch.path + "/spy", lines: [])
         defer { spy.kill() }
         let toBen = (1...1_000).map { "zanzibar to ben \($0)" }, toAnn = (1...300).map { "quixotic to ann \($0)" }
@@ -64,8 +65,61 @@ struct BrokerIntegrationTests {
         spy.kill()
         let seen = (try? Data(contentsOf: URL(fileURLWithPath: net.scratch.path + "/spy"))) ?? Data()
         #expect(seen.count > 10_000, "the foreign client saw the traffic")
-        for word in ["zanzibar", "quixotic"] { #expect(seen.range(of: Data(word.utf8)) == nil, "plaintext '\(word)' on the broker") }
-        #expect(String(decoding: seen, as: UTF8.self).contains("seance/inbox/"))
+        let hexOf = { (word: String) in word.utf8.map { String(format: "%02x", $0) }.joined() }
+        for word in ["zanzibar", "quixotic"] { #expect(!String(decoding: seen, as: UTF8.self).contains(hexOf(word)), "plaintext '\(word)' on the broker") }
+        _ = runB.wait()
+        BrokerIntegrationTests.expectNothingLinks(spy: String(decoding: seen, as: UTF8.self), brokerLog: broker.log)
+    }
+
+    /// What a subscriber to everything saw (`topic length hex` a line) and the broker's own log
+    /// (every packet) tell of who writes to whom: presence names each profile, and nothing else
+    /// does. Direct frames go only to topics of 32 hex digits, padded to a few sizes, naming no
+    /// signing key; the clients that publish presence publish and subscribe nothing else, and no
+    /// client ID names a key.
+    static func expectNothingLinks(spy: String, brokerLog: String) {
+        var keys: Set<String> = [], ids: Set<String> = [], direct = 0
+        let lines = spy.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }.filter { $0.count == 3 }
+        for line in lines where line[0].hasPrefix("seance/presence/") {
+            ids.insert(String(line[0].dropFirst("seance/presence/".count)))
+            // An announcement's header: magic, version, type, flags, then the signing key.
+            if line[2].count >= 80 { keys.insert(String(line[2].dropFirst(16).prefix(64))) }
+        }
+        #expect(ids.count == 2 && keys.count == 2, "ann's and ben's presence: \(ids), \(keys)")
+        for line in lines where !line[0].hasPrefix("seance/presence/") {
+            let topic = line[0]
+            #expect(topic.hasPrefix("seance/t/") && BrokerTopics.isTopic(String(topic.dropFirst("seance/".count))), "\(topic)")
+            #expect(BrokerPadding.sizes.contains(Int(line[1]) ?? -1), "\(topic): \(line[1]) bytes")
+            for key in keys { #expect(!line[2].contains(key), "\(topic) carries a signing key") }
+            for id in ids { #expect(!topic.contains(id.prefix(8)) && !line[2].contains(id), "\(topic) names \(id)") }
+            direct += 1
+        }
+        #expect(direct > 100, "the direct frames were seen: \(direct)")
+        // The broker's log: who published or subscribed to what, by client ID.
+        var clients: [String: Set<String>] = [:], subscriber: String?
+        for line in brokerLog.split(separator: "\n") {
+            if let range = line.range(of: "Received PUBLISH from ") {
+                let rest = line[range.upperBound...]
+                let client = String(rest.prefix { $0 != " " })
+                if let open = rest.range(of: "'"), let close = rest[open.upperBound...].range(of: "'") {
+                    clients[client, default: []].insert(String(rest[open.upperBound..<close.lowerBound]))
+                }
+                subscriber = nil
+            } else if let range = line.range(of: "Received SUBSCRIBE from ") {
+                subscriber = String(line[range.upperBound...].prefix { $0 != " " })
+            } else if let client = subscriber, let tab = line.range(of: "\t") {
+                clients[client, default: []].insert(String(line[tab.upperBound...].prefix { $0 != " " }))
+            } else {
+                subscriber = nil
+            }
+        }
+        let seance = clients.filter { $0.key.hasPrefix("seance-") }
+        #expect(seance.count >= 4, "two clients each: \(seance.keys.sorted())")
+        for (client, topics) in seance {
+            for id in ids { #expect(!id.contains(client.dropFirst(client.hasPrefix("seance-m-") ? 9 : 7).prefix(6)), "\(client) names \(id)") }
+            let presence = topics.contains { $0.hasPrefix("seance/presence/") }
+            let direct = topics.contains { $0.hasPrefix("seance/t/") }
+            #expect(!(presence && direct), "\(client) is both presence and mailbox: \(topics.sorted())")
+        }
     }
 
     /// The broker dies mid-stream and comes back (without persistence: it remembers nothing):

@@ -26,8 +26,9 @@ final class BrokerProcess {
     }
 
     /// mosquitto on `host` of `net`, anonymous, without persistence (a restart forgets
-    /// everything retained: the clients must publish their presence again).
-    static func mosquitto(on net: TestNetwork, host: Int) throws -> BrokerProcess {
+    /// everything retained: the clients must publish their presence again); `verbose`, its log
+    /// has every packet (who published and subscribed to what).
+    static func mosquitto(on net: TestNetwork, host: Int, verbose: Bool = false) throws -> BrokerProcess {
         let address = "198.18.0.\(host)", port = 1883
         let config = net.scratch.write("mosquitto-\(host).conf", """
             listener \(port) \(address)
@@ -35,6 +36,7 @@ final class BrokerProcess {
             persistence false
             set_tcp_nodelay true
             log_dest stdout
+            \(verbose ? "log_type all" : "")
             """)
         return try BrokerProcess(namespace: net.namespace(host), address: address, port: port,
                                  command: ["/usr/sbin/mosquitto", "-c", config], logPath: net.scratch.path + "/mosquitto-\(host).log")

@@ -1,4 +1,5 @@
 import Testing
+import Wire
 @testable import MQTT
 
 /// Broker URLs as `--broker` and `seance.conf` take them; a password never shown.
@@ -48,14 +49,25 @@ import Testing
         }
     }
 
-    /// Each key's topics are named by its long fingerprint, and only well-formed inbox routes
-    /// are published to (a route is whatever the network said).
-    @Test func routesNameInboxesByKey() {
-        let transport = MQTTTransport(configuration: .init(address: try! BrokerAddress(parsing: "mqtt://h")), signingKey: .init(repeating: 1, count: 32))
-        #expect(transport.inboxTopic == "seance/inbox/" + transport.ownID)
+    /// Presence is named by the key's long fingerprint; nothing else is: a direct frame goes only
+    /// to a topic the router derived (a route is whatever the network said), and neither
+    /// client ID names the key (issue 53: what a broker learns).
+    @Test func onlyPresenceNamesTheKey() {
+        let address = try! BrokerAddress(parsing: "mqtt://h")
+        let identity = Identity()
+        let transport = MQTTTransport(configuration: .init(address: address), signingKey: identity.signingPublicKey)
         #expect(transport.presenceTopic == "seance/presence/" + transport.ownID)
         #expect(transport.ownID.count == 32)
         let route = transport.directRoute(from: .init(transport: "broker", address: "anything/+/#"), port: 9, signingKey: .init(repeating: 2, count: 32))
-        #expect(route.address.count == 32 && route.address.allSatisfy(\.isHexDigit))
+        #expect(!transport.send([1, 2, 3], to: route), "no topic derived: nothing published")
+        #expect(!transport.send([1, 2, 3], to: Route(transport: "broker", address: "t/../#")))
+        let mailbox = MQTTTransport(configuration: .init(address: address), signingKey: identity.signingPublicKey, role: .mailbox,
+                                    mailboxID: BrokerTopics.mailboxClientID(of: identity))
+        for id in [transport.clientID, mailbox.clientID] {
+            #expect(id.count <= 23 && !transport.ownID.contains(id.dropFirst(id.hasPrefix("seance-m-") ? 9 : 7).prefix(8)), "\(id)")
+        }
+        #expect(transport.clientID != transport.clientID, "presence's is new at each connection")
+        #expect(mailbox.clientID == MQTTTransport(configuration: .init(address: address), signingKey: identity.signingPublicKey, role: .mailbox,
+                                                  mailboxID: BrokerTopics.mailboxClientID(of: identity)).clientID)
     }
 }

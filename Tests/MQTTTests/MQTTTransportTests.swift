@@ -22,7 +22,7 @@ struct MQTTTransportTests {
         let reports = Reports()
         try network.inside { try transport.start(deliver: { _, _ in }, report: { reports.add("\($0)") }) }
         defer { transport.stop() }
-        let inbox = Route(transport: "broker", address: String(repeating: "ab", count: 16))
+        let inbox = Route(transport: "broker", address: BrokerTopics.prefix + String(repeating: "ab", count: 16))
         let frame = [UInt8](repeating: 0x5A, count: 40)
 
         // Sent while the connection is being made, before and after the broker reads CONNECT.
@@ -49,7 +49,7 @@ struct MQTTTransportTests {
         for attempt in 0..<50 where !published {
             if attempt % 5 == 0 { transport.send(frame, to: inbox) }
             while let packet = broker.packet(within: 20) {
-                if packet.type == 0x30, packet.flags & 0x06 == 0x02, packet.body.starts(with: [0x00, UInt8("seance/inbox/".count + 32)]) {
+                if packet.type == 0x30, packet.flags & 0x06 == 0x02, packet.body.starts(with: [0x00, UInt8("seance/t/".count + 32)]) {
                     published = true
                 }
             }

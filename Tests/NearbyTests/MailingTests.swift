@@ -194,8 +194,13 @@ import Wire
         let (annKey, benKey) = (ann.identity.signingPublicKey, ben.identity.signingPublicKey)
         _ = try ann.delivery.send("for your eyes only", in: conversation)
         world.step(1)
-        let recorded = try Packet.decode(try #require(world.network.heldDatagrams(for: benKey).first)).read(Mail.self)
-        let hex = recorded.prekey.map { String(format: "%02x", $0) }.joined()
+        // As the broker holds it: padded, in an envelope sealed to the prekey the mail is sealed to.
+        let held = try #require(world.network.heldDatagrams(for: benKey).first)
+        let envelope = try #require(BrokerPadding.unpad(held))
+        #expect(Envelope.recipient(of: envelope) == .signedPrekey)
+        // ben's prekey, as ann heard it (ben is away).
+        let sealedTo = try #require(try ann.database.read { db in try Data.fetchOne(db, sql: "SELECT peerPrekey FROM conversation") })
+        let hex = sealedTo.map { String(format: "%02x", $0) }.joined()
         let stored = try #require(try ben.database.read { db in
             try Data.fetchOne(db, sql: "SELECT sealedPrivateKey FROM signed_prekey WHERE publicKey = x'\(hex)'")
         })
@@ -204,7 +209,9 @@ import Wire
             let engine = Engine(scheduler: world.scheduler)
             return try engine.sync {
                 let prekeys = try Prekeys(database: ben.database, identity: ben.identity, engine: engine)
-                guard let prekey = prekeys.privateKey(for: recorded.prekey) else { return nil }
+                guard let prekey = prekeys.privateKey(for: sealedTo), let inner = Envelope.open(envelope, with: [prekey]) else { return nil }
+                let recorded = try Packet.decode(inner).read(Mail.self)
+                #expect(recorded.prekey == sealedTo)
                 let (kind, body) = try recorded.open(identity: ben.identity.agreement, prekey: prekey, sender: annKey)
                 #expect(kind == KindTable.message)
                 let key = try MessageCrypto.key(mine: ben.identity.agreement, theirs: ann.identity.agreementPublicKey,

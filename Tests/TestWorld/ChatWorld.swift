@@ -61,8 +61,8 @@ package final class ChatWorld: World {
             battery = Battery(override: Self.level(of: plane))
             let networks = world.transportNames.map { ($0, world.networks[$0]!) }
             online = Online(battery: battery, timing: PresenceTiming(interval: 1, jitter: 0, startupGap: 0.5),
-                            sessionTiming: world.sessionTiming) { key in
-                networks.map { transport, network in MemoryTransport(network: network, address: name, name: transport, signingKey: key) }
+                            sessionTiming: world.sessionTiming) { identity in
+                networks.map { transport, network in MemoryTransport(network: network, address: name, name: transport, signingKey: identity.signingPublicKey) }
             }
             curses = Curses(login: LoginSession(), inbox: inbox)
             spectres = Spectres(curses: curses)

@@ -1,5 +1,6 @@
 import Foundation
 import Storage
+import Wire
 
 /// Reliable, encrypted 1:1 delivery, the first feature: every message is stored first, sent in
 /// fragments, sent again until acknowledged, and kept in the outbox while the peer is away
@@ -46,9 +47,13 @@ package final class Delivery: Feature, DeliveryPart, Sendable {
         if let prekeys = parts.prekeys {
             // Announced from the first announcement on, and again whenever it is replaced.
             context.presence.setSignedPrekey(prekeys.current)
+            let post = parts.router.post
             parts.deadlines.add("prekeys", next: { prekeys.nextDue }) { now in
-                if prekeys.rotate(now: now) { context.presence.setSignedPrekey(prekeys.current) }
+                guard prekeys.rotate(now: now) else { return }
+                context.presence.setSignedPrekey(prekeys.current)
+                post.mailChanged()
             }
+            serveMail(post, prekeys: prekeys)
         }
         try loadOutboxes()
         // Once every feature is online (the engine's next turn), so that chat's notices hear it.
@@ -58,6 +63,25 @@ package final class Delivery: Feature, DeliveryPart, Sendable {
     }
 
     package func offline() {}
+
+    /// What the broker's post needs of mail: the topics mail comes on (each conversation's for
+    /// each prekey of ours still usable, and their rendezvous), our prekeys to open envelopes,
+    /// and where the topics listened on are kept across runs.
+    private func serveMail(_ post: BrokerPost, prekeys: Prekeys) {
+        let (database, me, rules) = (parts.store.database, myKey, parts.rules)
+        post.serve(mailTopics: { [unowned self] in
+            let listened = prekeys.listened(now: clock())
+            let peers = (try? MailRecords.correspondents(database, me: me)) ?? []
+            var topics = Set(listened.map { BrokerTopics.rendezvous(prekey: $0) })
+            for (peer, agreement) in peers where !rules.isBlocked(peer) {
+                guard let pair = post.pairKey(peer, agreement: agreement) else { continue }
+                for prekey in listened { topics.insert(BrokerTopics.mail(pair, to: me, prekey: prekey)) }
+            }
+            return topics
+        }, prekeys: { prekeys.kept }, previous: (try? MailRecords.listenedTopics(database, me: me)) ?? [], remember: { topics in
+            try? MailRecords.rememberTopics(database, me: me, topics)
+        })
+    }
 
     package enum SendError: Error, Equatable, CustomStringConvertible {
         case tooLong(Int)

@@ -29,6 +29,29 @@ enum MailRecords {
             .execute(arguments: [prekey.publicKey, prekey.made, conversation])
     }
 
+    /// The peers `me` has conversations with, and their agreement keys: whose mail comes on a
+    /// topic of the pair's.
+    static func correspondents(_ database: SeanceDatabase, me: Data) throws -> [(Data, Data)] {
+        try database.read { db in
+            try Row.fetchAll(db.cachedStatement(sql: "SELECT peerKey, peerAgreementKey FROM conversation WHERE myKey = ?"), arguments: [me])
+                .map { ($0["peerKey"], $0["peerAgreementKey"]) }
+        }
+    }
+
+    /// The broker topics `me`'s mailbox was last told to listen on.
+    static func listenedTopics(_ database: SeanceDatabase, me: Data) throws -> Set<String> {
+        try database.read { db in Set(try String.fetchAll(db, sql: "SELECT topic FROM broker_topic WHERE myKey = ?", arguments: [me])) }
+    }
+
+    /// `me`'s mailbox listens on `topics` from now on.
+    static func rememberTopics(_ database: SeanceDatabase, me: Data, _ topics: Set<String>) throws {
+        try database.write { db in
+            try db.execute(sql: "DELETE FROM broker_topic WHERE myKey = ?", arguments: [me])
+            let insert = try db.cachedStatement(sql: "INSERT INTO broker_topic (myKey, topic) VALUES (?, ?)")
+            for topic in topics { try insert.execute(arguments: [me, topic]) }
+        }
+    }
+
     /// The writer was told that what it mailed waited a week unread: not told again.
     static func forgetMailedTime(_ database: SeanceDatabase, _ conversation: Int64) throws {
         try database.write { db in try db.execute(sql: "UPDATE conversation SET mailedAt = NULL WHERE id = ?", arguments: [conversation]) }

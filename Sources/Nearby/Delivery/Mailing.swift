@@ -57,9 +57,12 @@ package final class Mailing: DeliveryPart, Sendable {
         guard sealed.count == fresh.count else { return drop("cannot seal") }
         var through = link.mailedThrough, position = 0
         for boxes in Outbound.bundles(sealed, capacity: Self.bundleCapacity) {
+            // Someone who never wrote or answered us may have no conversation with us, and so
+            // not listen on the pair's topic: their rendezvous.
+            let firstContact = link.acknowledged == 0 && link.stored == 0
             let carried = boxes.count == 1
-                ? post(MessageFragment(recipient: key, sealed: boxes[0]), to: link.conversationRecord, prekey: prekey)
-                : post(MessageBundle(recipient: key, sealed: boxes), to: link.conversationRecord, prekey: prekey)
+                ? post(MessageFragment(recipient: key, sealed: boxes[0]), to: link.conversationRecord, prekey: prekey, firstContact: firstContact)
+                : post(MessageBundle(recipient: key, sealed: boxes), to: link.conversationRecord, prekey: prekey, firstContact: firstContact)
             guard carried else {
                 retryLater(now)
                 break
@@ -84,14 +87,18 @@ package final class Mailing: DeliveryPart, Sendable {
         return prekey
     }
 
-    /// `packet`, sealed to `prekey` of `conversation`'s peer (X3DH), left with the brokers; true
-    /// when one took it.
-    private func post<Kind: PacketKind>(_ packet: Kind, to conversation: Conversation, prekey: SignedPrekey) -> Bool {
-        guard let announcement = parts.router.announcement,
+    /// `packet`, sealed to `prekey` of `conversation`'s peer (X3DH), left with the brokers on the
+    /// pair's mail topic, or at the peer's rendezvous on `firstContact`; true when one took it.
+    private func post<Kind: PacketKind>(_ packet: Kind, to conversation: Conversation, prekey: SignedPrekey, firstContact: Bool) -> Bool {
+        let router = parts.router
+        guard let announcement = router.announcement,
+              let pair = router.post.pairKey(conversation.peerKey, agreement: conversation.peerAgreementKey),
               let mail = try? Mail.seal(packet, for: conversation.peerKey, agreementKey: conversation.peerAgreementKey,
                                         prekey: prekey.publicKey, from: announcement, identity: parts.identity.agreement, sender: myKey)
         else { return false }
-        return parts.router.sendMail(mail, to: conversation.peerKey)
+        let topic = firstContact ? BrokerTopics.rendezvous(prekey: prekey.publicKey)
+                                 : BrokerTopics.mail(pair, to: conversation.peerKey, prekey: prekey.publicKey)
+        return router.sendMail(mail, prekey: prekey.publicKey, topic: topic)
     }
 
     /// Nothing can be sealed to the peer of `conversation` (no fresh prekey): told once a session.
@@ -140,7 +147,7 @@ package final class Mailing: DeliveryPart, Sendable {
         // sealed to it (it has its acknowledgement when both are online): nothing kept.
         guard parts.router.holdsMail, presentPeer(key) == nil, let conversation = links[key]?.conversationRecord,
               let prekey = usablePrekey(conversation, now: clock()),
-              !post(Acknowledgement(recipient: key, sequence: sequence), to: conversation, prekey: prekey) else { return }
+              !post(Acknowledgement(recipient: key, sequence: sequence), to: conversation, prekey: prekey, firstContact: false) else { return }
         parts.box.value.mailedAcknowledgements[key] = sequence
         retryLater(clock())
     }

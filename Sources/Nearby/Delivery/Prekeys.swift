@@ -111,6 +111,16 @@ package final class Prekeys: Sendable {
         return true
     }
 
+    /// Every prekey of ours mail may still come sealed to, the newest first: what an envelope
+    /// is tried with.
+    var kept: [Curve25519.KeyAgreement.PrivateKey] { keys.reversed().map(\.privateKey) }
+
+    /// Our prekeys a writer may still seal to at `now` (its clock ahead or behind by the
+    /// allowance): mail's topics are listened on for each.
+    func listened(now: Double) -> [Data] {
+        keys.filter { now - $0.made < Self.usable + FrameTime.allowance }.map(\.publicKey)
+    }
+
     /// The private half of our prekey `publicKey`, while it is kept.
     package func privateKey(for publicKey: Data) -> Curve25519.KeyAgreement.PrivateKey? {
         keys.last { $0.publicKey == publicKey }?.privateKey

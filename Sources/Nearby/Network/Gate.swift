@@ -19,6 +19,9 @@ final class Gate: Sendable {
         /// The flood limits dropped something for the first time, from this source.
         case flooded(String)
         case news(NetworkNews)
+        /// A frame sealed to us (`Envelope`), from a broker: the engine, which holds the keys,
+        /// opens it and hands what it holds back here.
+        case envelope([UInt8], Route)
     }
 
     private struct State {
@@ -180,12 +183,21 @@ final class Gate: Sendable {
     /// goes to the engine. Two kinds of datagram are dropped before their signature is checked:
     /// our own, looped back by multicast, and answers to someone else's query from peers we
     /// hear anyway — in a crowd of *n* every arrival brings each of the others *n* of them.
-    func receive(_ bytes: [UInt8], from route: Route, now: Double) -> Arrival? {
+    /// `prepaid`: what an envelope held, whose key agreement was paid from mail's budget.
+    func receive(_ bytes: [UInt8], from route: Route, now: Double, prepaid: Bool = false) -> Arrival? {
         // Nothing at all: a presence withdrawn, from a transport that keeps presence.
         if bytes.isEmpty { return .news(.withdrawn(route)) }
         // Session frames carry no signature: the engine, which holds the sessions, opens them.
         // A handshake message costs key agreements: the flood limits first.
         if bytes.count > 5, bytes[4] == SessionWire.version, bytes[0..<4].elementsEqual(Wire.magic) {
+            // An envelope costs a key agreement, whoever it claims to be from: mail's budget (it
+            // holds mail, or a handshake message, which has its own limits too).
+            if bytes[5] == KindTable.envelope {
+                guard !prepaid else { return drop(DecodeError.malformedPayload("envelope").counterName) }
+                guard bytes.count <= Wire.maximumMail + Envelope.overhead else { return drop(DecodeError.oversized.counterName) }
+                guard state.withLock({ $0.mail.take(now: now) }) else { return drop("flood: mail's budget") }
+                return .envelope(bytes, route)
+            }
             guard bytes.count <= Wire.maximumDatagram else { return drop(DecodeError.oversized.counterName) }
             if bytes[5] == KindTable.refreshProof { return receiveProof(bytes, from: route, now: now) }
             if bytes[5] == KindTable.handshake, bytes.count >= HandshakeFrame.headerSize {
@@ -214,7 +226,7 @@ final class Gate: Sendable {
             // Mail is held by a broker, not of its moment (delivery reads its week), and has a
             // budget of its own (`mailBudget`).
             if KindTable.signedDirect.contains(header.type) {
-                guard state.withLock({ $0.mail.take(now: now) }) else { return drop("flood: mail's budget") }
+                guard prepaid || state.withLock({ $0.mail.take(now: now) }) else { return drop("flood: mail's budget") }
                 return decode(bytes, route)
             }
             // A broadcast other than an announcement is of its moment: one stamped far from our

@@ -49,6 +49,8 @@ package final class Router: Sendable {
     let sessions: SessionLayer
     /// Each peer's round trip, by which whatever waits for its acknowledgement goes again.
     package let peerTiming: PeerTiming
+    /// Topics and envelopes: what a broker carries for us, naming nobody.
+    package let post: BrokerPost
     let onEvent: @Sendable (PresenceEvent) -> Void
     private let state: EngineBound<State>
 
@@ -72,8 +74,10 @@ package final class Router: Sendable {
         gate = Gate(myKey: myKey, limits: floodLimits, now: engine.now)
         sessions = SessionLayer(identity: identity, timing: sessionTiming, directory: directory, engine: engine)
         peerTiming = PeerTiming(engine: engine)
+        post = BrokerPost(identity: identity, keeping: keeping, directory: directory, engine: engine)
         state = EngineBound(State(), engine: engine)
         deadlines.add("sessions", next: { [unowned self] in sessions.nextDue }) { [unowned self] now in dispatch(sessions.tick(now: now)) }
+        deadlines.add("broker topics", next: { [unowned self] in post.nextDue }) { [unowned self] now in post.check(now: now) }
     }
 
     // MARK: Life (the transports off the engine, the rest on it)
@@ -113,6 +117,7 @@ package final class Router: Sendable {
         state.value.handlers = [:]
         state.value.listeners = []
         state.value.announcement = nil
+        post.release()
     }
     package var isOpen: Bool { state.value.open }
 
@@ -146,8 +151,7 @@ package final class Router: Sendable {
                 guard abs(age) <= FrameTime.allowance else { return drop(age < 0 ? "from the future" : "stale") }
             }
             guard let value = try? packet.read(Kind.self) else { return drop("malformed") }
-            let port = directory.peer(packet.sender)?.announcement.unicastPort ?? 0
-            let back = transports.first { $0.name == route.transport }?.directRoute(from: route, port: port, signingKey: packet.sender)
+            let back = directory.peer(packet.sender).flatMap { directRoute(of: $0, from: route) }
             handler(value, packet, back ?? route)
         }
     }
@@ -171,6 +175,10 @@ package final class Router: Sendable {
             if let peer = directory.peer(sender) { tellOlder(peer) }
         case .flooded(let source): onEvent(.flooded(source: source))
         case .news(let news): tell(news)
+        case .envelope(let bytes, let route):
+            // Sealed to us through a broker: what it holds passes the gate as if it came bare.
+            guard let inner = post.open(bytes) else { return drop("envelope that does not open") }
+            if let arrival = gate.receive(inner, from: route, now: engine.now, prepaid: true) { arrived(arrival) }
         }
     }
 

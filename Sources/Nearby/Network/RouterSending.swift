@@ -48,11 +48,19 @@ extension Router {
 
     /// The peer's direct routes, the preferred first.
     package func directRoutes(of peer: Peer) -> [Route] {
-        peer.liveRoutes(now: engine.now, timing: timing, preference: transports.map(\.name)).compactMap { route in
-            transports.first { $0.name == route.transport }?.directRoute(
-                from: route.source, port: peer.announcement.unicastPort, signingKey: peer.signingKey)
-        }
+        peer.liveRoutes(now: engine.now, timing: timing, preference: transports.map(\.name)).compactMap { directRoute(of: peer, from: $0.source) }
     }
+
+    /// The peer's direct route on the transport `source` is on, from where it was heard: on a
+    /// broker, the pair's topic this hour (whatever topic it came by).
+    func directRoute(of peer: Peer, from source: Route) -> Route? {
+        guard let transport = transports.first(where: { $0.name == source.transport }) else { return nil }
+        if transport.keepsPresence { return post.liveRoute(on: transport.name, to: peer) }
+        return transport.directRoute(from: source, port: peer.announcement.unicastPort, signingKey: peer.signingKey)
+    }
+
+    /// Whether `route` is a broker's (where a handshake message goes in an envelope).
+    func isKept(_ route: Route) -> Bool { keeping.contains { $0.name == route.transport } }
 
     /// Where a TCP connection reaches the peer (its host on the LAN), if a transport it is heard
     /// on live has hosts: the preferred first.
@@ -91,14 +99,14 @@ extension Router {
     /// broker) is among ours.
     package var holdsMail: Bool { !keeping.isEmpty }
 
-    /// `mail` for `recipient`, who is away: signed (no session can be made with someone who is
-    /// not there), and left in the recipient's inbox on every transport that holds mail. True
-    /// when one took it (a broker that is down takes nothing).
+    /// `mail` for someone away: signed (no session can be made with someone who is not there),
+    /// sealed in an envelope to the signed prekey `prekey` (which the mail itself is sealed to),
+    /// and left on `topic` (`BrokerTopics`: the pair's, or the recipient's rendezvous) on every
+    /// transport that holds mail. True when one took it (a broker that is down takes nothing).
     @discardableResult
-    package func sendMail(_ mail: Mail, to recipient: Data) -> Bool {
-        guard holdsMail, let bytes = frame(mail) else { return false }
-        let routes = keeping.map { $0.directRoute(from: Route(transport: $0.name, address: ""), port: 0, signingKey: recipient) }
-        return send(bytes, by: routes)
+    package func sendMail(_ mail: Mail, prekey: Data, topic: String) -> Bool {
+        guard holdsMail, let bytes = frame(mail), let sealed = try? Envelope.seal(bytes, to: prekey, as: .signedPrekey) else { return false }
+        return send(sealed, by: keeping.map { Route(transport: $0.name, address: topic) })
     }
 
     // MARK: Sessions
@@ -132,15 +140,21 @@ extension Router {
         for output in outputs {
             guard let peer = directory.peer(output.peer) else { continue }
             let routes: [Route]
-            if output.isAnswer, let answering,
-               let back = transports.first(where: { $0.name == answering.transport })?.directRoute(
-                   from: answering, port: peer.announcement.unicastPort, signingKey: peer.signingKey) {
+            if output.isAnswer, let answering, let back = directRoute(of: peer, from: answering) {
                 routes = [back]
             } else {
                 let all = directRoutes(of: peer)
                 routes = output.isHandshake ? all : Array(all.prefix(1))
             }
-            if !send(output.bytes, by: routes) { carried = false }
+            // A handshake message names both keys: through a broker, sealed to the peer alone.
+            var plain = routes
+            if output.isHandshake, routes.contains(where: isKept) {
+                plain = routes.filter { !isKept($0) }
+                let sealed = post.sealHandshake(output.bytes, to: peer)
+                if sealed == nil || !send(sealed!, by: routes.filter(isKept)) { carried = false }
+            }
+            if !plain.isEmpty, !send(output.bytes, by: plain) { carried = false }
+            if routes.isEmpty { carried = false }
         }
         deadlines.wake(at: sessions.nextDue)
         return carried
