@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Nearby
 import Storage
@@ -66,6 +67,79 @@ import Wire
         try ann.goOnline(world)
         world.step(1)
         #expect(try states(ann) == ["delivered", "delivered", "delivered"])
+    }
+
+    /// What the broker sees: first contact goes to ben's rendezvous (he has no conversation with
+    /// ann to listen on), in an envelope; once he has answered, ann's mail goes to the pair's
+    /// mail topic, and his acknowledgement comes back on hers. He reads it an hour later. No
+    /// topic names a key, and every frame is one of the padded sizes.
+    @Test func firstContactGoesToTheRendezvousAndTheRestToThePairsTopics() throws {
+        let (world, ann, ben, conversation) = try world()
+        let benKey = ben.identity.signingPublicKey
+        let prekey = try #require(try ann.database.read { db in try Data.fetchOne(db, sql: "SELECT peerPrekey FROM conversation") })
+        _ = try ann.delivery.send("hello, stranger", in: conversation)
+        world.step(1)
+        #expect(world.network.publications.last?.topic == BrokerTopics.rendezvous(prekey: prekey))
+        ann.goOffline()
+        world.step(3_600)
+        try ben.goOnline(world)
+        world.step(2)
+        #expect(try column(ben, "SELECT text FROM message WHERE outgoing = 0") == ["hello, stranger"])
+        ben.goOffline()
+        try ann.goOnline(world)
+        world.step(2)
+        #expect(try states(ann) == ["delivered"], "his acknowledgement, on a topic of hers")
+        let before = world.network.publications.count
+        _ = try ann.delivery.send("hello again", in: conversation)
+        world.step(1)
+        let pair = try BrokerTopics.pairKey(mine: ann.identity.agreement, theirs: ben.identity.agreementPublicKey,
+                                            mySigningKey: ann.identity.signingPublicKey, theirSigningKey: benKey)
+        #expect(world.network.publications.dropFirst(before).map(\.topic) == [BrokerTopics.mail(pair, to: benKey, prekey: prekey)])
+        for (topic, size) in world.network.publications {
+            #expect(BrokerTopics.isTopic(topic) && BrokerPadding.sizes.contains(size), "\(topic): \(size) bytes")
+            for key in [ann.identity.signingPublicKey, benKey] { #expect(!topic.contains(PeerIdentity.longFingerprint(of: key).prefix(8))) }
+        }
+    }
+
+    /// Both online through a broker: their frames go to the pair's topics, another each hour (the
+    /// mailboxes listen on the next before it comes), and no topic is used both hours.
+    @Test func liveTopicsMoveWithTheHourAndNothingIsLost() throws {
+        let world = try ChatWorld([("ann", .human), ("ben", .human)], transports: ["broker"], keeping: ["broker"])
+        let (ann, ben) = (world.nodes[0], world.nodes[1])
+        world.step(3)
+        let conversation = try ann.delivery.conversation(with: try #require(ann.service.peer(ben.identity.signingPublicKey)))
+        // Half an hour before the hour ends, and then past it.
+        world.step((5_400 - world.scheduler.now.truncatingRemainder(dividingBy: 3_600)).truncatingRemainder(dividingBy: 3_600))
+        _ = try ann.delivery.send("before the hour", in: conversation)
+        world.step(2)
+        let first = Set(world.network.publications.map(\.topic))
+        world.step(1_800)
+        _ = try ann.delivery.send("after it", in: conversation)
+        world.step(2)
+        #expect(try column(ben, "SELECT text FROM message WHERE outgoing = 0 ORDER BY number") == ["before the hour", "after it"])
+        #expect(try states(ann).allSatisfy { $0 == "delivered" || $0 == "read" })
+        let second = Set(world.network.publications.map(\.topic)).subtracting(first)
+        #expect(!second.isEmpty && first.allSatisfy(BrokerTopics.isTopic))
+        let hour = BrokerTopics.hour(world.scheduler.now)
+        let pair = try BrokerTopics.pairKey(mine: ann.identity.agreement, theirs: ben.identity.agreementPublicKey,
+                                            mySigningKey: ann.identity.signingPublicKey, theirSigningKey: ben.identity.signingPublicKey)
+        #expect(second.contains(BrokerTopics.live(pair, to: ben.identity.signingPublicKey, hour: hour)))
+        #expect(!first.contains(BrokerTopics.live(pair, to: ben.identity.signingPublicKey, hour: hour)))
+    }
+
+    /// An envelope is taken only from a broker: one on the LAN is dropped before it costs a key
+    /// agreement or mail's budget; one from the broker that opens for nobody is dropped too.
+    @Test func envelopesComeOnlyByABrokerAndOpenOnlyForUs() throws {
+        let world = try ChatWorld([("ann", .human), ("ben", .human)], transports: ["lan", "broker"], keeping: ["broker"])
+        let ben = world.nodes[1]
+        world.step(3)
+        let stranger = try Envelope.seal(SessionWire.start(KindTable.handshake) + [UInt8](repeating: 1, count: 105),
+                                         to: Curve25519.KeyAgreement.PrivateKey().publicKey.rawRepresentation, as: .agreementKey)
+        world.networks["lan"]!.inject(stranger, from: "eve", by: "lan")
+        world.networks["broker"]!.inject(stranger, from: "eve", by: "broker")
+        world.step(1)
+        let dropped = ben.service.statistics.dropped
+        #expect(dropped["envelope not by a broker"] == 1 && dropped["envelope that does not open"] == 1, "\(dropped)")
     }
 
     /// Each fragment is mailed once: going offline and online again mails nothing new; at most

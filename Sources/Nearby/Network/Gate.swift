@@ -61,8 +61,12 @@ final class Gate: Sendable {
     /// Our signing key, raw: every datagram's sender is compared with it.
     private let myKey: Data
 
-    init(myKey: Data, limits: FloodLimits.Settings = FloodLimits.Settings(), now: Double) {
+    /// The transports that hold mail (brokers): the only ones an envelope may come by.
+    let brokers: Set<String>
+
+    init(myKey: Data, brokers: Set<String> = [], limits: FloodLimits.Settings = FloodLimits.Settings(), now: Double) {
         self.myKey = myKey
+        self.brokers = brokers
         state = Mutex(State(limits: FloodLimits(settings: limits, now: now),
                             mail: TokenBucket(rate: Self.mailBudget.rate, burst: Self.mailBudget.burst, now: now)))
     }
@@ -194,6 +198,8 @@ final class Gate: Sendable {
             // holds mail, or a handshake message, which has its own limits too).
             if bytes[5] == KindTable.envelope {
                 guard !prepaid else { return drop(DecodeError.malformedPayload("envelope").counterName) }
+                // Only a broker carries them: one on the LAN spends nothing of mail's budget.
+                guard brokers.contains(route.transport) else { return drop("envelope not by a broker") }
                 guard bytes.count <= Wire.maximumMail + Envelope.overhead else { return drop(DecodeError.oversized.counterName) }
                 guard state.withLock({ $0.mail.take(now: now) }) else { return drop("flood: mail's budget") }
                 return .envelope(bytes, route)

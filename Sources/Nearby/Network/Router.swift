@@ -71,7 +71,7 @@ package final class Router: Sendable {
         self.directory = directory
         self.deadlines = deadlines
         self.onEvent = onEvent
-        gate = Gate(myKey: myKey, limits: floodLimits, now: engine.now)
+        gate = Gate(myKey: myKey, brokers: Set(keeping.map(\.name)), limits: floodLimits, now: engine.now)
         sessions = SessionLayer(identity: identity, timing: sessionTiming, directory: directory, engine: engine)
         peerTiming = PeerTiming(engine: engine)
         post = BrokerPost(identity: identity, keeping: keeping, directory: directory, engine: engine)
