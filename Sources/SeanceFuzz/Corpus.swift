@@ -3,6 +3,7 @@ import Curses
 import Foundation
 import Nearby
 import Rooms
+import Wire
 
 /// The seed corpus: real packets of every kind (the first byte 0 makes the packet target read
 /// them as they are; 1 and the kind make it re-sign a fuzzed payload), lines people type, and
@@ -44,6 +45,9 @@ enum Corpus {
         var chain = RefreshChain(length: 2, seed: Array(repeating: 3, count: 32))
         let proof = RefreshProof(sender: other.signingKey, unicastPort: 47_778, link: chain.next()!)
         files.append(("packet/session-2", [2, 2] + proof.encoded()[6...]))
+        // 3 for an envelope: that handshake message as it goes through a broker.
+        let envelope = try! Envelope.seal(handshake.encoded(), to: FuzzTarget.identity.agreementPublicKey, as: .agreementKey)
+        files.append(("packet/session-3", [2, 3] + envelope[6...]))
         let lines = ["zombies up", "open 'vision 3'; save \"Joyce Byers\"", "echo a\\ b # comment", "profile new ann --password-file ~/pw",
                      "open bob#3fa2", "chat", "remind 5 tea is ready", "\"unterminated", "emoji 🚶‍♂️ and 🏴󠁧󠁢󠁳󠁣󠁴󠁿", "zombies zombies stats"]
         for (index, line) in lines.enumerated() { files.append(("tokenizer/line-\(index)", Array(line.utf8))) }

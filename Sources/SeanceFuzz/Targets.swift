@@ -84,6 +84,19 @@ enum FuzzTarget: String, CaseIterable {
             _ = try? table.receive(handshake, from: peer, now: 0)
         }
         precondition((try? table.open(frame, now: 0)) == nil, "a sealed frame opened without a session")
+        if frame[5] == KindTable.envelope { envelope(frame) }
+    }
+
+    /// An envelope read (it opens for no key of ours: nobody sealed it), and what it would hold
+    /// sealed and opened again, and padded for a broker and read back: each exactly as it was.
+    static func envelope(_ frame: [UInt8]) {
+        _ = Envelope.recipient(of: frame)
+        precondition(Envelope.open(frame, with: [identity.agreement]) == nil, "an envelope nobody sealed opened")
+        let inner = Array(frame.dropFirst(8))
+        let sealed = try! Envelope.seal(inner, to: identity.agreementPublicKey, as: .agreementKey)
+        precondition(Envelope.open(sealed, with: [identity.agreement]) == inner, "an envelope opens to something else")
+        _ = BrokerPadding.unpad(frame)
+        if let padded = BrokerPadding.pad(frame) { precondition(BrokerPadding.unpad(padded) == frame, "padding reads back differently") }
     }
 
     static func packet(_ bytes: [UInt8]) {
@@ -97,9 +110,9 @@ enum FuzzTarget: String, CaseIterable {
             frame += try! signer.signature(for: frame)
         }
         if first & 3 == 2, bytes.count >= 2 {
-            // A version 3 frame: a fuzzed sealed frame, handshake message or refresh proof
-            // behind a valid start.
-            let type = [KindTable.sealed, KindTable.handshake, KindTable.refreshProof][Int(bytes[1] % 3)]
+            // A version 3 frame: a fuzzed sealed frame, handshake message, refresh proof or
+            // envelope behind a valid start.
+            let type = [KindTable.sealed, KindTable.handshake, KindTable.refreshProof, KindTable.envelope][Int(bytes[1] % 4)]
             frame = Wire.magic + [SessionWire.version, type] + bytes.dropFirst(2)
         }
         if frame.count > 5, frame[4] == SessionWire.version {
