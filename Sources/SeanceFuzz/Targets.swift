@@ -87,11 +87,12 @@ enum FuzzTarget: String, CaseIterable {
         if frame[5] == KindTable.envelope { envelope(frame) }
     }
 
-    /// An envelope read (it opens for no key of ours: nobody sealed it), and what it would hold
-    /// sealed and opened again, and padded for a broker and read back: each exactly as it was.
+    /// An envelope read and opened (the seed's opens, the fuzzer's altered ones do not), and what
+    /// it would hold sealed and opened again, and padded for a broker and read back: each
+    /// exactly as it was.
     static func envelope(_ frame: [UInt8]) {
         _ = Envelope.recipient(of: frame)
-        precondition(Envelope.open(frame, with: [identity.agreement]) == nil, "an envelope nobody sealed opened")
+        _ = Envelope.open(frame, with: [identity.agreement])
         let inner = Array(frame.dropFirst(8))
         let sealed = try! Envelope.seal(inner, to: identity.agreementPublicKey, as: .agreementKey)
         precondition(Envelope.open(sealed, with: [identity.agreement]) == inner, "an envelope opens to something else")
