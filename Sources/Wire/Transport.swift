@@ -200,6 +200,12 @@ package final class MemoryNetwork: Sendable {
         }
     }
 
+    /// The topics the mailbox of the member whose signing key is `key` listens on (tests).
+    package func listening(to key: Data) -> Set<String> {
+        let inbox = Self.inbox(of: key)
+        return Set(subscribers.withLock { $0.filter { $0.value.contains(inbox) }.keys })
+    }
+
     /// The inbox `inbox` is subscribed to `topics` from now on, and to none of `forgetting`.
     func setInbox(_ inbox: String, topics: Set<String>, forgetting: Set<String>) {
         subscribers.withLock { subscribers in

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Nearby
 import Storage
+import Synchronization
 import Testing
 import TestWorld
 import Wire
@@ -125,6 +126,49 @@ import Wire
                                             mySigningKey: ann.identity.signingPublicKey, theirSigningKey: ben.identity.signingPublicKey)
         #expect(second.contains(BrokerTopics.live(pair, to: ben.identity.signingPublicKey, hour: hour)))
         #expect(!first.contains(BrokerTopics.live(pair, to: ben.identity.signingPublicKey, hour: hour)))
+    }
+
+    /// A shell listens only for those it talks with: ann and ben's topics, not cat's, who talks
+    /// with nobody and listens only on its rendezvous. A first handshake goes to the
+    /// rendezvous; when cat, who has no conversation with ann, restarts and no longer listens
+    /// for her, her next first handshake messages go to the pair's topic twice, unanswered, and
+    /// then to its rendezvous, where it hears them.
+    @Test func eachListensForThoseItTalksWithAndARestartedPeerIsFoundAgain() throws {
+        let world = try ChatWorld([("ann", .human), ("ben", .human), ("cat", .human)], transports: ["broker"], keeping: ["broker"])
+        let (ann, ben, cat) = (world.nodes[0], world.nodes[1], world.nodes[2])
+        world.step(3)
+        let conversation = try ann.delivery.conversation(with: try #require(ann.service.peer(ben.identity.signingPublicKey)))
+        _ = try ann.delivery.send("just us", in: conversation)
+        world.step(2)
+        #expect(try column(ben, "SELECT text FROM message WHERE outgoing = 0") == ["just us"])
+        let catPrekey = try #require(cat.delivery.signedPrekey).publicKey
+        #expect(world.network.listening(to: cat.identity.signingPublicKey) == [BrokerTopics.rendezvous(prekey: catPrekey)],
+                "cat listens on its rendezvous alone")
+        #expect(world.network.listening(to: ann.identity.signingPublicKey).count > 1)
+        // Pings between ann and cat: a session, no conversation.
+        let heard = Mutex<[UInt32]>([])
+        func listen() { cat.service.handle(Ping.self) { ping, _, _ in heard.withLock { $0.append(ping.number) } } }
+        func ping(_ number: UInt32) {
+            if let peer = ann.service.peer(cat.identity.signingPublicKey) { _ = ann.service.send(Ping(number: number, isPong: false), to: peer) }
+        }
+        listen()
+        let before = world.network.publications.count
+        ping(1)
+        world.step(1)
+        #expect(heard.withLock { $0 } == [1])
+        #expect(world.network.publications.dropFirst(before).first?.topic == BrokerTopics.rendezvous(prekey: catPrekey), "first contact")
+        cat.goOffline()
+        world.step(1)
+        try cat.goOnline(world)
+        listen()
+        world.step(3)
+        var number: UInt32 = 2
+        while heard.withLock({ $0.count }) < 2, number < 40 {
+            ping(number)
+            world.step(1)
+            number += 1
+        }
+        #expect(heard.withLock { $0.count } >= 2, "found again at its rendezvous: \(heard.withLock { $0 })")
     }
 
     /// An envelope is taken only from a broker: one on the LAN is dropped before it costs a key

@@ -71,13 +71,14 @@ package final class Delivery: Feature, DeliveryPart, Sendable {
         let (database, me, rules) = (parts.store.database, myKey, parts.rules)
         post.serve(mailTopics: { [unowned self] in
             let listened = prekeys.listened(now: clock())
-            let peers = (try? MailRecords.correspondents(database, me: me)) ?? []
-            var topics = Set(listened.map { BrokerTopics.rendezvous(prekey: $0) })
-            for (peer, agreement) in peers where !rules.isBlocked(peer) {
-                guard let pair = post.pairKey(peer, agreement: agreement) else { continue }
-                for prekey in listened { topics.insert(BrokerTopics.mail(pair, to: me, prekey: prekey)) }
+            var mailbox = BrokerPost.Mailbox(topics: Set(listened.map { BrokerTopics.rendezvous(prekey: $0) }))
+            for peer in (try? MailRecords.correspondents(database, me: me)) ?? [] where !rules.isBlocked(peer.key) {
+                guard let pair = post.pairKey(peer.key, agreement: peer.agreement) else { continue }
+                mailbox.correspondents[peer.key] = peer.agreement
+                if peer.answered { mailbox.answered.insert(peer.key) }
+                for prekey in listened { mailbox.topics.insert(BrokerTopics.mail(pair, to: me, prekey: prekey)) }
             }
-            return topics
+            return mailbox
         }, prekeys: { prekeys.kept }, previous: (try? MailRecords.listenedTopics(database, me: me)) ?? [], remember: { topics in
             try? MailRecords.rememberTopics(database, me: me, topics)
         })

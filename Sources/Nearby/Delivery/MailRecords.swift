@@ -29,12 +29,14 @@ enum MailRecords {
             .execute(arguments: [prekey.publicKey, prekey.made, conversation])
     }
 
-    /// The peers `me` has conversations with, and their agreement keys: whose mail comes on a
-    /// topic of the pair's.
-    static func correspondents(_ database: SeanceDatabase, me: Data) throws -> [(Data, Data)] {
+    /// The peers `me` has conversations with, their agreement keys, and whether they wrote to
+    /// `me` or acknowledged something of `me`'s (then they have a conversation with `me` too).
+    static func correspondents(_ database: SeanceDatabase, me: Data) throws -> [(key: Data, agreement: Data, answered: Bool)] {
         try database.read { db in
-            try Row.fetchAll(db.cachedStatement(sql: "SELECT peerKey, peerAgreementKey FROM conversation WHERE myKey = ?"), arguments: [me])
-                .map { ($0["peerKey"], $0["peerAgreementKey"]) }
+            try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT peerKey, peerAgreementKey, deliveredSequence > 0 OR acknowledgedSequence > 0 AS answered
+                FROM conversation WHERE myKey = ?
+                """), arguments: [me]).map { ($0["peerKey"], $0["peerAgreementKey"], $0["answered"]) }
         }
     }
 

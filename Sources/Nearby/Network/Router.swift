@@ -192,9 +192,14 @@ package final class Router: Sendable {
 
     /// A frame of version 3: a handshake answered, or a sealed frame opened and handled.
     private func receiveSession(_ bytes: [UInt8], from route: Route) {
+        // Through a broker: whoever wrote listens for us on the pair's topics.
+        let kept = isKept(route)
+        if kept, bytes[5] == KindTable.handshake, bytes.count >= 40 { post.heard(from: Data(bytes[8..<40])) }
         switch sessions.receive(bytes, from: route, now: engine.now) {
         case .answer(let outputs): dispatch(outputs, answering: route)
-        case .packet(let packet): handle(packet, from: route)
+        case .packet(let packet):
+            if kept { post.heard(from: packet.sender) }
+            handle(packet, from: route)
         case .nothing: break
         case .dropped(let reason): drop(reason)
         }

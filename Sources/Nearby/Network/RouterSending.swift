@@ -115,6 +115,7 @@ extension Router {
     /// handshake makes the session. True when a sealed frame left this machine.
     func sendSealed(_ inner: [UInt8], to peer: Peer, by routes: [Route]) -> Bool {
         guard isOpen, !routes.isEmpty else { return false }
+        if routes.contains(where: isKept) { post.talking(to: peer) }
         switch sessions.seal(inner, to: peer, now: engine.now) {
         case .older:
             drop("older seance")
@@ -146,12 +147,16 @@ extension Router {
                 let all = directRoutes(of: peer)
                 routes = output.isHandshake ? all : Array(all.prefix(1))
             }
-            // A handshake message names both keys: through a broker, sealed to the peer alone.
+            // A handshake message names both keys: through a broker, sealed to the peer alone; a
+            // first one goes where the peer surely listens (`BrokerPost.firstContact`).
             var plain = routes
+            if routes.contains(where: isKept) { post.talking(to: peer) }
             if output.isHandshake, routes.contains(where: isKept) {
                 plain = routes.filter { !isKept($0) }
+                let first = !output.isAnswer && output.bytes.count > 80 && output.bytes[80] == 1
+                let kept = routes.filter(isKept).map { first ? post.firstContact(peer, on: $0) : $0 }
                 let sealed = post.sealHandshake(output.bytes, to: peer)
-                if sealed == nil || !send(sealed!, by: routes.filter(isKept)) { carried = false }
+                if sealed == nil || !send(sealed!, by: kept) { carried = false }
             }
             if !plain.isEmpty, !send(output.bytes, by: plain) { carried = false }
             if routes.isEmpty { carried = false }
