@@ -151,7 +151,9 @@ package final class Router: Sendable {
                 guard abs(age) <= FrameTime.allowance else { return drop(age < 0 ? "from the future" : "stale") }
             }
             guard let value = try? packet.read(Kind.self) else { return drop("malformed") }
-            let back = directory.peer(packet.sender).flatMap { directRoute(of: $0, from: route) }
+            // A broker's route is the pair's topic, derived (a key agreement, the first time) only
+            // when something is sent: a thousand announcements at once derive nothing.
+            let back = isKept(route) ? nil : directory.peer(packet.sender).flatMap { directRoute(of: $0, from: route) }
             handler(value, packet, back ?? route)
         }
     }

@@ -71,8 +71,12 @@ extension Router {
         return nil
     }
 
-    /// The names of the transports a peer is heard on, the preferred first.
-    package func routeNames(of peer: Peer) -> [String] { directRoutes(of: peer).map(\.transport) }
+    /// The names of the transports a peer is heard on, the preferred first (what `nearby` shows:
+    /// no route derived).
+    package func routeNames(of peer: Peer) -> [String] {
+        peer.liveRoutes(now: engine.now, timing: timing, preference: transports.map(\.name)).map(\.source.transport)
+            .filter { name in transports.contains { $0.name == name } }
+    }
 
     /// Sends one frame by each of `routes`; true when any carried it.
     func send(_ bytes: [UInt8], by routes: [Route]) -> Bool {
