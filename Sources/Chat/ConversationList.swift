@@ -58,7 +58,7 @@ struct ConversationList {
             let seconds = Int(time) % 60
             return view.sectionTitle(time, now: now) + String(format: ":%02d", seconds)
         }
-        let mailed = try message.outgoing && message.receivedAt == nil && store.isMailed(number: Int64(number), in: conversation.id)
+        let mailed = try message.outgoing && message.receivedAt == nil && MailRecords.isMailed(store.database, number: Int64(number), in: conversation.id)
         shell.console.print("#\(number): " + ChatText.times(of: message, mailed: mailed, stamp).joined(separator: ", "))
     }
 }

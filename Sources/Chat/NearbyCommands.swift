@@ -54,7 +54,7 @@ struct NearbyCommands {
         let (visible, names, vias, pictures, verified) = context.engine.sync {
             let visible = context.presence.peers().filter(context.rules.canSee)
             return (visible, visible.map { context.rules.shownName(of: $0.signingKey) },
-                    visible.map { context.network.routeNames(of: $0).joined(separator: "+") },
+                    visible.map { context.network.reach.transportNames(of: $0).joined(separator: "+") },
                     visible.map { peer -> Data? in
                         guard case .image(let hash) = peer.announcement.avatar else { return nil }
                         return context.presence.avatars.pixels(hash)

@@ -1,5 +1,6 @@
 import CMosquitto
 import Foundation
+import Wire
 
 /// A broker as the settings give it: where, the CA file of a TLS broker, the topic prefix, the
 /// keep-alive (`MQTTTransport.Configuration`).
@@ -19,6 +20,26 @@ package struct BrokerConfiguration: Sendable, Equatable {
         self.caFile = caFile
         self.prefix = prefix
         self.keepalive = keepalive
+    }
+}
+
+extension BrokerConfiguration {
+    /// What a message on `topic` is to the engine: the frame (unpadded, from a pair's topic or a
+    /// rendezvous, where who sent it is known only inside it) and the route it came by; nil for
+    /// what is none of ours. On a presence topic the route names the key's ID (our own too: our
+    /// frames come back, and so would those of this profile online elsewhere), and an empty
+    /// message is that presence withdrawn (a goodbye, or a will). A room's beacon's route names
+    /// nobody: its signature says whose.
+    func arrival(_ bytes: [UInt8], on topic: String, transport: String) -> ([UInt8], Route)? {
+        let presence = prefix + "presence/"
+        if topic.hasPrefix(presence) {
+            let id = String(topic.dropFirst(presence.count))
+            guard !bytes.isEmpty || (id.count == 32 && id.allSatisfy(\.isHexDigit)) else { return nil }
+            return (bytes, Route(transport: transport, address: id))
+        }
+        guard !bytes.isEmpty, topic.hasPrefix(prefix) else { return nil }
+        guard topic.hasPrefix(prefix + BrokerTopics.prefix) else { return (bytes, Route(transport: transport, address: "")) }
+        return BrokerPadding.unpad(bytes).map { ($0, Route(transport: transport, address: "")) }
     }
 }
 

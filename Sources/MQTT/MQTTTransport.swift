@@ -60,10 +60,7 @@ package final class MQTTTransport: Transport, Sendable {
         /// The topic filters broadcasts are wanted on (subscribed to again on reconnecting),
         /// relative to the prefix.
         var topics: Set<String> = []
-        /// The inbox's topics (`BrokerTopics`, relative to the prefix), subscribed to again on
-        /// reconnecting, and those to unsubscribe from once connected.
-        var inbox: Set<String> = []
-        var forgetting: Set<String> = []
+        var inbox = InboxSubscriptions()
         /// QoS 1 publishes the broker has not acknowledged yet (their message IDs), and the
         /// latest IDs told published that were not among them: a QoS 0 publish's (told once
         /// sent), or an acknowledgement that came before its publish call returned.
@@ -243,12 +240,9 @@ package final class MQTTTransport: Transport, Sendable {
         // Presence at QoS 0 (it is refreshed anyway), the inbox at QoS 1; what reaches the
         // recipient is still confirmed end to end by seance's own acknowledgements.
         if readsInbox {
-            let (inbox, forgetting) = state.withLock { state in
-                defer { state.forgetting = [] }
-                return (state.inbox, state.forgetting)
-            }
-            for topic in forgetting { seance_mosquitto_unsubscribe(client, nil, configuration.prefix + topic) }
-            for topic in inbox.sorted() { seance_mosquitto_subscribe(client, nil, configuration.prefix + topic, 1) }
+            let (subscribe, unsubscribe) = state.withLock { $0.inbox.connecting() }
+            for topic in unsubscribe { seance_mosquitto_unsubscribe(client, nil, configuration.prefix + topic) }
+            for topic in subscribe.sorted() { seance_mosquitto_subscribe(client, nil, configuration.prefix + topic, 1) }
         }
         guard role == .presence else { return changed(up: true, why: "") }
         seance_mosquitto_subscribe(client, nil, configuration.prefix + "presence/+", 0)
@@ -269,40 +263,10 @@ package final class MQTTTransport: Transport, Sendable {
     }
 
     private func received(_ message: mosquitto_message) {
-        guard message.payloadlen >= 0, message.payloadlen <= Self.maximumFrame,
-              let topic = message.topic.map({ String(cString: $0) }) else { return }
-        let presencePrefix = configuration.prefix + "presence/"
-        guard message.payloadlen > 0, let payload = message.payload else {
-            // An empty retained publish: a presence withdrawn (a goodbye, or a will).
-            return withdrawn(topic: topic, presencePrefix: presencePrefix)
-        }
-        let bytes = Array(UnsafeRawBufferPointer(start: payload, count: Int(message.payloadlen)))
-        let route: Route
-        if topic.hasPrefix(configuration.prefix + BrokerTopics.prefix) {
-            // Ours (a pair's topic, a rendezvous): who sent it is known only inside it.
-            guard let frame = BrokerPadding.unpad(bytes) else { return }
-            state.withLock { $0.deliver }?(frame, Route(transport: name, address: ""))
-            return
-        } else if topic.hasPrefix(presencePrefix) {
-            // Our own topic too: our own frames come back (the engine knows them without a
-            // signature check), and so would those of this profile online elsewhere.
-            route = Route(transport: name, address: String(topic.dropFirst(presencePrefix.count)))
-        } else if topic.hasPrefix(configuration.prefix) {
-            // A topic subscribed to (a room's beacon): its signature says whose.
-            route = Route(transport: name, address: "")
-        } else {
-            return
-        }
-        state.withLock { $0.deliver }?(bytes, route)
-    }
-
-    /// A presence withdrawn (a goodbye, or a will), ours too: told above as an empty datagram on
-    /// its presence route (ours withdrawn while we are here is announced again there).
-    private func withdrawn(topic: String, presencePrefix: String) {
-        guard topic.hasPrefix(presencePrefix) else { return }
-        let id = topic.dropFirst(presencePrefix.count)
-        guard id.count == 32, id.allSatisfy(\.isHexDigit) else { return }
-        state.withLock { $0.deliver }?([], Route(transport: name, address: String(id)))
+        guard message.payloadlen >= 0, message.payloadlen <= Self.maximumFrame, let topic = message.topic.map({ String(cString: $0) }) else { return }
+        let bytes = message.payload.map { Array(UnsafeRawBufferPointer(start: $0, count: Int(message.payloadlen))) } ?? []
+        guard let (frame, route) = configuration.arrival(bytes, on: topic, transport: name) else { return }
+        state.withLock { $0.deliver }?(frame, route)
     }
 
     /// Tells the engine when the broker starts or stops carrying, and when the reason it does
@@ -361,14 +325,9 @@ package final class MQTTTransport: Transport, Sendable {
 
     package func setInbox(topics: Set<String>, forgetting: Set<String>) {
         let (client, added, removed) = state.withLock { state -> (ClientHandle?, Set<String>, Set<String>) in
-            let added = topics.subtracting(state.inbox), removed = forgetting.union(state.inbox.subtracting(topics))
-            state.inbox = topics
-            guard state.connected, !state.stopping else {
-                state.forgetting.formUnion(removed)
-                state.forgetting.subtract(topics)
-                return (nil, [], [])
-            }
-            return (state.client, added, removed)
+            let connected = state.connected && !state.stopping
+            let (added, removed) = state.inbox.set(topics, forgetting: forgetting, connected: connected)
+            return (connected ? state.client : nil, added, removed)
         }
         guard let pointer = client?.pointer else { return }
         for topic in removed.sorted() { seance_mosquitto_unsubscribe(pointer, nil, configuration.prefix + topic) }

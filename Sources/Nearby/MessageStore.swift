@@ -90,7 +90,7 @@ package struct MessageStore: Sendable {
                        (SELECT text FROM message WHERE conversationId = conversation.id ORDER BY number DESC LIMIT 1) AS lastText,
                        (SELECT sentAt FROM message WHERE conversationId = conversation.id ORDER BY number DESC LIMIT 1) AS lastTime,
                        (SELECT count(*) \(Self.unacknowledged)) AS waiting,
-                       (SELECT count(*) \(Self.unacknowledged) AND \(Self.held)) AS mailed
+                       (SELECT count(*) \(Self.unacknowledged) AND \(MailRecords.held)) AS mailed
                 FROM conversation WHERE myKey = ? ORDER BY lastActivity DESC
                 """, arguments: [myKey]).map { row in
                 ConversationSummary(conversation: Self.conversation(row), lastText: row["lastText"], lastTime: row["lastTime"],
@@ -181,22 +181,6 @@ package struct MessageStore: Sendable {
         FROM message INDEXED BY message_unread_by_peer WHERE conversationId = conversation.id AND outgoing = 1
           AND state != 'read' AND lastSequence > conversation.acknowledgedSequence
         """
-
-    /// Of the outbox, what a broker holds for the peer: mailed (and not yet a week ago, when
-    /// the writer was told it waited unread).
-    private static let held = "message.lastSequence <= conversation.mailedSequence AND conversation.mailedAt IS NOT NULL"
-
-    /// Whether our message `number` is held by a broker for the peer (mailed, not acknowledged).
-    package func isMailed(number: Int64, in conversation: Int64) throws -> Bool {
-        try database.read { db in
-            try Bool.fetchOne(db, sql: """
-                SELECT EXISTS (SELECT 1 FROM message JOIN conversation ON conversation.id = message.conversationId
-                               WHERE message.conversationId = ? AND message.number = ? AND message.outgoing = 1
-                                 AND message.state IN ('sending', 'sent') AND lastSequence > conversation.acknowledgedSequence
-                                 AND \(Self.held))
-                """, arguments: [conversation, number]) ?? false
-        }
-    }
 
     /// The messages up to the one ending at `sequence` went out at least once: `sending`
     /// becomes `sent` (they stay in the outbox until acknowledged). States only move forward:

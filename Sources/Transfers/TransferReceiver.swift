@@ -126,7 +126,7 @@ final class TransferReceiver: TransferPart, Sendable {
     /// alone, sealed to the peer in the answer; nil when streams cannot be had (no listener, a
     /// peer heard only through a broker).
     private func streamOffer(for transfer: Transfer, key: Key, stored: Int, peer: Peer) -> FileAnswer.StreamOffer? {
-        guard context.network.streamHost(of: peer) != nil, let listener = listener() else { return nil }
+        guard context.network.reach.streamHost(of: peer) != nil, let listener = listener() else { return nil }
         var random = SystemRandomNumberGenerator()
         let secret = Data((0..<32).map { _ in UInt8.random(in: 0...255, using: &random) })
         state.value.expected[transfer.transferID] = TransfersOnline.ExpectedStream(

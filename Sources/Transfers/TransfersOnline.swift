@@ -278,7 +278,7 @@ final class TransfersOnline: TransferPart, Sendable {
             sending.stream?.stop()
             sending.stream = nil
             sending.streamSent = false
-            if let offer = answer.stream, !repeated, !sending.streamFailed, let peer = reachable(sender), let host = context.network.streamHost(of: peer) {
+            if let offer = answer.stream, !repeated, !sending.streamFailed, let peer = reachable(sender), let host = context.network.reach.streamHost(of: peer) {
                 // On the LAN: a stream, at the link's speed; chunks if it fails.
                 sending.window = nil
                 sending.cache = [:]

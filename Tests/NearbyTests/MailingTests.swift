@@ -211,9 +211,8 @@ import Wire
         // What going offline says waits: all of it, the first `limit` with the broker.
         let summary = try #require(ann.delivery.waiting().first)
         #expect(summary.waiting == written + 1 && summary.mailed == limit, "\(summary.waiting), \(summary.mailed)")
-        let messages = MessageStore(database: ann.database)
-        #expect(try messages.isMailed(number: Int64(limit), in: conversation.id))
-        #expect(try !messages.isMailed(number: Int64(limit + 1), in: conversation.id))
+        #expect(try MailRecords.isMailed(ann.database, number: Int64(limit), in: conversation.id))
+        #expect(try !MailRecords.isMailed(ann.database, number: Int64(limit + 1), in: conversation.id))
         // Back, ben gets the 256 held, and the rest once both are online (the session).
         try ben.goOnline(world)
         world.step(5)

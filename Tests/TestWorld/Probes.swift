@@ -36,7 +36,7 @@ package struct NetworkProbe: Sendable {
     package var statistics: NearbyStatistics { engine.sync { node.router.statistics } }
     package var sessionCount: Int { engine.sync { node.router.sessionCount } }
     package var blockedBeacons: Int { node.router.blockedBeacons }
-    package func routeNames(of peer: Peer) -> [String] { engine.sync { node.router.routeNames(of: peer) } }
+    package func routeNames(of peer: Peer) -> [String] { engine.sync { node.router.reach.transportNames(of: peer) } }
     package func setPlane(_ plane: UInt8) { engine.sync { node.presence.setPlane(plane) } }
     package func avatarPixels(_ hash: Data) -> Data? { engine.sync { node.presence.avatars.pixels(hash) } }
     package func peekSealed(_ bytes: [UInt8]) -> (sender: Data, kind: UInt8, body: [UInt8])? { engine.sync { node.router.peekSealed(bytes) } }

@@ -4,7 +4,23 @@ import Storage
 
 /// What mail keeps with a conversation: how far its fragments were mailed and when, and the
 /// peer's prekey that mail to it is sealed to.
-enum MailRecords {
+package enum MailRecords {
+    /// Of the outbox, what a broker holds for the peer: mailed (and not yet a week ago, when
+    /// the writer was told it waited unread).
+    static let held = "message.lastSequence <= conversation.mailedSequence AND conversation.mailedAt IS NOT NULL"
+
+    /// Whether our message `number` is held by a broker for the peer (mailed, not acknowledged).
+    package static func isMailed(_ database: SeanceDatabase, number: Int64, in conversation: Int64) throws -> Bool {
+        try database.read { db in
+            try Bool.fetchOne(db, sql: """
+                SELECT EXISTS (SELECT 1 FROM message JOIN conversation ON conversation.id = message.conversationId
+                               WHERE message.conversationId = ? AND message.number = ? AND message.outgoing = 1
+                                 AND message.state IN ('sending', 'sent') AND lastSequence > conversation.acknowledgedSequence
+                                 AND \(held))
+                """, arguments: [conversation, number]) ?? false
+        }
+    }
+
     /// The numbers of our messages whose fragments end after `after` and at most at `through`:
     /// what is mailed and not acknowledged.
     static func messagesBetween(_ database: SeanceDatabase, _ conversation: Int64, after: UInt32, through: UInt32) throws -> [Int64] {

@@ -149,6 +149,14 @@ package final class BrokerPost: Sendable {
         if !known { check(now: engine.now, peersOnly: true) }
     }
 
+    /// `key` left: back, it may be a new process, which listens for us only once it hears from us.
+    func forget(_ key: Data) {
+        state.update { state in
+            state.heard[key] = nil
+            state.unanswered[key] = nil
+        }
+    }
+
     /// A frame from `key` came through the broker: it listens for us.
     func heard(from key: Data) {
         state.update { state in

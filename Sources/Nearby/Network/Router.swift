@@ -51,6 +51,8 @@ package final class Router: Sendable {
     package let peerTiming: PeerTiming
     /// Topics and envelopes: what a broker carries for us, naming nobody.
     package let post: BrokerPost
+    /// Where each peer is reached.
+    package let reach: PeerReach
     let onEvent: @Sendable (PresenceEvent) -> Void
     private let state: EngineBound<State>
 
@@ -75,6 +77,7 @@ package final class Router: Sendable {
         sessions = SessionLayer(identity: identity, timing: sessionTiming, directory: directory, engine: engine)
         peerTiming = PeerTiming(engine: engine)
         post = BrokerPost(identity: identity, keeping: keeping, directory: directory, engine: engine)
+        reach = PeerReach(transports: transports, timing: timing, post: post, engine: engine)
         state = EngineBound(State(), engine: engine)
         deadlines.add("sessions", next: { [unowned self] in sessions.nextDue }) { [unowned self] now in dispatch(sessions.tick(now: now)) }
         deadlines.add("broker topics", next: { [unowned self] in post.nextDue }) { [unowned self] now in post.check(now: now) }
@@ -153,7 +156,7 @@ package final class Router: Sendable {
             guard let value = try? packet.read(Kind.self) else { return drop("malformed") }
             // A broker's route is the pair's topic, derived (a key agreement, the first time) only
             // when something is sent: a thousand announcements at once derive nothing.
-            let back = isKept(route) ? nil : directory.peer(packet.sender).flatMap { directRoute(of: $0, from: route) }
+            let back = reach.isBroker(route) ? nil : directory.peer(packet.sender).flatMap { reach.route(of: $0, from: route) }
             handler(value, packet, back ?? route)
         }
     }
@@ -195,7 +198,7 @@ package final class Router: Sendable {
     /// A frame of version 3: a handshake answered, or a sealed frame opened and handled.
     private func receiveSession(_ bytes: [UInt8], from route: Route) {
         // Through a broker: whoever wrote listens for us on the pair's topics.
-        let kept = isKept(route)
+        let kept = reach.isBroker(route)
         if kept, bytes[5] == KindTable.handshake, bytes.count >= 40 { post.heard(from: Data(bytes[8..<40])) }
         switch sessions.receive(bytes, from: route, now: engine.now) {
         case .answer(let outputs): dispatch(outputs, answering: route)
@@ -249,6 +252,7 @@ package final class Router: Sendable {
     func forget(_ key: Data) {
         gate.forget(key)
         sessions.forget(key)
+        post.forget(key)
     }
 
     /// Broadcasts on `topic` wanted, or no longer, on every transport (a broker subscribes to

@@ -34,7 +34,7 @@ extension Router {
     @discardableResult
     package func send<Kind: PacketKind>(_ packet: Kind, to peer: Peer, everyRoute: Bool = false, reply: Route? = nil) -> Bool {
         guard let body = try? packet.encoded() else { return false }
-        let routes = directRoutes(of: peer)
+        let routes = reach.routes(of: peer)
         if let reply, routes.contains(reply) { return sendSealed([Kind.code] + body, to: peer, by: [reply]) }
         return sendSealed([Kind.code] + body, to: peer, by: everyRoute ? routes : Array(routes.prefix(1)))
     }
@@ -43,40 +43,9 @@ extension Router {
     /// speak the protocol byte by byte (the fuzzer's, whose payloads no kind would write).
     @discardableResult
     package func sendRaw(kind code: UInt8, body: [UInt8], to peer: Peer) -> Bool {
-        sendSealed([code] + body, to: peer, by: Array(directRoutes(of: peer).prefix(1)))
+        sendSealed([code] + body, to: peer, by: Array(reach.routes(of: peer).prefix(1)))
     }
 
-    /// The peer's direct routes, the preferred first.
-    package func directRoutes(of peer: Peer) -> [Route] {
-        peer.liveRoutes(now: engine.now, timing: timing, preference: transports.map(\.name)).compactMap { directRoute(of: peer, from: $0.source) }
-    }
-
-    /// The peer's direct route on the transport `source` is on, from where it was heard: on a
-    /// broker, the pair's topic this hour (whatever topic it came by).
-    func directRoute(of peer: Peer, from source: Route) -> Route? {
-        guard let transport = transports.first(where: { $0.name == source.transport }) else { return nil }
-        if transport.keepsPresence { return post.liveRoute(on: transport.name, to: peer) }
-        return transport.directRoute(from: source, port: peer.announcement.unicastPort, signingKey: peer.signingKey)
-    }
-
-    /// Whether `route` is a broker's (where a handshake message goes in an envelope).
-    func isKept(_ route: Route) -> Bool { keeping.contains { $0.name == route.transport } }
-
-    /// Where a TCP connection reaches the peer (its host on the LAN), if a transport it is heard
-    /// on live has hosts: the preferred first.
-    package func streamHost(of peer: Peer) -> String? {
-        for route in peer.liveRoutes(now: engine.now, timing: timing, preference: transports.map(\.name)) {
-            if let host = transports.first(where: { $0.name == route.transport })?.streamHost(of: route.source) { return host }
-        }
-        return nil
-    }
-
-    /// The names of the transports a peer is heard on, the preferred first (what `nearby` shows:
-    /// no route derived).
-    package func routeNames(of peer: Peer) -> [String] {
-        peer.liveRoutes(now: engine.now, timing: timing, preference: transports.map(\.name)).map(\.source.transport)
-            .filter { name in transports.contains { $0.name == name } }
-    }
 
     /// Sends one frame by each of `routes`; true when any carried it.
     func send(_ bytes: [UInt8], by routes: [Route]) -> Bool {
@@ -119,7 +88,7 @@ extension Router {
     /// handshake makes the session. True when a sealed frame left this machine.
     func sendSealed(_ inner: [UInt8], to peer: Peer, by routes: [Route]) -> Bool {
         guard isOpen, !routes.isEmpty else { return false }
-        if routes.contains(where: isKept) { post.talking(to: peer) }
+        if routes.contains(where: reach.isBroker) { post.talking(to: peer) }
         switch sessions.seal(inner, to: peer, now: engine.now) {
         case .older:
             drop("older seance")
@@ -145,20 +114,20 @@ extension Router {
         for output in outputs {
             guard let peer = directory.peer(output.peer) else { continue }
             let routes: [Route]
-            if output.isAnswer, let answering, let back = directRoute(of: peer, from: answering) {
+            if output.isAnswer, let answering, let back = reach.route(of: peer, from: answering) {
                 routes = [back]
             } else {
-                let all = directRoutes(of: peer)
+                let all = reach.routes(of: peer)
                 routes = output.isHandshake ? all : Array(all.prefix(1))
             }
             // A handshake message names both keys: through a broker, sealed to the peer alone; a
             // first one goes where the peer surely listens (`BrokerPost.firstContact`).
             var plain = routes
-            if routes.contains(where: isKept) { post.talking(to: peer) }
-            if output.isHandshake, routes.contains(where: isKept) {
-                plain = routes.filter { !isKept($0) }
+            if routes.contains(where: reach.isBroker) { post.talking(to: peer) }
+            if output.isHandshake, routes.contains(where: reach.isBroker) {
+                plain = routes.filter { !reach.isBroker($0) }
                 let first = !output.isAnswer && output.bytes.count > 80 && output.bytes[80] == 1
-                let kept = routes.filter(isKept).map { first ? post.firstContact(peer, on: $0) : $0 }
+                let kept = routes.filter(reach.isBroker).map { first ? post.firstContact(peer, on: $0) : $0 }
                 let sealed = post.sealHandshake(output.bytes, to: peer)
                 if sealed == nil || !send(sealed!, by: kept) { carried = false }
             }
