@@ -66,7 +66,7 @@ package enum BrokerTopics {
 /// rendezvous is padded to one of a few sizes, its own length in its last two bytes.
 package enum BrokerPadding {
     /// A session frame or a handshake; any datagram in an envelope; the largest mail.
-    package static let sizes = [256, Wire.maximumDatagram + Envelope.overhead + 2, Wire.maximumMail + Envelope.overhead + 2]
+    package static var sizes: [Int] { [256, Wire.maximumDatagram + Envelope.overhead + 2, Wire.maximumMail + Envelope.overhead + 2] }
 
     /// `frame`, zeros, and its length (big-endian): as long as the smallest size it fits; nil
     /// when it fits none.

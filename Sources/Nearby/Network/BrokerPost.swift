@@ -234,7 +234,7 @@ package final class BrokerPost: Sendable {
         case .signedPrekey?: keys = state.value.prekeys?() ?? []
         case nil: return nil
         }
-        guard let inner = Envelope.open(bytes, with: keys), inner.count > 5, Envelope.carried.contains(inner[5]) else { return nil }
+        guard let inner = Envelope.open(bytes, with: keys), inner.count > 5, Envelope.carries(inner[5]) else { return nil }
         return inner
     }
 }
