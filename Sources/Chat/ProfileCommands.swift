@@ -223,9 +223,8 @@ package final class Profiles {
     static func noProfile(_ name: String, existing: [Profile]) -> UserError {
         let made = Advice.command("profile new " + Tokenizer.quote(name)) + " makes one"
         guard !existing.isEmpty else { return UserError("there is no profile here yet: " + made) }
-        let names = existing.map { "'\($0.name)'" }
-        let list = names.count == 1 ? "there is " + names[0] : "there are " + names.dropLast().joined(separator: ", ") + " and " + names.last!
-        return UserError("there is no profile named '\(name)' (\(list)); " + made)
+        let names = Wording.list(existing.map { "'\($0.name)'" }, "and")
+        return UserError("there is no profile named '\(name)' (there \(existing.count == 1 ? "is" : "are") \(names)); " + made)
     }
 
     /// Asks for (or reads) the password and unlocks the keys; after wrong passwords every

@@ -57,9 +57,8 @@ package struct ArgumentSpec {
     /// it takes (`: candle or medallion`); nothing when neither says more than its name.
     var explained: String {
         if !help.isEmpty { return ": " + help }
-        guard case .choice(let candidates) = kind, let last = candidates.last else { return "" }
-        let words = candidates.dropLast().map(\.text)
-        return ": " + (words.isEmpty ? last.text : words.joined(separator: ", ") + " or " + last.text)
+        guard case .choice(let candidates) = kind, !candidates.isEmpty else { return "" }
+        return ": " + Wording.list(candidates.map(\.text), "or")
     }
 
     var usage: String {
@@ -151,8 +150,7 @@ package struct Arguments {
         for spec in specs {
             guard let flag = spec.flag, case .choice(let candidates) = spec.kind, let value = values[spec.name],
                   !candidates.contains(where: { $0.text == value }) else { continue }
-            let words = candidates.map { "'\($0.text)'" }
-            throw .badArgument("\(flag) takes " + words.dropLast().joined(separator: ", ") + " or \(words.last!), not '\(value)'\n\(usage)")
+            throw .badArgument("\(flag) takes " + Wording.list(candidates.map { "'\($0.text)'" }, "or") + ", not '\(value)'\n\(usage)")
         }
         return Arguments(words: words, positionals: positionals, values: values)
     }

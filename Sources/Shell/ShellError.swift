@@ -19,7 +19,7 @@ package enum ShellError: Error, Equatable, CustomStringConvertible {
             let hint = suggestion.map { " (did you mean '\(Advice.command($0))'?)" } ?? " (type '\(Advice.command("help"))' for the list)"
             return "unknown command '\(name)'\(hint)"
         case .ambiguous(let command, let modes):
-            return "'\(command)' is a command of " + modes.dropLast().joined(separator: ", ") + " and \(modes.last!): type "
+            return "'\(command)' is a command of " + Wording.list(modes, "and") + ": type "
                 + modes.map { "'\(Advice.command($0 + " " + command))'" }.joined(separator: " or ")
         case .badArgument(let message):
             return message

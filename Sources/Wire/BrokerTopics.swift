@@ -16,10 +16,7 @@ package enum BrokerTopics {
     /// (salt: both signing keys in ascending order), apart from every other key of the pair.
     package static func pairKey(mine: Curve25519.KeyAgreement.PrivateKey, theirs: Data, mySigningKey: Data,
                                 theirSigningKey: Data) throws -> SymmetricKey {
-        let shared = try mine.sharedSecretFromKeyAgreement(with: .init(rawRepresentation: theirs))
-        let salt = [mySigningKey, theirSigningKey].sorted { $0.lexicographicallyPrecedes($1) }.reduce(Data(), +)
-        return shared.hkdfDerivedSymmetricKey(using: SHA256.self, salt: salt, sharedInfo: Data("seance broker topics v1".utf8),
-                                              outputByteCount: 32)
+        try MessageCrypto.key(mine: mine, theirs: theirs, mySigningKey: mySigningKey, theirSigningKey: theirSigningKey, purpose: .brokerTopics)
     }
 
     /// The hour of `time` (seconds since 1970), which live topics change with.

@@ -31,10 +31,12 @@ package enum MessageCrypto {
     package static let fragmentText = 900
 
     /// What a key is for, in its derivation: a room line's key differs from the conversation's,
-    /// so a sealed copy cannot be replayed from one into the other.
+    /// so a sealed copy cannot be replayed from one into the other; the pair's broker topics
+    /// (`BrokerTopics.pairKey`) come from a key of their own.
     package enum Purpose: String, Sendable {
         case conversation = "seance message v1"
         case room = "seance room v1"
+        case brokerTopics = "seance broker topics v1"
     }
 
     package static func key(mine: Curve25519.KeyAgreement.PrivateKey, theirs: Data, mySigningKey: Data,

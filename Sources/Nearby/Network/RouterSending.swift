@@ -123,11 +123,12 @@ extension Router {
             // A handshake message names both keys: through a broker, sealed to the peer alone; a
             // first one goes where the peer surely listens (`BrokerPost.firstContact`).
             var plain = routes
-            if routes.contains(where: reach.isBroker) { post.talking(to: peer) }
-            if output.isHandshake, routes.contains(where: reach.isBroker) {
+            let broker = routes.filter(reach.isBroker)
+            if !broker.isEmpty { post.talking(to: peer) }
+            if output.isHandshake, !broker.isEmpty {
                 plain = routes.filter { !reach.isBroker($0) }
                 let first = !output.isAnswer && output.bytes.count > 80 && output.bytes[80] == 1
-                let kept = routes.filter(reach.isBroker).map { first ? post.firstContact(peer, on: $0) : $0 }
+                let kept = broker.map { first ? post.firstContact(peer, on: $0) : $0 }
                 let sealed = post.sealHandshake(output.bytes, to: peer)
                 if sealed == nil || !send(sealed!, by: kept) { carried = false }
             }
