@@ -90,6 +90,7 @@ extension Schema {
         NearbySchema.mailed,
         NearbySchema.prekeys,
         NearbySchema.brokerTopics,
+        TransfersSchema.mailed,
     ], backfills: [SearchSchema.indexing, TransfersSchema.movingChunksOut], commitSteps: [SearchSchema.keepingUp])
 
     /// Each feature's list, for the test that every one is in the order above.

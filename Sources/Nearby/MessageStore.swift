@@ -62,11 +62,12 @@ package struct MessageStore: Sendable {
     }
 
     /// Whether the user wrote in the conversation: its person is one they chose to talk to (a
-    /// message of theirs to the user proves nothing of the kind).
-    package func hasWritten(in conversation: Int64) throws -> Bool {
+    /// message of theirs to the user proves nothing of the kind). `outgoing` false: whether its
+    /// person wrote to the user.
+    package func hasWritten(in conversation: Int64, outgoing: Bool = true) throws -> Bool {
         try database.read { db in
-            try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM message WHERE conversationId = ? AND outgoing = 1)", arguments: [conversation])
-                ?? false
+            try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM message WHERE conversationId = ? AND outgoing = ?)",
+                              arguments: [conversation, outgoing]) ?? false
         }
     }
 

@@ -202,6 +202,15 @@ final class TransferReceiver: TransferPart, Sendable {
         }
     }
 
+    /// A run of chunks (by mail): each taken as if it came alone, cut by the offer's chunk size.
+    func received(_ run: FileChunks, from sender: Data) {
+        let key = Key(peer: sender, id: run.id)
+        let known = state.value.receiving[key]?.transfer ?? (try? MessageStore(database: context.database).existingConversation(myKey: context.me, peerKey: sender))
+            .flatMap { $0.flatMap { try? store.transfer(run.id, in: $0.id, outgoing: false) } }
+        guard let chunkSize = known?.chunkSize else { return context.network.drop("file chunk of nothing accepted") }
+        for chunk in run.chunks(of: chunkSize) { received(chunk, from: sender) }
+    }
+
     /// Writes what came in order, acknowledges it, and finishes a complete transfer.
     private func flush(_ key: Key) {
         guard let receiving = state.value.receiving[key] else { return }
@@ -238,6 +247,10 @@ final class TransferReceiver: TransferPart, Sendable {
             transfer.state = .complete
             try? store.set(transfer.number, state: .complete, stored: transfer.chunkCount)
             tellArrived(transfer, sender: name(of: transfer.peerKey))
+            // Its sender away (it came by mail, or it left at the end): told by mail.
+            if context.presence.peer(key.peer) == nil {
+                _ = context.delivery.mail(FileAnswer(id: key.id, decision: .complete, stored: UInt32(transfer.chunkCount)), to: key.peer)
+            }
         } else {
             transfer.state = .failed
             transfer.reason = "it was damaged on the way (its hash did not match): nothing was kept"
@@ -303,6 +316,9 @@ final class TransferReceiver: TransferPart, Sendable {
     }
 
     func answer(_ id: Data, _ decision: FileAnswer.Decision, stored: Int = 0, to peer: Peer, stream: FileAnswer.StreamOffer? = nil) {
+        // A writer whose mail brought the offer may be away: it hears where we stand when both
+        // are online (its offer goes again then).
+        guard context.presence.peer(peer.signingKey) != nil else { return }
         context.network.send(FileAnswer(id: id, decision: decision, stored: UInt32(stored), stream: stream), to: peer)
     }
 

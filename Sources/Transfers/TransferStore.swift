@@ -44,6 +44,8 @@ package struct Transfer: Equatable, Sendable {
     package var localPath: String?
     /// Ours: what the user's file was when sent (a later read checks it is still so).
     package var source: TransferFiles.Source?
+    /// Ours: when it was left with the brokers for its reader, away (`TransferMail`).
+    package var mailedAt: Double?
 
     package var chunkCount: Int { (size + chunkSize - 1) / chunkSize }
 
@@ -217,6 +219,21 @@ package struct TransferStore: Sendable {
 
     package func transfer(_ number: Int64) throws -> Transfer? { try database.read { db in try Self.transfer(db, number) } }
 
+    /// Ours, left with the brokers at `now`.
+    package func mailed(_ number: Int64, at now: Double) throws {
+        try database.write { db in try db.execute(sql: "UPDATE transfer SET mailedAt = ? WHERE id = ?", arguments: [now, number]) }
+    }
+
+    /// Ours in `conversation` left with the brokers and not yet known to be whole there.
+    package func mailedUnfinished(in conversation: Int64) throws -> Int {
+        try database.read { db in
+            try Int.fetchOne(db, sql: """
+                SELECT count(*) FROM transfer WHERE conversationId = ? AND outgoing AND mailedAt IS NOT NULL
+                AND state NOT IN ('complete', 'declined', 'cancelled', 'failed')
+                """, arguments: [conversation]) ?? 0
+        }
+    }
+
     /// The small picture kept for a transfer's bubble, once made.
     package func thumbnail(of number: Int64) throws -> RGBAImage? {
         try database.read { db in
@@ -300,7 +317,8 @@ package struct TransferStore: Sendable {
                  peerName: conversation.peerName, outgoing: row["outgoing"], name: row["name"], picture: row["picture"], size: row["size"],
                  chunkSize: row["chunkSize"], sha256: row["sha256"], state: Transfer.State(rawValue: row["state"]) ?? .failed,
                  stored: row["stored"], sentAt: row["sentAt"], reason: row["reason"], localPath: row["localPath"],
-                 source: (row["sourceSize"] as Int?).map { TransferFiles.Source(size: $0, modified: row["sourceModified"] ?? 0) })
+                 source: (row["sourceSize"] as Int?).map { TransferFiles.Source(size: $0, modified: row["sourceModified"] ?? 0) },
+                 mailedAt: row["mailedAt"])
     }
 }
 

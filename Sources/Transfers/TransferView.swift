@@ -80,7 +80,7 @@ package struct TransferView: Sendable {
                 parts.append(Self.size(Int(rate)) + "/s")
                 parts.append(Self.duration(Double(transfer.size - done) / rate) + " left")
             } else if transfer.state == .offered {
-                parts.append("offered")
+                parts.append(transfer.mailedAt == nil ? "offered" : "with the broker")
             }
             status = bar + " " + parts.joined(separator: " · ")
         case .asking:
@@ -122,7 +122,7 @@ package struct TransferView: Sendable {
             let progress = transfer.state == .moving ? " \(done * 100 / max(1, transfer.size)) %" : ""
             return ["\(transfer.number)", (transfer.outgoing ? "to " : "from ") + SafeText.visible(transfer.peerName),
                     Self.shownName(transfer.name, width: 32), Self.kind(of: transfer), Self.size(transfer.size),
-                    transfer.state.rawValue + progress]
+                    transfer.state.rawValue + progress + (transfer.state == .offered && transfer.mailedAt != nil ? " (with the broker)" : "")]
         }
         let widths = (0..<6).map { column in cells.map { $0[column].displayWidth }.max() ?? 0 }
         return cells.map { row in

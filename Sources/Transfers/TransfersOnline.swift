@@ -105,6 +105,7 @@ final class TransfersOnline: TransferPart, Sendable {
 
     let parts: TransferParts
     let receiver: TransferReceiver
+    let mail: TransferMail
     private var state: EngineBound<State> { parts.state }
 
     /// On the engine: registers the kinds, the observer of who comes back and the deadline;
@@ -113,9 +114,11 @@ final class TransfersOnline: TransferPart, Sendable {
         parts = TransferParts(context: context, state: EngineBound(State(), engine: context.engine), capabilities: capabilities,
                               inbox: inbox, overwrites: overwrites, inView: EngineBound(nil, engine: context.engine))
         receiver = TransferReceiver(parts)
+        mail = TransferMail(parts, receiver: receiver)
         let network = context.network
         network.handle(FileOffer.self) { [self] offer, sender, peer in receiver.offered(offer, from: sender, peer: peer) }
         network.handle(FileAnswer.self) { [self] answer, sender, _ in answered(answer, from: sender) }
+        mail.takeAnswers { [self] answer, sender in answered(answer, from: sender) }
         network.handle(FileChunk.self) { [self] chunk, sender, _ in receiver.received(chunk, from: sender) }
         network.handle(FileChunkAck.self) { [self] ack, sender, _ in acknowledged(ack, from: sender) }
         context.observe { [self] event in
@@ -130,6 +133,7 @@ final class TransfersOnline: TransferPart, Sendable {
                 tick()
             case .presence(.left(let peer, _)):
                 wait(for: peer.signingKey)
+                mail.peerLeft(peer.signingKey)
             default:
                 break
             }
@@ -153,7 +157,7 @@ final class TransfersOnline: TransferPart, Sendable {
 
     /// Starts sending `transfer` (stored just now by the shell).
     func send(_ transfer: Transfer) {
-        state.value.sending[transfer.transferID] = Sending(transfer: transfer)
+        state.value.sending[transfer.transferID] = Sending(transfer: mail.mailIfAway(transfer))
         tick()
     }
 

@@ -3,7 +3,7 @@ import GRDB
 import Storage
 
 package enum TransfersSchema {
-    package static let migrations = [transfers, thumbnails, files]
+    package static let migrations = [transfers, thumbnails, files, mailed]
 
     package static let transfers = Migration("v22-transfers") { db in
         // One file, one way, in one conversation; its chunks apart, so that a file is read and
@@ -95,4 +95,12 @@ extension TransfersSchema {
         // the file shrinks at once.
         try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
     })
+}
+
+extension TransfersSchema {
+    /// A picture of ours left with the brokers for someone away (`TransferMail`): when, so that
+    /// it is mailed once and what waits with the brokers for one reader is bounded.
+    package static let mailed = Migration("v31-transfer-mailed") { db in
+        try db.execute(sql: "ALTER TABLE transfer ADD COLUMN mailedAt DOUBLE")
+    }
 }

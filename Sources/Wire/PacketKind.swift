@@ -78,6 +78,9 @@ package enum KindTable {
     /// A handshake message or mail sealed to its recipient alone, as it goes through a broker
     /// (protocol version 3, `Envelope.swift`): no outer byte names either end.
     package static let envelope: UInt8 = 27
+    /// A run of a file's chunks (`Transfers`), carried only by mail: a picture for someone
+    /// away, in as few mails as its size allows.
+    package static let fileChunks: UInt8 = 28
     /// Kinds that travel signed, to everyone in range. Every other kind is direct and travels
     /// only inside a session: a signed frame of one is dropped unchecked.
     package static let broadcasts: Set<UInt8> = [announce, goodbye, query, beacon]

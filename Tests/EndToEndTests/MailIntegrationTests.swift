@@ -59,6 +59,39 @@ struct MailIntegrationTests {
         #expect(try query(b, "SELECT count(*) FROM message") == ["5"])
     }
 
+    /// A picture for ben, away, is left with mosquitto in runs of chunks and ann quits; ben gets
+    /// it byte for byte when he connects (his seance takes it without asking: he wrote to her),
+    /// and ann sees it delivered when she next comes online.
+    @Test func aPictureToSomeoneAwayReachesThemAfterItsWriterQuit() throws {
+        let (net, broker, a, b) = try world()
+        let args = ["--broker", broker.url, "--no-lan"]
+        let picture = net.scratch.path + "/map.bmp"
+        try Data(TestPictures.bitmap(width: 400, height: 300) { x, y in (UInt8(x % 256), UInt8(y % 256), 90) })
+            .write(to: URL(fileURLWithPath: picture))
+        let benFirst = try net.start(host: 3, data: b, name: "ben", arguments: args, lines: ["chat", "open ann --wait 30", "send me the map"])
+        let annRun = try net.start(host: 2, data: a, name: "ann", arguments: args, lines: ["chat"])
+        defer { benFirst.kill(); annRun.kill() }
+        #expect(benFirst.waitFor("#1 delivered"))
+        benFirst.finish()
+        annRun.waitFor { $0.contains("ben#") && $0.contains(" left") }
+        annRun.send("send ben \(picture)")
+        #expect(annRun.waitFor("is left with the broker: ben#"), "\(annRun.output.suffix(600))")
+        annRun.finish()
+        let benAgain = try net.start(host: 3, data: b, name: "ben", arguments: args, lines: ["chat"])
+        defer { benAgain.kill() }
+        #expect(try eventually(timeout: 30) { try query(b, "SELECT state FROM transfer") == ["complete"] }, "ben: \(benAgain.output.suffix(800))")
+        benAgain.send("save 1 \(net.scratch.path)/got.bmp")
+        #expect(benAgain.waitFor("saved picture 1 as"))
+        #expect(FileManager.default.contentsEqual(atPath: picture, andPath: net.scratch.path + "/got.bmp"))
+        // His "whole" is held for ann in turn.
+        benAgain.finish()
+        let annAgain = try net.start(host: 2, data: a, name: "ann", arguments: args, lines: ["chat"])
+        defer { annAgain.kill() }
+        #expect(annAgain.waitFor("delivered to ben#"), "\(annAgain.output.suffix(600))")
+        #expect(try query(a, "SELECT state FROM transfer") == ["complete"])
+        annAgain.finish()
+    }
+
     /// On a three-node NATS cluster (JetStream keeps the mailbox's session and what it holds,
     /// replicated): ann's mail to ben, away, is published on node 1, which is then killed; ben,
     /// back on node 3, gets it, and ann, back on node 2, sees it delivered.

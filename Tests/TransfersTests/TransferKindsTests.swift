@@ -1,9 +1,10 @@
 import Foundation
+import Nearby
 import Testing
 import Wire
 @testable import Transfers
 
-/// The four kinds of a transfer: read as written, extension fields skipped, and what no
+/// The kinds of a transfer: read as written, extension fields skipped, and what no
 /// honest seance sends refused.
 @Suite struct TransferKindsTests {
     let id = Data(repeating: 7, count: 16)
@@ -20,6 +21,21 @@ import Wire
         #expect(try FileChunk.read(try chunk.encoded() + extensionField) == chunk)
         let ack = FileChunkAck(id: id, stored: 5, held: [0b101, 0, 1 << 63, 7] + Array(repeating: 9, count: FileChunkAck.heldBits / 64 - 4))
         #expect(try FileChunkAck.read(try ack.encoded() + extensionField) == ack)
+        let run = FileChunks(id: id, first: 4, data: Array(1...10))
+        #expect(try FileChunks.read(try run.encoded() + extensionField) == run)
+    }
+
+    /// A run by mail is cut by the offer's chunk size, the last short; it fits a mail.
+    @Test func aRunOfChunksIsCutByTheChunkSizeAndFitsAMail() throws {
+        let run = FileChunks(id: id, first: 4, data: Array(1...10))
+        #expect(run.chunks(of: 4) == [FileChunk(id: id, index: 4, data: [1, 2, 3, 4]), FileChunk(id: id, index: 5, data: [5, 6, 7, 8]),
+                                      FileChunk(id: id, index: 6, data: [9, 10])])
+        let full = FileChunks(id: id, first: 0, data: [UInt8](repeating: 0, count: FileChunks.maximumData))
+        #expect(try full.encoded().count <= Delivery.mailCapacity)
+        var oversized = try FileChunks(id: id, first: 0, data: [1]).encoded()
+        oversized.replaceSubrange(20..<22, with: [0xFF, 0xFF])
+        oversized += [UInt8](repeating: 0, count: 0xFFFF)
+        #expect(throws: DecodeError.self) { try FileChunks.read(oversized) }
     }
 
     /// A chunk with its headers fits one sealed frame of a datagram.

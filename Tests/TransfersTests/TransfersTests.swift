@@ -28,11 +28,12 @@ import Wire
         return path
     }
 
-    /// `from` sends the file at `path` to `to`, as `/send` does.
+    /// `from` sends the file at `path` to `to` (present, or away with a conversation), as `/send` does.
     @discardableResult
     func send(_ path: String, from: ChatWorld.Node, to: ChatWorld.Node, world: ChatWorld) throws -> Transfer {
-        let peer = try #require(from.service.peer(to.identity.signingPublicKey))
-        let conversation = try from.delivery.conversation(with: peer)
+        let key = to.identity.signingPublicKey
+        let known = try MessageStore(database: from.database).existingConversation(myKey: from.identity.signingPublicKey, peerKey: key)
+        let conversation = try from.service.peer(key).map { try from.delivery.conversation(with: $0) } ?? #require(known)
         let transfer = try TransferStore(database: from.database).send(path: path, name: (path as NSString).lastPathComponent, in: conversation,
                                                                        id: Data((0..<16).map { _ in UInt8.random(in: 0...255) }),
                                                                        now: world.scheduler.now)

@@ -129,6 +129,30 @@ package final class Delivery: Feature, DeliveryPart, Sendable {
         states.schedule()
     }
 
+    // MARK: Mail for features
+
+    /// What mail brings of a feature's `kind` (one `Mail.carried` lists) goes to `handler`, with
+    /// its writer: present, or as its mail's announcement describes it.
+    package func handleMail<Kind: PacketKind>(_ kind: Kind.Type, _ handler: @escaping @Sendable (Kind, Peer) -> Void) {
+        parts.box.value.mailHandlers[Kind.code] = { body, peer in
+            guard let value = try? Kind.read(body) else { return false }
+            handler(value, peer)
+            return true
+        }
+    }
+
+    /// Whether what waits for `key` goes by mail now: they are heard on no transport, and a
+    /// broker of ours holds mail.
+    package func isAway(_ key: Data) -> Bool { outbound.mailing.isAway(key) }
+
+    /// A feature's `packet`, left with the brokers for `key`, who is away and has a conversation
+    /// with us: sealed to their prekey. False when nothing can be sealed to them, or no broker
+    /// took it.
+    package func mail<Kind: PacketKind>(_ packet: Kind, to key: Data) -> Bool { outbound.mailing.mail(packet, to: key) }
+
+    /// The most bytes a packet mailed by `mail` may have (a mail frame less its own fields).
+    package static let mailCapacity = Mailing.bundleCapacity
+
     /// A peer came (back) into reach (`returned`: it was out of sight, not just changed): its
     /// outbox is loaded and everything goes at once.
     func peerArrived(_ peer: Peer, returned: Bool) {

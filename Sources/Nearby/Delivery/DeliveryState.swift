@@ -102,6 +102,9 @@ struct DeliveryState {
     var mailFullTold: Set<Data> = []
     /// Peers told of having no prekey to seal to, this session (`DeliveryEvent.mailCannotSeal`).
     var mailCannotSealTold: Set<Data> = []
+    /// Features' kinds mail may bring (`Delivery.handleMail`): each reads its payload, and is
+    /// false when it does not read.
+    var mailHandlers: [UInt8: @Sendable ([UInt8], Peer) -> Bool] = [:]
 }
 
 /// What delivery's parts share: the state on the engine, the store, and the network.

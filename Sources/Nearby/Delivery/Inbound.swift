@@ -79,8 +79,13 @@ final class Inbound: DeliveryPart, Sendable {
                 let bundle = try MessageBundle.read(body)
                 told(bundle.sealed)
                 receive(bundle.sealed, for: bundle.recipient, from: peer, by: route)
-            default:
+            case KindTable.ack:
                 acknowledged(try Acknowledgement.read(body), from: sender)
+            default:
+                // A feature's (a picture's offer, chunks, answer), from a plane that reaches ours.
+                guard let handler = parts.box.value.mailHandlers[kind] else { return drop("type") }
+                guard parts.rules.canHear(from: peer) else { return drop("plane") }
+                if !handler(body, peer) { drop("malformed") }
             }
         } catch {
             drop("malformed")

@@ -80,6 +80,15 @@ package final class Mailing: DeliveryPart, Sendable {
         if overflows { full(links[key]!) }
     }
 
+    /// A feature's `packet` for `key`, who is away (`Delivery.mail`): to the pair's mail topic,
+    /// which a reader with a conversation with us listens on.
+    func mail<Kind: PacketKind>(_ packet: Kind, to key: Data) -> Bool {
+        guard isAway(key),
+              let conversation = links[key]?.conversationRecord ?? (try? store.existingConversation(myKey: myKey, peerKey: key)) ?? nil,
+              let prekey = usablePrekey(conversation, now: clock()) else { return false }
+        return post(packet, to: conversation, prekey: prekey, firstContact: false)
+    }
+
     /// The prekey of `conversation`'s peer, when one it announced is still fresh enough to seal
     /// to (`Prekeys.usable`).
     private func usablePrekey(_ conversation: Conversation, now: Double) -> SignedPrekey? {

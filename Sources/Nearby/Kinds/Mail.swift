@@ -7,7 +7,7 @@ import X3DH
 /// connect: signed by its sender (no session can be made with someone who is not there), with
 /// the sender's announcement, which says what a present peer's would (name, agreement key,
 /// plane), and the packet it carries (one of delivery's: a message, several, an
-/// acknowledgement) sealed as X3DH seals (`seal`): to the recipient's signed prekey, with a
+/// acknowledgement; or a picture's offer, chunks and the answer that it is whole) sealed as X3DH seals (`seal`): to the recipient's signed prekey, with a
 /// fresh ephemeral key, so that it opens only while the recipient keeps that prekey. The sealed
 /// packet runs to the end of the payload: this kind has no extension fields.
 package struct Mail: PacketKind, Equatable {
@@ -16,7 +16,8 @@ package struct Mail: PacketKind, Equatable {
     /// told of what was not acknowledged within it.
     package static let lifetime = 7 * 86_400.0
     /// The kinds a mail may carry.
-    package static let carried: Set<UInt8> = [KindTable.message, KindTable.messages, KindTable.ack]
+    package static let carried: Set<UInt8> = [KindTable.message, KindTable.messages, KindTable.ack,
+                                              KindTable.fileOffer, KindTable.fileChunks, KindTable.fileAnswer]
     /// X3DH's info: the application's name for its keys.
     static let info = "seance mail v1"
 
