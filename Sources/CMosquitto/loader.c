@@ -11,7 +11,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 #define FUNCTIONS(X) \
     X(lib_init) X(new) X(destroy) X(int_option) X(threaded_set) X(username_pw_set) X(tls_set) X(will_set) \
-    X(connect_callback_set) X(disconnect_callback_set) X(message_callback_set) X(publish_callback_set) \
+    X(connect_callback_set) X(disconnect_callback_set) X(message_callback_set) X(publish_callback_set) X(subscribe_callback_set) \
     X(connect_async) X(reconnect_async) X(loop) X(disconnect) X(subscribe) X(unsubscribe) X(publish) X(strerror) \
     X(connack_string)
 
@@ -56,6 +56,9 @@ void seance_mosquitto_message_callback_set(struct mosquitto *m, void (*cb)(struc
     p_message_callback_set(m, cb);
 }
 void seance_mosquitto_publish_callback_set(struct mosquitto *m, void (*cb)(struct mosquitto *, void *, int)) { p_publish_callback_set(m, cb); }
+void seance_mosquitto_subscribe_callback_set(struct mosquitto *m, void (*cb)(struct mosquitto *, void *, int, int, const int *)) {
+    p_subscribe_callback_set(m, cb);
+}
 int seance_mosquitto_connect_async(struct mosquitto *m, const char *h, int port, int k) { return p_connect_async(m, h, port, k); }
 int seance_mosquitto_reconnect_async(struct mosquitto *m) { return p_reconnect_async(m); }
 int seance_mosquitto_loop(struct mosquitto *m, int t, int n) { return p_loop(m, t, n); }

@@ -133,6 +133,10 @@ struct NearbyCommands {
         let sessions = stats.sessions
         shell.console.print("sessions: \(sessions.open) open, \(sessions.established) made (\(sessions.started) started here, "
                             + "\(sessions.answered) answered), \(sessions.rekeyed) rekeyed")
+        if let inbox = stats.inbox {
+            shell.console.print("mailbox: listening on \(inbox.topics) topics, \(inbox.waiting) not yet taken by the broker"
+                                + (inbox.refusals > 0 ? " (it refused \(inbox.refusals) subscriptions, each asked again)" : ""))
+        }
         chat.views.statistics().forEach { shell.console.print($0) }
     }
 

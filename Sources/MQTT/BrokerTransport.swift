@@ -37,6 +37,7 @@ package final class BrokerTransport: Transport, Sendable {
     @discardableResult
     package func send(_ bytes: [UInt8], to route: Route) -> Bool { mailbox.send(bytes, to: route) }
     package func setInbox(topics: Set<String>, forgetting: Set<String>) { mailbox.setInbox(topics: topics, forgetting: forgetting) }
+    package var inboxStatus: InboxStatus? { mailbox.inboxStatus }
     package func directRoute(from source: Route, port: UInt16, signingKey: Data) -> Route {
         presence.directRoute(from: source, port: port, signingKey: signingKey)
     }

@@ -179,6 +179,8 @@ package final class MQTTTransport: Transport, Sendable {
         while true {
             let result = seance_mosquitto_loop(handle.pointer, 1_000, 1)
             guard result == MOSQ_ERR_SUCCESS.rawValue else { return result }
+            let refused = readsInbox ? state.withLock { $0.connected ? $0.inbox.due(now: Self.uptime) : [] } : []
+            if !refused.isEmpty { subscribeInbox(handle.pointer, refused) }
             if stopAt == nil, state.withLock({ $0.stopping }) { stopAt = .now() + Self.stopDeadline }
             if let stopAt, DispatchTime.now() >= stopAt { return result }
         }
@@ -204,27 +206,12 @@ package final class MQTTTransport: Transport, Sendable {
         }
         // If this process dies, the broker clears our retained presence for us.
         if role == .presence { seance_mosquitto_will_set(client, presenceTopic, 0, nil, 1, true) }
-        seance_mosquitto_connect_callback_set(client) { _, context, code in
-            guard let context else { return }
-            Unmanaged<MQTTTransport>.fromOpaque(context).takeUnretainedValue().connected(code: code)
-        }
-        seance_mosquitto_publish_callback_set(client) { _, context, id in
-            guard let context else { return }
-            Unmanaged<MQTTTransport>.fromOpaque(context).takeUnretainedValue().published(id)
-        }
-        seance_mosquitto_disconnect_callback_set(client) { _, context, code in
-            guard let context else { return }
-            Unmanaged<MQTTTransport>.fromOpaque(context).takeUnretainedValue().disconnected(code: code)
-        }
-        seance_mosquitto_message_callback_set(client) { _, context, message in
-            guard let context, let message else { return }
-            Unmanaged<MQTTTransport>.fromOpaque(context).takeUnretainedValue().received(message.pointee)
-        }
+        MosquittoCallbacks.install(on: client)
     }
 
     // MARK: On libmosquitto's thread
 
-    private func connected(code: Int32) {
+    func connected(code: Int32) {
         guard code == 0 else {
             // Refused: wrong credentials, not authorised, …: tried again after the backoff.
             let reason = String(cString: seance_mosquitto_connack_string(code))
@@ -242,7 +229,7 @@ package final class MQTTTransport: Transport, Sendable {
         if readsInbox {
             let (subscribe, unsubscribe) = state.withLock { $0.inbox.connecting() }
             for topic in unsubscribe { seance_mosquitto_unsubscribe(client, nil, configuration.prefix + topic) }
-            for topic in subscribe.sorted() { seance_mosquitto_subscribe(client, nil, configuration.prefix + topic, 1) }
+            subscribeInbox(client, subscribe.sorted())
         }
         guard role == .presence else { return changed(up: true, why: "") }
         seance_mosquitto_subscribe(client, nil, configuration.prefix + "presence/+", 0)
@@ -251,7 +238,7 @@ package final class MQTTTransport: Transport, Sendable {
         changed(up: true, why: "")
     }
 
-    private func disconnected(code: Int32) {
+    func disconnected(code: Int32) {
         let (stopping, wasConnected) = state.withLock { state -> (Bool, Bool) in
             defer { state.connected = false }
             return (state.stopping, state.connected)
@@ -262,7 +249,7 @@ package final class MQTTTransport: Transport, Sendable {
                                              : "cannot reach the broker \(broker) (\(reason)); trying again")
     }
 
-    private func received(_ message: mosquitto_message) {
+    func received(_ message: mosquitto_message) {
         guard message.payloadlen >= 0, message.payloadlen <= Self.maximumFrame, let topic = message.topic.map({ String(cString: $0) }) else { return }
         let bytes = message.payload.map { Array(UnsafeRawBufferPointer(start: $0, count: Int(message.payloadlen))) } ?? []
         guard let (frame, route) = configuration.arrival(bytes, on: topic, transport: name) else { return }
@@ -331,8 +318,25 @@ package final class MQTTTransport: Transport, Sendable {
         }
         guard let pointer = client?.pointer else { return }
         for topic in removed.sorted() { seance_mosquitto_unsubscribe(pointer, nil, configuration.prefix + topic) }
-        for topic in added.sorted() { seance_mosquitto_subscribe(pointer, nil, configuration.prefix + topic, 1) }
+        subscribeInbox(pointer, added.sorted())
     }
+
+    /// Subscribes to inbox topics at QoS 1, each remembered until the broker answers (one it
+    /// refuses is asked again: `InboxSubscriptions`).
+    private func subscribeInbox(_ client: OpaquePointer, _ topics: [String]) {
+        for topic in topics {
+            var id: Int32 = 0
+            guard seance_mosquitto_subscribe(client, &id, configuration.prefix + topic, 1) == MOSQ_ERR_SUCCESS.rawValue else { continue }
+            state.withLock { $0.inbox.asked(id, topic, now: Self.uptime) }
+        }
+    }
+
+    /// The broker answered subscription `id`.
+    func subscribed(_ id: Int32, granted: Bool) { state.withLock { $0.inbox.answered(id, granted: granted, now: Self.uptime) } }
+
+    static var uptime: Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
+
+    package var inboxStatus: InboxStatus? { readsInbox ? state.withLock { $0.inbox.status } : nil }
 
     /// A direct frame or mail, to one of the broker's topics (`BrokerTopics`), padded.
     @discardableResult
@@ -363,7 +367,7 @@ package final class MQTTTransport: Transport, Sendable {
     }
 
     /// The broker acknowledged publish `id` (QoS 1), or libmosquitto sent it (QoS 0).
-    private func published(_ id: Int32) {
+    func published(_ id: Int32) {
         state.withLock { state in
             guard state.unacknowledged.remove(id) == nil else { return }
             state.acknowledgedEarly = state.acknowledgedEarly.suffix(63) + [id]
@@ -376,7 +380,10 @@ package final class MQTTTransport: Transport, Sendable {
         // What the broker has not acknowledged yet (mail above all: "mailed" is what the writer
         // was told) gets the stop deadline to be: libmosquitto keeps nothing once we are gone.
         let deadline = DispatchTime.now() + Self.stopDeadline
-        while state.withLock({ $0.connected && !$0.stopping && !$0.unacknowledged.isEmpty }), DispatchTime.now() < deadline {
+        // So does a subscription the broker has not taken yet: what is mailed to it meanwhile
+        // is not held.
+        while state.withLock({ $0.connected && !$0.stopping && (!$0.unacknowledged.isEmpty || $0.inbox.status.waiting > 0) }),
+              DispatchTime.now() < deadline {
             usleep(5_000)
         }
         guard let handle = state.withLock({ state -> ClientHandle? in

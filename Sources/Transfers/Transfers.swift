@@ -91,7 +91,8 @@ package final class Transfers: Feature, PlaceExtension {
                                 + "type and size. The file is read where it is, never copied: changed or removed before it\n"
                                 + "has gone, the transfer fails (send it again).\n"
                                 + "It goes on after either of you goes away and comes back. In a room, /send sends it to\n"
-                                + "every member.") { invocation in
+                                + "every member. Through a broker, a picture of up to 1 MiB for someone away who wrote to\n"
+                                + "you is left with the broker: they get it when they next connect.") { invocation in
             let shell = invocation.shell
             try views.conversationOwner().goOnline(shell)
             try self.send(invocation.arguments, shell)

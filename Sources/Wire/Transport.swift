@@ -77,8 +77,35 @@ package protocol Transport: AnyObject, Sendable, CustomStringConvertible {
     /// and no longer to `forgetting` (subscribed to before, perhaps by an earlier run). Elsewhere
     /// nothing: the LAN hears what is sent to us without being told.
     func setInbox(topics: Set<String>, forgetting: Set<String>)
+    /// How the inbox's subscriptions stand with the broker (`nearby stats`); nil where there is
+    /// no inbox to subscribe (the LAN).
+    var inboxStatus: InboxStatus? { get }
     /// Closes everything `start` opened. Safe to call twice.
     func stop()
+}
+
+extension Transport {
+    package var inboxStatus: InboxStatus? { nil }
+}
+
+/// A mailbox's subscriptions as its broker stands on them: what is held for us while we are away
+/// is held only on topics the broker has taken.
+package struct InboxStatus: Sendable, Equatable {
+    /// Topics wanted.
+    package var topics = 0
+    /// Of those, not yet taken by the broker (asked and unanswered, or refused and asked again).
+    package var waiting = 0
+    /// Subscriptions the broker refused so far (each asked again).
+    package var refusals = 0
+
+    package init(topics: Int = 0, waiting: Int = 0, refusals: Int = 0) {
+        (self.topics, self.waiting, self.refusals) = (topics, waiting, refusals)
+    }
+
+    /// Several transports' together.
+    package static func + (a: InboxStatus, b: InboxStatus) -> InboxStatus {
+        InboxStatus(topics: a.topics + b.topics, waiting: a.waiting + b.waiting, refusals: a.refusals + b.refusals)
+    }
 }
 
 /// A network in memory for tests: every transport made on it hears the others' broadcasts,

@@ -159,14 +159,32 @@ final class TestNetwork {
         /// that follows it), asked afresh (in chat, not in a conversation); nil when the answer
         /// did not come.
         func count(_ name: String, sourceLocation: SourceLocation = #_sourceLocation) -> Int? {
+            guard let line = statsLine("sent ", sourceLocation: sourceLocation) else { return nil }
+            guard let range = line.range(of: #"\b"# + name + #" (\d+)"#, options: .regularExpression) else { return 0 }
+            return Int(line[range].split(separator: " ").last!) ?? 0
+        }
+
+        /// The line of `nearby stats` that starts with `prefix`, asked afresh (in chat, not in a
+        /// conversation); nil when the answer did not come, "" when it has no such line.
+        func statsLine(_ prefix: String, sourceLocation: SourceLocation = #_sourceLocation) -> Substring? {
             asked += 1
             let marker = "stats asked \(asked)"
             send("nearby stats", "echo \(marker)")
             guard waitFor(sourceLocation: sourceLocation, { $0.contains(marker + "\n") }) else { return nil }
             let before = output.components(separatedBy: marker + "\n").dropLast().joined()
-            guard let line = before.split(separator: "\n").last(where: { $0.hasPrefix("sent ") }) else { return 0 }
-            guard let range = line.range(of: #"\b"# + name + #" (\d+)"#, options: .regularExpression) else { return 0 }
-            return Int(line[range].split(separator: " ").last!) ?? 0
+            return before.split(separator: "\n").last(where: { $0.hasPrefix(prefix) }) ?? ""
+        }
+
+        /// Asks `nearby stats` until the broker has taken every topic of the mailbox's: only then
+        /// is what is mailed to us held while we are away.
+        @discardableResult
+        func waitForMailbox(timeout: Double = 60, sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
+            var last: Substring?
+            if eventually(timeout: timeout, { last = statsLine("mailbox:", sourceLocation: sourceLocation); return last?.contains(" 0 not yet taken") == true }) {
+                return true
+            }
+            Issue.record("the broker never took every topic of the mailbox (last: \(last ?? "no answer"))", sourceLocation: sourceLocation)
+            return false
         }
 
         /// Asks `nearby stats` until its count under `name` reaches `least`: the counter that

@@ -56,6 +56,41 @@ struct MQTTTransportTests {
         }
         #expect(published, "a direct frame is published at QoS 1 once connected")
     }
+
+    /// A subscription the broker refuses (as a NATS node does while its JetStream cannot make
+    /// the consumer) is asked again, until granted: else what is mailed to it is never held.
+    @Test func aRefusedSubscriptionIsAskedAgain() throws {
+        let network = try PrivateNetwork()
+        let broker = try network.inside { try ScriptedBroker() }
+        defer { broker.close() }
+        let transport = MQTTTransport(configuration: .init(address: try BrokerAddress(parsing: "mqtt://127.0.0.1:\(broker.port)")),
+                                      signingKey: Data(repeating: 7, count: 32), role: .mailbox, mailboxID: "seance-m-test")
+        let topic = BrokerTopics.prefix + String(repeating: "cd", count: 16)
+        try network.inside { try transport.start(deliver: { _, _ in }, report: { _ in }) }
+        defer { transport.stop() }
+        transport.setInbox(topics: [topic], forgetting: [])
+        try broker.accept()
+        #expect(try broker.packet().type == 0x10)
+        broker.write([0x20, 0x02, 0x00, 0x00])
+        /// The next SUBSCRIBE: its packet ID and topic filter.
+        func subscription() -> (id: [UInt8], topic: String)? {
+            while let packet = broker.packet(within: 5_000) {
+                guard packet.type == 0x80, packet.body.count > 4 else { continue }
+                let length = Int(packet.body[2]) << 8 | Int(packet.body[3])
+                return (Array(packet.body[0..<2]), String(decoding: packet.body[4..<(4 + length)], as: UTF8.self))
+            }
+            return nil
+        }
+        let first = try #require(subscription())
+        #expect(first.topic == "seance/" + topic)
+        broker.write([0x90, 0x03] + first.id + [0x80])  // SUBACK: refused.
+        let again = try #require(subscription(), "asked again")
+        #expect(again.topic == first.topic && transport.inboxStatus == InboxStatus(topics: 1, waiting: 1, refusals: 1))
+        broker.write([0x90, 0x03] + again.id + [0x01])  // Granted, at QoS 1.
+        let deadline = Date().addingTimeInterval(10)
+        while transport.inboxStatus?.waiting != 0 && Date() < deadline { usleep(10_000) }
+        #expect(transport.inboxStatus == InboxStatus(topics: 1, waiting: 0, refusals: 1))
+    }
 }
 
 /// What the transport reported, from its own thread.

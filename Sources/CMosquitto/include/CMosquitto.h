@@ -24,6 +24,8 @@ void seance_mosquitto_disconnect_callback_set(struct mosquitto *mosq, void (*on_
 void seance_mosquitto_message_callback_set(struct mosquitto *mosq,
                                            void (*on_message)(struct mosquitto *, void *, const struct mosquitto_message *));
 void seance_mosquitto_publish_callback_set(struct mosquitto *mosq, void (*on_publish)(struct mosquitto *, void *, int));
+void seance_mosquitto_subscribe_callback_set(struct mosquitto *mosq,
+                                             void (*on_subscribe)(struct mosquitto *, void *, int, int, const int *));
 int seance_mosquitto_connect_async(struct mosquitto *mosq, const char *host, int port, int keepalive);
 int seance_mosquitto_reconnect_async(struct mosquitto *mosq);
 int seance_mosquitto_loop(struct mosquitto *mosq, int timeout, int max_packets);

@@ -34,4 +34,6 @@ package struct NearbyStatistics: Sendable {
     /// The hosts the flood limits dropped most from, most first (at most three).
     package var flooders: [(source: String, dropped: Int)] = []
     package var sessions = SessionStatistics()
+    /// The mailboxes' subscriptions, as their brokers stand on them (nil: no broker).
+    package var inbox: InboxStatus?
 }

@@ -236,6 +236,7 @@ package final class Router: Sendable {
     package var statistics: NearbyStatistics {
         var statistics = state.value.statistics
         statistics.sessions = sessions.statistics
+        statistics.inbox = transports.compactMap(\.inboxStatus).reduce(nil) { ($0 ?? InboxStatus()) + $1 }
         gate.add(to: &statistics)
         return statistics
     }
