@@ -1,7 +1,7 @@
 """Mail for the offline (issue 53): the time from a reader's connect to its held mail shown, for
-1 and 1,000 messages held by one mosquitto on loopback, beside the broker's own floor measured in
-the same run: a persistent mosquitto_sub that was away while as many QoS 1 messages were
-published, timed from its start to the last one received."""
+1 and 1,000 messages and a picture of a megabyte held by one mosquitto on loopback, beside the
+broker's own floor measured in the same run: a persistent mosquitto_sub that was away while as
+many QoS 1 messages were published, timed from its start to the last one received."""
 import os
 import statistics
 import subprocess
@@ -73,14 +73,65 @@ def held_once(binary, work, env, password, count, tag):
                 proc.wait()
 
 
-def floor_once(count, tag):
+def bitmap(path, width, height):
+    """A 24-bit BMP of `width` x `height` (a picture every decoder here reads)."""
+    import struct
+    row = (width * 3 + 3) // 4 * 4
+    pixels = b"".join(bytes((x * 7 + y) % 256 for x in range(width * 3)) + bytes(row - width * 3) for y in range(height))
+    header = struct.pack("<2sIHHIIiiHHIIiiII", b"BM", 54 + len(pixels), 0, 0, 54, 40, width, height, 1, 24, 0, len(pixels), 2835, 2835, 0, 0)
+    with open(path, "wb") as f:
+        f.write(header + pixels)
+
+
+def held_picture_once(binary, work, env, password, tag):
+    """Seconds from ben's going online to a picture of about a megabyte that ann left with the
+    broker while he was away (he had written to her), and she quit, shown as arrived."""
+    a_dir, b_dir = os.path.join(work, f"{tag}-a"), os.path.join(work, f"{tag}-b")
+    make_profile(binary, a_dir, "ann", password, env)
+    make_profile(binary, b_dir, "ben", password, env)
+    picture = os.path.join(work, f"{tag}.bmp")
+    bitmap(picture, 580, 580)
+    ben, ann = shell(binary, b_dir, env), shell(binary, a_dir, env)
+    try:
+        ann.stdin.write(f"login ann --password-file {password}\nchat\n")
+        ann.stdin.flush()
+        ben.stdin.write(f"login ben --password-file {password}\nchat\nopen ann --wait 20\nsend me the map\n")
+        ben.stdin.flush()
+        if wait_for_line(ben, "#1 delivered", 20) is None:
+            return None
+        ben.stdin.write("quit\n")
+        ben.stdin.close()
+        ben.wait(30)
+        if wait_for_line(ann, " left", 20) is None:
+            return None
+        ann.stdin.write(f"send ben {picture}\n")
+        ann.stdin.flush()
+        if wait_for_line(ann, "is left with the broker", 60) is None:
+            return None
+        ann.stdin.write("quit\n")
+        ann.stdin.close()
+        ann.wait(30)
+        ben = shell(binary, b_dir, env)
+        ben.stdin.write(f"login ben --password-file {password}\nchat\n")
+        ben.stdin.flush()
+        start = wait_for_line(ben, "logged in as ben#", 30)
+        end = wait_for_line(ben, "sent picture", 60)
+        return None if start is None or end is None else end - start
+    finally:
+        for proc in (ann, ben):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def floor_once(count, tag, size=0):
     """Seconds from a persistent mosquitto_sub's start to the last of `count` QoS 1 messages
     published while it was away."""
     topic, client = f"bench/held/{tag}", f"held-{tag}"
     base = ["-h", "127.0.0.1", "-p", str(PORT), "-q", "1"]
     subprocess.run(["mosquitto_sub", *base, "-c", "-i", client, "-t", topic, "-E"], check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    subprocess.run(["mosquitto_pub", *base, "-t", topic, "-l"], input="".join(f"held {i}\n" for i in range(count)),
+    subprocess.run(["mosquitto_pub", *base, "-t", topic, "-l"], input="".join(f"held {i} {'x' * size}\n" for i in range(count)),
                    text=True, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     start = time.perf_counter()
     subprocess.run(["mosquitto_sub", *base, "-c", "-i", client, "-t", topic, "-C", str(count), "-W", "60"], check=True,
@@ -110,6 +161,18 @@ def held_mail(binary, work, env, runs=3):
             record(f"held_mail_{count}", seance=seance, mosquitto_sub=floor, ratio=ratio)
             print(f"held {count:>5,}, seance        {ms(seance)}   from its login to the last shown")
             print(f"held {count:>5,}, mosquitto_sub {ms(floor)}   (reference: a persistent subscriber's, from its start)")
+            print(f"ratio                    {ratio:8.2f} x")
+        # A picture of about a megabyte: its offer and some 75 mails of chunks, 16 KiB each.
+        times = [held_picture_once(binary, work, env, password, f"mail-picture-{run}") for run in range(runs)]
+        floors = [floor_once(76, f"picture-{run}", size=16_000) for run in range(runs)]
+        if None in times:
+            print(f"held picture: it did not arrive in {sum(t is None for t in times)} of {runs} runs")
+        else:
+            seance, floor = spread(times), spread(floors)
+            ratio = seance["median"] / floor["median"]
+            record("held_picture", seance=seance, mosquitto_sub=floor, ratio=ratio)
+            print(f"held picture, seance        {ms(seance)}   a 1.0 MB picture, from the login to it shown as arrived")
+            print(f"held picture, mosquitto_sub {ms(floor)}   (reference: 76 messages of 16 KB to a persistent subscriber)")
             print(f"ratio                    {ratio:8.2f} x")
     finally:
         mosquitto.kill()
