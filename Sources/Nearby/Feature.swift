@@ -67,6 +67,7 @@ package struct FeatureContext: Sendable {
     func release() {
         events.value = []
         rules.forgetAdded()
+        delivery.forgetMailHandlers()
     }
 
     /// Tells every observer (on the engine).

@@ -141,6 +141,9 @@ package final class Delivery: Feature, DeliveryPart, Sendable {
         }
     }
 
+    /// Lets go of the features' handlers (they hold their feature, which holds this): gone offline.
+    func forgetMailHandlers() { parts.box.value.mailHandlers = [:] }
+
     /// Whether what waits for `key` goes by mail now: they are heard on no transport, and a
     /// broker of ours holds mail.
     package func isAway(_ key: Data) -> Bool { outbound.mailing.isAway(key) }
