@@ -143,9 +143,11 @@ final class Conversations {
     }
 
     /// How the open conversation is drawn: the layout, and the names a compact line shows.
-    func conversationView(_ shell: Shell) -> ConversationView {
+    /// `them`: the peer's name as the rules show it, when known already (asked on the engine,
+    /// else here with a visit of its own).
+    func conversationView(_ shell: Shell, them known: String? = nil) -> ConversationView {
         let me = profiles.current.map { $0.profile.name } ?? "you"
-        let them = openLocal?.name ?? current.map { renamed($0) ?? $0.peerName }
+        let them = known ?? openLocal?.name ?? current.map { renamed($0) ?? $0.peerName }
         return ConversationView(capabilities: shell.capabilities, columns: shell.console.columns, layout: layout,
                                 speakers: Speakers(me: me, them: them))
     }
@@ -210,16 +212,17 @@ final class Conversations {
         guard let conversation = current, let delivery, let context else { throw UserError("open a conversation first: " + Advice.command("open NAME", mode: "chat")) }
         guard !text.isEmpty else { return }
         // Sent and followed in one visit to the engine: a line typed costs one.
-        let (message, previous, held) = try context.engine.sync {
+        let (message, previous, held, shownName) = try context.engine.sync {
             let message = try delivery.send(text, in: conversation, more: shell.hasPendingInput)
-            return (message, notices?.follow(message), context.rules.isHeld(conversation.peerKey))
+            let rules = context.rules
+            return (message, notices?.follow(message), rules.isHeld(conversation.peerKey), rules.shownName(of: conversation.peerKey))
         }
         tellOfSlash(text, shell)
         if held {
             shell.console.printProse(shell.styler.apply(.red, "\(conversation.shownHandle) uses the name of someone you verified, with another key: "
                                                            + "this waits until you decide (verify or trust \(conversation.shownHandle))"))
         }
-        let view = conversationView(shell)
+        let view = conversationView(shell, them: shownName ?? conversation.peerName)
         let own = view.rows(of: message)
         // The typed line gives way to what it became, as in a messaging app.
         shell.console.eraseAcceptedLine()
@@ -240,7 +243,7 @@ final class Conversations {
     /// A script's line in a conversation that names a command (`sleep 3`) is a message like any
     /// other; the script is told once, on stderr, that commands take a slash there.
     private func tellOfSlash(_ text: String, _ shell: Shell) {
-        guard !shell.isInteractive, !toldOfSlash, let word = text.split(separator: " ").first,
+        guard !shell.isInteractive, !toldOfSlash, case let word = text.prefix(while: { $0 != " " }), !word.isEmpty,
               shell.registry.command(named: String(word), inMode: shell.currentMode) != nil else { return }
         toldOfSlash = true
         shell.console.error("note: '\(SafeText.visible(String(text.prefix(40))))' was sent as a message: in a conversation, "
