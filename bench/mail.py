@@ -28,33 +28,32 @@ def sent(data, count):
     return found == str(count)
 
 
-def held_once(binary, work, env, password, count, tag):
-    """Seconds from ben's going online (his status line saying he logged in) to the last of `count`
-    messages ann mailed him while he was away, and she quit, shown; None if it never was."""
+def held_once(binary, work, env, password, tag, leave, shown, ben_writes=False):
+    """Seconds from ben's going online (his status line saying he logged in) to `shown` in his
+    output, after ann, with ben away, did `leave(ann, her data directory)` (False: it failed)
+    and quit; None if it never was. Both are online once first, so that ann learns ben and the
+    broker keeps his mailbox's session; `ben_writes`: he writes to her then (so that his seance
+    takes her pictures without asking)."""
     a_dir, b_dir = os.path.join(work, f"{tag}-a"), os.path.join(work, f"{tag}-b")
     make_profile(binary, a_dir, "ann", password, env)
     make_profile(binary, b_dir, "ben", password, env)
     ben, ann = shell(binary, b_dir, env), shell(binary, a_dir, env)
     try:
-        # Both online once: ann learns ben, and the broker keeps his mailbox's session.
-        ben.stdin.write(f"login ben --password-file {password}\nchat\n")
-        ben.stdin.flush()
-        ann.stdin.write(f"login ann --password-file {password}\nchat\nopen ben --wait 20\n")
+        if ben_writes:
+            ann.stdin.write(f"login ann --password-file {password}\nchat\n")
+            ben.stdin.write(f"login ben --password-file {password}\nchat\nopen ann --wait 20\nsend me the map\n")
+        else:
+            ben.stdin.write(f"login ben --password-file {password}\nchat\n")
+            ann.stdin.write(f"login ann --password-file {password}\nchat\nopen ben --wait 20\n")
         ann.stdin.flush()
-        if wait_for_line(ann, "ben#", 20) is None:
+        ben.stdin.flush()
+        if (wait_for_line(ben, "#1 delivered", 20) if ben_writes else wait_for_line(ann, "ben#", 20)) is None:
             return None
         ben.stdin.write("quit\n")
         ben.stdin.close()
         ben.wait(30)
-        if wait_for_line(ann, " left", 20) is None:
+        if wait_for_line(ann, " left", 20) is None or not leave(ann, a_dir):
             return None
-        # Her bubbles read and dropped: a full pipe would stop her.
-        threading.Thread(target=lambda: ann.stdout.read(), daemon=True).start()
-        ann.stdin.write("".join(f"held {i}\n" for i in range(count)))
-        ann.stdin.flush()
-        deadline = time.perf_counter() + 60
-        while not sent(a_dir, count) and time.perf_counter() < deadline:
-            time.sleep(0.05)
         ann.stdin.write("quit\n")
         ann.stdin.close()
         ann.wait(30)
@@ -64,13 +63,36 @@ def held_once(binary, work, env, password, count, tag):
         # From his login on: going online (the database, the engine, the broker's connection
         # and its handing over of what it held) is what is timed.
         start = wait_for_line(ben, "logged in as ben#", 30)
-        end = wait_for_line(ben, f"held {count - 1}", 60)
+        end = wait_for_line(ben, shown, 60)
         return None if start is None or end is None else end - start
     finally:
         for proc in (ann, ben):
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+
+
+def messages_left(count):
+    """ann writes `count` messages and waits until they are mailed."""
+    def leave(ann, a_dir):
+        # Her bubbles read and dropped: a full pipe would stop her.
+        threading.Thread(target=lambda: ann.stdout.read(), daemon=True).start()
+        ann.stdin.write("".join(f"held {i}\n" for i in range(count)))
+        ann.stdin.flush()
+        deadline = time.perf_counter() + 60
+        while not sent(a_dir, count) and time.perf_counter() < deadline:
+            time.sleep(0.05)
+        return sent(a_dir, count)
+    return leave
+
+
+def picture_left(picture):
+    """ann sends the picture at `picture` and waits until it is left with the broker."""
+    def leave(ann, a_dir):
+        ann.stdin.write(f"send ben {picture}\n")
+        ann.stdin.flush()
+        return wait_for_line(ann, "is left with the broker", 60) is not None
+    return leave
 
 
 def bitmap(path, width, height):
@@ -81,47 +103,6 @@ def bitmap(path, width, height):
     header = struct.pack("<2sIHHIIiiHHIIiiII", b"BM", 54 + len(pixels), 0, 0, 54, 40, width, height, 1, 24, 0, len(pixels), 2835, 2835, 0, 0)
     with open(path, "wb") as f:
         f.write(header + pixels)
-
-
-def held_picture_once(binary, work, env, password, tag):
-    """Seconds from ben's going online to a picture of about a megabyte that ann left with the
-    broker while he was away (he had written to her), and she quit, shown as arrived."""
-    a_dir, b_dir = os.path.join(work, f"{tag}-a"), os.path.join(work, f"{tag}-b")
-    make_profile(binary, a_dir, "ann", password, env)
-    make_profile(binary, b_dir, "ben", password, env)
-    picture = os.path.join(work, f"{tag}.bmp")
-    bitmap(picture, 580, 580)
-    ben, ann = shell(binary, b_dir, env), shell(binary, a_dir, env)
-    try:
-        ann.stdin.write(f"login ann --password-file {password}\nchat\n")
-        ann.stdin.flush()
-        ben.stdin.write(f"login ben --password-file {password}\nchat\nopen ann --wait 20\nsend me the map\n")
-        ben.stdin.flush()
-        if wait_for_line(ben, "#1 delivered", 20) is None:
-            return None
-        ben.stdin.write("quit\n")
-        ben.stdin.close()
-        ben.wait(30)
-        if wait_for_line(ann, " left", 20) is None:
-            return None
-        ann.stdin.write(f"send ben {picture}\n")
-        ann.stdin.flush()
-        if wait_for_line(ann, "is left with the broker", 60) is None:
-            return None
-        ann.stdin.write("quit\n")
-        ann.stdin.close()
-        ann.wait(30)
-        ben = shell(binary, b_dir, env)
-        ben.stdin.write(f"login ben --password-file {password}\nchat\n")
-        ben.stdin.flush()
-        start = wait_for_line(ben, "logged in as ben#", 30)
-        end = wait_for_line(ben, "sent picture", 60)
-        return None if start is None or end is None else end - start
-    finally:
-        for proc in (ann, ben):
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
 
 
 def floor_once(count, tag, size=0):
@@ -151,7 +132,8 @@ def held_mail(binary, work, env, runs=3):
             print("mosquitto did not start")
             return
         for count in (1, 1000):
-            times = [held_once(binary, work, env, password, count, f"mail-{count}-{run}") for run in range(runs)]
+            times = [held_once(binary, work, env, password, f"mail-{count}-{run}", messages_left(count), f"held {count - 1}")
+                     for run in range(runs)]
             floors = [floor_once(count, f"{count}-{run}") for run in range(runs)]
             if None in times:
                 print(f"held {count:>5,}: the mail did not arrive in {sum(t is None for t in times)} of {runs} runs")
@@ -163,7 +145,10 @@ def held_mail(binary, work, env, runs=3):
             print(f"held {count:>5,}, mosquitto_sub {ms(floor)}   (reference: a persistent subscriber's, from its start)")
             print(f"ratio                    {ratio:8.2f} x")
         # A picture of about a megabyte: its offer and some 75 mails of chunks, 16 KiB each.
-        times = [held_picture_once(binary, work, env, password, f"mail-picture-{run}") for run in range(runs)]
+        picture = os.path.join(work, "mail-picture.bmp")
+        bitmap(picture, 580, 580)
+        times = [held_once(binary, work, env, password, f"mail-picture-{run}", picture_left(picture), "sent picture", ben_writes=True)
+                 for run in range(runs)]
         floors = [floor_once(76, f"picture-{run}", size=16_000) for run in range(runs)]
         if None in times:
             print(f"held picture: it did not arrive in {sum(t is None for t in times)} of {runs} runs")
