@@ -204,10 +204,13 @@ final class TransferReceiver: TransferPart, Sendable {
 
     /// A run of chunks (by mail): each taken as if it came alone, cut by the offer's chunk size.
     func received(_ run: FileChunks, from sender: Data) {
-        let key = Key(peer: sender, id: run.id)
-        let known = state.value.receiving[key]?.transfer ?? (try? MessageStore(database: context.database).existingConversation(myKey: context.me, peerKey: sender))
-            .flatMap { $0.flatMap { try? store.transfer(run.id, in: $0.id, outgoing: false) } }
-        guard let chunkSize = known?.chunkSize else { return context.network.drop("file chunk of nothing accepted") }
+        func known() -> Transfer? {
+            let conversation = try? MessageStore(database: context.database).existingConversation(myKey: context.me, peerKey: sender)
+            return conversation.flatMap { try? store.transfer(run.id, in: $0.id, outgoing: false) }
+        }
+        guard let chunkSize = (state.value.receiving[Key(peer: sender, id: run.id)]?.transfer ?? known())?.chunkSize else {
+            return context.network.drop("file chunk of nothing accepted")
+        }
         for chunk in run.chunks(of: chunkSize) { received(chunk, from: sender) }
     }
 

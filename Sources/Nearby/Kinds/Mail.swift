@@ -7,9 +7,10 @@ import X3DH
 /// connect: signed by its sender (no session can be made with someone who is not there), with
 /// the sender's announcement, which says what a present peer's would (name, agreement key,
 /// plane), and the packet it carries (one of delivery's: a message, several, an
-/// acknowledgement; or a picture's offer, chunks and the answer that it is whole) sealed as X3DH seals (`seal`): to the recipient's signed prekey, with a
-/// fresh ephemeral key, so that it opens only while the recipient keeps that prekey. The sealed
-/// packet runs to the end of the payload: this kind has no extension fields.
+/// acknowledgement; or a picture's offer, chunks and the answer that it is whole) sealed as X3DH
+/// seals (`seal`): to the recipient's signed prekey, with a fresh ephemeral key, so that it opens
+/// only while the recipient keeps that prekey. The sealed packet runs to the end of the payload:
+/// this kind has no extension fields.
 package struct Mail: PacketKind, Equatable {
     package static let code = KindTable.mail
     /// How long mail is held: a reader takes none older (by its frame's time), and a writer is
