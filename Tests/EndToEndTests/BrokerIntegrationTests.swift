@@ -282,7 +282,10 @@ struct BrokerIntegrationTests {
             try net.start(host: host, data: data, name: "ann", arguments: ["--broker", broker.url, "--no-lan"], lines: ["chat"])
         }
         defer { runs.forEach { $0.kill() } }
-        for run in runs { run.waitFor("this profile is online in another seance too (heard by broker)") }
+        for run in runs where !run.waitFor("this profile is online in another seance too (heard by broker)") {
+            // What its gate made of the frames in our name, for whoever reads the failure.
+            Issue.record("nearby stats: \(run.statsLine("sent ") ?? "no answer")")
+        }
         for run in runs {
             let out = run.finish()
             let told = out.split(separator: "\n").filter { $0.contains("this profile is online in another seance too (heard by broker)") }

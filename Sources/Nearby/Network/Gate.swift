@@ -159,8 +159,16 @@ final class Gate: Sendable {
     /// we came online, and nobody else in our name heard yet.
     func isUnknownOurs(_ header: UncheckedHeader) -> Bool {
         state.withLock { state in
-            !state.alsoOnlineElsewhere && header.timestamp >= state.onlineSince
-                && !state.ownBroadcasts.contains(sequence: header.sequence, timestamp: header.timestamp)
+            guard !state.alsoOnlineElsewhere, !state.ownBroadcasts.contains(sequence: header.sequence, timestamp: header.timestamp) else {
+                return false
+            }
+            // Counted (`nearby stats`): a copy of this profile whose frames all predate our
+            // coming online is never told of here, and this says why.
+            guard header.timestamp >= state.onlineSince else {
+                state.dropped["in our name, made before we came online", default: 0] += 1
+                return false
+            }
+            return true
         }
     }
 
