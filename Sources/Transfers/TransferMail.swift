@@ -54,8 +54,8 @@ final class TransferMail: TransferPart, Sendable {
         try? store.mailed(transfer.number, at: now)
         var mailed = transfer
         mailed.mailedAt = now
-        tell(mailed, stored: 0, line: "\(transfer.picture ? "picture" : "file") \(transfer.number) (\(TransferView.shownName(transfer.name))) "
-             + "is left with the broker: \(name(of: transfer.peerKey)) gets it when they next connect")
+        tell(mailed, stored: 0, line: "picture \(transfer.number) (\(TransferView.shownName(transfer.name))) is left with the broker: "
+             + "\(name(of: transfer.peerKey)) gets it when they next connect")
         return mailed
     }
 
