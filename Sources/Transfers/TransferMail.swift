@@ -44,12 +44,12 @@ final class TransferMail: TransferPart, Sendable {
               let held = try? store.mailedUnfinished(in: transfer.conversation), held < Self.heldLimit,
               let chunks = try? store.chunks(Array(0..<transfer.chunkCount), of: transfer) else { return transfer }
         let perRun = max(1, min(FileChunks.maximumData, Delivery.mailCapacity - 64) / transfer.chunkSize)
-        guard delivery.mail(transfer.offer, to: transfer.peerKey) else { return transfer }
-        for first in stride(from: 0, to: transfer.chunkCount, by: perRun) {
-            let run = (first..<min(first + perRun, transfer.chunkCount)).flatMap { chunks[$0] ?? [] }
-            // What a broker did not take comes when both are online: the offer finds out where.
-            guard delivery.mail(FileChunks(id: transfer.transferID, first: UInt32(first), data: run), to: transfer.peerKey) else { return transfer }
+        let runs = stride(from: 0, to: transfer.chunkCount, by: perRun).map { first in
+            FileChunks(id: transfer.transferID, first: UInt32(first),
+                       data: (first..<min(first + perRun, transfer.chunkCount)).flatMap { chunks[$0] ?? [] })
         }
+        // What a broker did not take comes when both are online: the offer finds out where.
+        guard delivery.mail(transfer.offer, to: transfer.peerKey), delivery.mail(runs, to: transfer.peerKey) == runs.count else { return transfer }
         let now = context.engine.now
         try? store.mailed(transfer.number, at: now)
         var mailed = transfer

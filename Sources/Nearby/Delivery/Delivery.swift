@@ -151,7 +151,10 @@ package final class Delivery: Feature, DeliveryPart, Sendable {
     /// A feature's `packet`, left with the brokers for `key`, who is away and has a conversation
     /// with us: sealed to their prekey. False when nothing can be sealed to them, or no broker
     /// took it.
-    package func mail<Kind: PacketKind>(_ packet: Kind, to key: Data) -> Bool { outbound.mailing.mail(packet, to: key) }
+    package func mail<Kind: PacketKind>(_ packet: Kind, to key: Data) -> Bool { outbound.mailing.mail([packet], to: key) == 1 }
+
+    /// Several, each a mail, in order (their reader looked up once): how many went.
+    package func mail<Kind: PacketKind>(_ packets: [Kind], to key: Data) -> Int { outbound.mailing.mail(packets, to: key) }
 
     /// The most bytes a packet mailed by `mail` may have (a mail frame less its own fields).
     package static let mailCapacity = Mailing.bundleCapacity

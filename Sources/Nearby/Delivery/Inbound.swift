@@ -38,7 +38,7 @@ final class Inbound: DeliveryPart, Sendable {
         router.handlePacket(Mail.self) { [weak self] mail, packet, route in
             guard let self else { return }
             // Mail is what a broker held: by any other way (the LAN), it is no mail.
-            guard parts.router.keeping.contains(where: { $0.name == route.transport }) else { return drop("mail not by a broker") }
+            guard parts.router.reach.isBroker(route) else { return drop("mail not by a broker") }
             // Held longer than mail is (a broker that keeps it past its week): not taken; nor
             // one stamped further ahead than clocks drift, which would never expire.
             let age = clock() - Double(packet.timestamp) / 1000

@@ -80,13 +80,14 @@ package final class Mailing: DeliveryPart, Sendable {
         if overflows { full(links[key]!) }
     }
 
-    /// A feature's `packet` for `key`, who is away (`Delivery.mail`): to the pair's mail topic,
-    /// which a reader with a conversation with us listens on.
-    func mail<Kind: PacketKind>(_ packet: Kind, to key: Data) -> Bool {
+    /// A feature's `packets` for `key`, who is away (`Delivery.mail`), each a mail, in order: to
+    /// the pair's mail topic, which a reader with a conversation with us listens on. How many
+    /// went (the rest, from the first no broker took, did not).
+    func mail<Kind: PacketKind>(_ packets: [Kind], to key: Data) -> Int {
         guard isAway(key),
               let conversation = links[key]?.conversationRecord ?? (try? store.existingConversation(myKey: myKey, peerKey: key)) ?? nil,
-              let prekey = usablePrekey(conversation, now: clock()) else { return false }
-        return post(packet, to: conversation, prekey: prekey, firstContact: false)
+              let prekey = usablePrekey(conversation, now: clock()) else { return 0 }
+        return packets.prefix { post($0, to: conversation, prekey: prekey, firstContact: false) }.count
     }
 
     /// The prekey of `conversation`'s peer, when one it announced is still fresh enough to seal

@@ -146,7 +146,7 @@ package final class Presence: Sendable {
     /// is asked first, and listed when something newer of its own comes (`Questions.notLive`).
     private func heard(_ news: PresenceNews, in packet: Packet, by route: Route) {
         let now = engine.now, stamp = Double(packet.timestamp) / 1000
-        let isKept = router.keeping.contains { $0.name == route.transport }
+        let isKept = router.reach.isBroker(route)
         guard let heardAt = FrameTime.heard(stamp: stamp, now: now) else {
             if case .announce(let announcement) = news, !isKept { clockOff(announcement, of: packet.sender, offset: stamp - now) }
             return router.drop("from the future")

@@ -84,7 +84,7 @@ extension Presence {
     /// (at most once a second: anyone can publish an empty message anywhere); another's takes
     /// that route away, and with its last route the peer.
     func withdrawn(_ route: Route) {
-        guard router.keeping.contains(where: { $0.name == route.transport }) else { return router.drop("malformed") }
+        guard router.reach.isBroker(route) else { return router.drop("malformed") }
         let now = engine.now
         if route.address == PeerIdentity.longFingerprint(of: router.myKey) {
             guard now - state.value.kept.lastWithdrawn >= 1 else { return }
