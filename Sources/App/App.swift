@@ -91,6 +91,9 @@ extension Schema {
         NearbySchema.prekeys,
         NearbySchema.brokerTopics,
         TransfersSchema.mailed,
+        NearbySchema.plainIds,
+        RoomsSchema.plainIds,
+        SearchSchema.reusedIds,
     ], backfills: [SearchSchema.indexing, TransfersSchema.movingChunksOut], commitSteps: [SearchSchema.keepingUp])
 
     /// Each feature's list, for the test that every one is in the order above.

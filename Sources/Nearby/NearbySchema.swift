@@ -5,7 +5,7 @@ import Storage
 package enum NearbySchema {
     /// Every migration of this feature, in order.
     package static let migrations = [conversations, messageNumbers, unreadByPeer, oneConversationIndex, pagesByNumber, deliveredByCounter,
-                                    readTimes, mailed, prekeys, brokerTopics]
+                                    readTimes, mailed, prekeys, brokerTopics, plainIds]
 
     /// Conversations and their messages.
     package static let conversations = Migration("v6-conversations") { db in
@@ -149,5 +149,20 @@ package enum NearbySchema {
     /// session outlives the run, and the next one unsubscribes from those no longer ours.
     package static let brokerTopics = Migration("v30-broker-topics") { db in
         try db.execute(sql: "CREATE TABLE broker_topic (myKey BLOB NOT NULL, topic TEXT NOT NULL, PRIMARY KEY (myKey, topic)) WITHOUT ROWID")
+    }
+
+    /// A message's row is its id, its table and two indexes (three for one we sent): no
+    /// `AUTOINCREMENT`, whose `sqlite_sequence` each insert read and wrote (a fifth of a lone
+    /// message's transaction, one page of the log more), and no unique key on (conversation,
+    /// direction, last fragment), an index written with every message and read by no query: a
+    /// fragment is taken once, as the conversation's delivered sequence says, which is stored
+    /// in the same transaction as the message. Ids still grow, but the newest's id is given again
+    /// once it is deleted (a conversation deleted with `sqlite3`: seance deletes none).
+    package static let plainIds = Migration("v32-message-plain-ids") { db in
+        try db.rebuild("message", columns: """
+            id INTEGER PRIMARY KEY, conversationId INTEGER NOT NULL REFERENCES conversation(id) ON DELETE CASCADE,
+            outgoing BOOLEAN NOT NULL, text TEXT NOT NULL, firstSequence INTEGER NOT NULL, lastSequence INTEGER NOT NULL,
+            sentAt DOUBLE NOT NULL, receivedAt DOUBLE, state TEXT NOT NULL, number INTEGER NOT NULL DEFAULT 0, readAt DOUBLE
+            """)
     }
 }

@@ -99,7 +99,7 @@ package struct RoomStore: Sendable {
 
 package enum RoomsSchema {
     /// Every migration of this feature, in order.
-    package static let migrations = [rooms]
+    package static let migrations = [rooms, plainIds]
 
     package static let rooms = Migration("v12-rooms") { db in
         try db.create(table: "room") { t in
@@ -129,5 +129,16 @@ package enum RoomsSchema {
             t.uniqueKey(["roomId", "senderKey", "messageId"])
         }
         try db.execute(sql: "CREATE INDEX roomMessage_page ON roomMessage(roomId, id)")
+    }
+
+    /// A line's row without `AUTOINCREMENT`, whose `sqlite_sequence` every insert read and wrote
+    /// (as `NearbySchema.plainIds` for messages).
+    package static let plainIds = Migration("v33-room-plain-ids") { db in
+        try db.rebuild("roomMessage", columns: """
+            id INTEGER PRIMARY KEY, roomId INTEGER NOT NULL REFERENCES room(id) ON DELETE CASCADE, number INTEGER NOT NULL,
+            messageId BLOB NOT NULL, senderKey BLOB NOT NULL, senderName TEXT NOT NULL, outgoing BOOLEAN NOT NULL, text TEXT NOT NULL,
+            sentAt DOUBLE NOT NULL, receivedAt DOUBLE, copies INTEGER NOT NULL DEFAULT 0, acknowledged INTEGER NOT NULL DEFAULT 0,
+            UNIQUE (roomId, senderKey, messageId)
+            """)
     }
 }

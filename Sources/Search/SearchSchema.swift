@@ -14,7 +14,7 @@ package enum SearchSchema {
     static let tokenizer = "unicode61 remove_diacritics 2"
 
     /// Every migration of this feature, in order.
-    package static let migrations = [search, indexByRange, deferredIndex]
+    package static let migrations = [search, indexByRange, deferredIndex, reusedIds]
 
     package static let search = Migration("v18-search") { db in
         for (table, index) in indexed {
@@ -51,8 +51,9 @@ package enum SearchSchema {
     /// savepoint for each statement a trigger runs on a virtual table, and FTS5 writes its
     /// pending terms out at each): indexing a burst's messages made storing them 30 % slower.
     /// Instead, the rows of a table above `upTo` are indexed in one statement at the end of
-    /// the transaction that wrote them. Ids only grow (`AUTOINCREMENT`), so every row above
-    /// `upTo` is new. Deletions and changes stay with the triggers: they are rare.
+    /// the transaction that wrote them. Ids only grow, so every row above `upTo` is new (since
+    /// `reusedIds`, also once the newest rows are deleted). Deletions and changes stay with the
+    /// triggers: they are rare.
     package static let indexByRange = Migration("v19-search-by-range") { db in
         try db.execute(sql: "CREATE TABLE search_indexed (tableName TEXT PRIMARY KEY, upTo INTEGER NOT NULL) WITHOUT ROWID")
         for (table, index) in indexed {
@@ -158,6 +159,24 @@ package enum SearchSchema {
                 CREATE TRIGGER \(index)_update AFTER UPDATE OF text ON \(table) WHEN \(indexedRow) BEGIN
                     INSERT INTO \(index)(\(index), rowid, text) VALUES ('delete', old.id, old.text);
                     INSERT INTO \(index)(rowid, text) VALUES (new.id, new.text);
+                END;
+                """)
+        }
+    }
+
+    /// The tables' ids are no longer `AUTOINCREMENT` (`NearbySchema.plainIds`): a row deleted
+    /// while the newest gives its id to the next one stored. So a deletion also brings `upTo`
+    /// down to the newest row left, else that next row, at or under `upTo`, would never be
+    /// indexed. Its terms go from the index first, while `upTo` still says it was indexed.
+    package static let reusedIds = Migration("v34-search-reused-ids") { db in
+        for (table, index) in indexed {
+            try db.execute(sql: """
+                DROP TRIGGER \(index)_delete;
+                CREATE TRIGGER \(index)_delete AFTER DELETE ON \(table) BEGIN
+                    INSERT INTO \(index)(\(index), rowid, text) SELECT 'delete', old.id, old.text
+                        WHERE old.id <= (SELECT upTo FROM search_indexed WHERE tableName = '\(table)');
+                    UPDATE search_indexed SET upTo = (SELECT coalesce(max(id), 0) FROM \(table))
+                        WHERE tableName = '\(table)' AND upTo > (SELECT coalesce(max(id), 0) FROM \(table));
                 END;
                 """)
         }

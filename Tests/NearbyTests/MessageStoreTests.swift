@@ -181,6 +181,24 @@ import Testing
         return MessageStore(database: try SeanceDatabase(path: path, schema: Schema(NearbySchema.migrations)))
     }
 
+    /// Messages stored under `AUTOINCREMENT` and the unique key keep their ids, numbers and
+    /// states; the table has neither afterwards, and the next message takes the next id.
+    @Test func messagesStoredBeforePlainIdsKeepTheirIds() throws {
+        let dir = temporaryDirectory("messages")
+        defer { removeDirectory(dir) }
+        let store = try Self.migrated(dir, from: NearbySchema.plainIds, """
+                INSERT INTO conversation (id, myKey, peerKey, peerName, peerAgreementKey, sentSequence, acknowledgedSequence, deliveredSequence, lastActivity)
+                VALUES (1, x'01', x'02', 'bob', x'03', 2, 1, 1, 0);
+                INSERT INTO message (id, conversationId, number, outgoing, text, firstSequence, lastSequence, sentAt, receivedAt, state) VALUES
+                    (7, 1, 1, 1, 'mine', 1, 1, 1, NULL, 'sent'), (9, 1, 2, 0, 'theirs', 1, 1, 2, 2, 'received'),
+                    (12, 1, 3, 1, 'mine again', 2, 2, 3, NULL, 'sending');
+                """)
+        #expect(try store.page(1).map { "\($0.id) \($0.text) \($0.state)" } == ["7 mine delivered", "9 theirs received", "12 mine again sending"])
+        #expect(try store.receive("next", in: 1, firstSequence: 2, lastSequence: 2, sentAt: 4, now: 4).id == 13)
+        let schema = try store.database.read { try String.fetchOne($0, sql: "SELECT sql FROM sqlite_master WHERE name = 'message'") } ?? ""
+        #expect(!schema.contains("AUTOINCREMENT") && !schema.contains("UNIQUE"))
+    }
+
     /// A database written before read times were kept: its read messages stay read, with no
     /// time, and the first receipt or showing after it gives one.
     @Test func messagesReadBeforeReadTimesStayReadWithoutATime() throws {

@@ -172,6 +172,29 @@ struct Fixture {
         }
     }
 
+    /// Ids are not `AUTOINCREMENT`: the newest line deleted, the next one stored gets its id.
+    /// That line is indexed all the same, and the deleted one's terms left the index.
+    @Test func aLineGivenTheIdOfADeletedOneIsFound() throws {
+        let world = try Fixture()
+        defer { removeDirectory(world.directory) }
+        let messages = MessageStore(database: world.database)
+        func store(_ texts: [String], from number: Int64) throws -> [Int64] {
+            try messages.storeOutgoing(texts.enumerated().map { index, text in
+                let n = number + Int64(index)
+                return (world.ben1, MessageRow(number: n, text: text, firstSequence: UInt32(n), lastSequence: UInt32(n), sentAt: Fixture.now))
+            }, now: Fixture.now)
+        }
+        let burst = try store((0..<64).map { "echidna \($0)" }, from: 10)
+        try world.database.write { db in try db.execute(sql: "DELETE FROM message WHERE id = ?", arguments: [burst.last!]) }
+        let next = try store(["a platypus"], from: 80)
+        #expect(next == [burst.last!], "the id is given again")
+        #expect(try world.texts(["platypus"]) == ["a platypus"])
+        try world.database.write { db in
+            #expect(try Int.fetchOne(db, sql: "SELECT count(*) FROM message_search WHERE message_search MATCH 'echidna'") == 63)
+            try db.execute(sql: "INSERT INTO message_search(message_search) VALUES ('integrity-check')")
+        }
+    }
+
     /// Results with the words highlighted, or marked without colour; tab-separated for tools.
     @Test func resultsShowWhoWhereWhenAndTheWordsFound() throws {
         let world = try Fixture()

@@ -325,3 +325,33 @@ final class TemporaryDirectory {
         #expect(fileSize(path + "-wal") == 0)
     }
 }
+
+@Suite struct TableRebuildTests {
+    /// A constraint and `AUTOINCREMENT` go; the rows keep their ids, and the table keeps its
+    /// indexes, its triggers and the views that read it.
+    @Test func aTableDefinedAnewKeepsItsRowsIndexesTriggersAndViews() throws {
+        let queue = try DatabaseQueue()
+        try queue.write { db in
+            try db.execute(sql: """
+                CREATE TABLE line (id INTEGER PRIMARY KEY AUTOINCREMENT, text TEXT NOT NULL, at DOUBLE, UNIQUE (text, at));
+                CREATE INDEX line_at ON line(at);
+                CREATE TABLE tally (n INTEGER NOT NULL);
+                INSERT INTO tally VALUES (0);
+                CREATE TRIGGER line_counted AFTER INSERT ON line BEGIN UPDATE tally SET n = n + 1; END;
+                CREATE VIEW line_shown AS SELECT id, upper(text) AS shown FROM line;
+                INSERT INTO line (text, at) VALUES ('a', 1), ('b', 2), ('c', 3);
+                DELETE FROM line WHERE id = 2;
+                """)
+            try db.rebuild("line", columns: "text TEXT NOT NULL, id INTEGER PRIMARY KEY, at DOUBLE")
+            try db.execute(sql: "INSERT INTO line (text, at) VALUES ('c', 3)")
+            #expect(try String.fetchAll(db, sql: "SELECT id || shown FROM line_shown ORDER BY id") == ["1A", "3C", "4C"])
+            #expect(try Int.fetchOne(db, sql: "SELECT n FROM tally") == 4, "the trigger is back")
+            let schema = try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE name = 'line'") ?? ""
+            #expect(!schema.contains("AUTOINCREMENT") && !schema.contains("UNIQUE"))
+            #expect(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE tbl_name = 'line' AND type = 'index'") == ["line_at"])
+            #expect(try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_sequence WHERE name = 'line'") == 0)
+            #expect(try Row.fetchAll(db, sql: "PRAGMA foreign_key_check").isEmpty)
+        }
+    }
+}
+
