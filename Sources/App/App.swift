@@ -94,6 +94,7 @@ extension Schema {
         NearbySchema.plainIds,
         RoomsSchema.plainIds,
         SearchSchema.reusedIds,
+        NearbySchema.readUpTo,
     ], backfills: [SearchSchema.indexing, TransfersSchema.movingChunksOut], commitSteps: [SearchSchema.keepingUp])
 
     /// Each feature's list, for the test that every one is in the order above.

@@ -320,16 +320,24 @@ package struct MessageStore: Sendable {
         try database.write { db in try Self.markShown(db, conversation, upTo: number, now: now) }
     }
 
-    /// `markShown` inside a transaction of the caller's. Only unread messages are walked (their
-    /// index), however long the conversation.
+    /// `markShown` inside a transaction of the caller's. Only messages numbered after the
+    /// conversation's `readUpTo` are walked (on `message_number`): what came since the last
+    /// time anything was shown, however long the conversation.
     package static func markShown(_ db: Database, _ conversation: Int64, upTo number: Int64, now: Double) throws -> UInt32? {
         let sequences = try UInt32.fetchAll(db.cachedStatement(sql: """
-            UPDATE message INDEXED BY message_unread SET state = 'read', readAt = ?
-            WHERE conversationId = ? AND outgoing = 0 AND state = 'received' AND number <= ?
+            UPDATE message INDEXED BY message_number SET state = 'read', readAt = ?1
+            WHERE conversationId = ?2 AND number > (SELECT readUpTo FROM conversation WHERE id = ?2) AND number <= ?3
+              AND outgoing = 0 AND state = 'received'
             RETURNING lastSequence
             """), arguments: [now, conversation, number])
         guard let sequence = sequences.max() else { return nil }
-        try db.cachedStatement(sql: "UPDATE conversation SET unread = max(0, unread - ?) WHERE id = ?").execute(arguments: [sequences.count, conversation])
+        // Only as far as what is stored: a message shown and then refused by the database comes
+        // again under the same number, still to be read.
+        try db.cachedStatement(sql: """
+            UPDATE conversation SET unread = max(0, unread - ?1),
+                readUpTo = max(readUpTo, min(?2, (SELECT max(number) FROM message WHERE conversationId = ?3)))
+            WHERE id = ?3
+            """).execute(arguments: [sequences.count, number, conversation])
         return sequence
     }
 

@@ -5,7 +5,7 @@ import Storage
 package enum NearbySchema {
     /// Every migration of this feature, in order.
     package static let migrations = [conversations, messageNumbers, unreadByPeer, oneConversationIndex, pagesByNumber, deliveredByCounter,
-                                    readTimes, mailed, prekeys, brokerTopics, plainIds]
+                                    readTimes, mailed, prekeys, brokerTopics, plainIds, readUpTo]
 
     /// Conversations and their messages.
     package static let conversations = Migration("v6-conversations") { db in
@@ -151,7 +151,7 @@ package enum NearbySchema {
         try db.execute(sql: "CREATE TABLE broker_topic (myKey BLOB NOT NULL, topic TEXT NOT NULL, PRIMARY KEY (myKey, topic)) WITHOUT ROWID")
     }
 
-    /// A message's row is its id, its table and two indexes (three for one we sent): no
+    /// A message costs its row and two indexes' entries: no
     /// `AUTOINCREMENT`, whose `sqlite_sequence` each insert read and wrote (a fifth of a lone
     /// message's transaction, one page of the log more), and no unique key on (conversation,
     /// direction, last fragment), an index written with every message and read by no query: a
@@ -164,5 +164,20 @@ package enum NearbySchema {
             outgoing BOOLEAN NOT NULL, text TEXT NOT NULL, firstSequence INTEGER NOT NULL, lastSequence INTEGER NOT NULL,
             sentAt DOUBLE NOT NULL, receivedAt DOUBLE, state TEXT NOT NULL, number INTEGER NOT NULL DEFAULT 0, readAt DOUBLE
             """)
+    }
+
+    /// Incoming messages are numbered as they come and shown in order, so those not read yet
+    /// are the ones numbered after the last shown: `conversation.readUpTo` keeps that number,
+    /// and `markShown` walks `message_number` from it. `message_unread`, an index written with
+    /// every message received and again when it was read, goes: one page of the log fewer in
+    /// a received message's transaction. The mark starts under the oldest message unread.
+    package static let readUpTo = Migration("v35-read-up-to") { db in
+        try db.execute(sql: "ALTER TABLE conversation ADD COLUMN readUpTo INTEGER NOT NULL DEFAULT 0")
+        try db.execute(sql: """
+            UPDATE conversation SET readUpTo = coalesce(
+                (SELECT min(number) - 1 FROM message WHERE conversationId = conversation.id AND outgoing = 0 AND state = 'received'),
+                (SELECT max(number) FROM message WHERE conversationId = conversation.id), 0)
+            """)
+        try db.execute(sql: "DROP INDEX message_unread")
     }
 }

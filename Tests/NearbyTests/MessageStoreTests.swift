@@ -254,6 +254,41 @@ import Testing
         #expect(message.readAt == 8, "read when first shown, not again")
     }
 
+    /// Showing walks only what came after the last message shown; a number shown beyond what is
+    /// stored (its transaction refused) leaves that number to be read when it comes again.
+    @Test func showingReadsWhatCameSinceTheLastShown() throws {
+        let (store, conversation, dir) = try makeStore()
+        defer { removeDirectory(dir) }
+        let id = conversation.id
+        _ = try store.receive("one", in: id, firstSequence: 1, lastSequence: 1, sentAt: 1, now: 1)
+        _ = try store.queueOutgoing("mine", fragments: 1, in: id, now: 2)
+        _ = try store.receive("three", in: id, firstSequence: 2, lastSequence: 2, sentAt: 3, now: 3)
+        #expect(try store.markShown(id, upTo: 4, now: 4) == 2, "#4 is not stored: shown, then refused")
+        _ = try store.receive("four", in: id, firstSequence: 3, lastSequence: 3, sentAt: 5, now: 5)
+        #expect(try store.conversations(myKey: Data([1])).first?.unread == 1)
+        #expect(try store.markShown(id, upTo: 4, now: 6) == 3)
+        #expect(try store.page(id).map { "\($0.text) \($0.state)" } == ["one read", "mine sending", "three read", "four read"])
+        #expect(try store.conversations(myKey: Data([1])).first?.unread == 0)
+    }
+
+    /// Messages stored before the mark existed: the unread ones, and only they, are read when
+    /// shown, wherever they are in the conversation.
+    @Test func messagesUnreadBeforeTheMarkAreReadWhenShown() throws {
+        let dir = temporaryDirectory("messages")
+        defer { removeDirectory(dir) }
+        let store = try Self.migrated(dir, from: NearbySchema.readUpTo, """
+                INSERT INTO conversation (id, myKey, peerKey, peerName, peerAgreementKey, sentSequence, deliveredSequence, unread, lastActivity)
+                VALUES (1, x'01', x'02', 'bob', x'03', 1, 3, 2, 0);
+                INSERT INTO message (conversationId, number, outgoing, text, firstSequence, lastSequence, sentAt, receivedAt, state, readAt) VALUES
+                    (1, 1, 0, 'read', 1, 1, 1, 1, 'read', 1), (1, 2, 0, 'unread', 2, 2, 2, 2, 'received', NULL),
+                    (1, 3, 1, 'mine', 1, 1, 3, NULL, 'sent', NULL), (1, 4, 0, 'unread too', 3, 3, 4, 4, 'received', NULL);
+                """)
+        #expect(try store.markShown(1, upTo: 4, now: 9) == 3)
+        #expect(try store.page(1).map { "\($0.text) \($0.readAt ?? 0)" } == ["read 1.0", "unread 9.0", "mine 0.0", "unread too 9.0"])
+        let indexes = try store.database.read { try String.fetchAll($0, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'message'") }
+        #expect(Set(indexes) == ["message_number", "message_unread_by_peer"])
+    }
+
     @Test func pagesGoBackwardsOldestFirst() throws {
         let (store, conversation, dir) = try makeStore()
         defer { removeDirectory(dir) }
