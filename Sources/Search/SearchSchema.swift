@@ -1,5 +1,7 @@
 import GRDB
+import GRDBSQLite
 import Storage
+import Synchronization
 
 /// The full-text index of every line said: FTS5 tables over the messages of conversations and
 /// the lines of rooms, brought up to the rows just written at the end of every write
@@ -70,12 +72,29 @@ package enum SearchSchema {
     static let deferLimit: Int64 = 64
 
     /// The end of every write transaction: the rows it stored indexed with it once
-    /// `deferLimit` of them wait (a burst), else later.
-    package static let keepingUp = CommitStep { db in
-        for (table, index, upTo, newest) in try bounds(db) where newest - upTo >= deferLimit && newest - upTo <= backfillStep {
-            try indexRows(db, table, index, after: upTo, through: newest)
+    /// `deferLimit` of them wait (a burst), else later. The tables' bounds are read only once
+    /// enough rows may have been written since they last were for one table to reach the limit:
+    /// SQLite counts every row this connection writes (`sqlite3_total_changes64`), and reading
+    /// the bounds was a tenth of a lone message's transaction.
+    package static let keepingUp = CommitStep(remembering: {
+        // When the bounds were last read: the connection's count of rows written then, and how
+        // many more rows could be written before a table had `deferLimit` waiting.
+        let lastRead = Mutex<(changes: Int64, room: Int64)?>(nil)
+        return { db in
+            let changes = sqlite3_total_changes64(db.sqliteConnection)
+            if let last = lastRead.withLock({ $0 }), changes >= last.changes, changes - last.changes < last.room { return }
+            var room = deferLimit
+            for (table, index, upTo, newest) in try bounds(db) {
+                if newest - upTo >= deferLimit && newest - upTo <= backfillStep {
+                    try indexRows(db, table, index, after: upTo, through: newest)
+                } else {
+                    room = min(room, deferLimit - (newest - upTo))
+                }
+            }
+            let now = sqlite3_total_changes64(db.sqliteConnection)
+            lastRead.withLock { $0 = (now, room) }
         }
-    }
+    })
 
     /// Before a search: what waits to be indexed (fewer than `deferLimit` rows, ours) is. More is
     /// what was written around seance: the backfill's, on the next start.

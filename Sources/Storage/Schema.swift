@@ -72,10 +72,18 @@ package struct Backfill: Sendable {
 /// rows just written): what it keeps never lags what it follows, a crash loses both or
 /// neither, and the code that writes the rows need not know of it.
 package struct CommitStep: Sendable {
-    package let run: @Sendable (Database) throws -> Void
+    /// The step as one database runs it: each open database makes its own, so what a step
+    /// remembers from one transaction to the next is that database's. A transaction refused
+    /// makes it anew (it forgets what the transaction undid).
+    package let make: @Sendable () -> @Sendable (Database) throws -> Void
 
+    package init(remembering make: @escaping @Sendable () -> @Sendable (Database) throws -> Void) {
+        self.make = make
+    }
+
+    /// A step that remembers nothing between transactions.
     package init(_ run: @escaping @Sendable (Database) throws -> Void) {
-        self.run = run
+        make = { run }
     }
 }
 
@@ -91,7 +99,7 @@ extension SeanceDatabase {
             while let left = try transaction({ db -> Int? in
                 try backfill.step(db)
                 return try backfill.remaining(db)
-            }, commitSteps: []) {
+            }, steps: false) {
                 progress(backfill.name, 1 - Double(left) / Double(max(1, total, left)))
             }
             if let afterwards = backfill.afterwards {

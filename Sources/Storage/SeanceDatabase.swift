@@ -1,5 +1,6 @@
 import GRDB
 import Glibc
+import Synchronization
 
 /// The one SQLite database of a data directory: WAL mode, versioned migrations, and checks that
 /// refuse (never overwrite) a file that is not ours or was written by a newer seance.
@@ -10,12 +11,16 @@ package final class SeanceDatabase: Sendable {
     package let path: String
     package let writer: DatabasePool
     package let schema: Schema
+    /// The schema's commit steps, as this database runs them (`CommitStep.make`). Taken by the
+    /// writer's transactions, one at a time.
+    private let commitSteps: Mutex<[@Sendable (Database) throws -> Void]>
 
     /// Opens (creating if needed) the database at `path` and brings it up to `schema`.
     /// - Parameter busyTimeout: how long to wait for another process's lock, in seconds.
     package init(path: String, schema: Schema, busyTimeout: Double = 5) throws(StorageError) {
         self.path = path
         self.schema = schema
+        commitSteps = Mutex(schema.commitSteps.map { $0.make() })
         try Self.checkExistingFile(at: path)
         var configuration = Configuration()
         configuration.busyMode = .timeout(busyTimeout)
@@ -71,22 +76,23 @@ package final class SeanceDatabase: Sendable {
     /// middle), with its statements prepared once per connection: GRDB prepares them anew for
     /// every transaction, and a message on its way to a peer is written twice.
     package func write<T>(_ body: (Database) throws -> T) throws -> T {
-        try transaction(body, commitSteps: schema.commitSteps)
+        try transaction(body, steps: true)
     }
 
-    /// `write`, ending with `commitSteps` before it commits.
-    func transaction<T>(_ body: (Database) throws -> T, commitSteps: [CommitStep]) throws -> T {
+    /// `write`, ending with the schema's commit steps (`steps`) before it commits, or without them.
+    func transaction<T>(_ body: (Database) throws -> T, steps: Bool) throws -> T {
         do {
             return try writer.writeWithoutTransaction { db in
                 try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
                 do {
                     let result = try body(db)
-                    for step in commitSteps { try step.run(db) }
+                    if steps { try commitSteps.withLock { steps in for step in steps { try step(db) } } }
                     try db.cachedStatement(sql: "COMMIT TRANSACTION").execute()
                     return result
                 } catch {
                     // Unless SQLite has already rolled it back itself (a full disk, say).
                     if db.isInsideTransaction { try? db.cachedStatement(sql: "ROLLBACK TRANSACTION").execute() }
+                    if steps { commitSteps.withLock { $0 = schema.commitSteps.map { $0.make() } } }
                     throw error
                 }
             }

@@ -159,6 +159,28 @@ struct Fixture {
         }
     }
 
+    /// Lines stored one a transaction are indexed with the one that makes `deferLimit` wait,
+    /// not later, though the bounds are not read at every commit.
+    @Test func linesStoredAloneAreIndexedWithTheOneThatFillsTheBatch() throws {
+        let world = try Fixture()
+        defer { removeDirectory(world.directory) }
+        let messages = MessageStore(database: world.database)
+        func inIndex() throws -> Int {
+            try world.database.read { db in
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM message_search WHERE message_search MATCH 'numbat'") ?? 0
+            }
+        }
+        let waiting = try world.database.read { db in
+            try Int64.fetchOne(db, sql: "SELECT max(id) - (SELECT upTo FROM search_indexed WHERE tableName = 'message') FROM message") ?? 0
+        }
+        for n in 1...(SearchSchema.deferLimit - waiting) {
+            #expect(try inIndex() == 0)
+            _ = try messages.storeOutgoing([(world.cat1, MessageRow(number: 10 + n, text: "numbat \(n)", firstSequence: UInt32(10 + n),
+                                                                    lastSequence: UInt32(10 + n), sentAt: Fixture.now))], now: Fixture.now)
+        }
+        #expect(try inIndex() == Int(SearchSchema.deferLimit - waiting))
+    }
+
     /// A deleted line leaves the index (a profile's conversations go with it): the index stays
     /// whole by FTS5's own check, and nothing found points at nothing.
     @Test func deletedLinesLeaveTheIndex() throws {
