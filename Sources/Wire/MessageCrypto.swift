@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Glibc
 
 /// One fragment of a direct message, before sealing.
 package struct Fragment: Equatable, Sendable {
@@ -53,7 +54,17 @@ package enum MessageCrypto {
         plain.append(fragment.isLast ? 1 : 0)
         plain.appendBigEndian(fragment.sentAt)
         plain += fragment.text
-        return try ChaChaPoly.seal(plain, using: key, authenticating: sender + recipient).combined
+        return try ChaChaPoly.seal(plain, using: key, nonce: randomNonce(), authenticating: sender + recipient).combined
+    }
+
+    /// A random nonce from one call to the kernel's generator (`getentropy`: one `getrandom`).
+    /// swift-crypto's own asks for eight bytes a call, two system calls a fragment, a third of
+    /// the sender's under a burst. Its own is taken should `getentropy` fail.
+    static func randomNonce() -> ChaChaPoly.Nonce {
+        var bytes = [UInt8](repeating: 0, count: 12)
+        let got = bytes.withUnsafeMutableBytes { getentropy($0.baseAddress, $0.count) }
+        guard got == 0, let nonce = try? ChaChaPoly.Nonce(data: bytes) else { return ChaChaPoly.Nonce() }
+        return nonce
     }
 
     package enum OpenError: Error, Equatable { case cannotDecrypt, malformed }
