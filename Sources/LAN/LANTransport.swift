@@ -57,6 +57,24 @@ package final class LANTransport: Transport {
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private let sockets = Mutex(Sockets())
 
+    /// Addresses worked out once each: routes' addresses as the socket takes them, and the
+    /// direct route of a peer heard at an address. Parsing them again for every packet (an
+    /// acknowledgement derives its route, then its address) was a twentieth of a lone
+    /// message's instructions. Forgotten all at once past `remembered` of either (a crowd, or
+    /// packets from forged addresses).
+    private struct Addresses {
+        var socket: [String: SocketAddress] = [:]
+        var direct: [DirectKey: Route] = [:]
+    }
+
+    private struct DirectKey: Hashable {
+        var source: String
+        var port: UInt16
+    }
+
+    static let remembered = 1024
+    private let addresses = Mutex(Addresses())
+
     package init(configuration: Configuration) { self.configuration = configuration }
 
     package var directPort: UInt16 { sockets.withLock { $0.port } }
@@ -69,8 +87,26 @@ package final class LANTransport: Transport {
     package func streamHost(of route: Route) -> String? { Self.hostAndPort(route.address)?.host }
 
     package func directRoute(from source: Route, port: UInt16, signingKey: Data) -> Route {
+        let key = DirectKey(source: source.address, port: port)
+        if let known = addresses.withLock({ $0.direct[key] }) { return known }
         let host = Self.hostAndPort(source.address)?.host ?? source.address
-        return Route(transport: name, address: "\(host):\(port)")
+        let route = Route(transport: name, address: "\(host):\(port)")
+        addresses.withLock { addresses in
+            if addresses.direct.count >= Self.remembered { addresses.direct.removeAll() }
+            addresses.direct[key] = route
+        }
+        return route
+    }
+
+    /// `address` (`host:port`) as the socket takes it; nil when it is not one.
+    private func socketAddress(_ address: String) -> SocketAddress? {
+        if let known = addresses.withLock({ $0.socket[address] }) { return known }
+        guard let (host, port) = Self.hostAndPort(address), let parsed = try? SocketAddress(ipAddress: host, port: port) else { return nil }
+        addresses.withLock { addresses in
+            if addresses.socket.count >= Self.remembered { addresses.socket.removeAll() }
+            addresses.socket[address] = parsed
+        }
+        return parsed
     }
 
     /// `host:port` split at the last colon (an IPv6 host has colons of its own).
@@ -262,8 +298,7 @@ package final class LANTransport: Transport {
     /// in any order).
     @discardableResult
     package func send(_ bytes: [UInt8], to route: Route) -> Bool {
-        guard route.transport == name, let (host, port) = Self.hostAndPort(route.address),
-              let address = try? SocketAddress(ipAddress: host, port: port),
+        guard route.transport == name, let address = socketAddress(route.address),
               let (unicast, direct) = sockets.withLock({ state in state.unicast.map { ($0, state.direct) } }) else { return false }
         if direct?.send(bytes, to: address) == true { return true }
         write(bytes, to: address, on: unicast)

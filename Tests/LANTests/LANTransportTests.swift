@@ -20,6 +20,22 @@ import Wire
         let lan = LANTransport(configuration: .init())
         #expect(lan.directRoute(from: Route(transport: "lan", address: "198.18.0.2:47777"), port: 40_000, signingKey: Data()).address == "198.18.0.2:40000")
     }
+
+    /// Direct routes are worked out once per address and port, and the ones remembered are
+    /// forgotten past `remembered`: each answer stays its own address's, before and after.
+    @Test func directRoutesRememberedAreEachAddresssOwn() {
+        let lan = LANTransport(configuration: .init())
+        func route(_ host: Int, _ port: UInt16) -> String {
+            lan.directRoute(from: Route(transport: "lan", address: "198.18.\(host / 256).\(host % 256):47777"), port: port,
+                            signingKey: Data()).address
+        }
+        #expect(route(2, 40_000) == "198.18.0.2:40000")
+        #expect(route(2, 40_001) == "198.18.0.2:40001", "the port is the peer's, not the one remembered")
+        for host in 0..<(LANTransport.remembered + 10) {
+            #expect(route(host, 40_000) == "198.18.\(host / 256).\(host % 256):40000")
+        }
+        #expect(route(2, 40_001) == "198.18.0.2:40001")
+    }
 }
 
 /// Direct packets leave from the thread that sends them, by the socket whose port peers were
