@@ -45,6 +45,15 @@ struct Fixture {
                                now: Self.now)
     }
 
+    /// `texts` stored as ours in one transaction, numbered (and sequenced) from `number`, in
+    /// ben's conversation unless another is given: their rows.
+    func store(_ texts: [String], from number: Int64, in conversation: Int64? = nil) throws -> [Int64] {
+        try MessageStore(database: database).storeOutgoing(texts.enumerated().map { index, text in
+            let n = number + Int64(index)
+            return (conversation ?? ben1, MessageRow(number: n, text: text, firstSequence: UInt32(n), lastSequence: UInt32(n), sentAt: Self.now))
+        }, now: Self.now)
+    }
+
     func texts(_ words: [String], _ filter: SearchFilter = SearchFilter()) throws -> [String] {
         try store.hits(SearchQuery(words), filter, limit: 50).map(\.text)
     }
@@ -137,14 +146,7 @@ struct Fixture {
                 try Int.fetchOne(db, sql: "SELECT count(*) FROM message_search WHERE message_search MATCH ?", arguments: [word]) ?? 0
             }
         }
-        let messages = MessageStore(database: world.database)
-        func store(_ texts: [String], from number: Int64) throws -> [Int64] {
-            try messages.storeOutgoing(texts.enumerated().map { index, text in
-                let n = number + Int64(index)
-                return (world.ben1, MessageRow(number: n, text: text, firstSequence: UInt32(n), lastSequence: UInt32(n), sentAt: Fixture.now))
-            }, now: Fixture.now)
-        }
-        let lone = try store(["a lone wombat", "another wombat", "a wombat to forget", "a wombat to change"], from: 10)
+        let lone = try world.store(["a lone wombat", "another wombat", "a wombat to forget", "a wombat to change"], from: 10)
         #expect(try inIndex("wombat") == 0, "waiting for company")
         try world.database.write { db in
             try db.execute(sql: "DELETE FROM message WHERE id = ?", arguments: [lone[2]])
@@ -152,7 +154,7 @@ struct Fixture {
         }
         #expect(try world.texts(["wombat"]) == ["another wombat", "a lone wombat"], "a search indexes them first")
         #expect(try world.texts(["numbat"]) == ["a changed numbat"])
-        _ = try store((0..<64).map { "echidna \($0)" }, from: 20)
+        _ = try world.store((0..<64).map { "echidna \($0)" }, from: 20)
         #expect(try inIndex("echidna") == 64, "a burst is indexed with its transaction")
         try world.database.write { db in
             try db.execute(sql: "INSERT INTO message_search(message_search) VALUES ('integrity-check')")
@@ -164,7 +166,6 @@ struct Fixture {
     @Test func linesStoredAloneAreIndexedWithTheOneThatFillsTheBatch() throws {
         let world = try Fixture()
         defer { removeDirectory(world.directory) }
-        let messages = MessageStore(database: world.database)
         func inIndex() throws -> Int {
             try world.database.read { db in
                 try Int.fetchOne(db, sql: "SELECT count(*) FROM message_search WHERE message_search MATCH 'numbat'") ?? 0
@@ -175,8 +176,7 @@ struct Fixture {
         }
         for n in 1...(SearchSchema.deferLimit - waiting) {
             #expect(try inIndex() == 0)
-            _ = try messages.storeOutgoing([(world.cat1, MessageRow(number: 10 + n, text: "numbat \(n)", firstSequence: UInt32(10 + n),
-                                                                    lastSequence: UInt32(10 + n), sentAt: Fixture.now))], now: Fixture.now)
+            _ = try world.store(["numbat \(n)"], from: 10 + n, in: world.cat1)
         }
         #expect(try inIndex() == Int(SearchSchema.deferLimit - waiting))
     }
@@ -199,16 +199,9 @@ struct Fixture {
     @Test func aLineGivenTheIdOfADeletedOneIsFound() throws {
         let world = try Fixture()
         defer { removeDirectory(world.directory) }
-        let messages = MessageStore(database: world.database)
-        func store(_ texts: [String], from number: Int64) throws -> [Int64] {
-            try messages.storeOutgoing(texts.enumerated().map { index, text in
-                let n = number + Int64(index)
-                return (world.ben1, MessageRow(number: n, text: text, firstSequence: UInt32(n), lastSequence: UInt32(n), sentAt: Fixture.now))
-            }, now: Fixture.now)
-        }
-        let burst = try store((0..<64).map { "echidna \($0)" }, from: 10)
+        let burst = try world.store((0..<64).map { "echidna \($0)" }, from: 10)
         try world.database.write { db in try db.execute(sql: "DELETE FROM message WHERE id = ?", arguments: [burst.last!]) }
-        let next = try store(["a platypus"], from: 80)
+        let next = try world.store(["a platypus"], from: 80)
         #expect(next == [burst.last!], "the id is given again")
         #expect(try world.texts(["platypus"]) == ["a platypus"])
         try world.database.write { db in
