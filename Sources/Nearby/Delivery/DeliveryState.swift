@@ -79,14 +79,14 @@ struct DeliveryState {
         var holding = false
     }
 
-    var links: [Data: Link] = [:]
+    var links = PeerMap<Link>()
     /// Messages shown and not yet stored, by sender: unread already, not yet in the
     /// conversation's count (`Delivery.unreadNotYetStored`).
-    var shownNotStored: [Data: Int] = [:]
+    var shownNotStored = PeerMap<Int>()
     var dropped: [String: Int] = [:]
     var resent = 0
     /// Peers owed an acknowledgement, and the route to send it by (`Inbound.acknowledge`).
-    var acknowledgements: [Data: (Peer, Route)] = [:]
+    var acknowledgements = PeerMap<(Peer, Route)>()
     /// Fragments held by every link's assembler together.
     var bufferedTotal = 0
     var intake = Intake()
@@ -133,7 +133,7 @@ protocol DeliveryPart {
 }
 
 extension DeliveryPart {
-    var links: [Data: DeliveryState.Link] { get { parts.box.value.links } nonmutating _modify { yield &parts.box.value.links } }
+    var links: PeerMap<DeliveryState.Link> { get { parts.box.value.links } nonmutating _modify { yield &parts.box.value.links } }
     var intake: DeliveryState.Intake { get { parts.box.value.intake } nonmutating _modify { yield &parts.box.value.intake } }
     var store: MessageStore { parts.store }
     var commits: GroupCommit { parts.commits }

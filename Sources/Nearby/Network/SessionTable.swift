@@ -66,7 +66,7 @@ package struct SessionStatistics: Sendable, Equatable {
 package struct SessionTable: Sendable {
     let identity: Identity
     let timing: SessionTiming
-    var peers: [Data: PeerSessions] = [:]
+    var peers = PeerMap<PeerSessions>()
     var answers: [UInt32: SessionAnswer] = [:]
     /// Our session indices: which peer each belongs to.
     var indices: [UInt32: Data] = [:]

@@ -7,7 +7,7 @@ import Foundation
 package struct PresenceTable: Sendable {
     package let timing: PresenceTiming
     package let capacity: Int
-    package private(set) var peers: [Data: Peer] = [:]
+    package private(set) var peers = PeerMap<Peer>()
     /// The newest packet seen from keys that left, oldest departure first.
     private var retired: [Data: Freshness] = [:]
     private var retiredOrder: [Data] = []
