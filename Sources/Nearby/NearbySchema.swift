@@ -151,13 +151,13 @@ package enum NearbySchema {
         try db.execute(sql: "CREATE TABLE broker_topic (myKey BLOB NOT NULL, topic TEXT NOT NULL, PRIMARY KEY (myKey, topic)) WITHOUT ROWID")
     }
 
-    /// A message costs its row and two indexes' entries: no
-    /// `AUTOINCREMENT`, whose `sqlite_sequence` each insert read and wrote (a fifth of a lone
-    /// message's transaction, one page of the log more), and no unique key on (conversation,
-    /// direction, last fragment), an index written with every message and read by no query: a
-    /// fragment is taken once, as the conversation's delivered sequence says, which is stored
-    /// in the same transaction as the message. Ids still grow, but the newest's id is given again
-    /// once it is deleted (a conversation deleted with `sqlite3`: seance deletes none).
+    /// A message costs its row and two indexes' entries: no `AUTOINCREMENT`, whose
+    /// `sqlite_sequence` each insert read and wrote (a fifth of a lone message's transaction,
+    /// one page of the log more), and no unique key on (conversation, direction, last
+    /// fragment), an index written with every message and read by no query: a fragment is taken
+    /// once, as the conversation's delivered sequence says, which is stored in the same
+    /// transaction as the message. Ids still grow, but the newest's id is given again once it is
+    /// deleted (a conversation deleted with `sqlite3`: seance deletes none).
     package static let plainIds = Migration("v32-message-plain-ids") { db in
         try db.rebuild("message", columns: """
             id INTEGER PRIMARY KEY, conversationId INTEGER NOT NULL REFERENCES conversation(id) ON DELETE CASCADE,

@@ -25,8 +25,6 @@ package struct PeerMap<Value>: Sequence {
     @discardableResult
     package mutating func updateValue(_ value: Value, forKey key: Data) -> Value? { storage.updateValue(value, forKey: PeerKey(key)) }
 
-    package mutating func removeAll() { storage.removeAll() }
-
     package var count: Int { storage.count }
     package var isEmpty: Bool { storage.isEmpty }
     package var keys: [Data] { storage.keys.map(\.data) }
@@ -34,12 +32,6 @@ package struct PeerMap<Value>: Sequence {
 
     package func makeIterator() -> some IteratorProtocol<(key: Data, value: Value)> {
         storage.lazy.map { (key: $0.key.data, value: $0.value) }.makeIterator()
-    }
-}
-
-extension PeerMap: ExpressibleByDictionaryLiteral {
-    package init(dictionaryLiteral elements: (Data, Value)...) {
-        for (key, value) in elements { storage[PeerKey(key)] = value }
     }
 }
 

@@ -11,8 +11,8 @@ package final class SeanceDatabase: Sendable {
     package let path: String
     package let writer: DatabasePool
     package let schema: Schema
-    /// The schema's commit steps, as this database runs them (`CommitStep.make`). Taken by the
-    /// writer's transactions, one at a time.
+    /// The schema's commit steps, as this database runs them (`CommitStep.make`), made anew
+    /// after a transaction is refused.
     private let commitSteps: Mutex<[@Sendable (Database) throws -> Void]>
 
     /// Opens (creating if needed) the database at `path` and brings it up to `schema`.
@@ -86,7 +86,8 @@ package final class SeanceDatabase: Sendable {
                 try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
                 do {
                     let result = try body(db)
-                    if steps { try commitSteps.withLock { steps in for step in steps { try step(db) } } }
+                    // Taken out of the lock first: none is held while they write.
+                    for step in steps ? commitSteps.withLock({ $0 }) : [] { try step(db) }
                     try db.cachedStatement(sql: "COMMIT TRANSACTION").execute()
                     return result
                 } catch {
