@@ -112,7 +112,7 @@ package enum ImageDecoder {
         seance_stbi_set_allocation_limit(Int(width) * Int(height) * 8 + Int(height) + bytes.count + (1 << 20))
         defer { seance_stbi_set_allocation_limit(0) }
         let decoded = bytes.withUnsafeBufferPointer {
-            stbi_load_from_memory($0.baseAddress, Int32($0.count), &width, &height, &channels, 4)
+            seance_stbi_load_from_memory($0.baseAddress, Int32($0.count), &width, &height, &channels, 4)
         }
         guard let decoded else { throw .notAnImage(reason: failureReason()) }
         defer { stbi_image_free(decoded) }

@@ -35,6 +35,35 @@ import Testing
         }
         #expect(throws: ImageError.unreadable(path: "/tmp", reason: "it is a directory, not a regular file")) { try ImageDecoder.readFile("/tmp") }
     }
+
+    /// stb_image checks itself with assert(), and a file can break a check: a Huffman table whose
+    /// 256th symbol has a code of 9 bits (255 of 8 bits before it) takes the decoder's slow path,
+    /// which finds another symbol than the code's. That ended the process; it is a damaged file.
+    @Test func aFileThatBreaksTheDecodersOwnCheckIsDamaged() throws {
+        let table: (counts: [UInt8], symbols: [UInt8]) = ([0, 0, 0, 0, 0, 0, 0, 255, 1], [UInt8](repeating: 0, count: 256))
+        // DC "0", then the AC code 111111110 (the 256th symbol's) read as 10 bits: 1111111100
+        // finds symbol 254 (a code of 8 bits), 1111111101 symbol 255, the one it is.
+        let broken = TestPictures.greyJPEG(acTable: table, scan: [0b0111_1111, 0b1001_1111])
+        let sound = TestPictures.greyJPEG(acTable: table, scan: [0b0111_1111, 0b1011_1111])
+        #expect(try ImageDecoder.decode(sound).width == 8, "the same file is otherwise whole")
+        #expect(throws: ImageError.notAnImage(reason: "truncated or damaged")) { try ImageDecoder.decode(broken) }
+    }
+
+    /// A scan may name a Huffman table the file never defined, and stb 2.27 reads it all the same:
+    /// it is all zeros (every block ends at once), not what an allocation left there before.
+    @Test func aTableNeverDefinedIsZeros() throws {
+        // DC "0"; then, were the table the chroma AC table, 01 (a coefficient of one bit), 1, 00.
+        let undefined = TestPictures.greyJPEG(acTable: nil, acTableNamed: 0x01, scan: [0b0011_0011])
+        // glibc's M_PERTURB fills what malloc returns (not calloc) with the complement of the
+        // byte given: what an earlier allocation may have left there, made certain.
+        typealias MallocOption = @convention(c) (Int32, Int32) -> Int32
+        let mallopt = unsafeBitCast(try #require(dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt")), to: MallocOption.self)
+        let perturb: Int32 = -6
+        _ = mallopt(perturb, 0xA5)
+        defer { _ = mallopt(perturb, 0) }
+        let image = try ImageDecoder.decode(undefined)
+        #expect(image.pixels.enumerated().allSatisfy { $0.offset % 4 == 3 || $0.element == 128 }, "a flat grey block")
+    }
 }
 
 @Suite struct ImageRendererTests {

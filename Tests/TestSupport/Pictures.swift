@@ -61,6 +61,24 @@ package enum TestPictures {
         return [0xFF, 0xD8] + segment(0xE1, exif) + profileSegments + sideways.dropFirst(2)
     }
 
+    /// An 8 × 8 grey baseline JPEG with its quantisation table all ones, a DC table 0 of one
+    /// code ("0" for 0), the AC table 0 given (`acTable`: the counts of codes of each length, then
+    /// the symbols), its scan naming AC table `acTableNamed`, and `scan` as the entropy-coded data.
+    package static func greyJPEG(acTable: (counts: [UInt8], symbols: [UInt8])?, acTableNamed: UInt8 = 0, scan: [UInt8]) -> [UInt8] {
+        func segment(_ marker: UInt8, _ body: [UInt8]) -> [UInt8] {
+            [0xFF, marker, UInt8((body.count + 2) >> 8), UInt8((body.count + 2) & 0xFF)] + body
+        }
+        var bytes: [UInt8] = [0xFF, 0xD8]
+        bytes += segment(0xDB, [0] + [UInt8](repeating: 1, count: 64))
+        bytes += segment(0xC0, [8, 0, 8, 0, 8, 1, 1, 0x11, 0])
+        bytes += segment(0xC4, [0x00, 1] + [UInt8](repeating: 0, count: 15) + [0])
+        if let acTable {
+            bytes += segment(0xC4, [0x10] + acTable.counts + [UInt8](repeating: 0, count: 16 - acTable.counts.count) + acTable.symbols)
+        }
+        bytes += segment(0xDA, [1, 1, acTableNamed, 0, 63, 0])
+        return bytes + scan + [0xFF, 0xD9]
+    }
+
     /// A black (all zero) PNG, RGBA at 8 or 16 bits a channel.
     package static func zeros(width: Int, height: Int, sixteenBit: Bool = false) -> [UInt8] {
         let raw = height * (1 + width * (sixteenBit ? 8 : 4))

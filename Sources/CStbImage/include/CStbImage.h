@@ -7,4 +7,9 @@
 
 /// The largest single allocation stb may make on this thread from now on (0: no limit).
 void seance_stbi_set_allocation_limit(size_t bytes);
+
+/// stbi_load_from_memory, failing ("corrupt") when the file broke one of the decoder's own checks
+/// on the way instead of ending the process.
+unsigned char *seance_stbi_load_from_memory(const unsigned char *bytes, int length, int *width, int *height,
+                                            int *channels, int desired_channels);
 #endif
