@@ -26,8 +26,8 @@ package final class Rooms: Feature, RoomInView {
 
     package init(inbox: AsyncInbox) { self.inbox = inbox }
 
-    /// The name the state row under your line (stored as row `row`) is printed with.
-    package static func stateMark(_ row: Int64) -> String { "room state \(row)" }
+    /// The name the state row under your line `number` in stored room `room` is printed with.
+    package static func stateMark(room: Int64, number: Int64) -> String { "room state \(room) \(number)" }
 
     package func online(_ context: FeatureContext) throws {
         live = RoomsOnline(context, capabilities: capabilities, inbox: inbox, showing: showing)
@@ -73,8 +73,14 @@ package final class Rooms: Feature, RoomInView {
     package func close() throws -> String { try onEngine { try $0.close() } }
 
     /// Says `text` to every member our plane reaches; stored, and its bubble returned.
-    package func say(_ text: String) throws -> ChatMessage {
-        try onEngine("you are offline: room host or room listen brings you online") { try $0.talk.say(text) }
+    package func say(_ text: String, more: Bool = false) throws -> ChatMessage { try said(text, more: more).message }
+
+    /// As `say`, with the mark its bubble's state row is printed with.
+    private func said(_ text: String, more: Bool) throws -> (message: ChatMessage, mark: String) {
+        try onEngine("you are offline: room host or room listen brings you online") { live in
+            let message = try live.talk.say(text, more: more)
+            return (message, Rooms.stateMark(room: live.storedRoomRow ?? 0, number: message.number))
+        }
     }
 
     /// `room listen [--wait S]`.
@@ -130,12 +136,13 @@ package final class Rooms: Feature, RoomInView {
     }
 
     /// A page of the room's lines before row `before`; nil when not in a room.
-    func page(before: Int64?, shell: Shell, reserved: Int) throws -> ([ChatMessage], [String])? {
+    func page(before: Int64?, shell: Shell, reserved: Int) throws -> (room: Int64, page: [ChatMessage], lines: [String])? {
         guard let live, let stored = ifOnline({ $0.storedRoomRow }) else { return nil }
         let store = RoomStore(database: live.context.database)
         let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
-        return try view.fitting(try store.page(stored, before: before), rows: shell.console.rows, reserved: reserved,
-                                now: shell.session.clock()) { try store.page(stored, before: $0.id, limit: 1).first }
+        let (page, lines) = try view.fitting(try store.page(stored, before: before), rows: shell.console.rows, reserved: reserved,
+                                             now: shell.session.clock()) { try store.page(stored, before: $0.id, limit: 1).first }
+        return (stored, page, lines)
     }
 
     /// The `room` mode: `room host`, `room listen`, `room scan`; in a room, a plain line goes to
@@ -154,22 +161,22 @@ package final class Rooms: Feature, RoomInView {
                 try goOnline(shell)
                 self.showing = true
                 oldestShown = nil
-                if let (page, lines) = try self.page(before: nil, shell: shell, reserved: 2) {
+                if let (room, page, lines) = try self.page(before: nil, shell: shell, reserved: 2) {
                     oldestShown = page.first?.id
-                    self.print(lines, of: page, shell)
+                    self.print(lines, of: page, in: room, shell)
                 }
             },
             leave: { _ in self.showing = false },
             messages: MessageInput(isActive: { self.currentRoom != nil }, send: { shell, line in
                 let text = line.trimmingCharacters(in: .whitespaces)
                 guard !text.isEmpty else { return }
-                let message = try self.say(text)
+                let (message, mark) = try self.said(text, more: shell.hasPendingInput)
                 let view = ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
                 let bubble = view.bubble(message)
                 // The typed line gives way to its bubble, as in a conversation.
                 shell.console.eraseAcceptedLine()
                 bubble.dropLast().forEach { shell.console.print($0) }
-                shell.console.print(bubble.last!, mark: Rooms.stateMark(message.id))
+                shell.console.print(bubble.last!, mark: mark)
             }))
         shell.register(mode)
         /// `room host …` typed in another mode brings the user online and into the room's mode.
@@ -206,20 +213,20 @@ package final class Rooms: Feature, RoomInView {
             shell.console.print(try self.close())
         }
         shell.register(mode: "room", "older", summary: "the page of the room's lines before the ones shown") { shell, _ in
-            guard let (page, lines) = try self.page(before: oldestShown ?? Int64.max, shell: shell, reserved: 1) else {
+            guard let (room, page, lines) = try self.page(before: oldestShown ?? Int64.max, shell: shell, reserved: 1) else {
                 throw UserError("you are in no room")
             }
             guard !page.isEmpty else { return shell.console.print("nothing older") }
             oldestShown = page.first?.id
-            self.print(lines, of: page, shell)
+            self.print(lines, of: page, in: room, shell)
         }
     }
 
     /// A page of the room's lines; the state rows of yours not yet delivered to everyone printed
     /// to be written over when they are.
-    private func print(_ lines: [String], of page: [ChatMessage], _ shell: Shell) {
+    private func print(_ lines: [String], of page: [ChatMessage], in room: Int64, _ shell: Shell) {
         ConversationView(capabilities: shell.capabilities, columns: shell.console.columns)
-            .print(lines, of: page, on: shell.console, lastState: .delivered) { Rooms.stateMark($0.id) }
+            .print(lines, of: page, on: shell.console, lastState: .delivered) { Rooms.stateMark(room: room, number: $0.number) }
     }
 
     static func room(_ arguments: Arguments) throws -> RoomID {

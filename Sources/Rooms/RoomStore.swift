@@ -13,16 +13,17 @@ package struct StoredRoom: Equatable, Sendable {
 }
 
 /// Room lines, paged like conversations: each line once (a copy sent again is recognised by its
-/// sender and id), numbered per room, with how many members got our own. A line's number is
-/// the room's newest line's plus one, found by the page index: numbers grow with rows, and
-/// `max(number)` read every line of the room (a long room's insert cost a millisecond).
+/// sender and id), numbered per room, with how many members got our own. Online, the engine
+/// numbers lines as they are said or received and writes them in that order (`RoomTalk`), so
+/// numbers grow with rows: the next is the newest row's plus one, found by the page index
+/// (`max(number)` read every line of the room: a long room's insert cost a millisecond).
 package struct RoomStore: Sendable {
     package let database: SeanceDatabase
 
     package init(database: SeanceDatabase) { self.database = database }
 
-    /// A new line's number in room `?`: the newest line's plus one.
-    static let nextNumber = "coalesce((SELECT number FROM roomMessage WHERE roomId = ? ORDER BY id DESC LIMIT 1), 0) + 1"
+    /// The number after the newest line's in room `?`.
+    static let newestPlusOne = "coalesce((SELECT number FROM roomMessage WHERE roomId = ? ORDER BY id DESC LIMIT 1), 0) + 1"
 
     /// The room, created on first use.
     package func room(_ room: RoomID, host: Data, hostName: String, myKey: Data, now: Double) throws -> StoredRoom {
@@ -37,32 +38,39 @@ package struct RoomStore: Sendable {
         }
     }
 
-    /// A line received; nil when it was stored already (a copy sent again).
-    package func received(in room: Int64, id: Data, sender: Data, senderName: String, text: String, sentAt: Double,
-                         now: Double) throws -> ChatMessage? {
-        try database.write { try Self.received($0, in: room, id: id, sender: sender, senderName: senderName, text: text, sentAt: sentAt, now: now) }
+    /// The number the room's next line takes.
+    package func nextNumber(in room: Int64) throws -> Int64 {
+        try database.read { db in try Int64.fetchOne(db, sql: "SELECT \(Self.newestPlusOne)", arguments: [room])! }
     }
 
-    /// As `received`, in the engine turn's transaction (`GroupCommit`).
-    static func received(_ db: Database, in room: Int64, id: Data, sender: Data, senderName: String, text: String, sentAt: Double,
+    /// A line received, numbered next; nil when it was stored already (a copy sent again).
+    package func received(in room: Int64, id: Data, sender: Data, senderName: String, text: String, sentAt: Double,
                          now: Double) throws -> ChatMessage? {
+        try database.write { db in
+            let number = try Int64.fetchOne(db, sql: "SELECT \(Self.newestPlusOne)", arguments: [room])!
+            return try Self.received(db, in: room, number: number, id: id, sender: sender, senderName: senderName, text: text,
+                                     sentAt: sentAt, now: now)
+        }
+    }
+
+    /// As `received`, numbered `number`, in the engine turn's transaction (`GroupCommit`).
+    static func received(_ db: Database, in room: Int64, number: Int64, id: Data, sender: Data, senderName: String, text: String,
+                         sentAt: Double, now: Double) throws -> ChatMessage? {
         try db.cachedStatement(sql: """
             INSERT OR IGNORE INTO roomMessage (roomId, number, messageId, senderKey, senderName, outgoing, text, sentAt, receivedAt)
-            VALUES (?, \(Self.nextNumber), ?, ?, ?, 0, ?, ?, ?)
-            """).execute(arguments: [room, room, id, sender, senderName, text, sentAt, now])
+            VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?)
+            """).execute(arguments: [room, number, id, sender, senderName, text, sentAt, now])
         guard db.changesCount > 0 else { return nil }
         return try message(db, id: db.lastInsertedRowID)
     }
 
-    /// A line of ours, sent to `copies` members.
-    package func sent(in room: Int64, id: Data, me: Data, myName: String, text: String, copies: Int, now: Double) throws -> ChatMessage {
-        try database.write { db in
-            try db.execute(sql: """
-                INSERT INTO roomMessage (roomId, number, messageId, senderKey, senderName, outgoing, text, sentAt, copies)
-                VALUES (?, \(Self.nextNumber), ?, ?, ?, 1, ?, ?, ?)
-                """, arguments: [room, room, id, me, myName, text, now, copies])
-            return try Self.message(db, id: db.lastInsertedRowID)!
-        }
+    /// A line of ours numbered `number`, sent to `copies` members, in the engine turn's transaction.
+    static func sent(_ db: Database, in room: Int64, number: Int64, id: Data, me: Data, myName: String, text: String, copies: Int,
+                     now: Double) throws {
+        try db.cachedStatement(sql: """
+            INSERT INTO roomMessage (roomId, number, messageId, senderKey, senderName, outgoing, text, sentAt, copies)
+            VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?)
+            """).execute(arguments: [room, number, id, me, myName, text, now, copies])
     }
 
     /// One more member acknowledged our line `id`, in the engine turn's transaction.

@@ -2,6 +2,7 @@ import ChatViews
 import Crypto
 import Foundation
 import Nearby
+import Runtime
 import Shell
 import Storage
 import Terminal
@@ -27,8 +28,36 @@ final class RoomTalk: RoomPart, Sendable {
     /// The members in reach that our plane reaches (a file sent in the room goes to each).
     var reachableMembers: [Peer]? { audience.map { $0.members.compactMap(context.presence.peer).filter(context.rules.canWrite) } }
 
-    /// Says `text` to every member our plane reaches; stored, and its bubble returned.
-    func say(_ typed: String) throws -> ChatMessage {
+    /// A line of ours said, waiting to be written with the ones that follow it.
+    struct HeldLine {
+        var room: Int64
+        var id: Data
+        var number: Int64
+        var text: String
+        var sentAt: Double
+        /// Its copy for each member, sealed.
+        var copies: [Data: RoomLine]
+    }
+
+    /// A line as its sender and id make it one.
+    struct LineKey: Hashable {
+        var sender: Data
+        var id: Data
+    }
+
+    /// The longest a line said waits for the lines after it (as a conversation's do).
+    static let holdLimit = 0.002
+    /// Lines received remembered this session at most (then forgotten all at once: a copy that
+    /// comes again after that is found by the database, and its number left unused).
+    static let receivedLimit = 4_096
+
+    /// Says `text` to every member our plane reaches: numbered now, written with the lines
+    /// taken meanwhile (in one transaction), then sent; its bubble returned. Nothing goes out
+    /// before it is written.
+    ///
+    /// - Parameter more: more lines follow at once (a pipe holds them): the write waits for
+    ///   them, up to a transaction's rows or `holdLimit` seconds. A line typed goes at once.
+    func say(_ typed: String, more: Bool = false) throws -> ChatMessage {
         // A feature's rules (a curse) change the line or refuse it, as they do a conversation's:
         // what they make of it is what is stored and said.
         let text = try context.rules.outgoing(typed)
@@ -44,19 +73,61 @@ final class RoomTalk: RoomPart, Sendable {
                             : "nobody in room \(audience.room) is on a plane you reach (you are \(context.rules.plane.name))")
         }
         let id = Data((0..<16).map { _ in UInt8.random(in: 0...255) })
+        let now = self.now
         let fragment = Fragment(sequence: 0, isLast: true, sentAt: UInt64(now * 1000), text: Data(text.utf8))
-        var lines: [Data: RoomLine] = [:]
+        var copies: [Data: RoomLine] = [:]
         for (recipient, sealed) in try ReliableCopies<RoomLine>.seal(fragment, from: context.identity, to: reachable, key: key) {
-            lines[recipient] = RoomLine(room: audience.room, host: audience.host, id: id, recipient: recipient, sealed: sealed)
+            copies[recipient] = RoomLine(room: audience.room, host: audience.host, id: id, recipient: recipient, sealed: sealed)
         }
-        let message = try RoomStore(database: context.database).sent(in: audience.stored.id, id: id, me: me, myName: context.profile.name,
-                                                                      text: text, copies: lines.count, now: now)
-        let timers = context.network.peerTiming.update { $0 }
-        parts.state.value.copies.sent(id, copies: lines, now: now, timing: timers)
-        parts.state.value.lines[id] = (audience.stored.id, message.number, message.id)
-        for peer in reachable { context.network.send(lines[peer.signingKey]!, to: peer) }
-        context.deadlines.wake(at: parts.state.value.copies.nextDue ?? .infinity)
-        return message
+        let number = try takeNumber(in: audience.stored.id)
+        let held = parts.state.update { state in
+            state.held.append(HeldLine(room: audience.stored.id, id: id, number: number, text: text, sentAt: now, copies: copies))
+            return state.held.count
+        }
+        if more && held < GroupCommit.rowLimit {
+            if held == 1 { _ = context.engine.after(Self.holdLimit) { [weak self] in self?.writeHeld() } }
+        } else {
+            writeHeld()
+            context.commits.commit()
+        }
+        return ChatMessage(number: number, outgoing: true, text: text, sentAt: now, state: .sent)
+    }
+
+    /// The number the next line of stored room `room` takes, taken.
+    private func takeNumber(in room: Int64) throws -> Int64 {
+        let number = try parts.state.value.nextNumbers[room] ?? RoomStore(database: context.database).nextNumber(in: room)
+        parts.state.value.nextNumbers[room] = number + 1
+        return number
+    }
+
+    /// Writes the lines said and held (with the engine's turn), then sends their copies and
+    /// waits for them. Lines the database refused are told, and not sent.
+    func writeHeld() {
+        let batch = parts.state.update { state in
+            defer { state.held = [] }
+            return state.held
+        }
+        guard !batch.isEmpty else { return }
+        let me = self.me, name = context.profile.name
+        context.commits.write(rows: batch.count, { db in
+            for line in batch {
+                try RoomStore.sent(db, in: line.room, number: line.number, id: line.id, me: me, myName: name, text: line.text,
+                                   copies: line.copies.count, now: line.sentAt)
+            }
+        }, then: { [self] error in
+            if let error {
+                let numbers = batch.map { "#\($0.number)" }.joined(separator: ", ")
+                return post(warning: "\(numbers) could not be stored, and were not said: \(error)")
+            }
+            let now = self.now
+            let timers = context.network.peerTiming.update { $0 }
+            for line in batch {
+                parts.state.value.copies.sent(line.id, copies: line.copies, now: now, timing: timers)
+                parts.state.value.lines[line.id] = (line.room, line.number)
+                for (recipient, copy) in line.copies { send(copy, to: recipient) }
+            }
+            context.deadlines.wake(at: parts.state.value.copies.nextDue ?? .infinity)
+        })
     }
 
     func received(_ line: RoomLine, from sender: Data, peer: Peer?) {
@@ -67,16 +138,33 @@ final class RoomTalk: RoomPart, Sendable {
               let fragment = try? MessageCrypto.open(line.sealed, key: key, sender: sender, recipient: me),
               let text = String(data: fragment.text, encoding: .utf8) else { return }
         let now = self.now
+        let lineKey = LineKey(sender: sender, id: line.id)
+        let acknowledge = { [self] in _ = context.network.send(RoomLineAck(room: line.room, host: line.host, id: line.id), to: peer) }
+        // A copy sent again (our acknowledgement was lost, or is not sent yet): acknowledged
+        // once what holds the first is committed.
+        guard !parts.state.value.receivedLines.contains(lineKey) else {
+            return context.commits.write({ _ in }, then: { error in if error == nil { acknowledge() } })
+        }
+        // Numbered now and written in that order: our own lines held before it go first.
+        writeHeld()
+        guard let number = try? takeNumber(in: audience.stored.id) else { return }
+        parts.state.update { state in
+            if state.receivedLines.count >= Self.receivedLimit { state.receivedLines = [] }
+            state.receivedLines.insert(lineKey)
+        }
         var stored: ChatMessage?
         // Stored with the turn's other writes (a burst in one transaction, as messages are),
-        // then acknowledged, whether new or a copy sent again (our first acknowledgement may be
-        // lost), and shown if new.
+        // then acknowledged, whether new or stored in an earlier session, and shown if new.
         context.commits.write({ db in
-            stored = try RoomStore.received(db, in: audience.stored.id, id: line.id, sender: sender, senderName: peer.name, text: text,
-                                            sentAt: min(Double(fragment.sentAt) / 1000, now), now: now)
+            stored = try RoomStore.received(db, in: audience.stored.id, number: number, id: line.id, sender: sender, senderName: peer.name,
+                                            text: text, sentAt: min(Double(fragment.sentAt) / 1000, now), now: now)
         }, then: { [self] error in
-            guard error == nil else { return }
-            context.network.send(RoomLineAck(room: line.room, host: line.host, id: line.id), to: peer)
+            guard error == nil else {
+                // Not stored: it comes again, unacknowledged, and is taken then.
+                parts.state.value.receivedLines.remove(lineKey)
+                return
+            }
+            acknowledge()
             if let stored { show(stored, from: peer, in: line.room) }
         })
     }
@@ -109,7 +197,7 @@ final class RoomTalk: RoomPart, Sendable {
             guard error == nil, outcome == .all, parts.state.value.showing else { return }
             // Written over the state under the line's bubble while it is on screen.
             let capabilities = parts.capabilities
-            parts.inbox.post(.update([Overwrite(mark: Rooms.stateMark(line.row), id: line.number) { columns in
+            parts.inbox.post(.update([Overwrite(mark: Rooms.stateMark(room: line.room, number: line.number), id: line.number) { columns in
                 ConversationView(capabilities: capabilities, columns: columns).statusTail(number: line.number, state: .delivered)
             }]) { missed in missed.isEmpty ? nil : Styler(capabilities).dim("#\(line.number) delivered to everyone") })
         })

@@ -24,9 +24,16 @@ final class RoomsOnline: RoomPart, Sendable {
         var heard = BeaconsHeard()
         /// When the second's work is next due (nil: in no room and not listening).
         var nextTick: Double?
-        /// Our lines not yet acknowledged by every member, by id, and each one's row and number.
+        /// Our lines not yet acknowledged by every member, by id, and each one's room and number.
         var copies = ReliableCopies<RoomLine>(maximumAttempts: RoomsOnline.attempts)
-        var lines: [Data: (room: Int64, number: Int64, row: Int64)] = [:]
+        var lines: [Data: (room: Int64, number: Int64)] = [:]
+        /// The number each stored room's next line takes (read from the database at first).
+        var nextNumbers: [Int64: Int64] = [:]
+        /// Our lines said while more followed, waiting to be written together (`RoomTalk`).
+        var held: [RoomTalk.HeldLine] = []
+        /// Lines received (or being written) this session, by sender and id: a copy that comes
+        /// again is acknowledged, not numbered again.
+        var receivedLines = Set<RoomTalk.LineKey>()
         /// The key agreed with each member for room lines, and the agreement key it was agreed
         /// with (a member that restarts announces a new one).
         var keys: [Data: (agreementKey: Data, key: SymmetricKey)] = [:]
@@ -97,6 +104,7 @@ final class RoomsOnline: RoomPart, Sendable {
 
     /// A host closes its room, a guest says it leaves: the transports still run when this is called.
     func stop() {
+        talk.writeHeld()
         switch place {
         case .hosting: host.close()
         case .guest(let guest): self.guest.leave(guest, saying: nil, tellHost: true)

@@ -363,15 +363,20 @@ import Wire
         let (ann, ben, cat) = (world.nodes[0], world.nodes[1], world.nodes[2])
         func transactions(_ node: ChatWorld.Node) -> Int { node.engine.sync { node.context.commits.transactions } }
         let before = [ann, ben, cat].map(transactions)
-        for index in 0..<20 { _ = try ann.rooms.say("line \(index)") }
+        // Said as a pipe says them: each but the last with more to follow.
+        let said = try (0..<20).map { index in try ann.rooms.say("line \(index)", more: index < 19) }
+        #expect(said.map(\.number) == Array(1...20))
+        #expect(transactions(ann) - before[0] == 1, "the host's own lines, written together")
         world.step(0.5)
         for guest in [ben, cat] {
             let lines = try guest.database.read { db in try String.fetchAll(db, sql: "SELECT text FROM roomMessage WHERE NOT outgoing ORDER BY number") }
             #expect(lines == (0..<20).map { "line \($0)" })
         }
         #expect(transactions(ben) - before[1] == 1 && transactions(cat) - before[2] == 1)
-        // Forty acknowledgements, as they come from the two guests' turns.
-        #expect(transactions(ann) - before[0] <= 2)
+        // Then forty acknowledgements, as they come from the two guests' turns.
+        #expect(transactions(ann) - before[0] <= 3)
+        let numbered = try ann.database.read { db in try Row.fetchAll(db, sql: "SELECT number, text FROM roomMessage ORDER BY id") }
+        #expect(numbered.map { $0["number"] as Int64 } == Array(1...20) && numbered.map { $0["text"] as String } == said.map(\.text))
         let acknowledged = try ann.database.read { db in try Int.fetchAll(db, sql: "SELECT acknowledged FROM roomMessage WHERE outgoing") }
         #expect(acknowledged == Array(repeating: 2, count: 20))
     }
@@ -464,6 +469,38 @@ import Wire
         world.step(1)
         #expect(try ann.database.read { db in try String.fetchAll(db, sql: "SELECT text FROM roomMessage") } == ["once"])
         #expect(try ben.database.read { db in try Int.fetchOne(db, sql: "SELECT acknowledged FROM roomMessage WHERE outgoing") } == 2)
+    }
+
+    /// Lines are numbered as they are said or received and stored in that order: a line that
+    /// comes while the host's own wait for company is numbered and stored after them, and a copy
+    /// sent again because its acknowledgement was lost takes no number of its own.
+    @Test func linesAreNumberedAndStoredInTheOrderTheyCame() throws {
+        let world = try world([("ann", .human), ("ben", .human)])
+        world.step(2)
+        let (ann, ben) = (world.nodes[0], world.nodes[1])
+        let packets = world.packets
+        let dropped = Mutex(0)
+        world.network.setLoss { bytes in
+            guard packets(bytes)?.code == KindTable.roomLineAck else { return false }
+            return dropped.withLock { count in
+                count += 1
+                return count == 1  // ann's first acknowledgement
+            }
+        }
+        _ = try ben.rooms.say("from ben")
+        world.step(2)  // Sent again, acknowledged again.
+        #expect(dropped.withLock { $0 } >= 2)
+        #expect(try ben.database.read { db in try Int.fetchOne(db, sql: "SELECT acknowledged FROM roomMessage WHERE outgoing") } == 1)
+        // ann holds two lines for company; ben's line comes meanwhile.
+        let held = try [ann.rooms.say("held 1", more: true), ann.rooms.say("held 2", more: true)]
+        _ = try ben.rooms.say("meanwhile")
+        world.step(0.001)
+        let last = try ann.rooms.say("last")
+        world.step(1)
+        #expect(held.map(\.number) == [2, 3] && last.number == 5)
+        let rows = try ann.database.read { db in try Row.fetchAll(db, sql: "SELECT number, text FROM roomMessage ORDER BY id") }
+        #expect(rows.map { $0["number"] as Int64 } == [1, 2, 3, 4, 5])
+        #expect(rows.map { $0["text"] as String } == ["from ben", "held 1", "held 2", "meanwhile", "last"])
     }
 
     @Test func closeEndsTheRoomForEveryone() throws {
