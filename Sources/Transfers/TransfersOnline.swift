@@ -34,6 +34,12 @@ final class TransfersOnline: TransferPart, Sendable {
         /// A stream failed without moving the file on (none can be made, or nothing goes on
         /// it): chunks from then on. One cut short by the receiver's restart is tried again.
         var streamFailed = false
+        /// A stream ended short, and the receiver has not said since where it stands: its next
+        /// acceptance tells whether the stream moved the file on. (The acknowledgements that
+        /// came while it went cannot: the last ones are lost with the connection, or sealed in
+        /// a session the receiver's restart ended, and a stream that moved the file was taken
+        /// for one that never could.)
+        var streamEndedShort = false
     }
 
     /// A file coming from one peer, accepted.
@@ -278,6 +284,10 @@ final class TransfersOnline: TransferPart, Sendable {
             let repeated = answer.stream != nil && answer.stream?.key == sending.streamKey
             if repeated && sending.stream != nil { return }
             let from = min(Int(answer.stored), transfer.chunkCount)
+            if sending.streamEndedShort && !repeated {
+                sending.streamEndedShort = false
+                sending.streamFailed = max(from, sending.streamStored.reached) <= sending.streamStored.from
+            }
             sending.progress = Progress(since: now, from: from)
             sending.stream?.stop()
             sending.stream = nil
@@ -365,7 +375,7 @@ final class TransfersOnline: TransferPart, Sendable {
             if let peer = context.presence.peer(sending.transfer.peerKey) { receiver.answer(id, .cancel, to: peer) }
             return finish(sending.transfer, as: .failed, reason: "\(store.path(of: sending.transfer)) changed since you sent it; send it again")
         }
-        state.value.sending[id]!.streamFailed = sending.streamStored.reached <= sending.streamStored.from
+        state.value.sending[id]!.streamEndedShort = true
         state.value.sending[id]!.offeredAt = -.infinity
         context.network.drop("file stream: \(failure)")
         tick()
