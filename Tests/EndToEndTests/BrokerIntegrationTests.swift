@@ -301,16 +301,20 @@ struct BrokerIntegrationTests {
         let (net, nodes, a, b) = try NATSCluster.world()
         let toBen = (1...1_000).map { "across the cluster \($0)" }, toAnn = (1...50).map { "and back \($0)" }
         // Refreshes once a second (the LAN tests' 0.2 s leaves 0.7 s before a peer expires:
-        // less than a loaded three-node cluster can promise).
+        // less than a loaded three-node cluster can promise). Each waits long for the other: beside
+        // the whole suite, the cluster once took 65 s to place a client's session (a JetStream
+        // consumer, kept on all three nodes), and 40 s was not enough.
         let runA = try net.start(host: 4, data: a, name: "ann", arguments: ["--broker", nodes[0].url, "--no-lan", "--announce-interval", "1"],
-                                 lines: ["chat", "open ben --wait 40"] + toBen)
+                                 lines: ["chat", "open ben --wait 150"] + toBen)
         let runB = try net.start(host: 5, data: b, name: "ben", arguments: ["--broker", nodes[2].url, "--no-lan", "--announce-interval", "1"],
-                                 lines: ["chat", "open ann --wait 40"] + toAnn)
+                                 lines: ["chat", "open ann --wait 150"] + toAnn)
         defer { runA.kill(); runB.kill() }
         // Generous (and the shells stay as long): alone this takes seconds, but beside the whole
         // suite on two cores the cluster's own round trips reach a quarter of a second.
         let done = try eventually(timeout: 240) { try allDelivered(a, count: 1_000) && allDelivered(b, count: 50) }
-        #expect(done, "ann: \(states(a)); ben: \(states(b)); ann said: \(runA.output.suffix(600)); node 1: \(nodes[0].log.suffix(800))")
+        let sides = "ann: \(states(a)); ben: \(states(b)); ann said: \(runA.output.suffix(600)); ben said: \(runB.output.suffix(600)); "
+            + "node 1: \(nodes[0].log.suffix(800)); node 3: \(nodes[2].log.suffix(800))"
+        #expect(done, "\(sides)")
         #expect(try received(b) == toBen)
         #expect(try received(a) == toAnn)
         for node in nodes { #expect(!node.log.contains("the first packet should be a CONNECT"), "\(node.log.suffix(800))") }
