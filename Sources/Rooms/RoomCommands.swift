@@ -34,6 +34,7 @@ extension RoomsOnline {
 
     /// `/leave`: a guest leaves; listening stops; a host is pointed to `/close`. What to say.
     func leave() throws -> String {
+        talk.sayHeldNow()
         switch place {
         case .guest(let guest):
             self.guest.leave(guest, saying: nil, tellHost: true)
@@ -52,6 +53,7 @@ extension RoomsOnline {
         guard case .hosting(let hosting) = place else {
             throw UserError(currentRoom.map { "only the host can close room \($0.room): /leave leaves it" } ?? "you host no room")
         }
+        talk.sayHeldNow()
         host.close()
         return "room \(hosting.room) closed: its guests were told"
     }

@@ -130,6 +130,12 @@ final class RoomTalk: RoomPart, Sendable {
         })
     }
 
+    /// Lines said and held are written and sent now: before we leave or close the room.
+    func sayHeldNow() {
+        writeHeld()
+        context.commits.commit()
+    }
+
     func received(_ line: RoomLine, from sender: Data, peer: Peer?) {
         guard line.recipient == me, let audience, audience.room == line.room, audience.host == line.host,
               audience.members.contains(sender) else { return }

@@ -104,7 +104,7 @@ final class RoomsOnline: RoomPart, Sendable {
 
     /// A host closes its room, a guest says it leaves: the transports still run when this is called.
     func stop() {
-        talk.writeHeld()
+        talk.sayHeldNow()
         switch place {
         case .hosting: host.close()
         case .guest(let guest): self.guest.leave(guest, saying: nil, tellHost: true)

@@ -507,9 +507,12 @@ import Wire
         let world = try world()
         let (ann, ben, cat) = (world.nodes[0], world.nodes[1], world.nodes[2])
         #expect(throws: (any Error).self) { try ben.rooms.close() }
+        // Lines said just before (held for company) are said before the room closes.
+        _ = try ann.rooms.say("last words", more: true)
         try ann.rooms.close()
         world.step(0.1)
         for guest in [ben, cat] {
+            #expect(try guest.database.read { db in try String.fetchAll(db, sql: "SELECT text FROM roomMessage") } == ["last words"])
             #expect(guest.rooms.currentRoom == nil)
             #expect(guest.notices().contains { $0.contains("the host closed room 1.2; you left it") })
         }
