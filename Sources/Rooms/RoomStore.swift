@@ -39,17 +39,18 @@ package struct RoomStore: Sendable {
     }
 
     /// The number the room's next line takes.
-    package func nextNumber(in room: Int64) throws -> Int64 {
-        try database.read { db in try Int64.fetchOne(db, sql: "SELECT \(Self.newestPlusOne)", arguments: [room])! }
+    package func nextNumber(in room: Int64) throws -> Int64 { try database.read { try Self.nextNumber($0, in: room) } }
+
+    static func nextNumber(_ db: Database, in room: Int64) throws -> Int64 {
+        try Int64.fetchOne(db, sql: "SELECT \(newestPlusOne)", arguments: [room])!
     }
 
     /// A line received, numbered next; nil when it was stored already (a copy sent again).
     package func received(in room: Int64, id: Data, sender: Data, senderName: String, text: String, sentAt: Double,
                          now: Double) throws -> ChatMessage? {
         try database.write { db in
-            let number = try Int64.fetchOne(db, sql: "SELECT \(Self.newestPlusOne)", arguments: [room])!
-            return try Self.received(db, in: room, number: number, id: id, sender: sender, senderName: senderName, text: text,
-                                     sentAt: sentAt, now: now)
+            try Self.received(db, in: room, number: Self.nextNumber(db, in: room), id: id, sender: sender, senderName: senderName,
+                              text: text, sentAt: sentAt, now: now)
         }
     }
 
