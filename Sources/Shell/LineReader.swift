@@ -46,6 +46,9 @@ package final class BatchLineReader: LineReader {
     private var atEnd = false
     private let wakeFD: Int32
     private let onWake: () -> Void
+    /// Where `read` puts what it takes, made once: a 64 KiB array made (and zeroed) for every
+    /// read cost more than all the rest of a piped line's work.
+    private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 1)
 
     /// Reads lines from `fd` as they arrive. While it waits, a byte on `wake` runs `onWake`
     /// (which prints lines that arrived asynchronously, so a pipe sees them at once).
@@ -63,6 +66,8 @@ package final class BatchLineReader: LineReader {
         wakeFD = -1
         onWake = {}
     }
+
+    deinit { scratch.deallocate() }
 
     package var isInteractive: Bool { false }
 
@@ -108,11 +113,10 @@ package final class BatchLineReader: LineReader {
             if fds[1].revents != 0 { onWake() }
             if fds[0].revents == 0 { return }
         }
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        let n = Glibc.read(fd, scratch.baseAddress, scratch.count)
         if n < 0 && errno == EINTR { return }
         if n <= 0 { atEnd = true; return }
-        buffer.append(contentsOf: chunk[0..<n])
+        buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[..<n]))
     }
 
     package func remember(_ line: String, persistent: Bool) {}

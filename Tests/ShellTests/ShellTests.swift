@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 import Storage
 import TestSupport
@@ -410,6 +411,34 @@ final class Recorder { var events: [String] = [] }
         #expect(reader.readLine(prompt: "") == .line("two"))
         #expect(reader.readLine(prompt: "") == .line(""))
         #expect(reader.readLine(prompt: "") == .line("three"))
+        #expect(reader.readLine(prompt: "") == .end)
+    }
+
+    /// From a pipe, read by the buffer's 64 KiB at a time: a line longer than one read, lines
+    /// cut across writes, and a last line with no newline all come whole, in order.
+    @Test func batchReaderJoinsWhatAPipeGivesInPieces() throws {
+        var ends: [Int32] = [0, 0]
+        try #require(pipe(&ends) == 0)
+        defer { close(ends[0]) }
+        let long = String(repeating: "👻", count: 40_000)  // 160,000 bytes: three reads.
+        let reader = BatchLineReader(fd: ends[0])
+        let writeEnd = ends[1]
+        DispatchQueue.global().async {
+            for piece in ["one\r\ntw", "o\n" + long, "\nthree", "\nfour"] {
+                var left = Array(piece.utf8)[...]
+                while !left.isEmpty {
+                    let wrote = left.withUnsafeBytes { write(writeEnd, $0.baseAddress, $0.count) }
+                    if wrote <= 0 { break }
+                    left = left.dropFirst(wrote)
+                }
+            }
+            close(writeEnd)
+        }
+        #expect(reader.readLine(prompt: "") == .line("one"))
+        #expect(reader.readLine(prompt: "") == .line("two"))
+        #expect(reader.readLine(prompt: "") == .line(long))
+        #expect(reader.readLine(prompt: "") == .line("three"))
+        #expect(reader.readLine(prompt: "") == .line("four"))
         #expect(reader.readLine(prompt: "") == .end)
     }
 
