@@ -122,7 +122,7 @@ package struct MessageStore: Sendable {
     package static func storeOutgoing(_ db: Database, _ rows: [(conversation: Int64, row: MessageRow)], now: Double) throws -> [Int64] {
         let insert = try db.cachedStatement(sql: """
             INSERT INTO message (conversationId, number, outgoing, text, firstSequence, lastSequence, sentAt, state)
-            VALUES (?, ?, 1, ?, ?, ?, ?, 'sending')
+            VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, 'sending')
             """)
         var ids: [Int64] = []
         ids.reserveCapacity(rows.count)
@@ -130,13 +130,17 @@ package struct MessageStore: Sendable {
         // then cost one insert each, not an insert and an update.
         var lastSequence: [Int64: UInt32] = [:]
         for (conversation, row) in rows {
-            try insert.execute(arguments: [conversation, row.number, row.text, row.firstSequence, row.lastSequence, row.sentAt])
+            try DirectWrite.execute(insert, in: db) { row.bind(to: &$0, conversation: conversation) }
             ids.append(db.lastInsertedRowID)
             lastSequence[conversation] = max(lastSequence[conversation] ?? 0, row.lastSequence)
         }
-        let update = try db.cachedStatement(sql: "UPDATE conversation SET sentSequence = max(sentSequence, ?), lastActivity = ? WHERE id = ?")
+        let update = try db.cachedStatement(sql: "UPDATE conversation SET sentSequence = max(sentSequence, ?1), lastActivity = ?2 WHERE id = ?3")
         for (conversation, sequence) in lastSequence {
-            try update.execute(arguments: [sequence, now, conversation])
+            try DirectWrite.execute(update, in: db) {
+                $0.bind(1, Int64(sequence))
+                $0.bind(2, now)
+                $0.bind(3, conversation)
+            }
         }
         return ids
     }
@@ -289,15 +293,20 @@ package struct MessageStore: Sendable {
                               now: Double) throws -> [Int64] {
         let insert = try db.cachedStatement(sql: """
             INSERT INTO message (conversationId, number, outgoing, text, firstSequence, lastSequence, sentAt, receivedAt, state)
-            VALUES (?, ?, 0, ?, ?, ?, ?, ?, 'received')
+            VALUES (?1, ?2, 0, ?3, ?4, ?5, ?6, ?7, 'received')
             """)
         let ids = try rows.map { row in
-            try insert.execute(arguments: [conversation, row.number, row.text, row.firstSequence, row.lastSequence, row.sentAt, now])
+            try DirectWrite.execute(insert, in: db) { row.bind(to: &$0, conversation: conversation, receivedAt: now) }
             return db.lastInsertedRowID
         }
-        try db.cachedStatement(sql: """
-            UPDATE conversation SET deliveredSequence = max(deliveredSequence, ?), lastActivity = ?, unread = unread + ? WHERE id = ?
-            """).execute(arguments: [sequence, now, rows.count, conversation])
+        try DirectWrite.execute(db.cachedStatement(sql: """
+            UPDATE conversation SET deliveredSequence = max(deliveredSequence, ?1), lastActivity = ?2, unread = unread + ?3 WHERE id = ?4
+            """), in: db) {
+            $0.bind(1, Int64(sequence))
+            $0.bind(2, now)
+            $0.bind(3, Int64(rows.count))
+            $0.bind(4, conversation)
+        }
         return ids
     }
 
@@ -396,5 +405,19 @@ package struct MessageStore: Sendable {
                      acknowledgedSequence: row["acknowledgedSequence"], deliveredSequence: row["deliveredSequence"],
                      lastActivity: row["lastActivity"], mailedSequence: row["mailedSequence"] ?? 0, mailedAt: row["mailedAt"],
                      peerPrekey: (row["peerPrekey"] as Data?).map { SignedPrekey(publicKey: $0, made: row["peerPrekeyMade"] ?? 0) })
+    }
+}
+
+extension MessageRow {
+    /// The message inserts' parameters: ?1 its conversation, ?2 its number, ?3 its text, ?4 and
+    /// ?5 its first and last sequence, ?6 when it was sent, and ?7 when it came (received only).
+    fileprivate func bind(to arguments: inout DirectWrite.Arguments, conversation: Int64, receivedAt: Double? = nil) {
+        arguments.bind(1, conversation)
+        arguments.bind(2, number)
+        arguments.bind(3, text)
+        arguments.bind(4, Int64(firstSequence))
+        arguments.bind(5, Int64(lastSequence))
+        arguments.bind(6, sentAt)
+        if let receivedAt { arguments.bind(7, receivedAt) }
     }
 }

@@ -122,26 +122,41 @@ final class Pair {
     }
 }
 
-/// Counts the transactions that wrote messages.
+/// Counts the transactions that wrote messages, and the rows they wrote: by GRDB's events for
+/// what goes through GRDB, and by the table's count for the inserts `DirectWrite` runs straight
+/// through SQLite, which GRDB never sees.
 final class MessageCommits: TransactionObserver, Sendable {
-    private let state = Mutex((count: 0, changed: false, rows: 0))
+    private let state: Mutex<(count: Int, rows: Int, seenEvents: Int, seenGrowth: Int, total: Int)>
     var count: Int { state.withLock { $0.count } }
     /// Rows of `message` inserted, updated or deleted, in all.
     var rows: Int { state.withLock { $0.rows } }
+
+    /// Observes `writer` from now on.
+    init(observing writer: any DatabaseWriter) throws {
+        let total = try writer.read(Self.total)
+        state = Mutex((count: 0, rows: 0, seenEvents: 0, seenGrowth: 0, total: total))
+        writer.add(transactionObserver: self, extent: .observerLifetime)
+    }
+
+    private static func total(_ db: Database) throws -> Int { try Int.fetchOne(db, sql: "SELECT count(*) FROM message") ?? 0 }
+
     func observes(eventsOfKind eventKind: DatabaseEventKind) -> Bool { eventKind.tableName == "message" }
     func databaseDidChange(with event: DatabaseEvent) {
         state.withLock { state in
-            state.changed = true
-            state.rows += 1
+            state.seenEvents += 1
+            state.seenGrowth += event.kind == .insert ? 1 : event.kind == .delete ? -1 : 0
         }
     }
     func databaseDidCommit(_ db: Database) {
+        let total = (try? Self.total(db)) ?? 0
         state.withLock { state in
-            if state.changed { state.count += 1 }
-            state.changed = false
+            let unseenInserts = total - state.total - state.seenGrowth
+            if state.seenEvents > 0 || unseenInserts != 0 { state.count += 1 }
+            state.rows += state.seenEvents + abs(unseenInserts)
+            (state.seenEvents, state.seenGrowth, state.total) = (0, 0, total)
         }
     }
-    func databaseDidRollback(_ db: Database) { state.withLock { $0.changed = false } }
+    func databaseDidRollback(_ db: Database) { state.withLock { ($0.seenEvents, $0.seenGrowth) = (0, 0) } }
 }
 
 @Suite struct DeliveryServiceTests {
@@ -179,8 +194,7 @@ final class MessageCommits: TransactionObserver, Sendable {
     @Test func packetsThatCameTogetherAreStoredTogether() throws {
         let pair = try Pair()
         let conversation = try pair.conversationAtAlice()
-        let commits = MessageCommits()
-        pair.bobStore.database.writer.add(transactionObserver: commits, extent: .observerLifetime)
+        let commits = try MessageCommits(observing: pair.bobStore.database.writer)
         for index in 1...3 { _ = try pair.aliceDelivery.send(String(repeating: "x", count: 800) + " \(index)", in: conversation) }
         pair.deliver(pair.toBob)
         #expect(commits.count == 1)

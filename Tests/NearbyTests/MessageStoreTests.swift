@@ -76,8 +76,7 @@ import Testing
         defer { removeDirectory(dir) }
         let a = try store.queueOutgoing("one", fragments: 1, in: conversation.id, now: 1)
         let b = try store.queueOutgoing("two", fragments: 1, in: conversation.id, now: 2)
-        let commits = MessageCommits()
-        store.database.writer.add(transactionObserver: commits, extent: .observerLifetime)
+        let commits = try MessageCommits(observing: store.database.writer)
         let changed = try store.recordStates(conversation.id, sentThrough: b.lastSequence, acknowledgedUpTo: 1, now: 3)
         #expect(changed.sent == [b.number] && changed.delivered == [a.number])
         #expect(commits.count == 1)
@@ -97,8 +96,7 @@ import Testing
         let (store, conversation, dir) = try makeStore()
         defer { removeDirectory(dir) }
         let messages = try (1...50).map { try store.queueOutgoing("m\($0)", fragments: 1, in: conversation.id, now: Double($0)) }
-        let commits = MessageCommits()
-        store.database.writer.add(transactionObserver: commits, extent: .observerLifetime)
+        let commits = try MessageCommits(observing: store.database.writer)
         #expect(try store.acknowledge(conversation.id, upTo: 30, now: 100) == Array(1...30))
         #expect(try store.acknowledge(conversation.id, upTo: 20, now: 101).isEmpty)  // An old one changes nothing.
         #expect(try store.recordStates(conversation.id, sentThrough: messages.last!.lastSequence, acknowledgedUpTo: 50, now: 102)

@@ -1,0 +1,100 @@
+import Foundation
+import GRDB
+import TestSupport
+import Testing
+@testable import Storage
+
+/// Writes bound and run straight through SQLite (issue 51): what they store, how a refusal
+/// reads, and that a statement keeps nothing of its last run.
+@Suite struct DirectWriteTests {
+    let tmp = TemporaryDirectory()
+
+    private func database() throws -> DatabaseQueue {
+        let queue = try DatabaseQueue(path: tmp.path + "/direct.sqlite")
+        try queue.write { try $0.execute(sql: "CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER NOT NULL, x REAL, s TEXT UNIQUE)") }
+        return queue
+    }
+
+    @Test func integersRealsAndTextAreStoredAsBound() throws {
+        let queue = try database()
+        try queue.write { db in
+            let insert = try db.cachedStatement(sql: "INSERT INTO t (n, x, s) VALUES (?1, ?2, ?3)")
+            try DirectWrite.execute(insert, in: db) {
+                $0.bind(1, Int64.min)
+                $0.bind(2, 0.25)
+                $0.bind(3, "👻 boo\u{0}after a zero byte")
+            }
+            try DirectWrite.execute(insert, in: db) {
+                $0.bind(1, Int64.max)
+                $0.bind(2, -1e300)
+                $0.bind(3, "")
+            }
+        }
+        // The text's bytes, all of them: its length is given, so a zero byte does not end it.
+        let rows = try queue.read { try Row.fetchAll($0, sql: "SELECT n, x, CAST(s AS BLOB) FROM t ORDER BY id") }
+        #expect(rows.map { $0[0] as Int64 } == [.min, .max])
+        #expect(rows.map { $0[1] as Double } == [0.25, -1e300])
+        #expect(rows.map { $0[2] as Data } == [Data("👻 boo\u{0}after a zero byte".utf8), Data()])
+    }
+
+    /// A parameter left unbound is NULL, not what the run before bound: here that breaks the
+    /// NOT NULL, as a stale binding would not.
+    @Test func aStatementKeepsNoBindingOfItsLastRun() throws {
+        let queue = try database()
+        try queue.write { db in
+            let insert = try db.cachedStatement(sql: "INSERT INTO t (n, s) VALUES (?1, ?2)")
+            try DirectWrite.execute(insert, in: db) {
+                $0.bind(1, Int64(7))
+                $0.bind(2, "first")
+            }
+            #expect(throws: DatabaseError.self) {
+                try DirectWrite.execute(insert, in: db) { $0.bind(2, "second") }
+            }
+        }
+        #expect(try queue.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM t") } == 1)
+    }
+
+    /// SQLite's refusal comes back as GRDB reports one: its code, its message and the statement;
+    /// the statement runs again afterwards.
+    @Test func aRefusalSaysWhatAndWhere() throws {
+        let queue = try database()
+        try queue.write { db in
+            let insert = try db.cachedStatement(sql: "INSERT INTO t (n, s) VALUES (?1, ?2)")
+            try DirectWrite.execute(insert, in: db) {
+                $0.bind(1, Int64(1))
+                $0.bind(2, "same")
+            }
+            let error = try #require(throws: DatabaseError.self) {
+                try DirectWrite.execute(insert, in: db) {
+                    $0.bind(1, Int64(2))
+                    $0.bind(2, "same")
+                }
+            }
+            #expect(error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE)
+            #expect(error.message?.contains("t.s") == true)
+            #expect(error.sql == "INSERT INTO t (n, s) VALUES (?1, ?2)")
+            try DirectWrite.execute(insert, in: db) {
+                $0.bind(1, Int64(3))
+                $0.bind(2, "other")
+            }
+        }
+        #expect(try queue.read { try String.fetchAll($0, sql: "SELECT s FROM t ORDER BY id") } == ["same", "other"])
+    }
+
+    /// A binding SQLite refuses (a parameter the statement does not have) fails the run before
+    /// anything is written.
+    @Test func aBindingOutOfRangeWritesNothing() throws {
+        let queue = try database()
+        try queue.write { db in
+            let insert = try db.cachedStatement(sql: "INSERT INTO t (n) VALUES (?1)")
+            let error = try #require(throws: DatabaseError.self) {
+                try DirectWrite.execute(insert, in: db) {
+                    $0.bind(1, Int64(1))
+                    $0.bind(2, Int64(2))
+                }
+            }
+            #expect(error.resultCode == .SQLITE_RANGE)
+        }
+        #expect(try queue.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM t") } == 0)
+    }
+}
