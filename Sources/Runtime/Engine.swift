@@ -64,9 +64,12 @@ package final class EngineBound<Value>: @unchecked Sendable {
     }
 
     package var value: Value {
-        get {
+        // Lent, not returned: the generic accessor is not specialized across modules, and a
+        // getter copied the whole value (every table of a feature retained, then released) to
+        // hand back the one field the caller named, some forty times a message.
+        _read {
             engine.assertCurrent()
-            return storage
+            yield storage
         }
         _modify {
             engine.assertCurrent()
