@@ -74,7 +74,7 @@ package struct RetransmissionTimer: Sendable {
 /// trip for whatever is sent to it until acknowledged. A pure value; `PeerTiming` keeps the
 /// engine's, which delivery, rooms and transfers share.
 package struct PeerTimers: Sendable {
-    private var timers: [Data: RetransmissionTimer] = [:]
+    private var timers = PeerMap<RetransmissionTimer>()
     /// Peers remembered at most: past it they start afresh (a flood of keys must not grow it).
     static let limit = 4_096
 
@@ -83,7 +83,7 @@ package struct PeerTimers: Sendable {
     package subscript(_ peer: Data) -> RetransmissionTimer {
         get { timers[peer] ?? RetransmissionTimer() }
         set {
-            if timers[peer] == nil, timers.count >= Self.limit { timers = [:] }
+            if timers[peer] == nil, timers.count >= Self.limit { timers = PeerMap() }
             timers[peer] = newValue
         }
     }
