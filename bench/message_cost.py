@@ -1,7 +1,8 @@
-"""What a message costs its receiver, in instructions (issue 51): ben runs under callgrind
-while ann sends him pings one at a time (each once the one before is shown) and then bursts;
-two runs that differ only in how many, the difference divided by the difference in messages.
-Instructions do not depend on the machine's load: the same figure from run to run."""
+"""What a message costs its receiver and its sender, in instructions (issue 51): ben (or ann)
+runs under callgrind while ann sends him pings one at a time (each once the one before is
+shown) and then bursts; two runs that differ only in how many, the difference divided by the
+difference in messages. Instructions do not depend on the machine's load: the same figure from
+run to run."""
 import os
 import re
 import subprocess
@@ -22,18 +23,20 @@ def instructions(out_file):
     raise RuntimeError(f"no totals in {out_file}")
 
 
-def one_run(binary, work, env, password, tag, pings, burst):
-    """ben's instructions from login to quit, receiving `pings` pings and a burst of `burst`."""
+def one_run(binary, work, env, password, tag, pings, burst, traced="ben"):
+    """The instructions of `traced` (ben, who receives, or ann, who sends) from login to quit,
+    for `pings` pings and a burst of `burst`."""
     a_dir, b_dir = os.path.join(work, f"cost-{tag}-a"), os.path.join(work, f"cost-{tag}-b")
     make_profile(binary, a_dir, "ann", password, env)
     make_profile(binary, b_dir, "ben", password, env)
     out_file = os.path.join(work, f"callgrind-{tag}.out")
-    ben = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}", binary, "--data-dir", b_dir],
+    callgrind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}"]
+    ben = subprocess.Popen((callgrind if traced == "ben" else []) + [binary, "--data-dir", b_dir],
                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True, bufsize=1)
     ben.stdin.write(f"login ben --password-file {password}\nchat\n")
     ben.stdin.flush()
-    ann = subprocess.Popen([binary, "--data-dir", a_dir], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, env=env, text=True, bufsize=1)
+    ann = subprocess.Popen((callgrind if traced == "ann" else []) + [binary, "--data-dir", a_dir], stdin=subprocess.PIPE,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, text=True, bufsize=1)
     ann.stdin.write(f"login ann --password-file {password}\nchat\nopen ben --wait 120\n")
     ann.stdin.flush()
     try:
@@ -50,6 +53,11 @@ def one_run(binary, work, env, password, tag, pings, burst):
             ann.stdin.flush()
             if wait_for_line(ben, f"burst {burst - 1}", 300) is None:
                 raise RuntimeError("the burst never reached ben")
+        if traced == "ann":
+            # Out of chat, then out of the shell: its count ends when it exits.
+            ann.stdin.write("quit\nquit\n")
+            ann.stdin.close()
+            ann.wait(120)
         ben.stdin.write("quit\n")
         ben.stdin.flush()
         while next_line(ben, 60) is not None:
@@ -77,9 +85,13 @@ def message_cost(binary, work, env, pings=(50, 250), bursts=(0, 2000)):
     burst = one_run(binary, work, env, password, "burst", pings[0], bursts[1])
     per_ping = (more - few) / (pings[1] - pings[0])
     per_burst = (burst - few) / (bursts[1] - bursts[0])
-    record("message_instructions", ping=per_ping, burst=per_burst)
+    sent_few = one_run(binary, work, env, password, "sent-few", pings[0], bursts[0], traced="ann")
+    sent_more = one_run(binary, work, env, password, "sent-pings", pings[1], bursts[0], traced="ann")
+    per_sent = (sent_more - sent_few) / (pings[1] - pings[0])
+    record("message_instructions", ping=per_ping, burst=per_burst, sent=per_sent)
     print(f"receiver's instructions a message, one at a time {per_ping:10,.0f}   (callgrind; target: at most {TARGET:,})")
     print(f"receiver's instructions a message, in a burst     {per_burst:10,.0f}")
+    print(f"sender's instructions a message, one at a time   {per_sent:10,.0f}   (its line read, stored, sealed, sent, shown)")
     return per_ping, per_burst
 
 
