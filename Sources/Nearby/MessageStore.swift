@@ -339,15 +339,25 @@ package struct MessageStore: Sendable {
               AND outgoing = 0 AND state = 'received'
             RETURNING lastSequence
             """), arguments: [now, conversation, number])
-        guard let sequence = sequences.max() else { return nil }
+        // The mark moves past all that was walked, read just now or not (messages of our own,
+        // or read ones written around seance): had it waited for a message to read, every
+        // opening of a conversation that is only ours lately walked all we wrote since.
         // Only as far as what is stored: a message shown and then refused by the database comes
         // again under the same number, still to be read.
         try db.cachedStatement(sql: """
-            UPDATE conversation SET unread = max(0, unread - ?1),
-                readUpTo = max(readUpTo, min(?2, (SELECT max(number) FROM message WHERE conversationId = ?3)))
-            WHERE id = ?3
-            """).execute(arguments: [sequences.count, number, conversation])
-        return sequence
+            UPDATE conversation SET unread = max(0, unread - ?1), readUpTo = ?2
+            WHERE id = ?3 AND (?1 > 0 OR readUpTo < ?2)
+            """).execute(arguments: [sequences.count, Self.readMark(db, conversation, upTo: number), conversation])
+        return sequences.max()
+    }
+
+    /// Where the mark of what was read goes once messages up to `number` were shown: there, or
+    /// to the newest stored if that is older, and never back.
+    private static func readMark(_ db: Database, _ conversation: Int64, upTo number: Int64) throws -> Int64 {
+        try Int64.fetchOne(db.cachedStatement(sql: """
+            SELECT max(readUpTo, min(?2, coalesce((SELECT max(number) FROM message WHERE conversationId = ?1), 0)))
+            FROM conversation WHERE id = ?1
+            """), arguments: [conversation, number]) ?? 0
     }
 
     /// The page of messages numbered before `before` (nil: the newest page), oldest first, on

@@ -269,6 +269,28 @@ import Testing
         #expect(try store.conversations(myKey: Data([1])).first?.unread == 0)
     }
 
+    /// The mark moves past our own messages too, though nothing was read: the next showing walks
+    /// only what came after them, not every message we wrote since the last one received.
+    @Test func theMarkPassesOurOwnMessages() throws {
+        let (store, conversation, dir) = try makeStore()
+        defer { removeDirectory(dir) }
+        let id = conversation.id
+        func mark() throws -> Int64? { try store.database.read { try Int64.fetchOne($0, sql: "SELECT readUpTo FROM conversation WHERE id = ?", arguments: [id]) } }
+        _ = try store.receive("one", in: id, firstSequence: 1, lastSequence: 1, sentAt: 1, now: 1)
+        #expect(try store.markShown(id, upTo: 1, now: 2) == 1)
+        for i in 2...4 { _ = try store.queueOutgoing("mine \(i)", fragments: 1, in: id, now: Double(i)) }
+        #expect(try store.markShown(id, upTo: 4, now: 5) == nil)
+        #expect(try mark() == 4)
+        #expect(try store.markShown(id, upTo: 9, now: 6) == nil)
+        #expect(try mark() == 4, "only as far as what is stored")
+        #expect(try store.markShown(id, upTo: 2, now: 7) == nil)
+        #expect(try mark() == 4, "never back")
+        _ = try store.receive("five", in: id, firstSequence: 2, lastSequence: 2, sentAt: 8, now: 8)
+        #expect(try store.markShown(id, upTo: 5, now: 9) == 2)
+        #expect(try mark() == 5)
+        #expect(try store.page(id).map { "\($0.text) \($0.readAt ?? 0)" } == ["one 2.0", "mine 2 0.0", "mine 3 0.0", "mine 4 0.0", "five 9.0"])
+    }
+
     /// Messages stored before the mark existed: the unread ones, and only they, are read when
     /// shown, wherever they are in the conversation.
     @Test func messagesUnreadBeforeTheMarkAreReadWhenShown() throws {
