@@ -37,16 +37,21 @@ import Testing
         #expect(rows.map { $0[2] as Data } == [Data("👻 boo\u{0}after a zero byte".utf8), Data()])
     }
 
+    /// Runs `insert` (its ?1 the integer, its ?2 the text).
+    private func run(_ insert: Statement, _ n: Int64, _ text: String, in db: Database) throws {
+        try DirectWrite.execute(insert, in: db) {
+            $0.bind(1, n)
+            $0.bind(2, text)
+        }
+    }
+
     /// A parameter left unbound is NULL, not what the run before bound: here that breaks the
     /// NOT NULL, as a stale binding would not.
     @Test func aStatementKeepsNoBindingOfItsLastRun() throws {
         let queue = try database()
         try queue.write { db in
             let insert = try db.cachedStatement(sql: "INSERT INTO t (n, s) VALUES (?1, ?2)")
-            try DirectWrite.execute(insert, in: db) {
-                $0.bind(1, Int64(7))
-                $0.bind(2, "first")
-            }
+            try run(insert, 7, "first", in: db)
             #expect(throws: DatabaseError.self) {
                 try DirectWrite.execute(insert, in: db) { $0.bind(2, "second") }
             }
@@ -60,23 +65,12 @@ import Testing
         let queue = try database()
         try queue.write { db in
             let insert = try db.cachedStatement(sql: "INSERT INTO t (n, s) VALUES (?1, ?2)")
-            try DirectWrite.execute(insert, in: db) {
-                $0.bind(1, Int64(1))
-                $0.bind(2, "same")
-            }
-            let error = try #require(throws: DatabaseError.self) {
-                try DirectWrite.execute(insert, in: db) {
-                    $0.bind(1, Int64(2))
-                    $0.bind(2, "same")
-                }
-            }
+            try run(insert, 1, "same", in: db)
+            let error = try #require(throws: DatabaseError.self) { try run(insert, 2, "same", in: db) }
             #expect(error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE)
             #expect(error.message?.contains("t.s") == true)
             #expect(error.sql == "INSERT INTO t (n, s) VALUES (?1, ?2)")
-            try DirectWrite.execute(insert, in: db) {
-                $0.bind(1, Int64(3))
-                $0.bind(2, "other")
-            }
+            try run(insert, 3, "other", in: db)
         }
         #expect(try queue.read { try String.fetchAll($0, sql: "SELECT s FROM t ORDER BY id") } == ["same", "other"])
     }
