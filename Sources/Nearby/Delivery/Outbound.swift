@@ -133,8 +133,14 @@ final class Outbound: DeliveryPart, Sendable {
     /// When a fragment waiting for a peer in range is next due. A peer out of range has no
     /// deadline: its arrival sends its queue.
     var nextDue: Double? {
-        let sessions = links.compactMap { key, link in link.queue.nextDue.flatMap { reachablePeer(key) == nil ? nil : $0 } }.min()
-        return [sessions, mailing.nextDue].compactMap { $0 }.min()
+        // By the links' values: walking the map by key made each key's `Data` anew, twice a
+        // message. Only a link with something due is looked up.
+        var soonest = mailing.nextDue
+        for link in links.values {
+            guard let due = link.queue.nextDue, due < soonest ?? .infinity, reachablePeer(link.conversationRecord.peerKey) != nil else { continue }
+            soonest = due
+        }
+        return soonest
     }
 
     /// Asks the engine's alarm to ring when the next fragment is due.
