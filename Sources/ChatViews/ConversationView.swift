@@ -329,8 +329,10 @@ package struct ConversationView: Sendable {
 
     /// A message on one line, made safe and cut to `width` columns (notices, the list of chats).
     package static func preview(_ text: String, width: Int) -> String {
-        // Newlines become spaces (`split`: Foundation's replacing costs more than the rest).
-        DisplayWidth.truncate(SafeText.visible(text.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: " ")), to: width)
+        // Newlines become spaces (`split`: Foundation's replacing costs more than the rest), in
+        // the few texts that have any: splitting a line without one cost as much as the rest.
+        let oneLine = text.utf8.contains(UInt8(ascii: "\n")) ? text.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: " ") : text
+        return DisplayWidth.truncate(SafeText.visible(oneLine), to: width)
     }
 
     package func centred(_ text: String) -> String {

@@ -7,6 +7,15 @@ import Testing
 @testable import Shell
 
 @Suite struct ConversationViewTests {
+    /// A notice's preview is one line: newlines become spaces, escapes are shown as text, and
+    /// it is cut to the width.
+    @Test func aPreviewIsOneSafeLine() {
+        #expect(ConversationView.preview("ping 5", width: 20) == "ping 5")
+        #expect(ConversationView.preview("one\ntwo\n\nthree", width: 40) == "one two  three")
+        #expect(ConversationView.preview("red \u{1B}[31m", width: 40) == SafeText.visible("red \u{1B}[31m"))
+        #expect(ConversationView.preview(String(repeating: "x", count: 50), width: 10).displayWidth <= 10)
+    }
+
     /// A typed line loses the spaces and tabs at its ends (any kind of space), nothing else.
     @Test func aLineIsTrimmedOfSpacesAtItsEnds() {
         #expect(ChatText.trimmed("hello there") == "hello there")
