@@ -95,6 +95,7 @@ extension Schema {
         RoomsSchema.plainIds,
         SearchSchema.reusedIds,
         NearbySchema.readUpTo,
+        SearchSchema.noColumnSizes,
     ], backfills: [SearchSchema.indexing, TransfersSchema.movingChunksOut], commitSteps: [SearchSchema.keepingUp])
 
     /// Each feature's list, for the test that every one is in the order above.

@@ -154,8 +154,9 @@ struct Fixture {
         }
         #expect(try world.texts(["wombat"]) == ["another wombat", "a lone wombat"], "a search indexes them first")
         #expect(try world.texts(["numbat"]) == ["a changed numbat"])
-        _ = try world.store((0..<64).map { "echidna \($0)" }, from: 20)
-        #expect(try inIndex("echidna") == 64, "a burst is indexed with its transaction")
+        let burst = Int(SearchSchema.deferLimit)
+        _ = try world.store((0..<burst).map { "echidna \($0)" }, from: 20)
+        #expect(try inIndex("echidna") == burst, "a burst is indexed with its transaction")
         try world.database.write { db in
             try db.execute(sql: "INSERT INTO message_search(message_search) VALUES ('integrity-check')")
         }
@@ -303,6 +304,43 @@ struct Fixture {
         try upgraded.runBackfills { _, _ in again += 1 }
         #expect(again == 0)
         try upgraded.write { db in try db.execute(sql: "INSERT INTO message_search(message_search) VALUES ('integrity-check')") }
+    }
+
+    /// The indexes made anew without column sizes (v36): every line, indexed before or waiting
+    /// for company, is found afterwards, once; the sizes' table is gone; the index is sound.
+    @Test func theIndexMadeAgainWithoutColumnSizesFindsEverything() throws {
+        let directory = temporaryDirectory("search-column-sizes")
+        defer { removeDirectory(directory) }
+        let path = directory + "/seance.db"
+        let me = Data(repeating: 1, count: 32)
+        let before = Schema(Array(Schema.seance.migrations.prefix { $0.name != SearchSchema.noColumnSizes.name }))
+        do {
+            let old = try testDatabase(path, schema: before)
+            let messages = MessageStore(database: old)
+            let conversation = try messages.conversation(myKey: me, peerKey: me, peerName: "ben", peerAgreementKey: me, now: 0).id
+            // 300 indexed, then 10 that wait for company.
+            for (first, count) in [(1, 300), (301, 10)] {
+                _ = try messages.storeOutgoing((first..<first + count).map { n in
+                    (conversation, MessageRow(number: Int64(n), text: "quokka \(n)", firstSequence: UInt32(n), lastSequence: UInt32(n), sentAt: 0))
+                }, now: 0)
+            }
+            // Indexed as the commit step does (a schema of migrations only has none).
+            try old.write { db in
+                try db.execute(sql: "INSERT INTO message_search(rowid, text) SELECT id, text FROM message WHERE id <= 300")
+                try db.execute(sql: "UPDATE search_indexed SET upTo = 300 WHERE tableName = 'message'")
+            }
+            #expect(try old.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM message_search_docsize") } == 300)
+        }
+        let upgraded = try testDatabase(path)
+        try upgraded.runBackfills { _, _ in }
+        let store = SearchStore(database: upgraded, me: me, myName: "ann")
+        #expect(try store.count(SearchQuery(["quokka"]), SearchFilter()) == 310)
+        #expect(try store.count(SearchQuery(["\"quokka 305\""]), SearchFilter()) == 1)
+        #expect(try upgraded.read { try $0.tableExists("message_search_docsize") || $0.tableExists("roomMessage_search_docsize") } == false)
+        try upgraded.write { db in
+            try db.execute(sql: "INSERT INTO message_search(message_search) VALUES ('integrity-check')")
+            try db.execute(sql: "INSERT INTO roomMessage_search(roomMessage_search) VALUES ('integrity-check')")
+        }
     }
 
     /// A line stored is found at once: its transaction indexed it before committing. One
