@@ -23,12 +23,15 @@ def instructions(out_file):
     raise RuntimeError(f"no totals in {out_file}")
 
 
-def one_run(binary, work, env, password, tag, pings, burst, traced="ben"):
+def one_run(binary, work, env, password, tag, pings, burst, traced="ben", indexed=True):
     """The instructions of `traced` (ben, who receives, or ann, who sends) from login to quit,
-    for `pings` pings and a burst of `burst`."""
+    for `pings` pings and a burst of `burst`; `indexed` false: on databases whose tables the
+    search index no longer follows (the search section's reference)."""
     a_dir, b_dir = os.path.join(work, f"cost-{tag}-a"), os.path.join(work, f"cost-{tag}-b")
     make_profile(binary, a_dir, "ann", password, env)
     make_profile(binary, b_dir, "ben", password, env)
+    for directory in () if indexed else (a_dir, b_dir):
+        subprocess.run(["sqlite3", os.path.join(directory, "seance.sqlite"), "DELETE FROM search_indexed;"], check=True)
     out_file = os.path.join(work, f"callgrind-{tag}.out")
     callgrind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}"]
     ben = subprocess.Popen((callgrind if traced == "ben" else []) + [binary, "--data-dir", b_dir],
@@ -85,12 +88,17 @@ def message_cost(binary, work, env, pings=(50, 250), bursts=(0, 2000)):
     burst = one_run(binary, work, env, password, "burst", pings[0], bursts[1])
     per_ping = (more - few) / (pings[1] - pings[0])
     per_burst = (burst - few) / (bursts[1] - bursts[0])
+    unindexed_few = one_run(binary, work, env, password, "unindexed-few", pings[0], bursts[0], indexed=False)
+    unindexed_burst = one_run(binary, work, env, password, "unindexed-burst", pings[0], bursts[1], indexed=False)
+    per_unindexed = (unindexed_burst - unindexed_few) / (bursts[1] - bursts[0])
     sent_few = one_run(binary, work, env, password, "sent-few", pings[0], bursts[0], traced="ann")
     sent_more = one_run(binary, work, env, password, "sent-pings", pings[1], bursts[0], traced="ann")
     per_sent = (sent_more - sent_few) / (pings[1] - pings[0])
-    record("message_instructions", ping=per_ping, burst=per_burst, sent=per_sent)
+    record("message_instructions", ping=per_ping, burst=per_burst, burst_unindexed=per_unindexed, sent=per_sent)
     print(f"receiver's instructions a message, one at a time {per_ping:10,.0f}   (callgrind; target: at most {TARGET:,})")
     print(f"receiver's instructions a message, in a burst     {per_burst:10,.0f}")
+    print(f"… the same without the search index               {per_unindexed:10,.0f}   "
+          f"(the index costs {(per_burst / per_unindexed - 1) * 100:.1f} %; target: at most 10 %)")
     print(f"sender's instructions a message, one at a time   {per_sent:10,.0f}   (its line read, stored, sealed, sent, shown)")
     return per_ping, per_burst
 
