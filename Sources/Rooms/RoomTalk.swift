@@ -87,8 +87,7 @@ final class RoomTalk: RoomPart, Sendable {
         if more && held < GroupCommit.rowLimit {
             if held == 1 { _ = context.engine.after(Self.holdLimit) { [weak self] in self?.writeHeld() } }
         } else {
-            writeHeld()
-            context.commits.commit()
+            sayHeldNow()
         }
         return ChatMessage(number: number, outgoing: true, text: text, sentAt: now, state: .sent)
     }
@@ -130,7 +129,8 @@ final class RoomTalk: RoomPart, Sendable {
         })
     }
 
-    /// Lines said and held are written and sent now: before we leave or close the room.
+    /// Lines said and held are written and sent now, without waiting for the engine's turn to
+    /// end: a line said alone, or before we leave or close the room.
     func sayHeldNow() {
         writeHeld()
         context.commits.commit()
