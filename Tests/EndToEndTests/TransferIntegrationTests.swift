@@ -96,7 +96,10 @@ struct TransferIntegrationTests {
         runA.send("/nearby stats", "/echo counted")
         #expect(runA.waitFor("counted"))
         let sent = try #require(runA.output.matches(of: /sent (\d+) packets/).last.flatMap { Int($0.1) })
-        #expect(sent < chunks / 3, "\(runA.output.suffix(600))")
+        // Both sides on failure: whether ben's last start offered a stream, and what ann dropped.
+        runB.send("/nearby stats", "/echo counted")
+        #expect(runB.waitFor("counted"))
+        #expect(sent < chunks / 3, "ann: \(runA.output.suffix(600))\nben: \(runB.output.suffix(1200))")
         // Saved again with no path: the downloads folder, never over the first.
         runB.send("save \(pictureNumber)", "save \(pictureNumber)")
         #expect(runB.waitFor("Downloads/vision (2).png"))
