@@ -96,6 +96,7 @@ extension Schema {
         SearchSchema.reusedIds,
         NearbySchema.readUpTo,
         SearchSchema.noColumnSizes,
+        NearbySchema.sentByMark,
     ], backfills: [SearchSchema.indexing, TransfersSchema.movingChunksOut], commitSteps: [SearchSchema.keepingUp])
 
     /// Each feature's list, for the test that every one is in the order above.

@@ -188,9 +188,9 @@ package struct MessageStore: Sendable {
         """
 
     /// The messages up to the one ending at `sequence` went out at least once: `sending`
-    /// becomes `sent` (they stay in the outbox until acknowledged). States only move forward:
-    /// one already delivered or read stays so (its row is not written). Returns the numbers of
-    /// the messages this changed.
+    /// becomes `sent` (they stay in the outbox until acknowledged), by the conversation's mark
+    /// (`NearbySchema.sentByMark`). States only move forward: one already delivered or read
+    /// stays so. Returns the numbers of the messages this changed.
     @discardableResult
     package func markSent(in conversation: Int64, through sequence: UInt32) throws -> [Int64] {
         try database.write { db in try Self.markSent(db, in: conversation, through: sequence) }
@@ -224,16 +224,18 @@ package struct MessageStore: Sendable {
     }
 
     private static func markSent(_ db: Database, in conversation: Int64, through sequence: UInt32) throws -> [Int64] {
-        // Only what is not acknowledged yet is visited (the messages in flight: under a stream of
-        // pings, one or two, where a list of the first-sent named eighty, nearly all
-        // acknowledged by then).
-        try Int64.fetchAll(db.cachedStatement(sql: """
-            UPDATE message INDEXED BY message_unread_by_peer SET state = 'sent'
-            WHERE conversationId = ?1 AND outgoing = 1 AND state != 'read'
-              AND lastSequence > (SELECT acknowledgedSequence FROM conversation WHERE id = ?1) AND lastSequence <= ?2
+        // The conversation's mark moves; no message's row is written (see
+        // `NearbySchema.sentByMark`). Only what is neither acknowledged nor marked yet is read.
+        let before = try UInt32.fetchOne(db.cachedStatement(sql: "SELECT max(acknowledgedSequence, transmittedSequence) FROM conversation WHERE id = ?"),
+                                         arguments: [conversation]) ?? 0
+        guard sequence > before else { return [] }
+        let sent = try Int64.fetchAll(db.cachedStatement(sql: """
+            SELECT number FROM message INDEXED BY message_unread_by_peer
+            WHERE conversationId = ?1 AND outgoing = 1 AND state != 'read' AND lastSequence > ?2 AND lastSequence <= ?3
               AND state = 'sending'
-            RETURNING number
-            """), arguments: [conversation, sequence]).sorted()
+            """), arguments: [conversation, before, sequence]).sorted()
+        try db.cachedStatement(sql: "UPDATE conversation SET transmittedSequence = ?1 WHERE id = ?2").execute(arguments: [sequence, conversation])
+        return sent
     }
 
     private static func acknowledge(_ db: Database, _ conversation: Int64, upTo sequence: UInt32, now: Double) throws -> [Int64] {

@@ -5,7 +5,7 @@ import Storage
 package enum NearbySchema {
     /// Every migration of this feature, in order.
     package static let migrations = [conversations, messageNumbers, unreadByPeer, oneConversationIndex, pagesByNumber, deliveredByCounter,
-                                    readTimes, mailed, prekeys, brokerTopics, plainIds, readUpTo]
+                                    readTimes, mailed, prekeys, brokerTopics, plainIds, readUpTo, sentByMark]
 
     /// Conversations and their messages.
     package static let conversations = Migration("v6-conversations") { db in
@@ -179,5 +179,33 @@ package enum NearbySchema {
                 (SELECT max(number) FROM message WHERE conversationId = conversation.id), 0)
             """)
         try db.execute(sql: "DROP INDEX message_unread")
+    }
+
+    /// A message that went out at least once shows `sent` by the conversation's mark, as one
+    /// acknowledged shows `delivered` by its acknowledged sequence: `transmittedSequence` is the
+    /// last fragment sent at least once, and rows stay `sending` until read. Writing `sent` into
+    /// each row rewrote the row and its entry in `message_unread_by_peer` (whose condition names
+    /// `state`): under a burst, a tenth of what the sender spent on a message. Rows written `sent`
+    /// before keep it; `message_shown` shows both alike.
+    package static let sentByMark = Migration("v37-sent-by-mark") { db in
+        try db.execute(sql: "ALTER TABLE conversation ADD COLUMN transmittedSequence INTEGER NOT NULL DEFAULT 0")
+        try db.execute(sql: """
+            UPDATE conversation SET transmittedSequence = coalesce((SELECT max(lastSequence) FROM message
+                WHERE conversationId = conversation.id AND outgoing = 1 AND state != 'sending'), 0)
+            """)
+        try db.execute(sql: "DROP VIEW message_shown")
+        try db.execute(sql: """
+            CREATE VIEW message_shown AS
+            SELECT message.*,
+                   CASE WHEN message.outgoing = 1 AND message.state IN ('sending', 'sent')
+                             AND message.lastSequence <= conversation.acknowledgedSequence THEN 'delivered'
+                        WHEN message.outgoing = 1 AND message.state = 'sending'
+                             AND message.lastSequence <= conversation.transmittedSequence THEN 'sent'
+                        ELSE message.state END AS shownState,
+                   coalesce(message.receivedAt, CASE WHEN message.outgoing = 1 THEN
+                       (SELECT at FROM delivery WHERE delivery.conversationId = message.conversationId
+                        AND delivery.upTo >= message.lastSequence ORDER BY delivery.upTo LIMIT 1) END) AS shownReceivedAt
+            FROM message JOIN conversation ON conversation.id = message.conversationId
+            """)
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import GRDB
 import Storage
+import Synchronization
 import TestWorld
 import Testing
 @testable import Nearby
@@ -69,18 +70,20 @@ import Testing
         #expect(try store.markSent(in: conversation.id, through: c.lastSequence).isEmpty)  // States never go back.
     }
 
-    /// What the engine gathered (first sends, an acknowledgement) is one transaction, not two;
-    /// a message acknowledged by then goes straight to delivered, its row never written.
+    /// What the engine gathered (first sends, an acknowledgement) is one transaction, not two,
+    /// and writes no message's row: a message acknowledged by then goes straight to delivered,
+    /// one sent shows so by the conversation's mark.
     @Test func sentAndDeliveredAreWrittenTogether() throws {
         let (store, conversation, dir) = try makeStore()
         defer { removeDirectory(dir) }
         let a = try store.queueOutgoing("one", fragments: 1, in: conversation.id, now: 1)
         let b = try store.queueOutgoing("two", fragments: 1, in: conversation.id, now: 2)
         let commits = try MessageCommits(observing: store.database.writer)
+        let transactions = Transactions(observing: store.database.writer)
         let changed = try store.recordStates(conversation.id, sentThrough: b.lastSequence, acknowledgedUpTo: 1, now: 3)
         #expect(changed.sent == [b.number] && changed.delivered == [a.number])
-        #expect(commits.count == 1)
-        #expect(commits.rows == 1)  // b's; a's row is not written (delivered by the counter).
+        #expect(transactions.count == 1)
+        #expect(commits.rows == 0)
         #expect(try store.page(conversation.id).map(\.state) == [.delivered, .sent])
         #expect(try store.existingConversation(myKey: Data([1]), peerKey: Data([2]))?.acknowledgedSequence == 1)
         // Only first sends: the acknowledgement is not written again.
@@ -291,6 +294,31 @@ import Testing
         #expect(try store.page(id).map { "\($0.text) \($0.readAt ?? 0)" } == ["one 2.0", "mine 2 0.0", "mine 3 0.0", "mine 4 0.0", "five 9.0"])
     }
 
+    /// Messages marked `sent` in their rows before the conversation's mark existed still show
+    /// so, and the mark starts after them: marking again changes none of them, and a message
+    /// still `sending` becomes `sent` without its row being written.
+    @Test func messagesSentBeforeTheMarkStillShowSent() throws {
+        let dir = temporaryDirectory("messages")
+        defer { removeDirectory(dir) }
+        let store = try Self.migrated(dir, from: NearbySchema.sentByMark, """
+                INSERT INTO conversation (id, myKey, peerKey, peerName, peerAgreementKey, sentSequence, acknowledgedSequence, lastActivity)
+                VALUES (1, x'01', x'02', 'bob', x'03', 5, 1, 0);
+                INSERT INTO message (conversationId, number, outgoing, text, firstSequence, lastSequence, sentAt, state) VALUES
+                    (1, 1, 1, 'delivered', 1, 1, 1, 'sent'), (1, 2, 1, 'sent', 2, 3, 2, 'sent'),
+                    (1, 3, 1, 'read', 4, 4, 3, 'read'), (1, 4, 1, 'waiting', 5, 5, 4, 'sending');
+                """)
+        func states() throws -> [String] { try store.page(1).map { "\($0.text) \($0.state)" } }
+        #expect(try states() == ["delivered delivered", "sent sent", "read read", "waiting sending"])
+        #expect(try store.database.read { try Int.fetchOne($0, sql: "SELECT transmittedSequence FROM conversation") } == 4)
+        #expect(try store.markSent(in: 1, through: 4).isEmpty)
+        let commits = try MessageCommits(observing: store.database.writer)
+        #expect(try store.markSent(in: 1, through: 5) == [4])
+        #expect(commits.rows == 0)
+        #expect(try states() == ["delivered delivered", "sent sent", "read read", "waiting sent"])
+        #expect(try store.acknowledge(1, upTo: 5, now: 9) == [2, 4])
+        #expect(try states() == ["delivered delivered", "sent delivered", "read read", "waiting delivered"])
+    }
+
     /// Messages stored before the mark existed: the unread ones, and only they, are read when
     /// shown, wherever they are in the conversation.
     @Test func messagesUnreadBeforeTheMarkAreReadWhenShown() throws {
@@ -339,4 +367,17 @@ import Testing
         _ = try store.conversation(myKey: Data([1]), peerKey: Data([2]), peerName: "bob", peerAgreementKey: Data(count: 32), now: 0)
         #expect(try store.existingConversation(myKey: Data([1]), peerKey: Data([2]))?.peerName == "bob")
     }
+}
+
+/// Transactions committed that changed any table (through GRDB's statements).
+private final class Transactions: TransactionObserver, Sendable {
+    private let committed = Mutex(0)
+    var count: Int { committed.withLock { $0 } }
+
+    init(observing writer: any DatabaseWriter) { writer.add(transactionObserver: self, extent: .observerLifetime) }
+
+    func observes(eventsOfKind eventKind: DatabaseEventKind) -> Bool { true }
+    func databaseDidChange(with event: DatabaseEvent) {}
+    func databaseDidCommit(_ db: Database) { committed.withLock { $0 += 1 } }
+    func databaseDidRollback(_ db: Database) {}
 }
