@@ -13,6 +13,7 @@ package final class Online {
     package let timing: PresenceTiming
     /// When sessions change keys and give up (tests shorten it).
     let sessionTiming: SessionTiming
+    let alsoReads: Set<UInt8>
     /// Makes the transports each time the user goes online (the LAN's sockets, a broker's
     /// connection), the preferred first.
     private let makeTransports: (_ identity: Identity) -> [Transport]
@@ -32,11 +33,14 @@ package final class Online {
     /// The battery is read again this often; a change of plane is announced at once.
     package static let batteryPollSeconds = 30.0
 
+    /// - Parameter alsoReads: the kinds announced as read beyond the session protocol's (a test
+    ///   plays an older seance with fewer).
     package init(battery: Battery, timing: PresenceTiming, sessionTiming: SessionTiming = SessionTiming(),
-                makeTransports: @escaping (_ identity: Identity) -> [Transport]) {
+                alsoReads: Set<UInt8> = KindTable.announcedReads, makeTransports: @escaping (_ identity: Identity) -> [Transport]) {
         self.battery = battery
         self.timing = timing
         self.sessionTiming = sessionTiming
+        self.alsoReads = alsoReads
         self.makeTransports = makeTransports
     }
 
@@ -77,8 +81,9 @@ package final class Online {
         }
         let plane = battery.reading.plane
         let (avatar, pixels) = Self.avatar(of: profile)
-        let announcement = Announcement(name: profile.name, agreementKey: identity.agreementPublicKey, plane: plane.wireValue,
+        var announcement = Announcement(name: profile.name, agreementKey: identity.agreementPublicKey, plane: plane.wireValue,
                                         avatar: avatar, unicastPort: 0, intervalMilliseconds: 0)
+        announcement.alsoReads = alsoReads
         // One serial engine for presence, delivery and every feature: every packet, deadline and
         // database write the network causes happens there, never on a socket's thread.
         let engine = Engine(scheduler: scheduler)

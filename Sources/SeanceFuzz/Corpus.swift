@@ -25,7 +25,9 @@ enum Corpus {
         let payloads: [any PacketKind] = [announce, imageAnnounce, Goodbye(), AvatarRequest(hash: hash),
                                           AvatarImage(hash: hash, pixels: pixels), MessageFragment(recipient: other.signingKey, sealed: sealed),
                                           Acknowledgement(recipient: other.signingKey, sequence: 3),
-                                          ReadReceipt(recipient: other.signingKey, sequence: 3), Query()]
+                                          ReadReceipt(recipient: other.signingKey, sequence: 3), Query(),
+                                          SessionFragments(recipient: other.signingKey,
+                                                           fragments: [Fragment(sequence: 1, isLast: true, sentAt: 1_700_000_000_000, text: Data("hello".utf8))])]
         var files: [(String, [UInt8])] = []
         for (index, payload) in payloads.enumerated() {
             let frame = try! Packet.encode(kind: type(of: payload).code, body: try! payload.encoded(), signer: signer,

@@ -25,7 +25,7 @@ final class EngineHarness {
     /// The shell, as the peer lists it.
     let shell: Peer
     /// Every kind number the table knows.
-    static let kinds: [UInt8] = Array(1...KindTable.messages) + Array(KindTable.fileOffer...KindTable.fileChunkAck) + [KindTable.mail]
+    static let kinds: [UInt8] = Array(1...KindTable.messages) + Array(KindTable.fileOffer...KindTable.fileChunkAck) + [KindTable.mail, KindTable.sessionFragments]
 
     init() throws {
         let directory = FileManager.default.temporaryDirectory.path + "/seance-fuzz-\(getpid())"

@@ -131,6 +131,10 @@ enum FuzzTarget: String, CaseIterable {
         case AvatarImage.code: _ = try? packet.read(AvatarImage.self)
         case MessageFragment.code: _ = try? packet.read(MessageFragment.self)
         case MessageBundle.code: _ = try? packet.read(MessageBundle.self)
+        case SessionFragments.code:
+            if let carried = try? packet.read(SessionFragments.self) {
+                precondition(carried.fragments.allSatisfy { $0.text.count <= MessageCrypto.fragmentText }, "a fragment read past its bound")
+            }
         case Acknowledgement.code: _ = try? packet.read(Acknowledgement.self)
         case ReadReceipt.code: _ = try? packet.read(ReadReceipt.self)
         default: break

@@ -17,6 +17,30 @@ package struct Fragment: Equatable, Sendable {
         self.sentAt = sentAt
         self.text = text
     }
+
+    /// Its bytes as sealed, or as carried in a session (`SessionFragments`): sequence (4),
+    /// flags (1), when it was written (8), then the text.
+    package var plaintext: [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(MessageCrypto.headerSize + text.count)
+        write(to: &bytes)
+        return bytes
+    }
+
+    /// `plaintext`, at the end of `bytes`.
+    package func write(to bytes: inout [UInt8]) {
+        bytes.appendBigEndian(sequence)
+        bytes.append(isLast ? 1 : 0)
+        bytes.appendBigEndian(sentAt)
+        bytes += text
+    }
+
+    /// A fragment read from its bytes: nil when they are too short or the flags are unknown.
+    package init?(plaintext: some Collection<UInt8>) {
+        var reader = ByteReader(ArraySlice(plaintext))
+        guard let sequence = reader.uint32(), let flags = reader.byte(), let sentAt = reader.uint64(), flags <= 1 else { return nil }
+        self.init(sequence: sequence, isLast: flags == 1, sentAt: sentAt, text: Data(reader.take(reader.remaining) ?? []))
+    }
 }
 
 /// End-to-end encryption of direct messages: X25519 between the two profiles' agreement keys,
@@ -27,7 +51,7 @@ package enum MessageCrypto {
     /// Nonce (12) and tag (16) around the plaintext.
     package static let overhead = 28
     /// Plaintext header: sequence (4), flags (1), sentAt (8).
-    static let headerSize = 13
+    package static let headerSize = 13
     /// Text bytes per fragment: what fits a datagram with all headers, with room to spare.
     package static let fragmentText = 900
 
@@ -49,12 +73,7 @@ package enum MessageCrypto {
     }
 
     package static func seal(_ fragment: Fragment, key: SymmetricKey, sender: Data, recipient: Data) throws -> Data {
-        var plain: [UInt8] = []
-        plain.appendBigEndian(fragment.sequence)
-        plain.append(fragment.isLast ? 1 : 0)
-        plain.appendBigEndian(fragment.sentAt)
-        plain += fragment.text
-        return try ChaChaPoly.seal(plain, using: key, nonce: randomNonce(), authenticating: sender + recipient).combined
+        try ChaChaPoly.seal(fragment.plaintext, using: key, nonce: randomNonce(), authenticating: sender + recipient).combined
     }
 
     /// A random nonce from one call to the kernel's generator (`getentropy`: one `getrandom`).
@@ -76,11 +95,8 @@ package enum MessageCrypto {
         } catch {
             throw .cannotDecrypt
         }
-        var reader = ByteReader(ArraySlice(plain))
-        guard let sequence = reader.uint32(), let flags = reader.byte(), let sentAt = reader.uint64(), flags <= 1 else {
-            throw .malformed
-        }
-        return Fragment(sequence: sequence, isLast: flags == 1, sentAt: sentAt, text: Data(reader.take(reader.remaining) ?? []))
+        guard let fragment = Fragment(plaintext: plain) else { throw .malformed }
+        return fragment
     }
 
     /// A message's fragments, numbered from `firstSequence`, the last one marked (deterministic:

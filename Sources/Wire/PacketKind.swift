@@ -81,12 +81,18 @@ package enum KindTable {
     /// A run of a file's chunks (`Transfers`), carried only by mail: a picture for someone
     /// away, in as few mails as its size allows.
     package static let fileChunks: UInt8 = 28
+    /// Fragments of direct messages as they are, for a peer whose announcement says it reads
+    /// them (`Delivery`): inside a session, whose frame is what seals them.
+    package static let sessionFragments: UInt8 = 29
     /// Kinds that travel signed, to everyone in range. Every other kind is direct and travels
     /// only inside a session: a signed frame of one is dropped unchecked.
     package static let broadcasts: Set<UInt8> = [announce, goodbye, query, beacon]
     /// Kinds that travel signed to one peer: mail, which cannot wait for a session (its reader
     /// is away), and which is not of its moment (a broker held it).
     package static let signedDirect: Set<UInt8> = [mail]
+    /// Direct kinds a seance reads only since it says so in its announcement
+    /// (`Announcement.alsoReads`): a peer sends one of them only to those that do.
+    package static let announcedReads: Set<UInt8> = [sessionFragments]
     /// Kinds 240–255 are for tests and experiments: never sent by a released seance.
     package static let experimental: ClosedRange<UInt8> = 240...255
 }

@@ -49,8 +49,10 @@ final class Pair {
         func read<Kind: PacketKind>(_ kind: Kind.Type) throws -> Kind { try Kind.read(body) }
     }
 
-    init(alicePlane: Plane = .human) throws {
-        world = try ChatWorld([("alice", alicePlane), ("bob", .human)])
+    /// - Parameter olderBob: bob reads only what every seance of the session protocol reads: his
+    ///   fragments come sealed, one by one or several to a packet (kinds 5 and 18).
+    init(alicePlane: Plane = .human, olderBob: Bool = false) throws {
+        world = try ChatWorld([("alice", alicePlane), ("bob", .human)], olderReaders: olderBob ? ["bob"] : [])
         (aliceNode, bobNode) = (world.nodes[0], world.nodes[1])
         aliceStore = MessageStore(database: aliceNode.database)
         bobStore = MessageStore(database: bobNode.database)
@@ -297,7 +299,7 @@ final class MessageCommits: TransactionObserver, Sendable {
     /// Copies sent again go together once the peer has shown it reads packets of several, and
     /// alone to one that has not (a reader need not know type 18: it still gets every message).
     @Test func copiesSentAgainGoTogetherToAReaderOfBundles() throws {
-        let pair = try Pair()
+        let pair = try Pair(olderBob: true)
         let conversation = try pair.conversationAtAlice()
         func burst(_ name: String) throws {
             for index in 1...30 { _ = try pair.aliceDelivery.send("\(name) \(index)", in: conversation, more: index < 30) }
@@ -351,8 +353,45 @@ final class MessageCommits: TransactionObserver, Sendable {
         #expect(pair.bobNode.service.statistics.dropped["replayed"] == 2)
     }
 
-    @Test func corruptedForeignAndMisaddressedFragmentsAreDropped() throws {
+    /// Between shells that both read fragments as they are, messages go so (kind 29): the
+    /// session's frame is their only seal, and a burst goes several to a packet. To one that does
+    /// not say it reads them, each fragment is sealed on its own as well (kinds 5 and 18), and
+    /// what it writes back to a reader goes as they are.
+    @Test func fragmentsGoAsTheyAreToAReaderAndSealedToAnOlderOne() throws {
+        for olderBob in [false, true] {
+            let pair = try Pair(olderBob: olderBob)
+            let conversation = try pair.conversationAtAlice()
+            _ = try pair.aliceDelivery.send("alone", in: conversation)
+            for index in 1...30 { _ = try pair.aliceDelivery.send("burst \(index)", in: conversation, more: index < 30) }
+            let frames = pair.toBob
+            #expect(Set(frames.map(\.kind)) == (olderBob ? [MessageFragment.code, MessageBundle.code] : [SessionFragments.code]))
+            #expect(frames.count < 31, "several to a packet")
+            pair.deliver(frames)
+            #expect(pair.received.withLock { $0 } == ["alone"] + (1...30).map { "burst \($0)" })
+            let toAlice = try pair.bobDelivery.conversation(with: Pair.peer(pair.aliceNode, in: pair.bobNode))
+            _ = try pair.bobDelivery.send("back", in: toAlice)
+            #expect(pair.toAlice.contains { $0.kind == SessionFragments.code })
+        }
+    }
+
+    /// Fragments as they are, addressed to somebody else or past what a conversation may hold,
+    /// are dropped as sealed ones are.
+    @Test func misaddressedFragmentsAsTheyAreAreDropped() throws {
         let pair = try Pair()
+        _ = try pair.conversationAtAlice()
+        let hello = Fragment(sequence: 1, isLast: true, sentAt: 1_700_000_000_000, text: Data("hello".utf8))
+        try pair.forge(SessionFragments(recipient: Data(repeating: 0, count: 32), fragments: [hello]))
+        try pair.forge(SessionFragments(recipient: pair.bob.signingPublicKey, fragments: [Fragment(sequence: 1_000_000, isLast: true, sentAt: 1, text: Data("far".utf8))]))
+        pair.deliver(pair.toBob)
+        #expect(pair.received.withLock { $0 }.isEmpty)
+        #expect(pair.bobDelivery.droppedCounts == ["not for us": 1, "out of window": 1])
+        try pair.forge(SessionFragments(recipient: pair.bob.signingPublicKey, fragments: [hello]))
+        pair.deliver(pair.toBob)
+        #expect(pair.received.withLock { $0 } == ["hello"])
+    }
+
+    @Test func corruptedForeignAndMisaddressedFragmentsAreDropped() throws {
+        let pair = try Pair(olderBob: true)
         let conversation = try pair.conversationAtAlice()
         _ = try pair.aliceDelivery.send("secret", in: conversation)
         let fragment = try #require(pair.toBob.first).read(MessageFragment.self)

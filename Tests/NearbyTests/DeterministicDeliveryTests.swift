@@ -31,7 +31,7 @@ import Testing
         let lost = Mutex(false)
         let packets = world.packets
         world.network.setLoss { bytes in
-            guard packets(bytes)?.code == KindTable.message else { return false }
+            guard packets(bytes)?.code == KindTable.sessionFragments else { return false }
             return lost.withLock { done in defer { done = true }; return !done }
         }
         let before = (ann.service.statistics.received, ben.service.statistics.received)
@@ -109,7 +109,7 @@ import Testing
         let lost = Mutex(false)
         let packets = world.packets
         world.network.setLoss { bytes in
-            guard packets(bytes)?.code == KindTable.message else { return false }
+            guard packets(bytes)?.code == KindTable.sessionFragments else { return false }
             return lost.withLock { done in defer { done = true }; return !done }
         }
         world.step(1)  // Past the moment anything was last written.

@@ -82,6 +82,42 @@ import Testing
         #expect(try with.encoded().count == (try announcement.encoded()).count + 43)
     }
 
+    /// The kinds a sender also reads (extension field 4) read back; a list longer than is kept
+    /// is read as far as it is kept; without it, the announcement is as before.
+    @Test func anAnnouncementSaysWhichKindsItAlsoReads() throws {
+        var with = announcement
+        with.alsoReads = KindTable.announcedReads
+        try roundTrip(with)
+        #expect(with.reads(KindTable.sessionFragments) && !announcement.reads(KindTable.sessionFragments))
+        #expect(try with.encoded().count == (try announcement.encoded()).count + 3 + KindTable.announcedReads.count)
+        let long = try announcement.encoded() + [4, 0, 64] + (0..<64).map { UInt8($0) }
+        #expect(try Announcement.read(long).alsoReads == Set((0..<UInt8(Announcement.readsKept))))
+    }
+
+    /// Fragments as they are (kind 29) read back, up to a packet's worth; a fragment longer than
+    /// a header and a full piece of text, one with flags this version does not know, one shorter
+    /// than its header, or none at all is malformed.
+    @Test func fragmentsAsTheyAreReadBackWithinTheirBounds() throws {
+        let recipient = Data(repeating: 3, count: 32)
+        let full = Fragment(sequence: 7, isLast: true, sentAt: 1_700_000_000_123, text: Data(repeating: 0x61, count: MessageCrypto.fragmentText))
+        try roundTrip(SessionFragments(recipient: recipient, fragments: [full]))
+        try roundTrip(SessionFragments(recipient: recipient, fragments: (1...40).map {
+            Fragment(sequence: $0, isLast: $0 % 2 == 0, sentAt: 1, text: Data("line \($0)".utf8))
+        }))
+        let body = Array(recipient)
+        func carrying(_ bytes: [UInt8]) -> [UInt8] { body + [UInt8(bytes.count >> 8), UInt8(bytes.count & 0xFF)] + bytes }
+        var tooLong = full.plaintext
+        tooLong.append(0x61)
+        var badFlags = full.plaintext
+        badFlags[4] = 2
+        for malformed in [carrying(tooLong), carrying(badFlags), carrying(Array(full.plaintext.prefix(12))), body] {
+            #expect(throws: DecodeError.self) { try SessionFragments.read(malformed) }
+        }
+        #expect(throws: DecodeError.self) {
+            try SessionFragments(recipient: recipient, fragments: [Fragment(sequence: 1, isLast: true, sentAt: 1, text: Data(tooLong))]).encoded()
+        }
+    }
+
     /// A core kind too: today's reader of an announcement skips a field it does not know.
     @Test func anAnnouncementWithAnExtensionFieldIsRead() throws {
         let body = try announcement.encoded() + [0x7F, 0, 3] + Array("new".utf8)

@@ -119,7 +119,7 @@ import Testing
         let frames = recorded.withLock { $0 }
         // While the sessions live their keys open the frames (so this test can tell).
         let live = world.packets
-        let carriers = frames.filter { [KindTable.message, KindTable.messages].contains(live($0)?.code) }
+        let carriers = frames.filter { live($0)?.code == KindTable.sessionFragments }
         #expect(carriers.count >= 2)
         ann.goOffline()
         ben.goOffline()

@@ -61,7 +61,8 @@ package final class ChatWorld: World {
             battery = Battery(override: Self.level(of: plane))
             let networks = world.transportNames.map { ($0, world.networks[$0]!) }
             online = Online(battery: battery, timing: PresenceTiming(interval: 1, jitter: 0, startupGap: 0.5),
-                            sessionTiming: world.sessionTiming) { identity in
+                            sessionTiming: world.sessionTiming,
+                            alsoReads: world.olderReaders.contains(name) ? [] : KindTable.announcedReads) { identity in
                 networks.map { transport, network in MemoryTransport(network: network, address: name, name: transport, signingKey: identity.signingPublicKey) }
             }
             curses = Curses(login: LoginSession(), inbox: inbox)
@@ -146,15 +147,20 @@ package final class ChatWorld: World {
     /// The transports of every shell, the preferred first.
     let transportNames: [String]
     let sessionTiming: SessionTiming
+    /// Shells that announce no kind read beyond the session protocol's, as an older seance.
+    let olderReaders: Set<String>
 
     /// Shells named and placed as `specs` says (with the gift for names in `gifted`), online on
     /// a transport on each of `transports` (the preferred first). Without `network`, presence
     /// stops at once (no announcements, no expiries; the features keep the alarm): for
-    /// simulating many hours of a feature alone.
+    /// simulating many hours of a feature alone. Shells in `olderReaders` read only what every
+    /// seance of the session protocol reads (`KindTable.announcedReads` they do not).
     package init(_ specs: [(String, Plane)], gifted: Set<String> = [], seed: UInt64 = 5, network: Bool = true,
-                transports: [String] = ["memory"], keeping: Set<String> = [], sessionTiming: SessionTiming = SessionTiming()) throws {
+                transports: [String] = ["memory"], keeping: Set<String> = [], sessionTiming: SessionTiming = SessionTiming(),
+                olderReaders: Set<String> = []) throws {
         self.seed = seed
         self.sessionTiming = sessionTiming
+        self.olderReaders = olderReaders
         transportNames = transports
         super.init(networks: transports, keeping: keeping)
         for (name, plane) in specs { nodes.append(try Node(name, plane: plane, gift: gifted.contains(name), world: self)) }

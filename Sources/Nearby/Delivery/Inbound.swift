@@ -25,13 +25,23 @@ final class Inbound: DeliveryPart, Sendable {
         self.states = states
     }
 
-    /// Delivery's four kinds, read where the network hands them.
+    /// Fragments as a packet carries them: each sealed on its own (kinds 5 and 18, and mail),
+    /// or as they are, inside a session's frame (kind 29).
+    enum Carried {
+        case sealed([Data])
+        case asTheyAre([Fragment])
+    }
+
+    /// Delivery's kinds, read where the network hands them.
     func register(on router: Router) {
         router.handlePacket(MessageFragment.self) { [weak self] fragment, packet, route in
-            self?.receive([fragment.sealed], for: fragment.recipient, from: packet.sender, by: route)
+            self?.receive(.sealed([fragment.sealed]), for: fragment.recipient, from: packet.sender, by: route)
         }
         router.handlePacket(MessageBundle.self) { [weak self] bundle, packet, route in
-            self?.receive(bundle.sealed, for: bundle.recipient, from: packet.sender, by: route)
+            self?.receive(.sealed(bundle.sealed), for: bundle.recipient, from: packet.sender, by: route)
+        }
+        router.handlePacket(SessionFragments.self) { [weak self] carried, packet, route in
+            self?.receive(.asTheyAre(carried.fragments), for: carried.recipient, from: packet.sender, by: route)
         }
         router.handlePacket(Acknowledgement.self) { [weak self] ack, packet, _ in self?.acknowledged(ack, from: packet.sender) }
         router.handlePacket(ReadReceipt.self) { [weak self] receipt, packet, _ in self?.read(receipt, from: packet.sender) }
@@ -74,11 +84,11 @@ final class Inbound: DeliveryPart, Sendable {
             case KindTable.message:
                 let fragment = try MessageFragment.read(body)
                 told([fragment.sealed])
-                receive([fragment.sealed], for: fragment.recipient, from: peer, by: route)
+                receive(.sealed([fragment.sealed]), for: fragment.recipient, from: peer, by: route)
             case KindTable.messages:
                 let bundle = try MessageBundle.read(body)
                 told(bundle.sealed)
-                receive(bundle.sealed, for: bundle.recipient, from: peer, by: route)
+                receive(.sealed(bundle.sealed), for: bundle.recipient, from: peer, by: route)
             case KindTable.ack:
                 acknowledged(try Acknowledgement.read(body), from: sender)
             default:
@@ -118,26 +128,27 @@ final class Inbound: DeliveryPart, Sendable {
         })
     }
 
-    /// Sealed fragments from `sender` (one packet's): checked, then taken in together.
-    func receive(_ sealed: [Data], for recipient: Data, from sender: Data, by route: Route) {
+    /// Fragments from `sender` (one packet's): checked, then taken in together.
+    func receive(_ carried: Carried, for recipient: Data, from sender: Data, by route: Route) {
         guard let peer = presentPeer(sender) else { return drop("unknown sender") }
-        receive(sealed, for: recipient, from: peer, by: route)
+        receive(carried, for: recipient, from: peer, by: route)
     }
 
-    /// Sealed fragments from `peer` (present, or its mail's announcement).
-    private func receive(_ sealed: [Data], for recipient: Data, from peer: Peer, by route: Route) {
+    /// Fragments from `peer` (present, or its mail's announcement).
+    private func receive(_ carried: Carried, for recipient: Data, from peer: Peer, by route: Route) {
         guard recipient == myKey else { return drop("not for us") }
         // The plane table binds the receiver too: only a sender whose plane reaches ours.
         guard parts.rules.canHear(from: peer) else { return drop("plane") }
         // The conversation is looked up once per peer, not for every fragment; a stranger's
-        // is made only for a fragment that decrypts, so noise creates nothing.
+        // is made only for a fragment that decrypts (or came in a session, which proved who
+        // wrote it), so noise creates nothing.
         let known = links[peer.signingKey]?.conversationRecord
-        if known == nil {
+        if known == nil, case .sealed(let sealed) = carried {
             guard (try? store.existingConversation(myKey: myKey, peerKey: peer.signingKey)) ?? nil != nil
                     || sealed.contains(where: { opens($0, from: peer) }) else { return drop("cannot decrypt") }
         }
         guard let conversation = known ?? (try? makeConversation(with: peer)) else { return drop("storage") }
-        receiveFragments(sealed, from: peer, by: route, conversation: conversation)
+        receiveFragments(carried, from: peer, by: route, conversation: conversation)
     }
 
     /// True when `sealed` decrypts with the key agreed with `peer` (checked before anything is
@@ -158,16 +169,24 @@ final class Inbound: DeliveryPart, Sendable {
     /// One packet's fragments: each opened and put in order. The messages they complete wait for
     /// `storeReceived` (queued behind the packets the engine was already given); a packet that
     /// completes none is acknowledged at once.
-    private func receiveFragments(_ sealed: [Data], from peer: Peer, by route: Route, conversation: Conversation) {
+    private func receiveFragments(_ carried: Carried, from peer: Peer, by route: Route, conversation: Conversation) {
         guard var link = try? link(for: conversation) else { return drop("storage") }
+        let fragments: [Fragment]
+        switch carried {
+        case .asTheyAre(let asTheyAre): fragments = asTheyAre
+        case .sealed(let sealed):
+            fragments = sealed.compactMap { box in
+                guard let fragment = try? MessageCrypto.open(box, key: link.key, sender: peer.signingKey, recipient: myKey) else {
+                    drop("cannot decrypt")
+                    return nil
+                }
+                return fragment
+            }
+        }
         let heldBefore = link.assembler.bufferedCount
         var whole: [AssembledMessage] = []
         var accepted = false
-        for box in sealed {
-            guard let fragment = try? MessageCrypto.open(box, key: link.key, sender: peer.signingKey, recipient: myKey) else {
-                drop("cannot decrypt")
-                continue
-            }
+        for fragment in fragments {
             let held = parts.box.value.bufferedTotal + link.assembler.bufferedCount - heldBefore
             if fragment.sequence > link.assembler.delivered && held >= Self.totalBufferLimit {
                 drop("out of window")

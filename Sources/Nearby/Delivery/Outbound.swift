@@ -165,21 +165,9 @@ final class Outbound: DeliveryPart, Sendable {
             if !due.isEmpty { outgoing.append((peer, links[key]!.key, due)) }
         }
         for (peer, key, due) in outgoing {
-            let seal = { (fragments: [Fragment]) in
-                fragments.compactMap { fragment in
-                    (try? MessageCrypto.seal(fragment, key: key, sender: self.myKey, recipient: peer.signingKey)).map { (fragment.sequence, $0) }
-                }
-            }
-            // First copies go by the preferred route, as many to a packet as fit: under a burst
-            // one signature covers many messages.
-            let fresh = seal(due.fresh)
-            var position = 0
-            var carried = !fresh.isEmpty
-            for boxes in Self.bundles(fresh.map(\.1)) {
-                if boxes.count > 1 { links[peer.signingKey]!.queue.wentBundled(fresh[position..<position + boxes.count].map(\.0)) }
-                position += boxes.count
-                if !transmit(boxes, to: peer) { carried = false }
-            }
+            // A peer that reads fragments as they are gets them so: the session's frame is their
+            // seal. Others get each sealed on its own as well, inside that frame (kinds 5, 18).
+            let carried = peer.announcement.reads(SessionFragments.code) ? sendAsTheyAre(due, to: peer) : sendSealed(due, to: peer, key: key)
             // `sent` only for what left this machine: through a broker that is down nothing does,
             // and the messages stay `sending` (their copies sent again make them `delivered`).
             // Changed in place: a copy of the link would copy its queue, thousands long in a burst.
@@ -187,15 +175,50 @@ final class Outbound: DeliveryPart, Sendable {
                 links[peer.signingKey]!.sentThrough = max(links[peer.signingKey]!.sentThrough, through)
                 states.schedule()
             }
-            // A copy sent again goes by every route the peer has, in case the preferred one
-            // stopped working (the receiver keeps one copy); alone, unless the peer has shown it
-            // reads packets of several (a reader need not: then it still gets every message).
-            // Through a slow clustered broker, copies sent again one to a packet were thousands
-            // of publishes, each answered by an acknowledgement, and a burst went at 40 a second.
             parts.box.value.resent += due.repeatedTogether.count + due.repeated.count
-            let together = Self.bundles(seal(due.repeatedTogether).map(\.1))
-            for boxes in together + seal(due.repeated).map({ [$0.1] }) { transmit(boxes, to: peer, everyRoute: true) }
         }
+    }
+
+    /// `due` as it is, several fragments to a packet (kind 29): first copies by the preferred
+    /// route, copies sent again by every route the peer has, in case the preferred one stopped
+    /// working (the receiver keeps one copy). True when the first copies left this machine.
+    private func sendAsTheyAre(_ due: OutgoingQueue.Due, to peer: Peer) -> Bool {
+        let size = { (fragment: Fragment) in 2 + MessageCrypto.headerSize + fragment.text.count }
+        var carried = !due.fresh.isEmpty
+        for fragments in Self.bundles(due.fresh, size: size) {
+            if !transmit(SessionFragments(recipient: peer.signingKey, fragments: fragments), to: peer) { carried = false }
+        }
+        let again = (due.repeatedTogether + due.repeated).sorted { $0.sequence < $1.sequence }
+        for fragments in Self.bundles(again, size: size) {
+            transmit(SessionFragments(recipient: peer.signingKey, fragments: fragments), to: peer, everyRoute: true)
+        }
+        return carried
+    }
+
+    /// `due` with each fragment sealed under the conversation's `key`: first copies by the
+    /// preferred route, as many to a packet as fit (under a burst one frame covers many
+    /// messages). True when they left this machine.
+    private func sendSealed(_ due: OutgoingQueue.Due, to peer: Peer, key: SymmetricKey) -> Bool {
+        let seal = { (fragments: [Fragment]) in
+            fragments.compactMap { fragment in
+                (try? MessageCrypto.seal(fragment, key: key, sender: self.myKey, recipient: peer.signingKey)).map { (fragment.sequence, $0) }
+            }
+        }
+        let fresh = seal(due.fresh)
+        var position = 0
+        var carried = !fresh.isEmpty
+        for boxes in Self.bundles(fresh.map(\.1)) {
+            if boxes.count > 1 { links[peer.signingKey]!.queue.wentBundled(fresh[position..<position + boxes.count].map(\.0)) }
+            position += boxes.count
+            if !transmit(boxes, to: peer) { carried = false }
+        }
+        // A copy sent again goes by every route the peer has; alone, unless the peer has shown
+        // it reads packets of several (a reader need not: then it still gets every message).
+        // Through a slow clustered broker, copies sent again one to a packet were thousands of
+        // publishes, each answered by an acknowledgement, and a burst went at 40 a second.
+        let together = Self.bundles(seal(due.repeatedTogether).map(\.1))
+        for boxes in together + seal(due.repeated).map({ [$0.1] }) { transmit(boxes, to: peer, everyRoute: true) }
+        return carried
     }
 
     /// Sealed fragments as one packet: one alone (type 5) or several (type 18). True when it
@@ -213,16 +236,22 @@ final class Outbound: DeliveryPart, Sendable {
     /// Sealed boxes grouped, in order, into as few packets as fit (each box behind its 2-byte
     /// length).
     static func bundles(_ boxes: [Data], capacity: Int = bundleCapacity) -> [[Data]] {
-        var groups: [[Data]] = []
-        var current: [Data] = [], used = 0
-        for box in boxes {
-            if !current.isEmpty && used + 2 + box.count > capacity {
+        bundles(boxes, capacity: capacity) { 2 + $0.count }
+    }
+
+    /// Items grouped, in order, into as few packets as fit, each taking `size` of a packet's
+    /// `capacity`.
+    static func bundles<Item>(_ items: [Item], capacity: Int = bundleCapacity, size: (Item) -> Int) -> [[Item]] {
+        var groups: [[Item]] = []
+        var current: [Item] = [], used = 0
+        for item in items {
+            if !current.isEmpty && used + size(item) > capacity {
                 groups.append(current)
                 current = []
                 used = 0
             }
-            current.append(box)
-            used += 2 + box.count
+            current.append(item)
+            used += size(item)
         }
         if !current.isEmpty { groups.append(current) }
         return groups

@@ -25,12 +25,18 @@ package struct Announcement: PacketKind, Equatable {
     /// made in milliseconds since 1970), from a sender that keeps a mailbox: mail to it is sealed
     /// to this key (`Mail`). The announcement's signature is X3DH's Sig(IK, Encode(SPK)).
     package var signedPrekey: SignedPrekey?
+    /// Direct kinds the sender reads beyond those of its session protocol (extension field 4,
+    /// a byte each; `KindTable.announcedReads`): only a sender that lists one is sent it.
+    package var alsoReads: Set<UInt8> = []
 
     /// The extension fields: which session protocol the sender speaks, its refresh chain, its
-    /// signed prekey.
+    /// signed prekey, the kinds it also reads.
     static let sessionTag: UInt8 = 1
     static let chainTag: UInt8 = 2
     static let prekeyTag: UInt8 = 3
+    static let readsTag: UInt8 = 4
+    /// Kinds listed in field 4 at most that are kept: a longer list is read that far.
+    static let readsKept = 32
 
     package var speaksSessions: Bool { sessionVersion >= SessionWire.version }
 
@@ -82,6 +88,7 @@ package struct Announcement: PacketKind, Equatable {
                 let key = Data(field.take(32)!)
                 signedPrekey = SignedPrekey(publicKey: key, made: Double(field.uint64()!) / 1000)
             }
+            if tag == Self.readsTag { alsoReads = Set(value.prefix(Self.readsKept)) }
         }
     }
 
@@ -118,7 +125,14 @@ package struct Announcement: PacketKind, Equatable {
             bytes += [Self.prekeyTag, 0, 40] + signedPrekey.publicKey
             bytes.appendBigEndian(UInt64(signedPrekey.made * 1000))
         }
+        if !alsoReads.isEmpty {
+            guard alsoReads.count <= Self.readsKept else { throw DecodeError.malformedPayload("kinds read") }
+            bytes += [Self.readsTag, 0, UInt8(alsoReads.count)] + alsoReads.sorted()
+        }
     }
+
+    /// Whether the sender said it reads `kind`, one of `KindTable.announcedReads`.
+    package func reads(_ kind: UInt8) -> Bool { alsoReads.contains(kind) }
 }
 
 /// X3DH's signed prekey (SPK), as announced: its public key and when it was made.
