@@ -21,10 +21,15 @@ final class TransferReceiver: TransferPart, Sendable {
         let key = Key(peer: sender, id: offer.id)
         if let receiving = state.value.receiving[key] {
             // Heard again (it crossed our answer): the same answer, with the stream it offered,
-            // so the sender's stream under way goes on.
-            let stream = state.value.expected[offer.id].flatMap { expected in
-                state.value.listener.flatMap { expected.key == key ? FileAnswer.StreamOffer(port: $0.port, key: expected.terms.key) : nil }
+            // so the sender's stream under way goes on. That stream ended here (cut short: a
+            // connection that went quiet for `FileStream.timeout`): a fresh one, or the rest
+            // of the file would go in chunks.
+            guard let expected = state.value.expected[offer.id] else {
+                let stored = receiving.window.stored
+                return answer(offer.id, .accept, stored: stored, to: peer,
+                              stream: streamOffer(for: receiving.transfer, key: key, stored: stored, peer: peer))
             }
+            let stream = state.value.listener.flatMap { expected.key == key ? FileAnswer.StreamOffer(port: $0.port, key: expected.terms.key) : nil }
             return answer(offer.id, .accept, stored: receiving.window.stored, to: peer, stream: stream)
         }
         let messages = MessageStore(database: context.database)

@@ -284,9 +284,15 @@ final class TransfersOnline: TransferPart, Sendable {
             let repeated = answer.stream != nil && answer.stream?.key == sending.streamKey
             if repeated && sending.stream != nil { return }
             let from = min(Int(answer.stored), transfer.chunkCount)
+            let movedOn = max(from, sending.streamStored.reached) > sending.streamStored.from
+            // That stream moved the file on and ended short here, not yet at the receiver's end,
+            // which offers it still (its connection went quiet): none is begun twice under one
+            // key, and chunks would carry the rest. The offer goes again (`tick`) until that
+            // end, having let go of it within `FileStream.timeout`, offers a fresh one.
+            if repeated && sending.streamEndedShort && movedOn { return }
             if sending.streamEndedShort && !repeated {
                 sending.streamEndedShort = false
-                sending.streamFailed = max(from, sending.streamStored.reached) <= sending.streamStored.from
+                sending.streamFailed = !movedOn
             }
             sending.progress = Progress(since: now, from: from)
             sending.stream?.stop()

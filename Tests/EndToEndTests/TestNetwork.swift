@@ -74,6 +74,12 @@ final class TestNetwork {
         guard result.status == 0 else { throw SetupError(output: result.output) }
     }
 
+    /// Takes away every rule `addBridgeRule` added: the bridge forwards everything again.
+    func removeBridgeRules() throws {
+        let result = try shellScript("nft flush chain bridge seance\(id) forward")
+        guard result.status == 0 else { throw SetupError(output: result.output) }
+    }
+
     /// How many frames the loss rule has dropped so far.
     func droppedFrames() throws -> Int {
         let listing = try shellScript("nft list chain bridge seance\(id) forward").output

@@ -139,6 +139,42 @@ struct TransferIntegrationTests {
         }
     }
 
+    /// A stream that goes quiet (TCP between the hosts dropped for longer than either end waits
+    /// on it) is let go at both ends; once TCP passes again, the rest goes on a fresh stream, not
+    /// in chunks. (Before, the receiver offered no stream again once its end had let go, and
+    /// the sender, told of the stream the receiver's end still held, sent the rest in chunks.)
+    @Test func aStreamThatWentQuietGoesOnOnAFreshOne() throws {
+        let net = try TestNetwork(hosts: 2)
+        // Slow enough that the stream is still going when TCP is cut.
+        try net.addBridgeRule("meta l4proto tcp limit rate over 2 mbytes/second drop")
+        let path = try noise(in: net, "file.bin", mebibytes: 16)
+        let chunks = (16 << 20 + 1_099) / 1_100
+        let a = try net.makeProfile("ann", host: 1), b = try net.makeProfile("ben", host: 2)
+        let runB = try net.start(host: 2, data: b, name: "ben", lines: ["chat"])
+        let runA = try net.start(host: 1, data: a, name: "ann", lines: ["chat", "open ben --wait 30", "/back"])
+        defer { runA.kill(); runB.kill() }
+        runA.send("send ben \(path)")
+        #expect(runB.waitFor { $0.contains("offers file.bin") })
+        runB.send("accept \(try #require(number(b, "file.bin")))")
+        #expect(try eventually(timeout: 60) { stored(b, "file.bin") > chunks / 8 })
+        try net.addBridgeRule("meta l4proto tcp drop")
+        // ben's end lets go of the quiet stream (its statistics say so), then TCP passes again.
+        var asked = 0
+        #expect(try eventually(timeout: 40) {
+            asked += 1
+            runB.send("nearby stats", "echo asked \(asked)")
+            return runB.waitFor("asked \(asked)\n") && runB.output.contains("file stream: the stream failed")
+        }, "ben: \(runB.output.suffix(600))")
+        try net.removeBridgeRules()
+        #expect(try eventually(timeout: 90) { state(b, "file.bin") == "complete" && state(a, "file.bin") == "complete" },
+                "ben: \(state(b, "file.bin")) \(stored(b, "file.bin")); ann: \(state(a, "file.bin"))")
+        #expect(FileManager.default.contentsEqual(atPath: path, andPath: b + "/transfers/\(try #require(number(b, "file.bin")))"))
+        runA.send("nearby stats", "echo counted")
+        #expect(runA.waitFor("counted"))
+        let sent = try #require(runA.output.matches(of: /sent (\d+) packets/).last.flatMap { Int($0.1) })
+        #expect(sent < chunks / 3, "ann sent \(sent) packets (the file is \(chunks) chunks): \(runA.output.suffix(800))")
+    }
+
     /// A transfer costs its own size on disk and leaves nothing behind: the receiver's file is
     /// as large as the one sent (the sender keeps no copy); declined, cancelled and deleted,
     /// both data directories are back within a constant of where they started.
