@@ -191,42 +191,85 @@ package struct ConversationView: Sendable {
     /// yours, on the left under the sender's name (when given) for theirs. The text takes the
     /// bubble's colour too unless `colouredText` is false (a picture keeps its own).
     package func framed(_ body: [String], width: Int, outgoing: Bool, sender: String?, colouredText: Bool = true) -> [String] {
-        let style: Style = outgoing ? .cyan : .yellow
-        func row(_ left: String, _ text: String, _ right: String) -> String {
-            let padded = DisplayWidth.pad(text, to: width)
-            return colouredText ? styler.apply(style, left + padded + right) : styler.apply(style, left) + padded + styler.apply(style, right)
+        let (open, close) = styler.enabled ? ((outgoing ? Style.cyan : Style.yellow).escape, Style.reset) : ("", "")
+        // Yours at the right edge: every row of the bubble is its body's width and four
+        // columns of frame.
+        let indent = outgoing ? max(0, columns - (width + 4)) : 0
+        // Each row made whole (`LineBuilder`): a bubble is drawn for every line sent and shown.
+        func row(_ pieces: (inout LineBuilder) -> Void) -> String {
+            var row = LineBuilder(capacity: indent + 3 * (width + 4) + 2 * (open.utf8.count + close.utf8.count))
+            row.appendSpaces(indent)
+            pieces(&row)
+            return row.line
         }
-        var rows: [String]
+        func framing(_ left: String, _ text: String, _ right: String) -> String {
+            row { row in
+                row.append(open)
+                row.append(left)
+                if !colouredText { row.append(close) }
+                row.append(text)
+                row.appendSpaces(DisplayWidth.padding(text, to: width))
+                if !colouredText { row.append(open) }
+                row.append(right)
+                row.append(close)
+            }
+        }
+        var rows: [String] = []
+        rows.reserveCapacity(body.count + 3)
+        if !outgoing, let sender { rows.append(styler.bold(SafeText.visible(sender))) }
         if capabilities.ascii {
-            rows = body.map { row("( ", $0, " )") }
-        } else {
-            let line = String(repeated: "─", count: width + 2)
-            rows = [styler.apply(style, "╭" + line + "╮")] + body.map { row("│ ", $0, " │") } + [styler.apply(style, "╰" + line + "╯")]
+            for text in body { rows.append(framing("( ", text, " )")) }
+            return rows
         }
-        if outgoing {
-            // Every row of the bubble is its body's width and four columns of frame.
-            let indent = String(repeated: " ", count: max(0, columns - (width + 4)))
-            return rows.map { indent + $0 }
+        let line = String(repeated: "─", count: width + 2)
+        func edge(_ left: String, _ right: String) -> String {
+            row { row in
+                row.append(open)
+                row.append(left)
+                row.append(line)
+                row.append(right)
+                row.append(close)
+            }
         }
-        return (sender.map { [styler.bold(SafeText.visible($0))] } ?? []) + rows
+        rows.append(edge("╭", "╮"))
+        for text in body { rows.append(framing("│ ", text, " │")) }
+        rows.append(edge("╰", "╯"))
+        return rows
     }
 
     /// The row under one of your bubbles: its number and delivery state, at the right edge.
     package func statusRow(number: Int64, state: ChatMessage.State) -> String {
-        let tail = statusTail(number: number, state: state)
+        let digits = String(number)
         // The tail's width without measuring it: "#N" and the widest state, a space between.
-        let width = 1 + String(number).utf8.count + 1 + ChatMessage.State.delivered.rawValue.utf8.count
-        return String(repeated: " ", count: max(0, columns - width)) + tail
+        let width = 1 + digits.utf8.count + 1 + ChatMessage.State.delivered.rawValue.utf8.count
+        var row = LineBuilder(capacity: max(columns, width) + 16)
+        row.appendSpaces(columns - width)
+        appendTail(to: &row, digits: digits, state: state)
+        return row.line
     }
 
     /// A message's number and delivery state as they end its state row: padded on the left to
     /// the widest state, so that writing a new state over the row's right end (`Overwrite`)
     /// leaves nothing of the old one.
     package func statusTail(number: Int64, state: ChatMessage.State) -> String {
+        var tail = LineBuilder(capacity: 32)
+        appendTail(to: &tail, digits: String(number), state: state)
+        return tail.line
+    }
+
+    /// `statusTail`, at the end of `row`.
+    private func appendTail(to row: inout LineBuilder, digits: String, state: ChatMessage.State) {
         // All ASCII: widths are byte counts.
-        let shownNumber = "#" + String(number)
-        let padding = ChatMessage.State.delivered.rawValue.utf8.count - state.rawValue.utf8.count
-        return String(repeated: " ", count: max(0, padding)) + styler.dim(shownNumber) + " " + styler.dim(state.rawValue)
+        row.appendSpaces(ChatMessage.State.delivered.rawValue.utf8.count - state.rawValue.utf8.count)
+        let (open, close) = styler.enabled ? (Style.dim.escape, Style.reset) : ("", "")
+        row.append(open)
+        row.append("#")
+        row.append(digits)
+        row.append(close)
+        row.append(" ")
+        row.append(open)
+        row.append(state.rawValue)
+        row.append(close)
     }
 
     /// The compact layout: `14:05  ben │ hello`, the name in a column as wide as the longer of

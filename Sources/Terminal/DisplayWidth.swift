@@ -211,13 +211,19 @@ package enum DisplayWidth {
 
     /// Pads `text` with spaces on the right to `width` columns (never truncates).
     package static func pad(_ text: String, to width: Int) -> String {
+        let spaces = padding(text, to: width)
+        return spaces == 0 ? text : text + String(repeated: " ", count: spaces)
+    }
+
+    /// How many spaces `pad` puts after `text`.
+    package static func padding(_ text: String, to width: Int) -> Int {
         let missing = width - text.strippingANSI.displayWidth
-        guard missing > 0 else { return text }
+        guard missing > 0 else { return 0 }
         // A last character that takes in the one after it (a prepended concatenation mark,
         // U+0600…) swallows the first space: one more goes after it.
         // (An ASCII last byte never does: the common case costs no string made to find out.)
         let swallows = (text.utf8.last ?? 0) < 0x80 ? false : text.last.map { (String($0) + " ").count == 1 } ?? false
-        return text + String(repeated: " ", count: missing + (swallows ? 1 : 0))
+        return missing + (swallows ? 1 : 0)
     }
 
     /// Cuts `text` to at most `width` columns, ending with `…` when something was cut.

@@ -25,6 +25,30 @@ import Testing
         #expect(ChatText.trimmed("ends in a newline\n") == "ends in a newline\n")
     }
 
+    /// In colour, a bubble's frame and text take its colour, a picture's text keeps its own,
+    /// and the state row is dim: each row whole, as the terminal is to draw it.
+    @Test func aBubbleInColourIsStyledRowByRow() {
+        let colour = ConversationView(capabilities: Capabilities(color: .ansi256, ascii: false, interactive: false), columns: 20, calendar: utc)
+        let (cyan, yellow, dim, reset) = ("\u{1B}[36m", "\u{1B}[33m", "\u{1B}[2m", "\u{1B}[0m")
+        let mine = ChatMessage(number: 7, outgoing: true, text: "hi", sentAt: now, state: .sent)
+        #expect(colour.bubble(mine) == [
+            "              \(cyan)╭────╮\(reset)", "              \(cyan)│ hi │\(reset)", "              \(cyan)╰────╯\(reset)",
+            "             \(dim)#7\(reset) \(dim)sent\(reset)",
+        ])
+        var theirs = ChatMessage(number: 8, outgoing: false, text: "yo!", sentAt: now, state: .received)
+        theirs.sender = "ben"
+        #expect(colour.bubble(theirs) == [
+            "\u{1B}[1mben\(reset)", "\(yellow)╭─────╮\(reset)", "\(yellow)│ yo! │\(reset)", "\(yellow)╰─────╯\(reset)", "\(dim)#8\(reset)",
+        ])
+        #expect(colour.framed(["ab", "c"], width: 2, outgoing: true, sender: nil, colouredText: false) == [
+            "              \(cyan)╭────╮\(reset)", "              \(cyan)│ \(reset)ab\(cyan) │\(reset)",
+            "              \(cyan)│ \(reset)c \(cyan) │\(reset)", "              \(cyan)╰────╯\(reset)",
+        ])
+        #expect(colour.statusTail(number: 12, state: .delivered) == "\(dim)#12\(reset) \(dim)delivered\(reset)")
+        let ascii = ConversationView(capabilities: Capabilities(color: .none, ascii: true, interactive: false), columns: 20, calendar: utc)
+        #expect(ascii.framed(["hi"], width: 3, outgoing: true, sender: nil) == ["             ( hi  )"])
+    }
+
     var utc: Calendar {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC")!
