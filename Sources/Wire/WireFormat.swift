@@ -214,6 +214,17 @@ package struct ByteReader {
     /// Skips what follows a kind's known fields: extension fields, each a tag (1 byte), a
     /// length (2 bytes) and a value, none of which this reader knows. Only their framing is
     /// checked.
+    /// The rest of a payload as pieces, each behind its 2-byte length (kinds that carry several,
+    /// to the end: 18, 29), each read by `read`.
+    package mutating func lengthPrefixed<Piece>(_ read: (ArraySlice<UInt8>) throws(DecodeError) -> Piece) throws(DecodeError) -> [Piece] {
+        var pieces: [Piece] = []
+        while !isAtEnd {
+            guard let length = uint16(), let bytes = take(Int(length)) else { throw .malformedPayload("too short") }
+            pieces.append(try read(bytes))
+        }
+        return pieces
+    }
+
     package mutating func skipExtensions() throws(DecodeError) {
         while try extensionField() != nil {}
     }

@@ -41,6 +41,18 @@ struct TransferIntegrationTests {
         return (runA, runB)
     }
 
+    /// ann and ben online, ann sending ben `path` (named `file.bin`) and ben accepting it; the
+    /// caller ends both.
+    func annSendsBen(_ net: TestNetwork, _ path: String) throws -> (a: String, b: String, runA: TestNetwork.Run, runB: TestNetwork.Run) {
+        let a = try net.makeProfile("ann", host: 1), b = try net.makeProfile("ben", host: 2)
+        let runB = try net.start(host: 2, data: b, name: "ben", lines: ["chat"])
+        let runA = try net.start(host: 1, data: a, name: "ann", lines: ["chat", "open ben --wait 30", "/back"])
+        runA.send("send ben \(path)")
+        #expect(runB.waitFor { $0.contains("offers file.bin") })
+        runB.send("accept \(try #require(number(b, "file.bin")))")
+        return (a, b, runA, runB)
+    }
+
     func state(_ data: String, _ name: String) -> String {
         (try? query(data, "SELECT state FROM transfer WHERE name = '\(name)'").first) ?? nil ?? ""
     }
@@ -113,13 +125,8 @@ struct TransferIntegrationTests {
             let net = try TestNetwork(hosts: 2)
             if blocked { try net.addBridgeRule("meta l4proto tcp counter drop") }
             let path = try noise(in: net, "file.bin", mebibytes: 4)
-            let a = try net.makeProfile("ann", host: 1), b = try net.makeProfile("ben", host: 2)
-            let runB = try net.start(host: 2, data: b, name: "ben", lines: ["chat"])
-            let runA = try net.start(host: 1, data: a, name: "ann", lines: ["chat", "open ben --wait 30", "/back"])
+            let (a, b, runA, runB) = try annSendsBen(net, path)
             defer { runA.kill(); runB.kill() }
-            runA.send("send ben \(path)")
-            #expect(runB.waitFor { $0.contains("offers file.bin") })
-            runB.send("accept \(try #require(number(b, "file.bin")))")
             #expect(try eventually(timeout: 60) { state(b, "file.bin") == "complete" }, "blocked: \(blocked)")
             #expect(FileManager.default.contentsEqual(atPath: path, andPath: b + "/transfers/\(try #require(number(b, "file.bin")))"))
             runA.send("nearby stats", "echo counted")
@@ -149,13 +156,8 @@ struct TransferIntegrationTests {
         try net.addBridgeRule("meta l4proto tcp limit rate over 2 mbytes/second drop")
         let path = try noise(in: net, "file.bin", mebibytes: 16)
         let chunks = (16 << 20 + 1_099) / 1_100
-        let a = try net.makeProfile("ann", host: 1), b = try net.makeProfile("ben", host: 2)
-        let runB = try net.start(host: 2, data: b, name: "ben", lines: ["chat"])
-        let runA = try net.start(host: 1, data: a, name: "ann", lines: ["chat", "open ben --wait 30", "/back"])
+        let (a, b, runA, runB) = try annSendsBen(net, path)
         defer { runA.kill(); runB.kill() }
-        runA.send("send ben \(path)")
-        #expect(runB.waitFor { $0.contains("offers file.bin") })
-        runB.send("accept \(try #require(number(b, "file.bin")))")
         #expect(try eventually(timeout: 60) { stored(b, "file.bin") > chunks / 8 })
         try net.addBridgeRule("meta l4proto tcp drop")
         // ben's end lets go of the quiet stream (its statistics say so), then TCP passes again.

@@ -16,12 +16,9 @@ package struct MessageBundle: PacketKind, Equatable {
 
     package init(reading reader: inout ByteReader) throws(DecodeError) {
         guard let recipient = reader.take(32) else { throw .malformedPayload("too short") }
-        var boxes: [Data] = []
-        while !reader.isAtEnd {
-            guard let length = reader.uint16() else { throw .malformedPayload("too short") }
-            guard Int(length) >= MessageCrypto.overhead else { throw .malformedPayload("sealed message too short") }
-            guard let box = reader.take(Int(length)) else { throw .malformedPayload("too short") }
-            boxes.append(Data(box))
+        let boxes = try reader.lengthPrefixed { (box) throws(DecodeError) in
+            guard box.count >= MessageCrypto.overhead else { throw .malformedPayload("sealed message too short") }
+            return Data(box)
         }
         guard !boxes.isEmpty else { throw .malformedPayload("no sealed message") }
         self.init(recipient: Data(recipient), sealed: boxes)

@@ -21,11 +21,9 @@ package struct SessionFragments: PacketKind, Equatable {
 
     package init(reading reader: inout ByteReader) throws(DecodeError) {
         guard let recipient = reader.take(32) else { throw .malformedPayload("too short") }
-        var fragments: [Fragment] = []
-        while !reader.isAtEnd {
-            guard let length = reader.uint16(), let bytes = reader.take(Int(length)) else { throw .malformedPayload("too short") }
+        let fragments = try reader.lengthPrefixed { (bytes) throws(DecodeError) in
             guard bytes.count <= Self.maximumFragment, let fragment = Fragment(plaintext: bytes) else { throw .malformedPayload("fragment") }
-            fragments.append(fragment)
+            return fragment
         }
         guard !fragments.isEmpty else { throw .malformedPayload("no fragment") }
         self.init(recipient: Data(recipient), fragments: fragments)
