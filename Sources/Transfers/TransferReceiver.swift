@@ -121,10 +121,19 @@ final class TransferReceiver: TransferPart, Sendable {
         // Released with the listener when going offline (`TransfersOnline.stop`).
         let receiver = self
         state.value.listener = StreamListener(port: port, engine: engine, events: .init(
-            expect: { id in engine.sync { receiver.state.value.expected[id]?.terms } },
+            expect: { id in engine.sync { receiver.take(expected: id) } },
             progress: { id, key, bytes in engine.async { receiver.streamed(id, key: key, bytes: bytes) } },
             ended: { id, key, result in engine.async { receiver.streamEnded(id, key: key, result) } }))
         return state.value.listener
+    }
+
+    /// The terms of the stream expected for `id`, for the first connection that presents it: a
+    /// second under the same key is refused (its blocks' nonces would start again, over other
+    /// bytes), whoever makes it.
+    private func take(expected id: Data) -> StreamListener.Expected? {
+        guard let expected = state.value.expected[id], !expected.taken else { return nil }
+        state.value.expected[id]!.taken = true
+        return expected.terms
     }
 
     /// A stream for a transfer accepted from a peer on the LAN: a fresh key for this acceptance

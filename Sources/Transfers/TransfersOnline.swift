@@ -26,9 +26,11 @@ final class TransfersOnline: TransferPart, Sendable {
         /// Every byte went on the stream: the receiver's acknowledgement is waited for, and
         /// asked for again with the offer when it does not come (it may be lost).
         var streamSent = false
-        /// The key of the last stream begun: none is begun twice under one (its blocks'
-        /// nonces would start again).
-        var streamKey: Data?
+        /// The keys of the streams begun: none is begun twice under one (its blocks' nonces
+        /// would start again), however late an answer naming one comes.
+        var streamKeys: Set<Data> = []
+        /// When the last stream ended short.
+        var streamEndedAt = -Double.infinity
         /// On a stream: the chunks stored when it began, and as the receiver last said.
         var streamStored = (from: 0, reached: 0)
         /// A stream failed without moving the file on (none can be made, or nothing goes on
@@ -54,6 +56,8 @@ final class TransfersOnline: TransferPart, Sendable {
     struct ExpectedStream {
         var key: Key
         var terms: StreamListener.Expected
+        /// A connection has presented it: no other may (`TransferReceiver.take(expected:)`).
+        var taken = false
     }
 
     /// Where a transfer's rate is measured from, and when its bar was last drawn.
@@ -105,6 +109,9 @@ final class TransfersOnline: TransferPart, Sendable {
     static let automaticLimit = 1 << 20
     /// Offers go again this often until answered (while the receiver asks its user, less often).
     static let offerInterval = 1.0
+    /// How long a sender waits for a fresh stream while the receiver still names the one that
+    /// ended short here (its end lets go of a quiet one within `FileStream.timeout`).
+    static let freshStreamWait = 2 * FileStream.timeout
     static let askingInterval = 5.0
     /// The bar under a transfer is drawn again at most this often.
     static let progressInterval = 0.25
@@ -281,15 +288,15 @@ final class TransfersOnline: TransferPart, Sendable {
         switch answer.decision {
         case .accept:
             // The same acceptance heard again (an offer of ours crossed it): the stream goes on.
-            let repeated = answer.stream != nil && answer.stream?.key == sending.streamKey
+            let repeated = answer.stream.map { sending.streamKeys.contains($0.key) } ?? false
             if repeated && sending.stream != nil { return }
             let from = min(Int(answer.stored), transfer.chunkCount)
             let movedOn = max(from, sending.streamStored.reached) > sending.streamStored.from
             // That stream moved the file on and ended short here, not yet at the receiver's end,
             // which offers it still (its connection went quiet): none is begun twice under one
             // key, and chunks would carry the rest. The offer goes again (`tick`) until that
-            // end, having let go of it within `FileStream.timeout`, offers a fresh one.
-            if repeated && sending.streamEndedShort && movedOn { return }
+            // end, having let go of it, offers a fresh one; after `freshStreamWait`, chunks.
+            if repeated && sending.streamEndedShort && movedOn && now - sending.streamEndedAt < Self.freshStreamWait { return }
             if sending.streamEndedShort && !repeated {
                 sending.streamEndedShort = false
                 sending.streamFailed = !movedOn
@@ -303,7 +310,7 @@ final class TransfersOnline: TransferPart, Sendable {
                 sending.window = nil
                 sending.cache = [:]
                 sending.streamStored = (from, from)
-                sending.streamKey = offer.key
+                sending.streamKeys.insert(offer.key)
                 let job = StreamSender.Job(id: answer.id, path: store.path(of: transfer), source: transfer.source, size: transfer.size,
                                            from: from * transfer.chunkSize, host: host, port: offer.port, key: offer.key)
                 sending.stream = StreamSender(job, engine: context.engine) { [weak self] stream, failure, changed in
@@ -382,6 +389,7 @@ final class TransfersOnline: TransferPart, Sendable {
             return finish(sending.transfer, as: .failed, reason: "\(store.path(of: sending.transfer)) changed since you sent it; send it again")
         }
         state.value.sending[id]!.streamEndedShort = true
+        state.value.sending[id]!.streamEndedAt = context.engine.now
         state.value.sending[id]!.offeredAt = -.infinity
         context.network.drop("file stream: \(failure)")
         tick()

@@ -85,7 +85,8 @@ package enum KindTable {
     /// them (`Delivery`): inside a session, whose frame is what seals them.
     package static let sessionFragments: UInt8 = 29
     /// Kinds that travel signed, to everyone in range. Every other kind is direct and travels
-    /// only inside a session: a signed frame of one is dropped unchecked.
+    /// only inside a session: a signed frame of one is dropped (unchecked, for a kind from before
+    /// sessions; as unsealed, for a later one).
     package static let broadcasts: Set<UInt8> = [announce, goodbye, query, beacon]
     /// Kinds that travel signed to one peer: mail, which cannot wait for a session (its reader
     /// is away), and which is not of its moment (a broker held it).

@@ -211,9 +211,6 @@ package struct ByteReader {
     package mutating func uint32() -> UInt32? { take(4).map { $0.reduce(0) { $0 << 8 | UInt32($1) } } }
     package mutating func uint64() -> UInt64? { take(8).map { $0.reduce(0) { $0 << 8 | UInt64($1) } } }
 
-    /// Skips what follows a kind's known fields: extension fields, each a tag (1 byte), a
-    /// length (2 bytes) and a value, none of which this reader knows. Only their framing is
-    /// checked.
     /// The rest of a payload as pieces, each behind its 2-byte length (kinds that carry several,
     /// to the end: 18, 29), each read by `read`.
     package mutating func lengthPrefixed<Piece>(_ read: (ArraySlice<UInt8>) throws(DecodeError) -> Piece) throws(DecodeError) -> [Piece] {
@@ -225,6 +222,9 @@ package struct ByteReader {
         return pieces
     }
 
+    /// Skips what follows a kind's known fields: extension fields, each a tag (1 byte), a
+    /// length (2 bytes) and a value, none of which this reader knows. Only their framing is
+    /// checked.
     package mutating func skipExtensions() throws(DecodeError) {
         while try extensionField() != nil {}
     }

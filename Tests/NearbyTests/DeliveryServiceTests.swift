@@ -390,6 +390,20 @@ final class MessageCommits: TransactionObserver, Sendable {
         #expect(pair.received.withLock { $0 } == ["hello"])
     }
 
+    /// Fragments as they are never come but in a session: signed by their writer's own key,
+    /// outside one, they are dropped (the session is their only seal) and nothing is made.
+    @Test func fragmentsAsTheyAreOutsideASessionAreDropped() throws {
+        let pair = try Pair()
+        let hello = SessionFragments(recipient: pair.bob.signingPublicKey,
+                                     fragments: [Fragment(sequence: 1, isLast: true, sentAt: 1_700_000_000_000, text: Data("hello".utf8))])
+        let frame = try Packet.encode(hello, signer: pair.alice.signing, timestamp: UInt64(pair.world.scheduler.now * 1000), sequence: 9)
+        pair.world.network.inject(frame, from: "alice", by: "memory")
+        pair.world.step(0)
+        #expect(pair.received.withLock { $0 }.isEmpty)
+        #expect(pair.bobNode.service.statistics.dropped["unsealed"] == 1)
+        #expect(try pair.bobStore.existingConversation(myKey: pair.bob.signingPublicKey, peerKey: pair.alice.signingPublicKey) == nil)
+    }
+
     @Test func corruptedForeignAndMisaddressedFragmentsAreDropped() throws {
         let pair = try Pair(olderBob: true)
         let conversation = try pair.conversationAtAlice()
