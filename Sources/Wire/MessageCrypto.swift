@@ -22,10 +22,13 @@ package struct Fragment: Equatable, Sendable {
     /// flags (1), when it was written (8), then the text.
     package var plaintext: [UInt8] {
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(MessageCrypto.headerSize + text.count)
+        bytes.reserveCapacity(byteCount)
         write(to: &bytes)
         return bytes
     }
+
+    /// How many bytes `plaintext` is.
+    package var byteCount: Int { MessageCrypto.headerSize + text.count }
 
     /// `plaintext`, at the end of `bytes`.
     package func write(to bytes: inout [UInt8]) {

@@ -183,7 +183,8 @@ final class Outbound: DeliveryPart, Sendable {
     /// route, copies sent again by every route the peer has, in case the preferred one stopped
     /// working (the receiver keeps one copy). True when the first copies left this machine.
     private func sendAsTheyAre(_ due: OutgoingQueue.Due, to peer: Peer) -> Bool {
-        let size = { (fragment: Fragment) in 2 + MessageCrypto.headerSize + fragment.text.count }
+        // Each behind its 2-byte length.
+        let size = { (fragment: Fragment) in 2 + fragment.byteCount }
         var carried = !due.fresh.isEmpty
         for fragments in Self.bundles(due.fresh, size: size) {
             if !transmit(SessionFragments(recipient: peer.signingKey, fragments: fragments), to: peer) { carried = false }

@@ -36,7 +36,7 @@ package struct SessionFragments: PacketKind, Equatable {
         }
         bytes += recipient
         for fragment in fragments {
-            bytes.appendBigEndian(UInt16(MessageCrypto.headerSize + fragment.text.count))
+            bytes.appendBigEndian(UInt16(fragment.byteCount))
             fragment.write(to: &bytes)
         }
     }
