@@ -183,8 +183,9 @@ package struct ConversationView: Sendable {
         // Widths are measured on what will be shown: the text made safe first.
         let body = DisplayWidth.wrap(SafeText.visible(message.text, keepNewlines: true), width: inner)
         let width = body.map { $0.displayWidth }.max() ?? 0  // (A key path here cost more than the widths.)
-        let rows = framed(body, width: width, outgoing: message.outgoing, sender: message.outgoing ? nil : message.sender)
-        return rows + [message.outgoing ? statusRow(number: message.number, state: message.state) : styler.dim("#\(message.number)")]
+        var rows = framed(body, width: width, outgoing: message.outgoing, sender: message.outgoing ? nil : message.sender)
+        rows.append(message.outgoing ? statusRow(number: message.number, state: message.state) : styler.dim("#\(message.number)"))
+        return rows
     }
 
     /// `body`, rows laid out `width` columns wide at most, in a bubble's frame: on the right for
@@ -221,12 +222,11 @@ package struct ConversationView: Sendable {
             for text in body { rows.append(framing("( ", text, " )")) }
             return rows
         }
-        let line = String(repeated: "─", count: width + 2)
         func edge(_ left: String, _ right: String) -> String {
             row { row in
                 row.append(open)
                 row.append(left)
-                row.append(line)
+                row.append("─", times: width + 2)
                 row.append(right)
                 row.append(close)
             }

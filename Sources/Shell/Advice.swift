@@ -1,3 +1,5 @@
+import Terminal
+
 /// A command named in advice ("open ben", "transfers"), written so that, typed where the user is
 /// when it is shown, it does what the advice says: `/open ben` in a conversation or a room
 /// (where a plain line is a message), `chat open ben` where `open` alone would be another
@@ -22,27 +24,25 @@ package enum Advice {
         var contiguous = text
         return contiguous.withUTF8 { bytes -> String? in
             let (open, close, separator) = (UInt8(start.value), UInt8(end.value), UInt8(modeSeparator.value))
-            guard var opening = bytes.firstIndex(of: open) else { return nil }
-            var out = String(decoding: bytes[..<opening], as: UTF8.self)
-            while true {
-                guard let closing = bytes[(opening + 1)...].firstIndex(of: close) else {
-                    // Never closed: the words as they are.
-                    out += String(decoding: bytes[(opening + 1)...], as: UTF8.self)
-                    return out
-                }
-                let marked = bytes[(opening + 1)..<closing]
+            guard bytes.contains(open) else { return nil }
+            // Made as bytes, then a `String` once (`LineBuilder`).
+            var out = LineBuilder(capacity: bytes.count + 16)
+            var at = 0
+            while let opening = bytes[at...].firstIndex(of: open) {
+                out.append(bytes: UnsafeBufferPointer(rebasing: bytes[at..<opening]))
+                at = opening + 1
+                // Never closed: the words as they are.
+                guard let closing = bytes[at...].firstIndex(of: close) else { break }
+                let marked = bytes[at..<closing]
                 if let split = marked.firstIndex(of: separator) {
-                    out += spell(String(decoding: bytes[(split + 1)..<closing], as: UTF8.self), String(decoding: bytes[(opening + 1)..<split], as: UTF8.self))
+                    out.append(spell(String(decoding: bytes[(split + 1)..<closing], as: UTF8.self), String(decoding: bytes[at..<split], as: UTF8.self)))
                 } else {
-                    out += spell(String(decoding: marked, as: UTF8.self), nil)
+                    out.append(spell(String(decoding: marked, as: UTF8.self), nil))
                 }
-                guard let next = bytes[(closing + 1)...].firstIndex(of: open) else {
-                    out += String(decoding: bytes[(closing + 1)...], as: UTF8.self)
-                    return out
-                }
-                out += String(decoding: bytes[(closing + 1)..<next], as: UTF8.self)
-                opening = next
+                at = closing + 1
             }
+            out.append(bytes: UnsafeBufferPointer(rebasing: bytes[at...]))
+            return out.line
         } ?? text
     }
 

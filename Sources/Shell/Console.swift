@@ -66,7 +66,7 @@ package final class Console {
     /// Writes `text` and a newline to stdout; at a terminal, a line wider than the window is
     /// broken at spaces (its indentation kept) rather than by the terminal mid-word.
     package func print(_ text: String = "") {
-        write(fitted(advised(text)) + "\n")
+        writeLine(fitted(advised(text)))
     }
 
     /// `text` with the commands its advice names spelled for where the user is.
@@ -161,6 +161,18 @@ package final class Console {
         acceptedRows = nil
         screen?.advance(over: text, columns: columns)
         writeUnfollowed(text)
+    }
+
+    /// `write(text + "\n")` without making the joined string: every row of every message shown
+    /// comes this way.
+    private func writeLine(_ text: String) {
+        let text = ascii(text)
+        acceptedRows = nil
+        if screen != nil { screen!.advance(over: text + "\n", columns: columns) }
+        if capture != nil { capture!.append(text + "\n"); return }
+        buffer.append(contentsOf: text.utf8)
+        buffer.append(UInt8(ascii: "\n"))
+        if buffer.count >= 1 << 16 { flush() }
     }
 
     /// Writes text that moves the cursor without leaving output behind (redrawing above the

@@ -11,7 +11,12 @@ package final class Shell {
     package let session: Session
     package private(set) var registry: CommandRegistry
     /// The mode the user is in; nil at the top level.
-    package private(set) var currentMode: String?
+    package private(set) var currentMode: String? {
+        didSet { currentMessages = currentMode.flatMap { registry.mode(named: $0)?.messages } }
+    }
+    /// How the current mode takes plain lines, if it does: found once, as the mode is entered
+    /// (every line typed and every notice's advice asks).
+    private var currentMessages: MessageInput?
     /// The reader of the running loop: forms use it to ask for fields.
     package private(set) var reader: LineReader?
     /// True when the next line is there already (see `LineReader.hasPendingInput`).
@@ -226,7 +231,7 @@ package final class Shell {
     /// Where a plain line is a message (an open conversation, a room), how it is sent; nil
     /// elsewhere.
     var activeMessages: MessageInput? {
-        guard let currentMode, let messages = registry.mode(named: currentMode)?.messages, messages.isActive() else { return nil }
+        guard let messages = currentMessages, messages.isActive() else { return nil }
         return messages
     }
 

@@ -7,7 +7,12 @@ package struct LineBuilder {
 
     package init(capacity: Int) { bytes.reserveCapacity(capacity) }
 
-    package mutating func append(_ text: String) { bytes.append(contentsOf: text.utf8) }
+    package mutating func append(_ text: String) {
+        var text = text
+        text.withUTF8 { bytes.append(contentsOf: $0) }
+    }
+
+    package mutating func append(bytes piece: UnsafeBufferPointer<UInt8>) { bytes.append(contentsOf: piece) }
 
     /// `count` spaces (none when it is not positive).
     package mutating func appendSpaces(_ count: Int) {
@@ -16,6 +21,17 @@ package struct LineBuilder {
             let taken = min(left, Self.spaces.count)
             bytes.append(contentsOf: Self.spaces[..<taken])
             left -= taken
+        }
+    }
+
+    /// `piece` `count` times over (none when it is not positive): a frame's edge.
+    package mutating func append(_ piece: String, times count: Int) {
+        guard count > 0 else { return }
+        var piece = piece
+        piece.withUTF8 { unit in
+            bytes.reserveCapacity(bytes.count + unit.count * count)
+            // Byte by byte: appending the piece's buffer cost a hundred instructions a time.
+            for _ in 0..<count { for byte in unit { bytes.append(byte) } }
         }
     }
 
