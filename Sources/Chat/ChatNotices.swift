@@ -135,7 +135,7 @@ final class ChatNotices: Sendable {
                 if state.value.openAdvice?.sender != sender {
                     state.value.openAdvice = (sender, Advice.command("open " + Tokenizer.quote(sender), mode: "chat"))
                 }
-                inbox.post(styler.apply(.magenta, "✉") + " \(sender): \(preview)   (\(state.value.openAdvice!.advice))",
+                inbox.post(LineBuilder.joined(styler.apply(.magenta, "✉"), " ", sender, ": ", preview, "   (", state.value.openAdvice!.advice, ")"),
                            alert: Alert(who: sender, what: "wrote to you", text: message.text))
             }
         case .stateChanged(let conversation, let numbers, let state):

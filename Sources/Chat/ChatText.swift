@@ -52,7 +52,10 @@ enum ChatText {
     /// The line without spaces or tabs at either end. Foundation's trimming costs more than a
     /// sent line's encryption, so the usual line, with none, is not handed to it.
     static func trimmed(_ line: String) -> String {
-        func isSpace(_ scalar: Unicode.Scalar) -> Bool { scalar == "\t" || scalar.properties.generalCategory == .spaceSeparator }
+        // ASCII without looking its category up (the table lookups were most of a line's trim).
+        func isSpace(_ scalar: Unicode.Scalar) -> Bool {
+            scalar.isASCII ? scalar == " " || scalar == "\t" : scalar.properties.generalCategory == .spaceSeparator
+        }
         guard let first = line.unicodeScalars.first, let last = line.unicodeScalars.last, !isSpace(first) && !isSpace(last) else {
             return line.trimmingCharacters(in: .whitespaces)
         }

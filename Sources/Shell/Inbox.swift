@@ -68,6 +68,10 @@ package final class AsyncInbox: Sendable {
         state.withLock { $0.woken = false }
     }
 
+    /// True when something was posted and not yet taken: a caller that only looks in passing
+    /// (before each line a script runs) need not read the pipe otherwise.
+    package var hasWaiting: Bool { state.withLock { $0.woken || !$0.notices.isEmpty } }
+
     /// Takes every queued notice, oldest first.
     package func drain() -> [Notice] {
         // The pipe first, then the lines and the flag together: a line posted after the lines
@@ -98,8 +102,9 @@ package final class AsyncInbox: Sendable {
     }
 
     private func emptyPipe() {
-        var drained: [UInt8] = Array(repeating: 0, count: 64)
-        while read(wakeFDs.read, &drained, drained.count) > 0 {}
+        withUnsafeTemporaryAllocation(byteCount: 64, alignment: 1) { drained in
+            while read(wakeFDs.read, drained.baseAddress, drained.count) > 0 {}
+        }
     }
 }
 

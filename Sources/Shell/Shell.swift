@@ -100,7 +100,9 @@ package final class Shell {
         var lineNumber = 0
         quitRequested = false
         while !quitRequested {
-            console.printPending()
+            // Only when something was posted: a script's every line read the wake pipe for
+            // nothing. (A byte there from elsewhere, a signal, is the reader's: it waits on it.)
+            if console.inbox.hasWaiting { console.printPending() }
             if reader.isInteractive { console.flush() }
             // A batch shows no prompt: its label (a lookup or two per line) is made only for a person.
             let input = reader.readLine(prompt: reader.isInteractive ? promptLabel : "")

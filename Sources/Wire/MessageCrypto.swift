@@ -39,8 +39,10 @@ package struct Fragment: Equatable, Sendable {
     }
 
     /// A fragment read from its bytes: nil when they are too short or the flags are unknown.
-    package init?(plaintext: some Collection<UInt8>) {
-        var reader = ByteReader(ArraySlice(plaintext))
+    package init?(plaintext: ArraySlice<UInt8>) {
+        // A slice, not any collection: a generic one was copied into a slice first, unspecialized
+        // across modules (a tenth of a fragment's reading in a session).
+        var reader = ByteReader(plaintext)
         guard let sequence = reader.uint32(), let flags = reader.byte(), let sentAt = reader.uint64(), flags <= 1 else { return nil }
         self.init(sequence: sequence, isLast: flags == 1, sentAt: sentAt, text: Data(reader.take(reader.remaining) ?? []))
     }
@@ -98,7 +100,7 @@ package enum MessageCrypto {
         } catch {
             throw .cannotDecrypt
         }
-        guard let fragment = Fragment(plaintext: plain) else { throw .malformed }
+        guard let fragment = Fragment(plaintext: ArraySlice(plain)) else { throw .malformed }
         return fragment
     }
 

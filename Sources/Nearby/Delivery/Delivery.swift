@@ -18,6 +18,13 @@ package final class Delivery: Feature, DeliveryPart, Sendable {
 
     package static let maximumLength = 4_000
 
+    /// Whether `text` is at most `maximumLength` characters. They are counted only when its
+    /// bytes are more (a character is a byte at least): counting them was a third of checking
+    /// a line, at both ends of every message.
+    package static func fits(_ text: String) -> Bool {
+        text.utf8.count <= maximumLength || text.count <= maximumLength
+    }
+
     package init(store: MessageStore, commits: GroupCommit, identity: Identity, rules: Rules, router: Router, directory: PeerDirectory,
                  deadlines: Deadlines, onEvent: @escaping @Sendable (DeliveryEvent) -> Void) throws {
         // Prekeys only with a mailbox: no mail can reach us without one.

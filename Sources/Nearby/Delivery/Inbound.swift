@@ -161,7 +161,7 @@ final class Inbound: DeliveryPart, Sendable {
 
     /// Why a whole message from a peer is skipped rather than stored, if it is.
     static func refusal(of message: AssembledMessage) -> String? {
-        if !message.isWhole || message.text.count > Delivery.maximumLength { return "too long" }
+        if !message.isWhole || !Delivery.fits(message.text) { return "too long" }
         if message.text.unicodeScalars.contains("\0") { return "NUL character" }
         return nil
     }

@@ -70,12 +70,12 @@ final class Outbound: DeliveryPart, Sendable {
     /// The line as it will be sent, or why it cannot be.
     func checked(_ text: String, for conversation: Conversation) throws -> String {
         guard !text.isEmpty else { throw Delivery.SendError.empty }
-        guard !text.unicodeScalars.contains("\0") else { throw Delivery.SendError.nul }
-        guard text.count <= Delivery.maximumLength else { throw Delivery.SendError.tooLong(text.count) }
+        guard !text.utf8.contains(0) else { throw Delivery.SendError.nul }
+        guard Delivery.fits(text) else { throw Delivery.SendError.tooLong(text.count) }
         // A feature's rules (a curse) may change the line or refuse it; what they make of it is
         // what is stored and sent.
         let text = try parts.rules.outgoing(text)
-        guard !text.isEmpty, text.count <= Delivery.maximumLength else { throw Delivery.SendError.tooLong(text.count) }
+        guard !text.isEmpty, Delivery.fits(text) else { throw Delivery.SendError.tooLong(text.count) }
         if let peer = presentPeer(conversation.peerKey), !parts.rules.canWrite(peer) {
             let mine = parts.rules.plane
             throw Delivery.SendError.cannotReach(mine: mine, theirs: peer.plane ?? mine, name: peer.handle)
