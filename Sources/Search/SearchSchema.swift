@@ -70,9 +70,10 @@ package enum SearchSchema {
     /// storing the message and everything else about receiving it), so a lone message is not
     /// indexed alone. A search indexes what waits first (`catchingUp`), so it finds everything.
     /// At 64 (a group commit's rows), a burst's index cost a received message 11,000
-    /// instructions; at 256, 4,000 (with `noColumnSizes`): within a tenth of what the rest of
-    /// storing it costs (issue 51).
-    static let deferLimit: Int64 = 256
+    /// instructions; at 256, 6,800 (with `noColumnSizes`); at 1,024, 4,400, a tenth of what the
+    /// rest of storing it costs (issue 51). A search after a burst indexes up to 1,023 rows
+    /// first, about a millisecond.
+    static let deferLimit: Int64 = 1_024
 
     /// The end of every write transaction: the rows it stored indexed with it once
     /// `deferLimit` of them wait (a burst), else later. The tables' bounds are read only once
