@@ -23,7 +23,10 @@ let package = Package(
         // stb_image from Debian's libstb-dev, compiled once in this target.
         .target(name: "CStbImage"),
         .target(name: "Terminal", dependencies: ["CStbImage", "CQREncode", "Runtime"]),
-        .target(name: "Storage", dependencies: ["Runtime", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")]),
+        // SQLite's process-wide settings (sqlite3_config is variadic: C only).
+        .target(name: "CSQLiteSetup", linkerSettings: [.linkedLibrary("sqlite3")]),
+        .target(name: "Storage", dependencies: ["Runtime", "CSQLiteSetup", .product(name: "GRDB", package: "GRDB.swift"),
+                                                .product(name: "GRDBSQLite", package: "GRDB.swift")]),
         .target(name: "Shell", dependencies: ["CEditLine", "Terminal", "Storage", "Runtime"]),
         .target(name: "Zombies", dependencies: ["Shell", "Terminal", "Storage", .product(name: "GRDB", package: "GRDB.swift")]),
         .target(name: "Visions", dependencies: ["Shell", "Terminal", "Storage", .product(name: "GRDB", package: "GRDB.swift")]),
