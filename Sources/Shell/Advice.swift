@@ -1,3 +1,4 @@
+import Glibc
 import Terminal
 
 /// A command named in advice ("open ben", "transfers"), written so that, typed where the user is
@@ -24,7 +25,8 @@ package enum Advice {
         var contiguous = text
         return contiguous.withUTF8 { bytes -> String? in
             let (open, close, separator) = (UInt8(start.value), UInt8(end.value), UInt8(modeSeparator.value))
-            guard bytes.contains(open) else { return nil }
+            // memchr: most lines have no advice, and every row of every message is asked.
+            guard let base = bytes.baseAddress, memchr(base, Int32(open), bytes.count) != nil else { return nil }
             // Made as bytes, then a `String` once (`LineBuilder`).
             var out = LineBuilder(capacity: bytes.count + 16)
             var at = 0

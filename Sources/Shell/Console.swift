@@ -166,11 +166,11 @@ package final class Console {
     /// `write(text + "\n")` without making the joined string: every row of every message shown
     /// comes this way.
     private func writeLine(_ text: String) {
-        let text = ascii(text)
+        var text = ascii(text)
         acceptedRows = nil
         if screen != nil { screen!.advance(over: text + "\n", columns: columns) }
         if capture != nil { capture!.append(text + "\n"); return }
-        buffer.append(contentsOf: text.utf8)
+        text.withUTF8 { buffer.append(contentsOf: $0) }
         buffer.append(UInt8(ascii: "\n"))
         if buffer.count >= 1 << 16 { flush() }
     }
