@@ -93,7 +93,10 @@ struct BrokerIntegrationTests {
             for id in ids { #expect(!topic.contains(id.prefix(8)) && !line[2].contains(id), "\(topic) names \(id)") }
             direct += 1
         }
-        #expect(direct > 100, "the direct frames were seen: \(direct)")
+        // Seen at all, so that the checks above looked at something: a frame carries some
+        // thirty of these messages' fragments, so 1,300 messages are forty frames at fewest
+        // (a faster sender packs more to a frame: this once said more than 100, and saw 94).
+        #expect(direct >= 40, "the direct frames were seen: \(direct)")
         // The broker's log: who published or subscribed to what, by client ID.
         var clients: [String: Set<String>] = [:], subscriber: String?
         for line in brokerLog.split(separator: "\n") {
