@@ -152,7 +152,8 @@ final class Outbound: DeliveryPart, Sendable {
         // Most rings have nothing to send: do not even look at who is in range; when something
         // waits, only its peers are looked up, so the cost does not grow with the crowd.
         mailing.retrying(now: now)
-        let waiting = links.compactMap { $0.value.queue.isEmpty ? nil : $0.key }
+        // By the links' values, as `nextDue`: walking the map by key made every key's `Data`.
+        let waiting = links.values.compactMap { $0.queue.isEmpty ? nil : $0.conversationRecord.peerKey }
         guard !waiting.isEmpty else { return }
         var outgoing: [(Peer, SymmetricKey, OutgoingQueue.Due)] = []
         for key in waiting {
