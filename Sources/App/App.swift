@@ -120,6 +120,7 @@ package enum App {
 
     /// Runs seance; a start-up failure is reported on stderr as `seance: message`.
     package static func run(_ options: LaunchOptions) -> Outcome {
+        SeanceDatabase.configureProcess()
         let outcome = runShell(options)
         if case .startFailed(let message) = outcome {
             let text = Array("seance: \(message)\n".utf8)

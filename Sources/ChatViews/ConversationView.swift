@@ -216,7 +216,7 @@ package struct ConversationView: Sendable {
             }
         }
         var rows: [String] = []
-        rows.reserveCapacity(body.count + 3)
+        rows.reserveCapacity(body.count + 4)  // A sender's name, two edges, the state row.
         if !outgoing, let sender { rows.append(styler.bold(SafeText.visible(sender))) }
         if capabilities.ascii {
             for text in body { rows.append(framing("( ", text, " )")) }

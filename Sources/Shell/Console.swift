@@ -163,8 +163,8 @@ package final class Console {
         writeUnfollowed(text)
     }
 
-    /// `write(text + "\n")` without making the joined string: every row of every message shown
-    /// comes this way.
+    /// `write(text + "\n")` without making the joined string on the way to the output buffer
+    /// (a script's, a pipe's): every row of every message shown comes this way.
     private func writeLine(_ text: String) {
         var text = ascii(text)
         acceptedRows = nil

@@ -16,15 +16,16 @@ package final class SeanceDatabase: Sendable {
     /// after a transaction is refused.
     private let commitSteps: Mutex<[@Sendable (Database) throws -> Void]>
 
-    /// SQLite's settings for the whole process, made before its first database is opened. No
-    /// memory statistics (seance reads none): kept, they took a mutex at every allocation and
-    /// every free, some thirty a message received (3,500 of its instructions).
-    private static let configureSQLite: Void = { _ = seance_sqlite_without_memory_statistics() }()
+    /// SQLite's settings for the whole process, made once by the program before it opens any
+    /// database: `sqlite3_config` may not run beside any other SQLite call (tests, which open
+    /// databases on many threads at once, leave SQLite as it comes). No memory statistics
+    /// (seance reads none): kept, they took a mutex at every allocation and every free, some
+    /// thirty a message received (3,500 of its instructions).
+    package static func configureProcess() { _ = seance_sqlite_without_memory_statistics() }
 
     /// Opens (creating if needed) the database at `path` and brings it up to `schema`.
     /// - Parameter busyTimeout: how long to wait for another process's lock, in seconds.
     package init(path: String, schema: Schema, busyTimeout: Double = 5) throws(StorageError) {
-        Self.configureSQLite
         self.path = path
         self.schema = schema
         commitSteps = Mutex(schema.commitSteps.map { $0.make() })

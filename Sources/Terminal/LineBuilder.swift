@@ -29,7 +29,6 @@ package struct LineBuilder {
         guard count > 0 else { return }
         var piece = piece
         piece.withUTF8 { unit in
-            bytes.reserveCapacity(bytes.count + unit.count * count)
             // Byte by byte: appending the piece's buffer cost a hundred instructions a time.
             for _ in 0..<count { for byte in unit { bytes.append(byte) } }
         }
