@@ -51,13 +51,20 @@ package struct OutgoingQueue: Sendable {
     package var isEmpty: Bool { head == items.count }
 
     /// Fragments sent at least once and not yet acknowledged.
-    package var inFlight: Int { entries.prefix(Self.window).count { $0.attempts > 0 } }
+    package var inFlight: Int {
+        (head..<min(items.count, head + Self.window)).count { items[$0].attempts > 0 }  // Field by field, as `nextDue`.
+    }
 
     /// When the next fragment in the window is due, if any waits.
     package var nextDue: Double? {
-        entries.prefix(Self.window).enumerated().lazy.compactMap { position, entry in
-            entry.attempts == 0 || position < Self.resendLimit ? entry.nextAt : nil
-        }.min()
+        // Field by field: a chain over the entries copied each (its fragment's text retained
+        // and released), and under a burst the window is asked after every packet sent.
+        var soonest: Double?
+        for index in head..<min(items.count, head + Self.window)
+        where items[index].attempts == 0 || index - head < Self.resendLimit {
+            soonest = min(soonest ?? .infinity, items[index].nextAt)
+        }
+        return soonest
     }
 
     /// Adds fragments (in sequence order); fragments already queued are ignored.
