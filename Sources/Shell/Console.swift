@@ -66,7 +66,7 @@ package final class Console {
     /// Writes `text` and a newline to stdout; at a terminal, a line wider than the window is
     /// broken at spaces (its indentation kept) rather than by the terminal mid-word.
     package func print(_ text: String = "") {
-        writeLine(fitted(advised(text)))
+        write(fitted(advised(text)), newline: true)
     }
 
     /// `text` with the commands its advice names spelled for where the user is.
@@ -155,31 +155,23 @@ package final class Console {
         write("\u{1B}[\(rows)A\r\u{1B}[J")
     }
 
-    /// Writes `text` to stdout as is (with `--ascii`, its typographic punctuation as ASCII).
-    package func write(_ text: String) {
+    /// Writes `text` to stdout as is (with `--ascii`, its typographic punctuation as ASCII),
+    /// and a newline after it when asked.
+    package func write(_ text: String, newline: Bool = false) {
         let text = ascii(text)
         acceptedRows = nil
-        screen?.advance(over: text, columns: columns)
-        writeUnfollowed(text)
-    }
-
-    /// `write(text + "\n")` without making the joined string on the way to the output buffer
-    /// (a script's, a pipe's): every row of every message shown comes this way.
-    private func writeLine(_ text: String) {
-        var text = ascii(text)
-        acceptedRows = nil
-        if screen != nil { screen!.advance(over: text + "\n", columns: columns) }
-        if capture != nil { capture!.append(text + "\n"); return }
-        text.withUTF8 { buffer.append(contentsOf: $0) }
-        buffer.append(UInt8(ascii: "\n"))
-        if buffer.count >= 1 << 16 { flush() }
+        if screen != nil { screen!.advance(over: newline ? text + "\n" : text, columns: columns) }
+        writeUnfollowed(text, newline: newline)
     }
 
     /// Writes text that moves the cursor without leaving output behind (redrawing above the
-    /// line being edited, writing over a marked line).
-    func writeUnfollowed(_ text: String) {
-        if capture != nil { capture!.append(text); return }
-        buffer.append(contentsOf: text.utf8)
+    /// line being edited, writing over a marked line). Copied into the buffer from its bytes,
+    /// the newline apart: every row of every message shown comes this way.
+    func writeUnfollowed(_ text: String, newline: Bool = false) {
+        if capture != nil { capture!.append(newline ? text + "\n" : text); return }
+        var text = text
+        text.withUTF8 { buffer.append(contentsOf: $0) }
+        if newline { buffer.append(UInt8(ascii: "\n")) }
         if buffer.count >= 1 << 16 { flush() }
     }
 

@@ -51,17 +51,17 @@ package struct OutgoingQueue: Sendable {
     package var isEmpty: Bool { head == items.count }
 
     /// Fragments sent at least once and not yet acknowledged.
-    package var inFlight: Int {
-        (head..<min(items.count, head + Self.window)).count { items[$0].attempts > 0 }  // Field by field, as `nextDue`.
-    }
+    package var inFlight: Int { window.count { items[$0].attempts > 0 } }
+
+    /// The window's entries, by their indices in `items`: read field by field there, since a
+    /// chain over the entries copied each (its fragment's text retained and released), and
+    /// under a burst the window is asked after every packet sent.
+    private var window: Range<Int> { head..<min(items.count, head + Self.window) }
 
     /// When the next fragment in the window is due, if any waits.
     package var nextDue: Double? {
-        // Field by field: a chain over the entries copied each (its fragment's text retained
-        // and released), and under a burst the window is asked after every packet sent.
         var soonest: Double?
-        for index in head..<min(items.count, head + Self.window)
-        where items[index].attempts == 0 || index - head < Self.resendLimit {
+        for index in window where items[index].attempts == 0 || index - head < Self.resendLimit {
             soonest = min(soonest ?? .infinity, items[index].nextAt)
         }
         return soonest
