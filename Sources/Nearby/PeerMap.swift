@@ -25,6 +25,9 @@ package struct PeerMap<Value>: Sequence {
     @discardableResult
     package mutating func updateValue(_ value: Value, forKey key: Data) -> Value? { storage.updateValue(value, forKey: PeerKey(key)) }
 
+    /// Whether `key` has a value (without copying it out, as `self[key] != nil` would).
+    package func contains(_ key: Data) -> Bool { storage.index(forKey: PeerKey(key)) != nil }
+
     package var count: Int { storage.count }
     package var isEmpty: Bool { storage.isEmpty }
     package var keys: [Data] { storage.keys.map(\.data) }

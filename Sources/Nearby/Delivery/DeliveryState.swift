@@ -163,6 +163,11 @@ extension DeliveryPart {
     /// delivered sequence) on first use.
     func link(for conversation: Conversation) throws -> DeliveryState.Link {
         if let link = links[conversation.peerKey] { return link }
+        return try makeLink(for: conversation)
+    }
+
+    /// The link of `conversation`, made and kept.
+    private func makeLink(for conversation: Conversation) throws -> DeliveryState.Link {
         let key = try MessageCrypto.key(mine: parts.identity.agreement, theirs: conversation.peerAgreementKey,
                                         mySigningKey: myKey, theirSigningKey: conversation.peerKey)
         let link = DeliveryState.Link(conversationRecord: conversation, key: key,
@@ -176,8 +181,8 @@ extension DeliveryPart {
     /// Runs `body` on the link of `conversation` and keeps what it changed.
     @discardableResult
     func withLink<T>(_ conversation: Conversation, _ body: (inout DeliveryState.Link) throws -> T) throws -> T {
-        _ = try link(for: conversation)
-        // In place: a copy would copy the link's queue.
+        if !links.contains(conversation.peerKey) { _ = try makeLink(for: conversation) }
+        // In place: a copy would copy the link's queue, and its assembler's table when changed.
         return try body(&links[conversation.peerKey]!)
     }
 

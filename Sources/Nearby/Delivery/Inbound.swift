@@ -170,38 +170,45 @@ final class Inbound: DeliveryPart, Sendable {
     /// `storeReceived` (queued behind the packets the engine was already given); a packet that
     /// completes none is acknowledged at once.
     private func receiveFragments(_ carried: Carried, from peer: Peer, by route: Route, conversation: Conversation) {
-        guard var link = try? link(for: conversation) else { return drop("storage") }
         let fragments: [Fragment]
         switch carried {
         case .asTheyAre(let asTheyAre): fragments = asTheyAre
         case .sealed(let sealed):
+            guard let key = try? withLink(conversation, { $0.key }) else { return drop("storage") }
             fragments = sealed.compactMap { box in
-                guard let fragment = try? MessageCrypto.open(box, key: link.key, sender: peer.signingKey, recipient: myKey) else {
+                guard let fragment = try? MessageCrypto.open(box, key: key, sender: peer.signingKey, recipient: myKey) else {
                     drop("cannot decrypt")
                     return nil
                 }
                 return fragment
             }
         }
-        let heldBefore = link.assembler.bufferedCount
+        // Put in order in the link itself: a copy of it, changed, copied its assembler's table
+        // at every packet. Nothing else of the engine's is touched meanwhile (it is one box).
+        let heldElsewhere = parts.box.value.bufferedTotal
         var whole: [AssembledMessage] = []
-        var accepted = false
-        for fragment in fragments {
-            let held = parts.box.value.bufferedTotal + link.assembler.bufferedCount - heldBefore
-            if fragment.sequence > link.assembler.delivered && held >= Self.totalBufferLimit {
-                drop("out of window")
-                continue
+        var accepted = false, outOfWindow = 0, heldChange = 0
+        let putInOrder = { (link: inout DeliveryState.Link) in
+            let heldBefore = link.assembler.bufferedCount
+            for fragment in fragments {
+                let held = heldElsewhere + link.assembler.bufferedCount - heldBefore
+                if fragment.sequence > link.assembler.delivered && held >= Self.totalBufferLimit {
+                    outOfWindow += 1
+                    continue
+                }
+                switch link.assembler.receive(fragment) {
+                case .outOfWindow: outOfWindow += 1
+                case .messages(let messages):
+                    whole += messages
+                    accepted = true
+                case .duplicate, .buffered: accepted = true
+                }
             }
-            switch link.assembler.receive(fragment) {
-            case .outOfWindow: drop("out of window")
-            case .messages(let messages):
-                whole += messages
-                accepted = true
-            case .duplicate, .buffered: accepted = true
-            }
+            heldChange = link.assembler.bufferedCount - heldBefore
         }
-        parts.box.value.bufferedTotal += link.assembler.bufferedCount - heldBefore
-        links[peer.signingKey] = link
+        guard (try? withLink(conversation, putInOrder)) != nil else { return drop("storage") }
+        for _ in 0..<outOfWindow { drop("out of window") }
+        parts.box.value.bufferedTotal += heldChange
         guard accepted else { return }
         guard !whole.isEmpty else { return acknowledge(peer, reply: route) }
         take(whole, from: peer, by: route, in: conversation)

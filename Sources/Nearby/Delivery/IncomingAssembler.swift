@@ -45,6 +45,13 @@ package struct IncomingAssembler: Sendable {
     package mutating func receive(_ fragment: Fragment) -> Outcome {
         if fragment.sequence <= delivered { return .duplicate }
         if fragment.sequence > delivered &+ UInt32(Self.bufferLimit) { return .outOfWindow }
+        // The next one, a whole message, nothing held: as most come (a line alone, a burst in
+        // order), handed out without passing through the table.
+        if fragment.sequence == delivered &+ 1, fragment.isLast, buffered.isEmpty {
+            delivered = fragment.sequence
+            return .messages([AssembledMessage(text: String(decoding: fragment.text, as: UTF8.self), firstSequence: fragment.sequence,
+                                               lastSequence: fragment.sequence, sentAt: fragment.sentAt)])
+        }
         buffered[fragment.sequence] = fragment
         var messages: [AssembledMessage] = []
         // Walk forward from the next expected fragment while messages can be completed.
