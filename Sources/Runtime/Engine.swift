@@ -55,14 +55,9 @@ package final class Engine: Sendable {
 package final class EngineBound<Value>: @unchecked Sendable {
     // Safe to send: `value` is touched only on `engine`'s serial queue, and every access below
     // checks that it is (the box itself is immutable apart from it).
-    // Exclusivity is checked at run time in debug builds, which the tests run; a release build
-    // leaves it to them, as it leaves the queue (`assertCurrent`): a dynamic check cost some
-    // ninety instructions an access, and the engine reaches its boxes sixty times a message.
-    #if DEBUG
+    // Exclusivity is checked at run time in debug builds, which the tests run; release builds
+    // leave it to them (Package.swift), as they leave the queue (`assertCurrent`).
     private var storage: Value
-    #else
-    @exclusivity(unchecked) private var storage: Value
-    #endif
     package let engine: Engine
 
     package init(_ value: Value, engine: Engine) {
