@@ -118,22 +118,23 @@ package struct MessageStore: Sendable {
         return try database.write { db in try Self.storeOutgoing(db, rows, now: now) }
     }
 
+    /// A burst's rows, several to a statement (`DirectWrite.Insert`): ours, then theirs.
+    private static let insertOutgoing = DirectWrite.Insert(
+        "INSERT INTO message (conversationId, number, outgoing, text, firstSequence, lastSequence, sentAt, state)",
+        row: "(?, ?, 1, ?, ?, ?, ?, 'sending')", parameters: 6)
+    private static let insertIncoming = DirectWrite.Insert(
+        "INSERT INTO message (conversationId, number, outgoing, text, firstSequence, lastSequence, sentAt, receivedAt, state)",
+        row: "(?, ?, 0, ?, ?, ?, ?, ?, 'received')", parameters: 7)
+
     /// `storeOutgoing` inside a transaction of the caller's (the engine's `GroupCommit`).
     package static func storeOutgoing(_ db: Database, _ rows: [(conversation: Int64, row: MessageRow)], now: Double) throws -> [Int64] {
-        let insert = try db.cachedStatement(sql: """
-            INSERT INTO message (conversationId, number, outgoing, text, firstSequence, lastSequence, sentAt, state)
-            VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, 'sending')
-            """)
-        var ids: [Int64] = []
-        ids.reserveCapacity(rows.count)
-        // A conversation's counters once for the batch, at its last sequence: a burst's lines
-        // then cost one insert each, not an insert and an update.
-        var lastSequence: [Int64: UInt32] = [:]
-        for (conversation, row) in rows {
-            try DirectWrite.execute(insert, in: db) { row.bind(to: &$0, conversation: conversation) }
-            ids.append(db.lastInsertedRowID)
-            lastSequence[conversation] = max(lastSequence[conversation] ?? 0, row.lastSequence)
+        let ids = try insertOutgoing.execute(in: db, count: rows.count) { arguments, index, first in
+            rows[index].row.bind(to: &arguments, from: first, conversation: rows[index].conversation)
         }
+        // A conversation's counters once for the batch, at its last sequence: a burst's lines
+        // then cost their inserts, not an update each as well.
+        var lastSequence: [Int64: UInt32] = [:]
+        for (conversation, row) in rows { lastSequence[conversation] = max(lastSequence[conversation] ?? 0, row.lastSequence) }
         let update = try db.cachedStatement(sql: "UPDATE conversation SET sentSequence = max(sentSequence, ?1), lastActivity = ?2 WHERE id = ?3")
         for (conversation, sequence) in lastSequence {
             try DirectWrite.execute(update, in: db) {
@@ -293,13 +294,8 @@ package struct MessageStore: Sendable {
     /// `storeIncoming` inside a transaction of the caller's.
     package static func storeIncoming(_ db: Database, _ rows: [MessageRow], deliveredUpTo sequence: UInt32, in conversation: Int64,
                               now: Double) throws -> [Int64] {
-        let insert = try db.cachedStatement(sql: """
-            INSERT INTO message (conversationId, number, outgoing, text, firstSequence, lastSequence, sentAt, receivedAt, state)
-            VALUES (?1, ?2, 0, ?3, ?4, ?5, ?6, ?7, 'received')
-            """)
-        let ids = try rows.map { row in
-            try DirectWrite.execute(insert, in: db) { row.bind(to: &$0, conversation: conversation, receivedAt: now) }
-            return db.lastInsertedRowID
+        let ids = try insertIncoming.execute(in: db, count: rows.count) { arguments, index, first in
+            rows[index].bind(to: &arguments, from: first, conversation: conversation, receivedAt: now)
         }
         try DirectWrite.execute(db.cachedStatement(sql: """
             UPDATE conversation SET deliveredSequence = max(deliveredSequence, ?1), lastActivity = ?2, unread = unread + ?3 WHERE id = ?4
@@ -421,15 +417,15 @@ package struct MessageStore: Sendable {
 }
 
 extension MessageRow {
-    /// The message inserts' parameters: ?1 its conversation, ?2 its number, ?3 its text, ?4 and
-    /// ?5 its first and last sequence, ?6 when it was sent, and ?7 when it came (received only).
-    fileprivate func bind(to arguments: inout DirectWrite.Arguments, conversation: Int64, receivedAt: Double? = nil) {
-        arguments.bind(1, conversation)
-        arguments.bind(2, number)
-        arguments.bind(3, text)
-        arguments.bind(4, Int64(firstSequence))
-        arguments.bind(5, Int64(lastSequence))
-        arguments.bind(6, sentAt)
-        if let receivedAt { arguments.bind(7, receivedAt) }
+    /// A message insert's values from parameter `first` on: its conversation, its number, its
+    /// text, its first and last sequence, when it was sent, and when it came (received only).
+    fileprivate func bind(to arguments: inout DirectWrite.Arguments, from first: Int32, conversation: Int64, receivedAt: Double? = nil) {
+        arguments.bind(first, conversation)
+        arguments.bind(first + 1, number)
+        arguments.bind(first + 2, text)
+        arguments.bind(first + 3, Int64(firstSequence))
+        arguments.bind(first + 4, Int64(lastSequence))
+        arguments.bind(first + 5, sentAt)
+        if let receivedAt { arguments.bind(first + 6, receivedAt) }
     }
 }

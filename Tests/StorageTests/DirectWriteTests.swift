@@ -91,4 +91,40 @@ import Testing
         }
         #expect(try queue.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM t") } == 0)
     }
+
+    /// Rows several to a statement: any count goes in whole, in order, and the ids returned
+    /// are the rows' own.
+    @Test(arguments: [0, 1, 3, 4, 5, 16, 37, 64, 65, 200])
+    func rowsGoInSeveralToAStatementInOrder(count: Int) throws {
+        let queue = try database()
+        let insert = DirectWrite.Insert("INSERT INTO t (n, x, s)", row: "(?, 0.5, ?)", parameters: 2)
+        let ids = try queue.write { db in
+            try insert.execute(in: db, count: count) { arguments, index, first in
+                arguments.bind(first, Int64(index))
+                arguments.bind(first + 1, "row \(index)")
+            }
+        }
+        let rows = try queue.read { try Row.fetchAll($0, sql: "SELECT id, n, x, s FROM t ORDER BY n") }
+        #expect(rows.map { $0[1] as Int64 } == (0..<Int64(count)).map { $0 })
+        #expect(rows.map { $0[3] as String } == (0..<count).map { "row \($0)" })
+        #expect(rows.allSatisfy { $0[2] as Double == 0.5 })
+        #expect(ids == rows.map { $0[0] as Int64 })
+    }
+
+    /// One row refused refuses its statement: none of that statement's rows is kept, and the
+    /// error says why.
+    @Test func aRowRefusedRefusesItsStatement() throws {
+        let queue = try database()
+        let insert = DirectWrite.Insert("INSERT INTO t (n, s)", row: "(?, ?)", parameters: 2)
+        try queue.write { db in
+            let error = try #require(throws: DatabaseError.self) {
+                try insert.execute(in: db, count: 16) { arguments, index, first in
+                    arguments.bind(first, Int64(index))
+                    arguments.bind(first + 1, index == 9 ? "row 3" : "row \(index)")
+                }
+            }
+            #expect(error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE)
+        }
+        #expect(try queue.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM t") } == 0)
+    }
 }
