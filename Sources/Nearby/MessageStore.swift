@@ -230,11 +230,11 @@ package struct MessageStore: Sendable {
         let before = try UInt32.fetchOne(db.cachedStatement(sql: "SELECT max(acknowledgedSequence, transmittedSequence) FROM conversation WHERE id = ?"),
                                          arguments: [conversation]) ?? 0
         guard sequence > before else { return [] }
-        let sent = try Int64.fetchAll(db.cachedStatement(sql: """
+        let sent = try DirectWrite.integers(db.cachedStatement(sql: """
             SELECT number FROM message INDEXED BY message_unread_by_peer
             WHERE conversationId = ?1 AND outgoing = 1 AND state != 'read' AND lastSequence > ?2 AND lastSequence <= ?3
               AND state = 'sending'
-            """), arguments: [conversation, before, sequence]).sorted()
+            """), in: db) { $0.bind(1, conversation); $0.bind(2, Int64(before)); $0.bind(3, Int64(sequence)) }.sorted()
         try db.cachedStatement(sql: "UPDATE conversation SET transmittedSequence = ?1 WHERE id = ?2").execute(arguments: [sequence, conversation])
         return sent
     }
@@ -244,10 +244,10 @@ package struct MessageStore: Sendable {
                                          arguments: [conversation]) ?? 0
         guard sequence > before else { return [] }
         // Only what is unread by the peer is walked (its index), and only read.
-        let delivered = try Int64.fetchAll(db.cachedStatement(sql: """
+        let delivered = try DirectWrite.integers(db.cachedStatement(sql: """
             SELECT number FROM message INDEXED BY message_unread_by_peer
-            WHERE conversationId = ? AND outgoing = 1 AND state != 'read' AND lastSequence > ? AND lastSequence <= ?
-            """), arguments: [conversation, before, sequence]).sorted()
+            WHERE conversationId = ?1 AND outgoing = 1 AND state != 'read' AND lastSequence > ?2 AND lastSequence <= ?3
+            """), in: db) { $0.bind(1, conversation); $0.bind(2, Int64(before)); $0.bind(3, Int64(sequence)) }.sorted()
         try db.cachedStatement(sql: "UPDATE conversation SET acknowledgedSequence = ? WHERE id = ?").execute(arguments: [sequence, conversation])
         try db.cachedStatement(sql: "INSERT INTO delivery (conversationId, upTo, at) VALUES (?, ?, ?)")
             .execute(arguments: [conversation, sequence, now])
@@ -264,13 +264,13 @@ package struct MessageStore: Sendable {
     /// `markRead` inside a transaction of the caller's.
     package static func markRead(_ db: Database, _ conversation: Int64, upTo sequence: UInt32, now: Double) throws -> [Int64] {
         // Only messages not read yet are walked (their index), however long the conversation.
-        try Int64.fetchAll(db.cachedStatement(sql: """
+        try DirectWrite.integers(db.cachedStatement(sql: """
             UPDATE message INDEXED BY message_unread_by_peer
             SET state = 'read', readAt = ?1,
                 receivedAt = coalesce((SELECT shownReceivedAt FROM message_shown WHERE message_shown.id = message.id), ?1)
             WHERE conversationId = ?2 AND outgoing = 1 AND state != 'read' AND lastSequence <= ?3
             RETURNING number
-            """), arguments: [now, conversation, sequence]).sorted()
+            """), in: db) { $0.bind(1, now); $0.bind(2, conversation); $0.bind(3, Int64(sequence)) }.sorted()
     }
 
     /// Stores a complete incoming message that arrived in order, and advances the delivered

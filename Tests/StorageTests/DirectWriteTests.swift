@@ -127,4 +127,23 @@ import Testing
         }
         #expect(try queue.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM t") } == 0)
     }
+
+    /// A query's integers, and a write's through `RETURNING`, in the order SQLite gives them;
+    /// none is an empty list; a statement SQLite refuses is an error.
+    @Test func integersComeBackAsReturned() throws {
+        let queue = try database()
+        try queue.write { db in
+            let insert = try db.cachedStatement(sql: "INSERT INTO t (n, s) VALUES (?1, ?2)")
+            for n in [5, 3, 9] { try run(insert, Int64(n), "s\(n)", in: db) }
+            let select = try db.cachedStatement(sql: "SELECT n FROM t WHERE n > ?1 ORDER BY n")
+            #expect(try DirectWrite.integers(select, in: db) { $0.bind(1, Int64(4)) } == [5, 9])
+            #expect(try DirectWrite.integers(select, in: db) { $0.bind(1, Int64(100)) } == [])
+            let update = try db.cachedStatement(sql: "UPDATE t SET x = 1.5 WHERE n < ?1 RETURNING n")
+            #expect(try DirectWrite.integers(update, in: db) { $0.bind(1, Int64(6)) }.sorted() == [3, 5])
+            let refused = try db.cachedStatement(sql: "UPDATE t SET s = 's9' WHERE n = ?1 RETURNING n")
+            let error = try #require(throws: DatabaseError.self) { try DirectWrite.integers(refused, in: db) { $0.bind(1, Int64(3)) } }
+            #expect(error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE)
+        }
+        #expect(try queue.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM t WHERE x = 1.5") } == 2)
+    }
 }
