@@ -34,16 +34,10 @@ package enum DirectWrite {
 
     /// Runs `statement` once with the arguments `bind` gives it.
     package static func execute(_ statement: Statement, in db: Database, _ bind: (inout Arguments) -> Void) throws {
-        let raw = statement.sqliteStatement
-        var arguments = Arguments(raw: raw)
-        bind(&arguments)
-        defer {
-            sqlite3_reset(raw)
-            sqlite3_clear_bindings(raw)
+        try run(statement, in: db, bind) { raw in
+            let code = sqlite3_step(raw)
+            guard code == SQLITE_DONE else { throw error(code, statement, db) }
         }
-        guard arguments.code == SQLITE_OK else { throw error(arguments.code, statement, db) }
-        let code = sqlite3_step(raw)
-        guard code == SQLITE_DONE else { throw error(code, statement, db) }
     }
 
     /// The integers of the first column of what `statement` returns (a query, or a write's
@@ -51,6 +45,22 @@ package enum DirectWrite {
     /// acknowledgements change are read as thousands of numbers, and GRDB's cursor cost some
     /// 2,000 instructions a number.
     package static func integers(_ statement: Statement, in db: Database, _ bind: (inout Arguments) -> Void) throws -> [Int64] {
+        try run(statement, in: db, bind) { raw in
+            var values: [Int64] = []
+            while true {
+                switch sqlite3_step(raw) {
+                case SQLITE_ROW: values.append(sqlite3_column_int64(raw, 0))
+                case SQLITE_DONE: return values
+                case let code: throw error(code, statement, db)
+                }
+            }
+        }
+    }
+
+    /// `statement` bound by `bind`, stepped by `steps` unless a binding was refused, then reset
+    /// with no binding left for its next run.
+    private static func run<T>(_ statement: Statement, in db: Database, _ bind: (inout Arguments) -> Void,
+                               _ steps: (OpaquePointer) throws -> T) throws -> T {
         let raw = statement.sqliteStatement
         var arguments = Arguments(raw: raw)
         bind(&arguments)
@@ -59,14 +69,7 @@ package enum DirectWrite {
             sqlite3_clear_bindings(raw)
         }
         guard arguments.code == SQLITE_OK else { throw error(arguments.code, statement, db) }
-        var values: [Int64] = []
-        while true {
-            switch sqlite3_step(raw) {
-            case SQLITE_ROW: values.append(sqlite3_column_int64(raw, 0))
-            case SQLITE_DONE: return values
-            case let code: throw error(code, statement, db)
-            }
-        }
+        return try steps(raw)
     }
 
     /// Rows inserted into one table several to a statement, in order: a batch of `count` goes
