@@ -3,10 +3,10 @@ import GRDBSQLite
 
 /// Statements bound and run straight through SQLite: for the rows every message writes and the
 /// numbers a burst's states read (issue 51), where GRDB's boxing of each argument and its
-/// bookkeeping around each step cost more than SQLite's own work. Only for plain inserts and updates inside a transaction GRDB
-/// opened, on a statement used no other way (its bindings are cleared after each run). GRDB's
-/// transaction observers never hear of these writes: nothing in seance observes these tables
-/// (the tests' `MessageCommits` counts their rows itself).
+/// bookkeeping around each step cost more than SQLite's own work. Only for inserts, updates and
+/// queries inside a transaction GRDB opened, on a statement used no other way (its bindings are
+/// cleared after each run). GRDB's transaction observers never hear of these writes: nothing in
+/// seance observes these tables (the tests' `MessageCommits` counts the inserts itself).
 package enum DirectWrite {
     /// Binds a statement's parameters, numbered from 1.
     package struct Arguments {
@@ -43,7 +43,7 @@ package enum DirectWrite {
     /// The integers of the first column of what `statement` returns (a query, or a write's
     /// `RETURNING`), run straight through SQLite as `execute` runs a write: the states a burst's
     /// acknowledgements change are read as thousands of numbers, and GRDB's cursor cost some
-    /// 2,000 instructions a number.
+    /// 2,000 instructions a number. A NULL reads as 0: for columns that cannot hold one.
     package static func integers(_ statement: Statement, in db: Database, _ bind: (inout Arguments) -> Void) throws -> [Int64] {
         try run(statement, in: db, bind) { raw in
             var values: [Int64] = []
@@ -78,6 +78,11 @@ package enum DirectWrite {
     /// statement's journal, the foreign key looked up) was half of a row's insert when each
     /// row ran on its own: with `sqlite3_step` alone counted, 18,800 instructions a message row
     /// in transactions of 64, 9,700 with one statement for the 64. A row alone runs as before.
+    ///
+    /// For a rowid table whose rows are given no id and that no insert trigger writes to, with
+    /// no `OR IGNORE` or upsert: then a statement's rows get consecutive ids. A statement
+    /// refused keeps none of its rows, but those of the statements before it stay: the caller
+    /// gives up the transaction (as every writer of a `GroupCommit` does).
     package struct Insert: Sendable {
         /// Rows to a statement, largest first; 1 last, so any count is made of them.
         static let sizes = [64, 16, 4, 1]
@@ -96,15 +101,17 @@ package enum DirectWrite {
 
         /// Inserts `count` rows, in order; `bind(&arguments, index, first)` binds the values of
         /// row `index` from parameter `first` on. Returns the rows' ids, in order: a statement's
-        /// rows are given consecutive ids (a new row's id is one past the largest, without
-        /// `AUTOINCREMENT`), the last of them SQLite's last inserted.
+        /// rows get consecutive ids (each one past the largest), the last SQLite's last inserted.
         package func execute(in db: Database, count: Int, _ bind: (inout Arguments, _ index: Int, _ first: Int32) -> Void) throws -> [Int64] {
             var ids: [Int64] = []
             ids.reserveCapacity(count)
             var done = 0
             for (size, text) in zip(Self.sizes, texts) {
                 while count - done >= size {
-                    try DirectWrite.execute(db.cachedStatement(sql: text), in: db) { arguments in
+                    let statement = try db.cachedStatement(sql: text)
+                    // A row's values that do not match its `?`s would leave some NULL unnoticed.
+                    assert(sqlite3_bind_parameter_count(statement.sqliteStatement) == Int32(size) * parameters)
+                    try DirectWrite.execute(statement, in: db) { arguments in
                         for row in 0..<size { bind(&arguments, done + row, Int32(row) * parameters + 1) }
                     }
                     let last = db.lastInsertedRowID

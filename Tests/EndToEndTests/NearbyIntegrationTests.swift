@@ -54,11 +54,12 @@ struct NearbyIntegrationTests {
         for run in others { run.waitFor("announcing ") }
         let runA = try net.start(host: 1, data: a, name: "ann", lines: ["chat", "echo END"])
         runA.waitFor("END")
+        // Each is named once: listed, or, when its answer came after the listing (a loaded
+        // machine can hold a process past the answers' window), told arriving then.
+        for name in ["ben", "cal"] { runA.waitForPeer(name) }
         let out = runA.finish()
         #expect(!out.contains("nobody you can see is nearby"), "\(out)")
         let lines = out.split(separator: "\n")
-        // Each is named once: listed, or, when its answer came after the listing (a loaded
-        // machine can hold a process past the answers' window), told arriving then.
         var listed = 0
         for name in ["ben", "cal"] {
             let seen = lines.contains { $0.contains(name + "#") && $0.contains(" seen ") }

@@ -126,7 +126,8 @@ final class Pair {
 
 /// Counts the transactions that wrote messages, and the rows they wrote: by GRDB's events for
 /// what goes through GRDB, and by the table's count for the inserts `DirectWrite` runs straight
-/// through SQLite, which GRDB never sees.
+/// through SQLite, which GRDB never sees. The read marks `markRead` writes straight through
+/// SQLite change no count: they are not counted.
 final class MessageCommits: TransactionObserver, Sendable {
     private let state: Mutex<(count: Int, rows: Int, seenEvents: Int, seenGrowth: Int, total: Int)>
     var count: Int { state.withLock { $0.count } }

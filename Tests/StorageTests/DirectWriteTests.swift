@@ -128,6 +128,27 @@ import Testing
         #expect(try queue.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM t") } == 0)
     }
 
+    /// A later statement refused leaves the earlier ones' rows to the transaction, which its
+    /// writer gives up: nothing is kept.
+    @Test func aLaterStatementRefusedLeavesTheRestToTheTransaction() throws {
+        let queue = try database()
+        let insert = DirectWrite.Insert("INSERT INTO t (n, s)", row: "(?, ?)", parameters: 2)
+        #expect(throws: DatabaseError.self) {
+            try queue.write { db in
+                do {
+                    _ = try insert.execute(in: db, count: 20) { arguments, index, first in  // 16, then 4.
+                        arguments.bind(first, Int64(index))
+                        arguments.bind(first + 1, index == 18 ? "row 2" : "row \(index)")
+                    }
+                } catch {
+                    #expect(try Int.fetchOne(db, sql: "SELECT count(*) FROM t") == 16)
+                    throw error
+                }
+            }
+        }
+        #expect(try queue.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM t") } == 0)
+    }
+
     /// A query's integers, and a write's through `RETURNING`, in the order SQLite gives them;
     /// none is an empty list; a statement SQLite refuses is an error.
     @Test func integersComeBackAsReturned() throws {

@@ -159,29 +159,21 @@ extension DeliveryPart {
                                peerAgreementKey: peer.announcement.agreementKey, peerPrekey: peer.announcement.signedPrekey, now: clock())
     }
 
-    /// The link of `conversation`, created (key derived, assembler resumed from the stored
-    /// delivered sequence) on first use.
-    func link(for conversation: Conversation) throws -> DeliveryState.Link {
-        if let link = links[conversation.peerKey] { return link }
-        return try makeLink(for: conversation)
-    }
-
-    /// The link of `conversation`, made and kept.
-    private func makeLink(for conversation: Conversation) throws -> DeliveryState.Link {
+    /// The link of `conversation` made and kept (key derived, assembler resumed from the stored
+    /// delivered sequence): its first use.
+    private func makeLink(for conversation: Conversation) throws {
         let key = try MessageCrypto.key(mine: parts.identity.agreement, theirs: conversation.peerAgreementKey,
                                         mySigningKey: myKey, theirSigningKey: conversation.peerKey)
-        let link = DeliveryState.Link(conversationRecord: conversation, key: key,
-                                      assembler: IncomingAssembler(delivered: conversation.deliveredSequence),
-                                      acknowledged: conversation.acknowledgedSequence, stored: conversation.deliveredSequence,
-                                      mailedThrough: conversation.mailedSequence)
-        links[conversation.peerKey] = link
-        return link
+        links[conversation.peerKey] = DeliveryState.Link(conversationRecord: conversation, key: key,
+                                                         assembler: IncomingAssembler(delivered: conversation.deliveredSequence),
+                                                         acknowledged: conversation.acknowledgedSequence, stored: conversation.deliveredSequence,
+                                                         mailedThrough: conversation.mailedSequence)
     }
 
-    /// Runs `body` on the link of `conversation` and keeps what it changed.
+    /// Runs `body` on the link of `conversation` (made on first use) and keeps what it changed.
     @discardableResult
     func withLink<T>(_ conversation: Conversation, _ body: (inout DeliveryState.Link) throws -> T) throws -> T {
-        if !links.contains(conversation.peerKey) { _ = try makeLink(for: conversation) }
+        if !links.contains(conversation.peerKey) { try makeLink(for: conversation) }
         // In place: a copy would copy the link's queue, and its assembler's table when changed.
         return try body(&links[conversation.peerKey]!)
     }

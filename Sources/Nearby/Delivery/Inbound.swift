@@ -185,28 +185,31 @@ final class Inbound: DeliveryPart, Sendable {
         }
         // Put in order in the link itself: a copy of it, changed, copied its assembler's table
         // at every packet. Nothing else of the engine's is touched meanwhile (it is one box).
-        let heldElsewhere = parts.box.value.bufferedTotal
+        let totalHeld = parts.box.value.bufferedTotal
         var whole: [AssembledMessage] = []
         var accepted = false, outOfWindow = 0, heldChange = 0
-        let putInOrder = { (link: inout DeliveryState.Link) in
-            let heldBefore = link.assembler.bufferedCount
-            for fragment in fragments {
-                let held = heldElsewhere + link.assembler.bufferedCount - heldBefore
-                if fragment.sequence > link.assembler.delivered && held >= Self.totalBufferLimit {
-                    outOfWindow += 1
-                    continue
+        do {
+            try withLink(conversation) { (link: inout DeliveryState.Link) in
+                let heldBefore = link.assembler.bufferedCount
+                for fragment in fragments {
+                    let held = totalHeld + link.assembler.bufferedCount - heldBefore
+                    if fragment.sequence > link.assembler.delivered && held >= Self.totalBufferLimit {
+                        outOfWindow += 1
+                        continue
+                    }
+                    switch link.assembler.receive(fragment) {
+                    case .outOfWindow: outOfWindow += 1
+                    case .messages(let messages):
+                        whole += messages
+                        accepted = true
+                    case .duplicate, .buffered: accepted = true
+                    }
                 }
-                switch link.assembler.receive(fragment) {
-                case .outOfWindow: outOfWindow += 1
-                case .messages(let messages):
-                    whole += messages
-                    accepted = true
-                case .duplicate, .buffered: accepted = true
-                }
+                heldChange = link.assembler.bufferedCount - heldBefore
             }
-            heldChange = link.assembler.bufferedCount - heldBefore
+        } catch {
+            return drop("storage")
         }
-        guard (try? withLink(conversation, putInOrder)) != nil else { return drop("storage") }
         for _ in 0..<outOfWindow { drop("out of window") }
         parts.box.value.bufferedTotal += heldChange
         guard accepted else { return }
