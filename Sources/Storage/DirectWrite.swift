@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 import GRDBSQLite
 
@@ -19,6 +20,13 @@ package enum DirectWrite {
 
         package mutating func bind(_ index: Int32, _ value: Double) {
             keep(sqlite3_bind_double(raw, index, value))
+        }
+
+        package mutating func bind(_ index: Int32, _ value: Data) {
+            // No bytes at no address would bind NULL: an empty blob is said so.
+            guard !value.isEmpty else { return keep(sqlite3_bind_zeroblob(raw, index, 0)) }
+            // SQLITE_TRANSIENT, as for text.
+            keep(value.withUnsafeBytes { sqlite3_bind_blob(raw, index, $0.baseAddress, Int32($0.count), unsafeBitCast(-1, to: sqlite3_destructor_type.self)) })
         }
 
         package mutating func bind(_ index: Int32, _ value: String) {

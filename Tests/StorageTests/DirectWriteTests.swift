@@ -37,6 +37,20 @@ import Testing
         #expect(rows.map { $0[2] as Data } == [Data("👻 boo\u{0}after a zero byte".utf8), Data()])
     }
 
+    /// Bytes are stored as bound, every one of them (zeros and none included), as a blob.
+    @Test func bytesAreStoredAsABlob() throws {
+        let queue = try database()
+        let values = [Data([0, 1, 0, 255]), Data(), Data(repeating: 7, count: 4_096)]
+        try queue.write { db in
+            try db.execute(sql: "CREATE TABLE b (id INTEGER PRIMARY KEY, v BLOB)")
+            let insert = try db.cachedStatement(sql: "INSERT INTO b (v) VALUES (?1)")
+            for value in values { try DirectWrite.execute(insert, in: db) { $0.bind(1, value) } }
+        }
+        let rows = try queue.read { try Row.fetchAll($0, sql: "SELECT typeof(v), v FROM b ORDER BY id") }
+        #expect(rows.map { $0[0] as String } == ["blob", "blob", "blob"])
+        #expect(rows.map { $0[1] as Data } == values)
+    }
+
     /// Runs `insert` (its ?1 the integer, its ?2 the text).
     private func run(_ insert: Statement, _ n: Int64, _ text: String, in db: Database) throws {
         try DirectWrite.execute(insert, in: db) {
