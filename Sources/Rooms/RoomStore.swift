@@ -65,13 +65,7 @@ package struct RoomStore: Sendable {
             INSERT OR IGNORE INTO roomMessage (roomId, number, messageId, senderKey, senderName, outgoing, text, sentAt, receivedAt)
             VALUES (?1, ?2, ?3, ?4, ?5, 0, ?6, ?7, ?8)
             """), in: db) {
-            $0.bind(1, room)
-            $0.bind(2, number)
-            $0.bind(3, id)
-            $0.bind(4, sender)
-            $0.bind(5, senderName)
-            $0.bind(6, text)
-            $0.bind(7, sentAt)
+            bindLine(&$0, room: room, number: number, id: id, sender: sender, senderName: senderName, text: text, sentAt: sentAt)
             $0.bind(8, now)
         }
         guard db.changesCount > 0 else { return nil }
@@ -87,15 +81,22 @@ package struct RoomStore: Sendable {
             INSERT INTO roomMessage (roomId, number, messageId, senderKey, senderName, outgoing, text, sentAt, copies)
             VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?7, ?8)
             """), in: db) {
-            $0.bind(1, room)
-            $0.bind(2, number)
-            $0.bind(3, id)
-            $0.bind(4, me)
-            $0.bind(5, myName)
-            $0.bind(6, text)
-            $0.bind(7, now)
+            bindLine(&$0, room: room, number: number, id: id, sender: me, senderName: myName, text: text, sentAt: now)
             $0.bind(8, Int64(copies))
         }
+    }
+
+    /// The values both inserts of a line take first, ?1 to ?7: its room, number and id, who
+    /// wrote it (key and name), its text and when it was sent.
+    private static func bindLine(_ arguments: inout DirectWrite.Arguments, room: Int64, number: Int64, id: Data, sender: Data,
+                                 senderName: String, text: String, sentAt: Double) {
+        arguments.bind(1, room)
+        arguments.bind(2, number)
+        arguments.bind(3, id)
+        arguments.bind(4, sender)
+        arguments.bind(5, senderName)
+        arguments.bind(6, text)
+        arguments.bind(7, sentAt)
     }
 
     /// One more member acknowledged our line `id`, in the engine turn's transaction: a host
