@@ -61,6 +61,8 @@ final class RoomTalk: RoomPart, Sendable {
         // A feature's rules (a curse) change the line or refuse it, as they do a conversation's:
         // what they make of it is what is stored and said.
         let text = try context.rules.outgoing(typed)
+        // As a conversation's message (`Delivery.SendError.nul`): stored, it would read back cut short.
+        guard !text.utf8.contains(0) else { throw UserError("the line contains a NUL character, which cannot be said") }
         let size = text.utf8.count
         guard size <= RoomsOnline.maximumLine else {
             throw UserError("a room line is at most \(RoomsOnline.maximumLine) bytes (this one is \(size)): say it in parts, or open a conversation")
@@ -146,6 +148,9 @@ final class RoomTalk: RoomPart, Sendable {
         let now = self.now
         let lineKey = LineKey(sender: sender, id: line.id)
         let acknowledge = { [self] in _ = context.network.send(RoomLineAck(room: line.room, host: line.host, id: line.id), to: peer) }
+        // A NUL, which no seance says, is refused as a conversation refuses it: acknowledged, so
+        // that it stops coming, and neither stored nor shown.
+        guard !text.utf8.contains(0) else { return acknowledge() }
         // A copy sent again (our acknowledgement was lost, or is not sent yet): acknowledged
         // once what holds the first is committed.
         guard !parts.state.value.receivedLines.contains(lineKey) else {

@@ -2,12 +2,14 @@ import Foundation
 import GRDB
 import GRDBSQLite
 
-/// Statements bound and run straight through SQLite: for the rows every message writes and the
-/// numbers a burst's states read (issue 51), where GRDB's boxing of each argument and its
-/// bookkeeping around each step cost more than SQLite's own work. Only for inserts, updates and
-/// queries inside a transaction GRDB opened, on a statement used no other way (its bindings are
-/// cleared after each run). GRDB's transaction observers never hear of these writes: nothing in
-/// seance observes these tables (the tests' `MessageCommits` counts the inserts itself).
+/// Statements bound and run straight through SQLite: for the rows every message and room line
+/// writes, a room's acknowledgements, and the numbers a burst's states read (issue 51), where
+/// GRDB's boxing of each argument and its bookkeeping around each step cost more than SQLite's
+/// own work. Only for inserts, updates and queries inside a transaction GRDB opened, on a
+/// statement used no other way (its bindings are cleared after each run). GRDB's transaction
+/// observers never hear of these writes: nothing in seance observes these tables (the tests'
+/// `MessageCommits` counts the inserts itself). A text is bound whole, NUL bytes and all, where
+/// GRDB's binding and reading stop at the first: what is written this way holds none.
 package enum DirectWrite {
     /// Binds a statement's parameters, numbered from 1.
     package struct Arguments {

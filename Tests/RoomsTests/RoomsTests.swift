@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import GRDB
 import Nearby
+import Shell
 import Synchronization
 import Testing
 import TestWorld
@@ -341,6 +342,9 @@ import Wire
         let ghostly = try dan.rooms.say("boo")
         #expect(ghostly.outgoing)
         #expect(throws: (any Error).self) { try cat.rooms.say("only the dying hear me") }
+        // A NUL is refused, as in a conversation: stored, the line would read back cut short.
+        let nul = #expect(throws: UserError.self) { try ben.rooms.say("before\u{0}after") }
+        #expect(nul?.description.contains("NUL") == true)
         world.step(0.5)
         #expect(try lines(ann) == ["hello, living", "boo"])
         #expect(try lines(ben) == ["boo"])
