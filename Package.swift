@@ -36,7 +36,8 @@ let package = Package(
         // transport and any feature agree on, with no sockets and no storage.
         .target(name: "Wire", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         // The Noise Protocol Framework's handshake and ciphers (Noise_XX_25519_ChaChaPoly_SHA256)
-        // on swift-crypto's primitives, in the specification's own vocabulary: sessions use it.
+        // on swift-crypto's primitives, in the specification's own vocabulary: sessions use it. Its
+        // cipher calls the BoringSSL inside swift-crypto (CCryptoBoringSSL) with the key set up once.
         .target(name: "Noise", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         // Signal's X3DH key agreement, in its specification's vocabulary: mail's forward secrecy.
         .target(name: "X3DH", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),

@@ -21,13 +21,13 @@ package enum NoiseError: Error, Equatable, Sendable {
 /// and `decrypt(nonce:)` take one explicitly, for a transport that loses and reorders (§11.4;
 /// WireGuard's counters): the caller keeps its own replay window.
 package struct CipherState: Sendable {
-    private(set) var key: SymmetricKey?
+    private(set) var key: ChaChaPolyKey?
     package var nonce: UInt64 = 0
 
     package init(key: [UInt8]? = nil) { initializeKey(key) }
 
     package mutating func initializeKey(_ key: [UInt8]?) {
-        self.key = key.map { SymmetricKey(data: $0) }
+        self.key = key.map(ChaChaPolyKey.init)
         nonce = 0
     }
 
@@ -49,42 +49,46 @@ package struct CipherState: Sendable {
         return plain
     }
 
-    /// Ciphertext then the 16-byte tag, under nonce `n`: the sealed box's combined form without
-    /// its nonce, copied once.
-    package func encrypt(nonce n: UInt64, ad: some DataProtocol, plaintext: some DataProtocol) throws(NoiseError) -> [UInt8] {
-        guard let key else { return Array(plaintext) }
+    /// Ciphertext then the 16-byte tag, under nonce `n`.
+    package func encrypt(nonce n: UInt64, ad: [UInt8], plaintext: [UInt8]) throws(NoiseError) -> [UInt8] {
+        var sealed: [UInt8] = []
+        sealed.reserveCapacity(plaintext.count + Noise.tagSize)
+        try encrypt(nonce: n, ad: ad, plaintext: plaintext, appendingTo: &sealed)
+        return sealed
+    }
+
+    /// Ciphertext then the 16-byte tag, under nonce `n`, appended to `output` (a frame's header,
+    /// say, so that the frame is made in one buffer).
+    package func encrypt(nonce n: UInt64, ad: [UInt8], plaintext: [UInt8], appendingTo output: inout [UInt8]) throws(NoiseError) {
+        guard let key else { return output.append(contentsOf: plaintext) }
         guard n != .max else { throw .nonceExhausted }
-        do {
-            let box = try ChaChaPoly.seal(plaintext, using: key, nonce: ChaChaPoly.Nonce(data: Self.nonceBytes(n)), authenticating: ad)
-            return Array(box.combined.dropFirst(Self.nonceSize))
-        } catch {
-            throw .decryption
+        Self.withNonce(n) { nonce in
+            ad.withUnsafeBytes { ad in
+                plaintext.withUnsafeBytes { plaintext in key.seal(nonce: nonce, ad: ad, plaintext: plaintext, appendingTo: &output) }
+            }
         }
     }
 
-    /// The box opened from its combined form (the nonce, then what came), built in one buffer:
-    /// opening from nonce, ciphertext and tag apart cost a third of a frame's opening.
-    package func decrypt(nonce n: UInt64, ad: some DataProtocol, ciphertext: some DataProtocol) throws(NoiseError) -> [UInt8] {
+    /// The plaintext of ciphertext-then-tag under nonce `n`.
+    package func decrypt(nonce n: UInt64, ad: ArraySlice<UInt8>, ciphertext: ArraySlice<UInt8>) throws(NoiseError) -> [UInt8] {
         guard let key else { return Array(ciphertext) }
         guard n != .max else { throw .nonceExhausted }
         guard ciphertext.count >= Noise.tagSize else { throw .truncated }
-        var combined = Self.nonceBytes(n)
-        combined.reserveCapacity(Self.nonceSize + ciphertext.count)
-        combined.append(contentsOf: ciphertext)
-        do {
-            return Array(try ChaChaPoly.open(ChaChaPoly.SealedBox(combined: combined), using: key, authenticating: ad))
-        } catch {
-            throw .decryption
+        let plaintext = Self.withNonce(n) { nonce in
+            ad.withUnsafeBytes { ad in ciphertext.withUnsafeBytes { sealed in key.open(nonce: nonce, ad: ad, sealed: sealed) } }
         }
+        guard let plaintext else { throw .decryption }
+        return plaintext
     }
 
-    static let nonceSize = 12
+    package func decrypt(nonce n: UInt64, ad: [UInt8], ciphertext: [UInt8]) throws(NoiseError) -> [UInt8] {
+        try decrypt(nonce: n, ad: ad[...], ciphertext: ciphertext[...])
+    }
 
-    /// §12.3: 32 bits of zeros, then `n` little-endian.
-    private static func nonceBytes(_ n: UInt64) -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: nonceSize)
-        for index in 0..<8 { bytes[4 + index] = UInt8(truncatingIfNeeded: n >> (8 * UInt64(index))) }
-        return bytes
+    /// §12.3: 32 bits of zeros, then `n` little-endian; twelve bytes on the stack.
+    private static func withNonce<Result>(_ n: UInt64, _ body: (UnsafeRawBufferPointer) -> Result) -> Result {
+        let words = (UInt32(0), UInt32(truncatingIfNeeded: n).littleEndian, UInt32(truncatingIfNeeded: n >> 32).littleEndian)
+        return withUnsafeBytes(of: words) { body($0) }
     }
 }
 

@@ -100,6 +100,56 @@ struct NoiseTests {
         #expect(throws: NoiseError.nonceExhausted) { try cipher.encrypt(nonce: .max, ad: [], plaintext: []) }
     }
 
+    // MARK: The cipher, called straight
+
+    /// RFC 8439 §2.8.2's example: the same ciphertext and tag, and back.
+    @Test func chaChaPolyKeyGivesRFC8439sExample() throws {
+        let key = ChaChaPolyKey(Array(0x80...0x9f))
+        let nonce = bytes("070000004041424344454647"), ad = bytes("50515253c0c1c2c3c4c5c6c7")
+        let plaintext = Array("Ladies and Gentlemen of the class of '99: If I could offer you only one tip for the future, sunscreen would be it.".utf8)
+        var sealed: [UInt8] = [9, 9]
+        nonce.withUnsafeBytes { nonce in
+            ad.withUnsafeBytes { ad in plaintext.withUnsafeBytes { key.seal(nonce: nonce, ad: ad, plaintext: $0, appendingTo: &sealed) } }
+        }
+        #expect(sealed.prefix(2) == [9, 9], "what was there is kept")
+        #expect(hex(sealed.dropFirst(2)) == "d31a8d34648e60db7b86afbc53ef7ec2a4aded51296e08fea9e2b5a736ee62d63dbea45e8ca9671282fafb69da92728b"
+            + "1a71de0a9e060b2905d6a5b67ecd3b3692ddbd7f2d778b8c9803aee328091b58fab324e4fad675945585808b4831d7bc3ff4def08e4b7a9de576d2"
+            + "6586cec64b6116" + "1ae10b594f09e26a7e902ecbd0600691")
+        let opened = nonce.withUnsafeBytes { nonce in
+            ad.withUnsafeBytes { ad in sealed.dropFirst(2).withUnsafeBytes { key.open(nonce: nonce, ad: ad, sealed: $0) } }
+        }
+        #expect(opened == plaintext)
+    }
+
+    /// Against swift-crypto's `ChaChaPoly`, the wrapper this piece does without: every length
+    /// around a block's, no associated data and no plaintext too; any byte changed is refused.
+    @Test func chaChaPolyKeyAgreesWithSwiftCrypto() throws {
+        var random = SystemRandomNumberGenerator()
+        for length in [0, 1, 15, 16, 17, 63, 64, 65, 127, 128, 129, 1_200] {
+            let raw = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &random) }
+            let nonce = (0..<12).map { _ in UInt8.random(in: .min ... .max, using: &random) }
+            let ad = (0..<(length % 3 == 0 ? 0 : 13)).map { _ in UInt8.random(in: .min ... .max, using: &random) }
+            let plaintext = (0..<length).map { _ in UInt8.random(in: .min ... .max, using: &random) }
+            let key = ChaChaPolyKey(raw)
+            var sealed: [UInt8] = []
+            nonce.withUnsafeBytes { nonce in
+                ad.withUnsafeBytes { ad in plaintext.withUnsafeBytes { key.seal(nonce: nonce, ad: ad, plaintext: $0, appendingTo: &sealed) } }
+            }
+            let theirs = try ChaChaPoly.seal(plaintext, using: SymmetricKey(data: raw), nonce: .init(data: nonce), authenticating: ad)
+            #expect(sealed == Array(theirs.ciphertext + theirs.tag), "\(length) bytes")
+            func open(_ sealed: [UInt8]) -> [UInt8]? {
+                nonce.withUnsafeBytes { nonce in ad.withUnsafeBytes { ad in sealed.withUnsafeBytes { key.open(nonce: nonce, ad: ad, sealed: $0) } } }
+            }
+            #expect(open(sealed) == plaintext)
+            for index in [0, sealed.count / 2, sealed.count - 1] {
+                var altered = sealed
+                altered[index] ^= 0x01
+                #expect(open(altered) == nil, "byte \(index) of \(sealed.count) changed")
+            }
+            #expect(open(Array(sealed.prefix(15))) == nil, "shorter than a tag")
+        }
+    }
+
     // MARK: Against an independent implementation
 
     /// Python's `noiseprotocol` playing one side over pipes (`noise_peer.py`).

@@ -132,12 +132,14 @@ package struct SessionTable: Sendable {
 
     static func seal(_ inner: [UInt8], in session: inout OpenSession, now: Double) -> [UInt8] {
         let header = SealedFrame.header(recipientIndex: session.remoteIndex, counter: session.counter)
+        var frame = header
+        frame.reserveCapacity(header.count + inner.count + Noise.tagSize)
         // Only a nonce of 2^64 − 1 can fail, and the counter never gets near it (a rekey comes first).
-        let sealed = (try? session.sending.encrypt(nonce: session.counter, ad: header, plaintext: inner)) ?? []
+        try? session.sending.encrypt(nonce: session.counter, ad: header, plaintext: inner, appendingTo: &frame)
         session.counter += 1
         session.lastUsed = now
         if session.unansweredSince == nil { session.unansweredSince = now }
-        return header + sealed
+        return frame
     }
 
     // MARK: Receiving
