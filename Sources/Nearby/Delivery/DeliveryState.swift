@@ -146,6 +146,8 @@ extension DeliveryPart {
     /// The present peer with this key.
     func presentPeer(_ key: Data) -> Peer? { parts.directory.peer(key) }
 
+    func isPresent(_ key: Data) -> Bool { parts.directory.isPresent(key) }
+
     /// The present peer with this key, if our plane reaches it and it is not held (a key using
     /// a verified name): the only ones sent to.
     func reachablePeer(_ key: Data) -> Peer? {

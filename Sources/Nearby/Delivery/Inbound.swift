@@ -298,7 +298,7 @@ final class Inbound: DeliveryPart, Sendable {
     private func sendAcknowledgement(to peer: Peer, by route: Route) {
         guard let stored = links[peer.signingKey]?.stored else { return }
         // Its sender away (it came by mail): left with the broker for them too.
-        guard presentPeer(peer.signingKey) != nil else { return outbound.mailing.acknowledge(peer.signingKey, sequence: stored) }
+        guard isPresent(peer.signingKey) else { return outbound.mailing.acknowledge(peer.signingKey, sequence: stored) }
         transmit(Acknowledgement(recipient: peer.signingKey, sequence: stored), to: peer, reply: route)
     }
 }

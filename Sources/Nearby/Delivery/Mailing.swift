@@ -35,7 +35,7 @@ package final class Mailing: DeliveryPart, Sendable {
     /// Whether what waits for `key` goes by mail: they are heard on no transport, one of ours
     /// holds mail (a broker), and nothing else holds it back (a block; a verified name's impostor).
     func isAway(_ key: Data) -> Bool {
-        parts.router.holdsMail && presentPeer(key) == nil && !parts.rules.isHeld(key) && !parts.rules.isBlocked(key)
+        parts.router.holdsMail && !isPresent(key) && !parts.rules.isHeld(key) && !parts.rules.isBlocked(key)
     }
 
     /// Leaves with the brokers what waits for `key`, who is away, and was never mailed, up to
@@ -155,7 +155,7 @@ package final class Mailing: DeliveryPart, Sendable {
         parts.box.value.mailedAcknowledgements[key] = nil
         // No broker (a LAN alone), the peer is back (its session acknowledges), or nothing can be
         // sealed to it (it has its acknowledgement when both are online): nothing kept.
-        guard parts.router.holdsMail, presentPeer(key) == nil, let conversation = links[key]?.conversationRecord,
+        guard parts.router.holdsMail, !isPresent(key), let conversation = links[key]?.conversationRecord,
               let prekey = usablePrekey(conversation, now: clock()),
               !post(Acknowledgement(recipient: key, sequence: sequence), to: conversation, prekey: prekey, firstContact: false) else { return }
         parts.box.value.mailedAcknowledgements[key] = sequence

@@ -16,6 +16,9 @@ package final class PeerDirectory: Sendable {
 
     /// The present peer with this signing key: a lookup, whatever the size of the table.
     package func peer(_ key: Data) -> Peer? { state.value.peer(key) }
+
+    /// Whether a peer with this signing key is present (without copying it out).
+    package func isPresent(_ key: Data) -> Bool { state.value.peers.contains(key) }
 }
 
 /// Counts of what came and went, for `nearby stats` and the benchmarks.
