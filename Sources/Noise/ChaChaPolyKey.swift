@@ -28,6 +28,8 @@ package final class ChaChaPolyKey: @unchecked Sendable {
 
     deinit {
         CCryptoBoringSSL_EVP_AEAD_CTX_cleanup(context)
+        // The key is in the context: session keys live in memory only, and not past their use.
+        CCryptoBoringSSL_OPENSSL_cleanse(context, MemoryLayout<EVP_AEAD_CTX>.size)
         context.deallocate()
     }
 
