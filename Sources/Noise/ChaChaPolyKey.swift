@@ -33,21 +33,20 @@ package final class ChaChaPolyKey: @unchecked Sendable {
         context.deallocate()
     }
 
-    /// The ciphertext then the tag, appended to `output`.
+    /// The ciphertext then the tag, appended to `output`. `nonce` is 12 bytes.
     package func seal(nonce: UnsafeRawBufferPointer, ad: UnsafeRawBufferPointer, plaintext: UnsafeRawBufferPointer,
               appendingTo output: inout [UInt8]) {
         let start = output.count
         let room = plaintext.count + Self.tagSize
         output.append(contentsOf: repeatElement(0, count: room))
-        let written: Int = output.withUnsafeMutableBufferPointer { buffer in
+        output.withUnsafeMutableBufferPointer { buffer in
             var written = 0
             let done = CCryptoBoringSSL_EVP_AEAD_CTX_seal(context, buffer.baseAddress! + start, &written, room,
                                                           Self.bytes(nonce), nonce.count, Self.bytes(plaintext), plaintext.count,
                                                           Self.bytes(ad), ad.count)
-            precondition(done == 1 && written == room, "ChaCha20-Poly1305 sealing refused a 12-byte nonce")
-            return written
+            // It refuses only a nonce that is not 12 bytes or a plaintext over 256 GiB.
+            precondition(done == 1 && written == room, "ChaCha20-Poly1305 sealing refused its input")
         }
-        assert(output.count == start + written)
     }
 
     /// The plaintext of ciphertext-then-tag, or nil when it does not authenticate.

@@ -55,7 +55,7 @@ final class EngineHarness {
         let peerKey = peerKey
         let peer = engine.sync {
             NearbyNode(transports: [MemoryTransport(network: network, address: "peer")], timing: PresenceTiming(interval: 1, jitter: 0),
-                       identity: Identity(signing: peerKey, agreement: FuzzTarget.identity.agreement),
+                       identity: Identity(signing: peerKey, agreement: FuzzTarget.agreement),
                        announcement: Announcement(name: "peer", agreementKey: Data(repeating: 0, count: 32), plane: 4, avatar: .none,
                                                   unicastPort: 0, intervalMilliseconds: 0),
                        deadlines: Deadlines(engine: engine), random: SeededRandom(seed: 2)) { _ in }

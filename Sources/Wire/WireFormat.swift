@@ -242,6 +242,7 @@ extension Array where Element == UInt8 {
     /// Inlinable so that each caller gets it for its own width: called through the generic
     /// protocol, every shift was a witness call (1,600 instructions for an acknowledgement's eight).
     @inlinable package mutating func appendBigEndian<T: FixedWidthInteger>(_ value: T) {
+        assert(MemoryLayout<T>.size * 8 == T.bitWidth, "an integer stored in exactly its bits")
         Swift.withUnsafeBytes(of: value.bigEndian) { append(contentsOf: $0) }
     }
 }

@@ -150,6 +150,19 @@ struct NoiseTests {
         }
     }
 
+    /// §12.3's nonce, 32 bits of zeros then the counter little-endian, with both of the
+    /// counter's words set: what a session's frames are sealed under, against `ChaChaPoly`
+    /// given those twelve bytes.
+    @Test func aCipherStateSealsUnderTheSpecificationsNonce() throws {
+        let raw = Array(UInt8(1)...32)
+        let cipher = CipherState(key: raw)
+        let sealed = try cipher.encrypt(nonce: 0x0102_0304_0506_0708, ad: [7, 7], plaintext: Array("a frame".utf8))
+        let theirs = try ChaChaPoly.seal(Array("a frame".utf8), using: SymmetricKey(data: raw),
+                                         nonce: .init(data: bytes("000000000807060504030201")), authenticating: [7, 7])
+        #expect(sealed == Array(theirs.ciphertext + theirs.tag))
+        #expect(try cipher.decrypt(nonce: 0x0102_0304_0506_0708, ad: [7, 7], ciphertext: sealed) == Array("a frame".utf8))
+    }
+
     // MARK: Against an independent implementation
 
     /// Python's `noiseprotocol` playing one side over pipes (`noise_peer.py`).
