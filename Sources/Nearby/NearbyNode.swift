@@ -28,8 +28,11 @@ package final class NearbyNode: Sendable {
         engine.assertCurrent()
         self.deadlines = deadlines
         directory = PeerDirectory(timing: timing, engine: engine)
+        // A copy of the generator, so that presence's own draws stay what they were.
+        var sequences = random
         router = Router(transports: transports, timing: timing, identity: identity, directory: directory, deadlines: deadlines,
-                        sessionTiming: sessionTiming, floodLimits: floodLimits, onEvent: onEvent)
+                        sessionTiming: sessionTiming, floodLimits: floodLimits,
+                        firstSequence: UInt32(truncatingIfNeeded: sequences.next() >> 32), onEvent: onEvent)
         presence = Presence(router: router, directory: directory, deadlines: deadlines, announcement: announcement,
                             agreementKey: identity.agreementPublicKey, ownAvatarPixels: ownAvatarPixels, random: random, onEvent: onEvent)
         router.announcing { [unowned presence] in presence.announcement }

@@ -24,13 +24,13 @@ import Testing
         /// `networks`: the transports' names and networks (one called `memory` when not given).
         init(_ name: String, at address: String? = nil, network: MemoryNetwork, scheduler: ManualScheduler,
              signer: Curve25519.Signing.PrivateKey = .init(), timing: PresenceTiming = PresenceTiming(interval: 1, jitter: 0, startupGap: 0.5),
-             networks: [(String, MemoryNetwork)]? = nil, observe: (@Sendable (PresenceEvent) -> Void)? = nil) {
+             networks: [(String, MemoryNetwork)]? = nil, seed: UInt64 = 1, observe: (@Sendable (PresenceEvent) -> Void)? = nil) {
             transports = (networks ?? [("memory", network)]).map { MemoryTransport(network: $1, address: address ?? name, name: $0) }
             let events = self.events
             service = NetworkProbe(transports: transports, timing: timing, signer: signer,
                                    announcement: Announcement(name: name, agreementKey: Data(repeating: 1, count: 32), plane: 0,
                                                               avatar: .none, unicastPort: 0, intervalMilliseconds: 0),
-                                   scheduler: scheduler, random: SeededRandom(seed: 1)) { event in
+                                   scheduler: scheduler, random: SeededRandom(seed: seed)) { event in
                 observe?(event)
                 switch event {
                 case .arrived(let peer): events.append("+\(peer.name)")
@@ -58,9 +58,9 @@ import Testing
         var timing = PresenceTiming(interval: 1, jitter: 0, startupGap: 0.5)
 
         func join(_ name: String, at address: String? = nil, signer: Curve25519.Signing.PrivateKey = .init(),
-                  on names: [String]? = nil) throws -> Node {
+                  on names: [String]? = nil, seed: UInt64 = 1) throws -> Node {
             let node = Node(name, at: address, network: network, scheduler: scheduler, signer: signer, timing: timing,
-                            networks: names.map { $0.map { ($0, world.networks[$0]!) } })
+                            networks: names.map { $0.map { ($0, world.networks[$0]!) } }, seed: seed)
             try node.service.start()
             nodes.append(node)
             return node
@@ -189,6 +189,25 @@ import Testing
         crowd.advance(by: 5)
         #expect(ann.events.all == ["also online elsewhere, by memory"])
         #expect(copy.events.all == ["also online elsewhere, by memory"])
+    }
+
+    /// Two copies of ann's profile started in the same millisecond (a test's two shells, a
+    /// script's) on a broker, where an announcement is the one signed frame either sends, the
+    /// copy's connection taken a moment after it announced: the two announcements would be
+    /// alike but for the random start of their sequence numbers, and each would take the
+    /// other's for its own, looped back. Each is told.
+    @Test func twoCopiesStartedAtOnceOnABrokerAreEachToldOfTheOther() throws {
+        let crowd = Crowd(networks: ["broker"], keeping: ["broker"])
+        let key = Curve25519.Signing.PrivateKey()
+        let broker = crowd.world.networks["broker"]!
+        let ann = try crowd.join("ann", at: "here", signer: key, on: ["broker"], seed: 7)
+        broker.setDown("elsewhere", true)
+        let copy = try crowd.join("ann", at: "elsewhere", signer: key, on: ["broker"], seed: 8)
+        crowd.advance(by: 0)
+        broker.setDown("elsewhere", false)
+        crowd.advance(by: 3)
+        #expect(ann.events.all == ["also online elsewhere, by broker"])
+        #expect(copy.events.all == ["also online elsewhere, by broker"])
     }
 }
 

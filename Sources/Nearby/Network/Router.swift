@@ -58,10 +58,13 @@ package final class Router: Sendable {
 
     /// - Parameters:
     ///   - transports: the preferred first; the same frames go out on each.
+    ///   - firstSequence: where the frames' sequence numbers start (random in a shell: two copies
+    ///     of one profile started in the same millisecond would sign the same first frames, each
+    ///     taking the other's for its own, looped back).
     ///   - onEvent: told (on the engine) of a flood stopped and of a peer that speaks no sessions.
     package init(transports: [Transport], timing: PresenceTiming, identity: Identity, directory: PeerDirectory, deadlines: Deadlines,
                  sessionTiming: SessionTiming = SessionTiming(), floodLimits: FloodLimits.Settings = FloodLimits.Settings(),
-                 onEvent: @escaping @Sendable (PresenceEvent) -> Void) {
+                 firstSequence: UInt32 = 0, onEvent: @escaping @Sendable (PresenceEvent) -> Void) {
         precondition(!transports.isEmpty, "the network needs a transport")
         engine = deadlines.engine
         self.transports = transports
@@ -78,7 +81,9 @@ package final class Router: Sendable {
         peerTiming = PeerTiming(engine: engine)
         post = BrokerPost(identity: identity, keeping: keeping, directory: directory, engine: engine)
         reach = PeerReach(transports: transports, timing: timing, post: post, engine: engine)
-        state = EngineBound(State(), engine: engine)
+        var state = State()
+        state.sequence = firstSequence
+        self.state = EngineBound(state, engine: engine)
         deadlines.add("sessions", next: { [unowned self] in sessions.nextDue }) { [unowned self] now in dispatch(sessions.tick(now: now)) }
         deadlines.add("broker topics", next: { [unowned self] in post.nextDue }) { [unowned self] now in post.check(now: now) }
     }
