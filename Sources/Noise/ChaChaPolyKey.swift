@@ -35,7 +35,8 @@ package final class ChaChaPolyKey: @unchecked Sendable {
 
     /// The ciphertext then the tag, appended to `output`. `nonce` is 12 bytes.
     package func seal(nonce: UnsafeRawBufferPointer, ad: UnsafeRawBufferPointer, plaintext: UnsafeRawBufferPointer,
-              appendingTo output: inout [UInt8]) {
+                      appendingTo output: inout [UInt8]) {
+        assert(nonce.count == Self.nonceSize, "a ChaCha20-Poly1305 nonce is 12 bytes")
         let start = output.count
         let room = plaintext.count + Self.tagSize
         output.append(contentsOf: repeatElement(0, count: room))
@@ -51,6 +52,7 @@ package final class ChaChaPolyKey: @unchecked Sendable {
 
     /// The plaintext of ciphertext-then-tag, or nil when it does not authenticate.
     package func open(nonce: UnsafeRawBufferPointer, ad: UnsafeRawBufferPointer, sealed: UnsafeRawBufferPointer) -> [UInt8]? {
+        assert(nonce.count == Self.nonceSize, "a ChaCha20-Poly1305 nonce is 12 bytes")
         guard sealed.count >= Self.tagSize else { return nil }
         let room = sealed.count - Self.tagSize
         var opened = true
