@@ -97,7 +97,7 @@ package enum Noise {
     package static let protocolName = "Noise_XX_25519_ChaChaPoly_SHA256"
     package static let dhSize = 32
     package static let hashSize = 32
-    package static let tagSize = 16
+    package static let tagSize = ChaChaPolyKey.tagSize
 
     /// HASH(data): SHA-256.
     static func hash(_ data: [UInt8]) -> [UInt8] { Array(SHA256.hash(data: data)) }

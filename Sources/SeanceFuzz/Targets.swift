@@ -96,10 +96,10 @@ enum FuzzTarget: String, CaseIterable {
     /// exactly as it was.
     static func envelope(_ frame: [UInt8]) {
         _ = Envelope.recipient(of: frame)
-        _ = Envelope.open(frame, with: [identity.agreement])
+        _ = Envelope.open(frame, with: [agreement])
         let inner = Array(frame.dropFirst(8))
-        let sealed = try! Envelope.seal(inner, to: identity.agreementPublicKey, as: .agreementKey)
-        precondition(Envelope.open(sealed, with: [identity.agreement]) == inner, "an envelope opens to something else")
+        let sealed = try! Envelope.seal(inner, to: agreement.publicKey.rawRepresentation, as: .agreementKey)
+        precondition(Envelope.open(sealed, with: [agreement]) == inner, "an envelope opens to something else")
         _ = BrokerPadding.unpad(frame)
         if let padded = BrokerPadding.pad(frame) { precondition(BrokerPadding.unpad(padded) == frame, "padding reads back differently") }
     }

@@ -81,9 +81,7 @@ package final class Router: Sendable {
         peerTiming = PeerTiming(engine: engine)
         post = BrokerPost(identity: identity, keeping: keeping, directory: directory, engine: engine)
         reach = PeerReach(transports: transports, timing: timing, post: post, engine: engine)
-        var state = State()
-        state.sequence = firstSequence
-        self.state = EngineBound(state, engine: engine)
+        state = EngineBound(State(sequence: firstSequence), engine: engine)
         deadlines.add("sessions", next: { [unowned self] in sessions.nextDue }) { [unowned self] now in dispatch(sessions.tick(now: now)) }
         deadlines.add("broker topics", next: { [unowned self] in post.nextDue }) { [unowned self] now in post.check(now: now) }
     }
