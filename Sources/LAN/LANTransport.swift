@@ -6,8 +6,9 @@ import Synchronization
 import Wire
 
 /// The local network as a `Transport`: UDP multicast to a group (TTL 1) on every usable
-/// interface, and a unicast socket for direct packets. It moves bytes only; its NIO thread
-/// hands each datagram to `deliver`.
+/// interface, and a unicast socket for direct packets. It moves bytes only: its NIO thread hands
+/// each multicast datagram to `deliver`, and a thread of the unicast socket's own each direct
+/// one (`DatagramReader`).
 package final class LANTransport: Transport {
     package struct Configuration: Sendable, Equatable {
         package var group: String
@@ -45,6 +46,8 @@ package final class LANTransport: Transport {
         var unicast: Channel?
         /// The unicast socket again, for sending from the caller's thread (`send`).
         var direct: DirectSocket?
+        /// And again, read on a thread of its own.
+        var reader: DatagramReader?
         var devices: [NIONetworkDevice] = []
         var port: UInt16 = 0
         /// What `report` was last told.
@@ -136,9 +139,9 @@ package final class LANTransport: Transport {
             let devices = try Self.devices(named: configuration.interfaces)
             guard !devices.isEmpty else { throw Failure.noInterface(configuration.interfaces, reason: nil) }
             let multicast = try openMulticast(receiver)
-            let unicast: Channel, direct: DirectSocket
+            let unicast: Channel, direct: DirectSocket, reader: DatagramReader
             do {
-                (unicast, direct) = try openUnicast(receiver)
+                (unicast, direct, reader) = try openUnicast(deliver)
             } catch {
                 try? multicast.close().wait()
                 throw error
@@ -147,6 +150,7 @@ package final class LANTransport: Transport {
                 $0.multicast = multicast
                 $0.unicast = unicast
                 $0.direct = direct
+                $0.reader = reader
                 $0.port = UInt16(unicast.localAddress?.port ?? 0)
             }
             // The first joins happen on the loop before this returns (the first announcement
@@ -243,8 +247,9 @@ package final class LANTransport: Transport {
     }
 
     /// The socket of direct packets, on an ephemeral port: opened here and handed to NIO, which
-    /// reads it, while a second descriptor of it is kept for `send`.
-    private func openUnicast(_ receiver: @escaping @Sendable () -> Receiver) throws -> (Channel, DirectSocket) {
+    /// sends what `send` could not at once, while a second descriptor of it is kept for `send`
+    /// and a third is read by a `DatagramReader`.
+    private func openUnicast(_ deliver: @escaping @Sendable ([UInt8], Route) -> Void) throws -> (Channel, DirectSocket, DatagramReader) {
         let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw Failure.socket(String(cString: strerror(errno))) }
         func failure() -> Failure {
@@ -266,13 +271,25 @@ package final class LANTransport: Transport {
         let second = fcntl(fd, F_DUPFD_CLOEXEC, 0)
         guard second >= 0 else { throw failure() }
         let direct = DirectSocket(second)
-        // NIO owns `fd` from here, closed or not.
-        let channel = try DatagramBootstrap(group: group)
-            .channelInitializer { channel in channel.eventLoop.makeCompletedFuture {
-                try channel.pipeline.syncOperations.addHandler(receiver())
-            } }
-            .withBoundSocket(fd).wait()
-        return (channel, direct)
+        let third = fcntl(fd, F_DUPFD_CLOEXEC, 0)
+        guard third >= 0 else { throw failure() }
+        let reader: DatagramReader
+        do {
+            reader = try DatagramReader(socket: third, name: "seance-lan-read", deliver: deliver)
+        } catch {
+            close(fd)
+            throw error
+        }
+        // NIO owns `fd` from here, closed or not; it does not read it.
+        do {
+            let channel = try DatagramBootstrap(group: group)
+                .channelOption(.autoRead, value: false)
+                .withBoundSocket(fd).wait()
+            return (channel, direct, reader)
+        } catch {
+            reader.stop()
+            throw error
+        }
     }
 
     package func broadcast(_ bytes: [UInt8], as kind: BroadcastKind) {
@@ -311,12 +328,13 @@ package final class LANTransport: Transport {
 
     /// Closes the sockets after what was written has gone. Safe to call twice.
     package func stop() {
-        let (multicast, unicast) = sockets.withLock { state in
+        let (multicast, unicast, reader) = sockets.withLock { state in
             // The second descriptor closes once no send is using it.
-            defer { state.multicast = nil; state.unicast = nil; state.direct = nil }
-            return (state.multicast, state.unicast)
+            defer { state.multicast = nil; state.unicast = nil; state.direct = nil; state.reader = nil }
+            return (state.multicast, state.unicast, state.reader)
         }
         guard multicast != nil || unicast != nil else { return }
+        reader?.stop()
         try? multicast?.close().wait()
         try? unicast?.close().wait()
         try? group.syncShutdownGracefully()

@@ -15,6 +15,22 @@ package final class SeanceDatabase: Sendable {
     /// The schema's commit steps, as this database runs them (`CommitStep.make`), made anew
     /// after a transaction is refused.
     private let commitSteps: Mutex<[@Sendable (Database) throws -> Void]>
+    /// `BEGIN` and `COMMIT` prepared once on the writer's connection (the one `transaction` runs
+    /// on): found in GRDB's cache by their text, which is hashed at each finding, they were
+    /// 1,300 of the instructions of a message received alone. Finalized with this database
+    /// (GRDB closes a connection once its last statement is).
+    private let transactionStatements = Mutex<TransactionStatements?>(nil)
+
+    /// Safe to send: its statements run only on the writer's connection, which GRDB's queue
+    /// serializes.
+    private final class TransactionStatements: @unchecked Sendable {
+        let begin: Statement, commit: Statement
+
+        init(_ db: Database) throws {
+            begin = try db.makeStatement(sql: "BEGIN IMMEDIATE TRANSACTION")
+            commit = try db.makeStatement(sql: "COMMIT TRANSACTION")
+        }
+    }
 
     /// SQLite's settings for the whole process, made once by the program before it opens any
     /// database: `sqlite3_config` may not run beside any other SQLite call (tests, which open
@@ -91,12 +107,13 @@ package final class SeanceDatabase: Sendable {
     func transaction<T>(_ body: (Database) throws -> T, steps: Bool) throws -> T {
         do {
             return try writer.writeWithoutTransaction { db in
-                try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
+                let prepared = try transactionStatements(db)
+                try prepared.begin.execute()
                 do {
                     let result = try body(db)
                     // Taken out of the lock first: none is held while they write.
                     for step in steps ? commitSteps.withLock({ $0 }) : [] { try step(db) }
-                    try db.cachedStatement(sql: "COMMIT TRANSACTION").execute()
+                    try prepared.commit.execute()
                     return result
                 } catch {
                     // Unless SQLite has already rolled it back itself (a full disk, say).
@@ -108,6 +125,14 @@ package final class SeanceDatabase: Sendable {
         } catch let error as DatabaseError {
             throw Self.describe(error, path: path)
         }
+    }
+
+    /// `BEGIN` and `COMMIT` on the writer's connection `db`, prepared at the first transaction.
+    private func transactionStatements(_ db: Database) throws -> TransactionStatements {
+        if let prepared = transactionStatements.withLock({ $0 }) { return prepared }
+        let prepared = try TransactionStatements(db)
+        transactionStatements.withLock { $0 = prepared }
+        return prepared
     }
 
     /// Runs `body`, which deletes, in a write transaction, so that no copy of what it deletes

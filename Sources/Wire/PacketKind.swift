@@ -18,6 +18,16 @@ extension PacketKind {
         return bytes
     }
 
+    /// The kind's code, then its payload, in one buffer: what a session frame carries.
+    package func tagged() throws -> [UInt8] {
+        var bytes: [UInt8] = []
+        // Room for the small kinds (an acknowledgement, a receipt) without growing.
+        bytes.reserveCapacity(64)
+        bytes.append(Self.code)
+        try write(to: &bytes)
+        return bytes
+    }
+
     /// A payload read as this kind, extension fields skipped.
     package static func read(_ body: [UInt8]) throws(DecodeError) -> Self {
         var reader = ByteReader(body[...])

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Glibc
+import Synchronization
 import TestSupport
 import Testing
 import Wire
@@ -68,16 +69,79 @@ struct LANDirectSendTests {
         }
     }
 
+    /// Direct packets are read on a thread of their own, not by the loop: one comes in while the
+    /// loop is held up, from the peer's address and port.
+    @Test func aDirectPacketIsReadWithoutTheLoop() throws {
+        let heard = Mutex<[([UInt8], Route)]>([]), came = DispatchSemaphore(value: 0)
+        try withTransportAndPeer(deliver: { bytes, route in
+            heard.withLock { $0.append((bytes, route)) }
+            came.signal()
+        }) { lan, peer in
+            let busy = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+            lan.group.next().execute {
+                busy.signal()
+                release.wait()
+            }
+            busy.wait()
+            defer { release.signal() }
+            for bytes: [UInt8] in [[4, 5, 6], [7]] { peer.send(bytes, toPort: lan.directPort) }
+            #expect(came.wait(timeout: .now() + 5) == .success && came.wait(timeout: .now() + 5) == .success)
+            let (first, second) = heard.withLock { ($0[0], $0[1]) }
+            #expect(first.0 == [4, 5, 6] && second.0 == [7])
+            #expect(first.1 == peer.route && second.1 == peer.route)
+        }
+    }
+
     /// A started transport on `lo` (the default group and port) and a peer on loopback, in a
     /// network of the test's own, for `body`.
-    func withTransportAndPeer(_ body: (LANTransport, UDPListener) throws -> Void) throws {
+    func withTransportAndPeer(deliver: @escaping @Sendable ([UInt8], Route) -> Void = { _, _ in },
+                              _ body: (LANTransport, UDPListener) throws -> Void) throws {
         let network = try PrivateNetwork()
         let lan = LANTransport(configuration: .init(interfaces: ["lo"]))
-        try network.inside { try lan.start(deliver: { _, _ in }, report: { _ in }) }
+        try network.inside { try lan.start(deliver: deliver, report: { _ in }) }
         defer { lan.stop() }
         let peer = try #require(try network.inside { UDPListener() })
         defer { peer.close() }
         try body(lan, peer)
+    }
+}
+
+/// The reader's thread ends with `stop`, which waits for it to leave its loop: nothing is read
+/// once it returns.
+@Suite(.enabled(if: inPrivateNetwork, "opens sockets: only inside scripts/in-netns"))
+struct DatagramReaderTests {
+    /// The names of this process's threads.
+    func threadNames() throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").compactMap { task in
+            try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+    }
+
+    @Test func stopEndsItsThread() throws {
+        let network = try PrivateNetwork()
+        let socket = try #require(try network.inside { UDPListener() })
+        defer { socket.close() }
+        let own = fcntl(socket.fd, F_DUPFD_CLOEXEC, 0)
+        _ = fcntl(own, F_SETFL, fcntl(own, F_GETFL) | O_NONBLOCK)
+        let heard = Mutex<[[UInt8]]>([]), came = DispatchSemaphore(value: 0)
+        let reader = try DatagramReader(socket: own, name: "reader-test", deliver: { bytes, _ in
+            heard.withLock { $0.append(bytes) }
+            came.signal()
+        })
+        // Running, on a thread of its name: it reads what a peer sends.
+        let peer = try #require(try network.inside { UDPListener() })
+        defer { peer.close() }
+        peer.send([1], toPort: socket.port)
+        #expect(came.wait(timeout: .now() + 5) == .success)
+        #expect(try threadNames().contains("reader-test"))
+        reader.stop()
+        // Its thread has ended: gone from the process's threads once the system has reaped it,
+        // a moment after (waited for, up to 5 s).
+        let deadline = Date() + 5
+        while try threadNames().contains("reader-test"), Date() < deadline { usleep(1000) }
+        #expect(try !threadNames().contains("reader-test"))
+        #expect(heard.withLock { $0 } == [[1]])
+        reader.stop()  // Twice is harmless.
     }
 }
 
@@ -106,6 +170,19 @@ struct UDPListener {
         }
         guard count >= 0 else { return nil }
         return (Array(buffer[..<count]), UInt16(bigEndian: source.sin_port))
+    }
+
+    /// Sends `bytes` to 127.0.0.1:`port`.
+    func send(_ bytes: [UInt8], toPort port: UInt16) {
+        var target = sockaddr_in()
+        target.sin_family = sa_family_t(AF_INET)
+        target.sin_addr.s_addr = inet_addr("127.0.0.1")
+        target.sin_port = port.bigEndian
+        _ = withUnsafePointer(to: &target) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                sendto(fd, bytes, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
     }
 
     func close() { Glibc.close(fd) }

@@ -42,6 +42,9 @@ package struct PeerReach: Sendable {
     }
 
     private func live(_ peer: Peer) -> [PeerRoute] {
-        peer.liveRoutes(now: engine.now, timing: timing, preference: transports.map(\.name))
+        // One route (most peers): nothing to rank, and live or not it is the one to use. Asked
+        // at every packet sent, ranking one made three arrays.
+        guard peer.routes.count > 1 else { return peer.routes }
+        return peer.liveRoutes(now: engine.now, timing: timing, preference: transports.map(\.name))
     }
 }

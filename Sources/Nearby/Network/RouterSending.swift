@@ -33,10 +33,10 @@ extension Router {
     /// carried it out of this machine.
     @discardableResult
     package func send<Kind: PacketKind>(_ packet: Kind, to peer: Peer, everyRoute: Bool = false, reply: Route? = nil) -> Bool {
-        guard let body = try? packet.encoded() else { return false }
+        guard let inner = try? packet.tagged() else { return false }
         let routes = reach.routes(of: peer)
-        if let reply, routes.contains(reply) { return sendSealed([Kind.code] + body, to: peer, by: [reply]) }
-        return sendSealed([Kind.code] + body, to: peer, by: everyRoute ? routes : Array(routes.prefix(1)))
+        if let reply, routes.contains(reply) { return sendSealed(inner, to: peer, by: [reply]) }
+        return sendSealed(inner, to: peer, by: everyRoute ? routes : Array(routes.prefix(1)))
     }
 
     /// Sends a payload of kind `code` as it is, sealed in the peer's session: for harnesses that
