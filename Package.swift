@@ -161,6 +161,8 @@ let package = Package(
 // release builds leave it to them, as they leave the engine's queue (`assertCurrent`). Kept in
 // our modules, the checks were some 6,000 of a received message's 203,000 instructions: every
 // access to a class's stored property, Foundation's `Data` storage (inlined here) among them.
+// The Makefile's release builds pass the same flag to every module, the dependencies' too
+// (`RELEASE_FLAGS`): a package cannot set it for another's targets.
 let cTargets: Set = ["CMosquitto", "CStbImage", "CSQLiteSetup"]
 for target in package.targets where (target.type == .regular || target.type == .executable) && !cTargets.contains(target.name) {
     target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]

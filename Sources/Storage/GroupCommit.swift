@@ -31,10 +31,6 @@ package final class GroupCommit: Sendable {
         var scheduled = false
         /// Transactions committed or refused so far (tests count them).
         var transactions = 0
-        /// Transactions whose writes are being told how they went (more than one when a write
-        /// told fills the next), and what is to run once they all have been (`afterTelling`).
-        var telling = 0
-        var afterTelling: [@Sendable () -> Void] = []
     }
 
     private let database: SeanceDatabase
@@ -87,26 +83,6 @@ package final class GroupCommit: Sendable {
         } catch {
             failure = error
         }
-        pending.value.telling += 1
         for write in writes { write.done(failure) }
-        let after: [@Sendable () -> Void] = pending.update { pending in
-            pending.telling -= 1
-            guard pending.telling == 0 else { return [] }
-            defer { pending.afterTelling = [] }
-            return pending.afterTelling
-        }
-        for body in after { body() }
-    }
-
-    /// Runs `body` once every write of the transaction being told of has heard how it went, so
-    /// that what they ask for together is done once, at once (an acknowledgement for all of a
-    /// sender's messages it stored); asked outside that telling, soon on the engine, after what
-    /// it was already given.
-    package func afterTelling(_ body: @escaping @Sendable () -> Void) {
-        let telling = pending.update { pending in
-            if pending.telling > 0 { pending.afterTelling.append(body) }
-            return pending.telling > 0
-        }
-        if !telling { pending.engine.async(body) }
     }
 }

@@ -75,30 +75,4 @@ import Testing
         scheduler.runUntilIdle()
         #expect(try keys() == ["c"])
     }
-
-    /// What the writes of a transaction ask for together runs once, after all of them heard how
-    /// it went and before anything else the engine was given; asked outside a commit, it waits
-    /// for what the engine was given before it.
-    @Test func whatRunsAfterTellingRunsOnceEveryWriteOfTheTransactionWasTold() throws {
-        let log = newLog()
-        engine.sync {
-            for key in ["a", "b"] {
-                commits.write({ db in try db.execute(sql: "INSERT INTO setting (key, value) VALUES (?, 'v')", arguments: [key]) },
-                              then: { [self] _ in
-                                  log.value.append("\(key) told")
-                                  commits.afterTelling { log.value.append("after \(key)") }
-                              })
-            }
-            // Queued behind the commit: runs after it, and after what the commit's telling asked.
-            engine.async { log.value.append("next turn") }
-        }
-        scheduler.runUntilIdle()
-        #expect(engine.sync { log.value } == ["a told", "b told", "after a", "after b", "next turn"])
-        engine.sync {
-            commits.afterTelling { log.value.append("outside") }
-            log.value.append("still this turn")
-        }
-        scheduler.runUntilIdle()
-        #expect(engine.sync { log.value }.suffix(2) == ["still this turn", "outside"])
-    }
 }

@@ -285,14 +285,11 @@ final class Inbound: DeliveryPart, Sendable {
         links[key]!.assembler = IncomingAssembler(delivered: link.stored)
     }
 
-    /// Acknowledges what is stored from `peer` once the transaction that stored it has told all
-    /// its writes (one acknowledgement for all it stored of theirs, sent then, not after another
-    /// hop through the engine's queue); outside a commit (fragments held, duplicates), after
-    /// whatever the engine was already given to do: packets that came together are then
-    /// acknowledged once, a packet alone at once.
+    /// Acknowledges what is stored from `peer`, after whatever the engine was already given to
+    /// do: packets that came together are then acknowledged once, a packet alone at once.
     private func acknowledge(_ peer: Peer, reply route: Route) {
         guard parts.box.value.acknowledgements.updateValue((peer, route), forKey: peer.signingKey) == nil else { return }
-        commits.afterTelling { [weak self] in
+        engine.async { [weak self] in
             guard let self, let (peer, route) = parts.box.value.acknowledgements.removeValue(forKey: peer.signingKey) else { return }
             sendAcknowledgement(to: peer, by: route)
         }
