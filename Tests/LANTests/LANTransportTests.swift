@@ -46,12 +46,7 @@ struct LANDirectSendTests {
     @Test func aDirectPacketDoesNotWaitForTheLoop() throws {
         try withTransportAndPeer { lan, peer in
             // The loop is busy for as long as the packet is waited for.
-            let busy = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
-            lan.group.next().execute {
-                busy.signal()
-                release.wait()
-            }
-            busy.wait()
+            let release = holdUp(lan)
             defer { release.signal() }
             lan.send([7, 8, 9], to: peer.route)
             let (bytes, sourcePort) = try #require(peer.receive(waiting: 2))
@@ -77,12 +72,7 @@ struct LANDirectSendTests {
             heard.withLock { $0.append((bytes, route)) }
             came.signal()
         }) { lan, peer in
-            let busy = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
-            lan.group.next().execute {
-                busy.signal()
-                release.wait()
-            }
-            busy.wait()
+            let release = holdUp(lan)
             defer { release.signal() }
             for bytes: [UInt8] in [[4, 5, 6], [7]] { peer.send(bytes, toPort: lan.directPort) }
             #expect(came.wait(timeout: .now() + 5) == .success && came.wait(timeout: .now() + 5) == .success)
@@ -90,6 +80,17 @@ struct LANDirectSendTests {
             #expect(first.0 == [4, 5, 6] && second.0 == [7])
             #expect(first.1 == peer.route && second.1 == peer.route)
         }
+    }
+
+    /// Keeps `lan`'s loop busy until the semaphore returned is signalled.
+    func holdUp(_ lan: LANTransport) -> DispatchSemaphore {
+        let busy = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        lan.group.next().execute {
+            busy.signal()
+            release.wait()
+        }
+        busy.wait()
+        return release
     }
 
     /// A started transport on `lo` (the default group and port) and a peer on loopback, in a
