@@ -158,12 +158,21 @@ package final class LANTransport: Transport {
             // and no caller ever waits for one.
             try multicast.eventLoop.submit { self.rescan(attempt: 0, report: report) }.wait()
         } catch let error as Failure {
-            try? group.syncShutdownGracefully()
+            abandon()
             throw error
         } catch {
-            try? group.syncShutdownGracefully()
+            abandon()
             throw Failure.socket("\(error)")
         }
+    }
+
+    /// What a start that failed had opened, released: the reading thread ended, then the loop.
+    private func abandon() {
+        sockets.withLock { state in
+            defer { state.reader = nil }
+            return state.reader
+        }?.stop()
+        try? group.syncShutdownGracefully()
     }
 
     /// Retry gaps: quick while nothing is joined yet (interfaces being set up), then slow.
