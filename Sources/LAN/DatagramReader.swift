@@ -10,15 +10,13 @@ import Wire
 /// `recvfrom`, and a source's route is worked out once. NIO keeps the socket only for what
 /// cannot be sent at once (its own reading off).
 final class DatagramReader: Sendable {
-    /// A descriptor of the socket of the reader's own, closed when its thread ends.
-    private let socket: Int32
     /// A pipe whose one byte tells the thread to end (`stop`).
     private let wake: (read: Int32, write: Int32)
     private let ended = DispatchSemaphore(value: 0)
     private let stopped = Mutex(false)
 
-    /// Starts reading `socket` (a descriptor the reader then owns, non-blocking) on a thread
-    /// named `name`.
+    /// Starts reading `socket` (a descriptor of the socket the reader then owns and closes when
+    /// its thread ends, non-blocking) on a thread named `name`.
     init(socket: Int32, name: String, deliver: @escaping @Sendable ([UInt8], Route) -> Void) throws(LANTransport.Failure) {
         var ends: [Int32] = [-1, -1]
         guard pipe(&ends) == 0 else {
@@ -26,15 +24,19 @@ final class DatagramReader: Sendable {
             throw LANTransport.Failure.socket(String(cString: strerror(errno)))
         }
         for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-        self.socket = socket
         wake = (ends[0], ends[1])
-        let thread = Thread { [socket, wake, ended] in
-            Thread.current.name = name  // The system's name too, set only from the thread itself.
+        // Foundation names the system's thread only from the thread itself, and only once `start`
+        // has returned (before, it does not know the thread for its own): waited for.
+        let started = DispatchSemaphore(value: 0)
+        let thread = Thread { [wake, ended] in
+            started.wait()
+            Thread.current.name = name
             Self.read(socket, until: wake.read, deliver: deliver)
             close(socket)
             ended.signal()
         }
         thread.start()
+        started.signal()
     }
 
     /// Ends the thread and waits for it: nothing is delivered once this returns. Safe to call
@@ -86,16 +88,17 @@ final class DatagramReader: Sendable {
     }
 }
 
-/// The routes of sources heard from lately, on the reader's thread: emptied when full, so a
-/// crowd of forged senders costs memory only up to `limit`.
-private struct SourceRoutes {
+/// The routes of IPv4 sources heard from lately, on the one thread that reads a socket: writing
+/// an address out (`inet_ntop`, then formatting) for every datagram was a sixtieth of a
+/// message's work at either end. Emptied when full, so a crowd of forged senders costs memory
+/// only up to `LANTransport.remembered`.
+struct SourceRoutes {
     private struct Source: Hashable {
         var address: UInt32
         var port: UInt16
     }
 
     private var routes: [Source: Route] = [:]
-    static let limit = 1024
 
     mutating func route(of address: sockaddr_in) -> Route {
         let source = Source(address: address.sin_addr.s_addr, port: address.sin_port)
@@ -105,7 +108,7 @@ private struct SourceRoutes {
         inet_ntop(AF_INET, &ip, &text, socklen_t(text.count))
         let host = LANTransport.hostName(text.withUnsafeBufferPointer { String(cString: $0.baseAddress!) })
         let route = Route(transport: "lan", address: "\(host):\(UInt16(bigEndian: address.sin_port))")
-        if routes.count >= Self.limit { routes.removeAll(keepingCapacity: true) }
+        if routes.count >= LANTransport.remembered { routes.removeAll(keepingCapacity: true) }
         routes[source] = route
         return route
     }

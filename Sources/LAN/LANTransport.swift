@@ -363,12 +363,8 @@ package final class LANTransport: Transport {
 private final class Receiver: ChannelInboundHandler {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
     let deliver: @Sendable ([UInt8], Route) -> Void
-    /// The routes of addresses heard from lately: writing an address out (`inet_ntop`, then
-    /// formatting) for every datagram was a sixtieth of a message's work at either end. Only
-    /// the event loop touches it; emptied when full, so a crowd of forged senders costs memory
-    /// only up to `routeLimit`.
-    private var routes: [SocketAddress: Route] = [:]
-    private static let routeLimit = 1024
+    /// Only the event loop touches it.
+    private var routes = SourceRoutes()
 
     init(deliver: @escaping @Sendable ([UInt8], Route) -> Void) { self.deliver = deliver }
 
@@ -376,17 +372,9 @@ private final class Receiver: ChannelInboundHandler {
         let envelope = unwrapInboundIn(data)
         var buffer = envelope.data
         let bytes = buffer.readBytes(length: buffer.readableBytes) ?? []
-        guard let route = route(of: envelope.remoteAddress) else { return }
-        deliver(bytes, route)
-    }
-
-    private func route(of address: SocketAddress) -> Route? {
-        if let known = routes[address] { return known }
-        guard let ip = address.ipAddress, let port = address.port else { return nil }
-        let route = Route(transport: "lan", address: "\(LANTransport.hostName(ip)):\(port)")
-        if routes.count >= Self.routeLimit { routes.removeAll(keepingCapacity: true) }
-        routes[address] = route
-        return route
+        // The multicast socket is an IPv4 one.
+        guard case .v4(let source) = envelope.remoteAddress else { return }
+        deliver(bytes, routes.route(of: source.address))
     }
 }
 
