@@ -74,19 +74,40 @@ def one_run(binary, work, env, password, tag, pings, burst, traced="ben", indexe
     return instructions(out_file)
 
 
-def indexed_rows(work, tag):
-    """The highest id of ben's messages the search index holds after the run `tag`: on these
-    fresh profiles, whose ids start at 1 without gaps, how many it holds (rows wait to be indexed
-    until `SearchSchema.deferLimit` of them do, so a burst ends with some waiting)."""
-    database = os.path.join(work, f"cost-{tag}-b", "seance.sqlite")
+def indexed_rows(work, tag, traced="ben"):
+    """The highest id of `traced`'s messages the search index holds after the run `tag`: on
+    these fresh profiles, whose ids start at 1 without gaps, how many it holds (rows wait to be
+    indexed until `SearchSchema.deferLimit` of them do, so a burst ends with some waiting)."""
+    database = os.path.join(work, f"cost-{tag}-{'b' if traced == 'ben' else 'a'}", "seance.sqlite")
     found = subprocess.run(["sqlite3", database, "SELECT upTo FROM search_indexed WHERE tableName = 'message'"],
                            capture_output=True, text=True, check=True).stdout.strip()
     return int(found or 0)
 
 
+def burst_costs(binary, work, env, password, bursts, pings, traced, few):
+    """`traced`'s instructions a message within a burst, with the index and without it, and the
+    index's a row. `few`: its run of `pings` pings without a burst."""
+    tag = "" if traced == "ben" else "sent-"
+    burst = one_run(binary, work, env, password, f"{tag}burst", pings, bursts[1], traced=traced)
+    unindexed_few = one_run(binary, work, env, password, f"{tag}unindexed-few", pings, bursts[0], traced=traced, indexed=False)
+    unindexed_burst = one_run(binary, work, env, password, f"{tag}unindexed-burst", pings, bursts[1], traced=traced, indexed=False)
+    unindexed = (unindexed_burst - unindexed_few) / (bursts[1] - bursts[0])
+    # The index's cost by the rows it took in: the last of a burst wait for company (up to
+    # `deferLimit`), and a stream indexes every one. A message within a burst costs the rest
+    # and its row's share of the index (the per-transaction step that watches for a batch is
+    # spread over these rows too).
+    rows = indexed_rows(work, f"{tag}burst", traced) - indexed_rows(work, f"{tag}few", traced)
+    if rows <= 0:
+        raise RuntimeError(f"the burst of {bursts[1]} indexed no row: it must be longer than the index's batch")
+    index_row = ((burst - few) - (unindexed_burst - unindexed_few)) / rows
+    return dict(burst=unindexed + index_row, measured=(burst - few) / (bursts[1] - bursts[0]), unindexed=unindexed,
+                index_row=index_row, rows=rows)
+
+
 def message_cost(binary, work, env, pings=(50, 250), bursts=(0, 10_000)):
-    """Prints and records ben's instructions a message: one at a time, and within a burst."""
-    section("cost: the receiver's instructions a message (callgrind: the same count on any load)")
+    """Prints and records the instructions a message costs ben, who receives, and ann, who
+    sends: one at a time, and within a burst, with the search index and without it."""
+    section("cost: instructions a message at each end (callgrind: the same count on any load)")
     password = os.path.join(work, "password")
     # Valgrind cannot read the debug sections swift writes: a copy without them (the symbols
     # stay, for callgrind_annotate).
@@ -95,34 +116,29 @@ def message_cost(binary, work, env, pings=(50, 250), bursts=(0, 10_000)):
     binary = stripped
     few = one_run(binary, work, env, password, "few", pings[0], bursts[0])
     more = one_run(binary, work, env, password, "pings", pings[1], bursts[0])
-    burst = one_run(binary, work, env, password, "burst", pings[0], bursts[1])
     per_ping = (more - few) / (pings[1] - pings[0])
-    unindexed_few = one_run(binary, work, env, password, "unindexed-few", pings[0], bursts[0], indexed=False)
-    unindexed_burst = one_run(binary, work, env, password, "unindexed-burst", pings[0], bursts[1], indexed=False)
-    per_unindexed = (unindexed_burst - unindexed_few) / (bursts[1] - bursts[0])
-    # The index's cost by the rows it took in: the last of a burst wait for company (up to
-    # `deferLimit`), and a stream indexes every one. A message within a burst costs the rest
-    # and its row's share of the index.
-    rows = indexed_rows(work, "burst") - indexed_rows(work, "few")
-    if rows <= 0:
-        raise RuntimeError(f"the burst of {bursts[1]} indexed no row: it must be longer than the index's batch")
-    # (The per-transaction step that watches for a batch is spread over these rows too.)
-    per_indexed_row = ((burst - few) - (unindexed_burst - unindexed_few)) / rows
-    measured_burst = (burst - few) / (bursts[1] - bursts[0])
-    per_burst = per_unindexed + per_indexed_row
+    received = burst_costs(binary, work, env, password, bursts, pings[0], "ben", few)
     sent_few = one_run(binary, work, env, password, "sent-few", pings[0], bursts[0], traced="ann")
     sent_more = one_run(binary, work, env, password, "sent-pings", pings[1], bursts[0], traced="ann")
     per_sent = (sent_more - sent_few) / (pings[1] - pings[0])
-    record("message_instructions", ping=per_ping, burst=per_burst, burst_measured=measured_burst, burst_unindexed=per_unindexed,
-           sent=per_sent)
+    sent = burst_costs(binary, work, env, password, bursts, pings[0], "ann", sent_few)
+    # Both shells store and index every message: the rate at both ends pays both indexes,
+    # over what both ends spend on a message.
+    both_index = received["index_row"] + sent["index_row"]
+    both_rest = received["unindexed"] + sent["unindexed"]
+    record("message_instructions", ping=per_ping, burst=received["burst"], burst_measured=received["measured"],
+           burst_unindexed=received["unindexed"], sent=per_sent, sent_burst=sent["burst"], sent_burst_unindexed=sent["unindexed"],
+           index_share_both=both_index / both_rest)
     print(f"receiver's instructions a message, one at a time {per_ping:10,.0f}   (callgrind; target: at most {TARGET:,})")
-    print(f"receiver's instructions a message, in a burst     {per_burst:10,.0f}   "
-          f"(its row's share of the index included; {measured_burst:,.0f} over the burst, {rows:,} of whose rows were indexed)")
-    print(f"… the same without the search index               {per_unindexed:10,.0f}   "
-          f"(the index costs {(per_burst / per_unindexed - 1) * 100:.1f} %, {per_indexed_row:,.0f} a row over {rows:,} rows; "
-          f"target: at most 10 %)")
     print(f"sender's instructions a message, one at a time   {per_sent:10,.0f}   (its line read, stored, sealed, sent, shown)")
-    return per_ping, per_burst
+    for who, costs in (("receiver", received), ("sender", sent)):
+        print(f"{who + chr(39) + 's instructions a message, in a burst':49}{costs['burst']:10,.0f}   "
+              f"(its row's share of the index included; {costs['measured']:,.0f} over the burst, {costs['rows']:,} of whose rows were indexed)")
+        print(f"… the same without the search index               {costs['unindexed']:10,.0f}   "
+              f"(the index costs {costs['index_row'] / costs['unindexed'] * 100:.1f} %, {costs['index_row']:,.0f} a row over {costs['rows']:,} rows)")
+    print(f"the index at both ends together                 {both_index / both_rest * 100:10.1f} %   "
+          f"({both_index:,.0f} over {both_rest:,.0f} instructions a message: what the rate stored at both ends pays; target: at most 10 %)")
+    return per_ping, received["burst"]
 
 
 if __name__ == "__main__":
