@@ -6,9 +6,9 @@ import Synchronization
 import Wire
 
 /// The local network as a `Transport`: UDP multicast to a group (TTL 1) on every usable
-/// interface, and a unicast socket for direct packets. It moves bytes only: its NIO thread hands
-/// each multicast datagram to `deliver`, and a thread of the unicast socket's own each direct
-/// one (`DatagramReader`).
+/// interface, and a unicast socket for direct packets. It moves bytes only: each socket has a
+/// thread of its own that hands what it reads to `deliver` (`DatagramReader`); swift-nio's
+/// thread joins the group and sends what a socket could not take at once.
 package final class LANTransport: Transport {
     package struct Configuration: Sendable, Equatable {
         package var group: String
@@ -46,8 +46,8 @@ package final class LANTransport: Transport {
         var unicast: Channel?
         /// The unicast socket again, for sending from the caller's thread (`send`).
         var direct: DirectSocket?
-        /// And again, read on a thread of its own.
-        var reader: DatagramReader?
+        /// Each socket again, read on a thread of its own.
+        var readers: [DatagramReader] = []
         var devices: [NIONetworkDevice] = []
         var port: UInt16 = 0
         /// What `report` was last told.
@@ -134,15 +134,15 @@ package final class LANTransport: Transport {
     /// was opened before it.
     package func start(deliver: @escaping @Sendable ([UInt8], Route) -> Void,
                       report: @escaping @Sendable (TransportState) -> Void) throws {
-        let receiver: @Sendable () -> Receiver = { Receiver(deliver: deliver) }
         do {
             let devices = try Self.devices(named: configuration.interfaces)
             guard !devices.isEmpty else { throw Failure.noInterface(configuration.interfaces, reason: nil) }
-            let multicast = try openMulticast(receiver)
+            let (multicast, groupReader) = try openMulticast(deliver)
             let unicast: Channel, direct: DirectSocket, reader: DatagramReader
             do {
                 (unicast, direct, reader) = try openUnicast(deliver)
             } catch {
+                groupReader.stop()
                 try? multicast.close().wait()
                 throw error
             }
@@ -150,7 +150,7 @@ package final class LANTransport: Transport {
                 $0.multicast = multicast
                 $0.unicast = unicast
                 $0.direct = direct
-                $0.reader = reader
+                $0.readers = [groupReader, reader]
                 $0.port = UInt16(unicast.localAddress?.port ?? 0)
             }
             // The first joins happen on the loop before this returns (the first announcement
@@ -166,12 +166,12 @@ package final class LANTransport: Transport {
         }
     }
 
-    /// What a start that failed had opened, released: the reading thread ended, then the loop.
+    /// What a start that failed had opened, released: the reading threads ended, then the loop.
     private func abandon() {
         sockets.withLock { state in
-            defer { state.reader = nil }
-            return state.reader
-        }?.stop()
+            defer { state.readers = [] }
+            return state.readers
+        }.forEach { $0.stop() }
         try? group.syncShutdownGracefully()
     }
 
@@ -235,66 +235,78 @@ package final class LANTransport: Transport {
     static let receiveBuffer: Int32 = 1 << 20
 
     /// Binds the group's port, multicast to this segment only, our own packets looped back (two
-    /// shells on one host hear each other).
-    private func openMulticast(_ receiver: @escaping @Sendable () -> Receiver) throws -> Channel {
-        let multicast = try DatagramBootstrap(group: group)
-            .channelOption(.socketOption(.so_reuseaddr), value: 1)
-            .channelOption(ChannelOptions.socketOption(NIOBSDSocket.Option(rawValue: SO_REUSEPORT)), value: 1)
-            .channelOption(.socketOption(.so_rcvbuf), value: Int(Self.receiveBuffer))
-            .channelInitializer { channel in channel.eventLoop.makeCompletedFuture {
-                try channel.pipeline.syncOperations.addHandler(receiver())
-            } }
-            .bind(host: "0.0.0.0", port: configuration.port).wait()
-        do {
-            try multicast.setOption(ChannelOptions.ipOption(.ip_multicast_ttl), value: 1).wait()
-            try multicast.setOption(ChannelOptions.ipOption(.ip_multicast_loop), value: 1).wait()
-            return multicast
-        } catch {
-            try? multicast.close().wait()
-            throw error
-        }
+    /// shells on one host hear each other). Read by a `DatagramReader`, as direct packets are:
+    /// through swift-nio's loop every broadcast received cost some 5,000 instructions more (its
+    /// pipeline, and the sender's address spelled out), a crowd's and a flood's alike.
+    private func openMulticast(_ deliver: @escaping @Sendable ([UInt8], Route) -> Void) throws -> (Channel, DatagramReader) {
+        let fd = try Self.boundSocket(port: UInt16(configuration.port), options: [
+            (SOL_SOCKET, SO_REUSEADDR, 1), (SOL_SOCKET, SO_REUSEPORT, 1), (SOL_SOCKET, SO_RCVBUF, Self.receiveBuffer),
+            (Int32(IPPROTO_IP), IP_MULTICAST_TTL, 1), (Int32(IPPROTO_IP), IP_MULTICAST_LOOP, 1),
+        ])
+        return try adopt(fd, readBy: "seance-lan-grp", deliver: deliver)
     }
 
-    /// The socket of direct packets, on an ephemeral port: opened here and handed to NIO, which
-    /// sends what `send` could not at once, while a second descriptor of it is kept for `send`
-    /// and a third is read by a `DatagramReader`.
+    /// The socket of direct packets, on an ephemeral port: a second descriptor of it is kept
+    /// for `send`. Direct packets are for the local segment only, like the multicast ones: a
+    /// forged source address elsewhere on the internet is never answered.
     private func openUnicast(_ deliver: @escaping @Sendable ([UInt8], Route) -> Void) throws -> (Channel, DirectSocket, DatagramReader) {
+        let fd = try Self.boundSocket(port: 0, options: [(Int32(IPPROTO_IP), IP_TTL, 1), (SOL_SOCKET, SO_RCVBUF, Self.receiveBuffer)])
+        let second = fcntl(fd, F_DUPFD_CLOEXEC, 0)
+        guard second >= 0 else {
+            defer { close(fd) }
+            throw Failure.socket(String(cString: strerror(errno)))
+        }
+        let direct = DirectSocket(second)
+        let (channel, reader) = try adopt(fd, readBy: "seance-lan-read", deliver: deliver)
+        return (channel, direct, reader)
+    }
+
+    /// A non-blocking IPv4 UDP socket with `options` (level, name, value), bound to `port` on
+    /// every address (0: one the system picks).
+    private static func boundSocket(port: UInt16, options: [(Int32, Int32, Int32)]) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw Failure.socket(String(cString: strerror(errno))) }
         func failure() -> Failure {
             defer { close(fd) }
             return Failure.socket(String(cString: strerror(errno)))
         }
-        // Direct packets are for the local segment only, like the multicast ones: a forged
-        // source address elsewhere on the internet is never answered.
-        var ttl: Int32 = 1, buffer = Self.receiveBuffer
-        guard setsockopt(fd, Int32(IPPROTO_IP), IP_TTL, &ttl, socklen_t(MemoryLayout<Int32>.size)) == 0,
-              setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer, socklen_t(MemoryLayout<Int32>.size)) == 0 else { throw failure() }
+        for (level, name, value) in options {
+            var value = value
+            guard setsockopt(fd, level, name, &value, socklen_t(MemoryLayout<Int32>.size)) == 0 else { throw failure() }
+        }
         var any = sockaddr_in()
         any.sin_family = sa_family_t(AF_INET)
+        any.sin_port = port.bigEndian
         let bound = withUnsafePointer(to: &any) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        // Non-blocking for both descriptors (they share it): a send never waits.
+        // Non-blocking for every descriptor of it (they share it): a send never waits.
         guard bound == 0, fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0 else { throw failure() }
-        let second = fcntl(fd, F_DUPFD_CLOEXEC, 0)
-        guard second >= 0 else { throw failure() }
-        let direct = DirectSocket(second)
-        let third = fcntl(fd, F_DUPFD_CLOEXEC, 0)
-        guard third >= 0 else { throw failure() }
+        return fd
+    }
+
+    /// Hands `fd` to swift-nio, which sends on it what could not go at once and reads nothing,
+    /// while a second descriptor of it is read on a thread named `name`. `fd` is closed here, or
+    /// NIO's (whether its channel opened or not).
+    private func adopt(_ fd: Int32, readBy name: String,
+                       deliver: @escaping @Sendable ([UInt8], Route) -> Void) throws -> (Channel, DatagramReader) {
+        let read = fcntl(fd, F_DUPFD_CLOEXEC, 0)
+        guard read >= 0 else {
+            defer { close(fd) }
+            throw Failure.socket(String(cString: strerror(errno)))
+        }
         let reader: DatagramReader
         do {
-            reader = try DatagramReader(socket: third, name: "seance-lan-read", deliver: deliver)
+            reader = try DatagramReader(socket: read, name: name, deliver: deliver)
         } catch {
             close(fd)
             throw error
         }
-        // NIO owns `fd` from here, closed or not; it does not read it.
         do {
             let channel = try DatagramBootstrap(group: group)
                 .channelOption(.autoRead, value: false)
                 .withBoundSocket(fd).wait()
-            return (channel, direct, reader)
+            return (channel, reader)
         } catch {
             reader.stop()
             throw error
@@ -337,13 +349,13 @@ package final class LANTransport: Transport {
 
     /// Closes the sockets after what was written has gone. Safe to call twice.
     package func stop() {
-        let (multicast, unicast, reader) = sockets.withLock { state in
+        let (multicast, unicast, readers) = sockets.withLock { state in
             // The second descriptor closes once no send is using it.
-            defer { state.multicast = nil; state.unicast = nil; state.direct = nil; state.reader = nil }
-            return (state.multicast, state.unicast, state.reader)
+            defer { state.multicast = nil; state.unicast = nil; state.direct = nil; state.readers = [] }
+            return (state.multicast, state.unicast, state.readers)
         }
         guard multicast != nil || unicast != nil else { return }
-        reader?.stop()
+        readers.forEach { $0.stop() }
         try? multicast?.close().wait()
         try? unicast?.close().wait()
         try? group.syncShutdownGracefully()
@@ -357,24 +369,6 @@ package final class LANTransport: Transport {
         }
         guard let names else { return all }
         return all.filter { names.contains($0.name) }
-    }
-}
-
-private final class Receiver: ChannelInboundHandler {
-    typealias InboundIn = AddressedEnvelope<ByteBuffer>
-    let deliver: @Sendable ([UInt8], Route) -> Void
-    /// Only the event loop touches it.
-    private var routes = SourceRoutes()
-
-    init(deliver: @escaping @Sendable ([UInt8], Route) -> Void) { self.deliver = deliver }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let envelope = unwrapInboundIn(data)
-        var buffer = envelope.data
-        let bytes = buffer.readBytes(length: buffer.readableBytes) ?? []
-        // The multicast socket is an IPv4 one.
-        guard case .v4(let source) = envelope.remoteAddress else { return }
-        deliver(bytes, routes.route(of: source.address))
     }
 }
 

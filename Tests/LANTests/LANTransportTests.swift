@@ -40,7 +40,8 @@ import Wire
 }
 
 /// Direct packets leave from the thread that sends them, by the socket whose port peers were
-/// told: the loop's wake-up was a tenth of a message's way to the peer.
+/// told: the loop's wake-up was a tenth of a message's way to the peer. Each socket is read on
+/// a thread of its own.
 @Suite(.enabled(if: inPrivateNetwork, "opens sockets: only inside scripts/in-netns"))
 struct LANDirectSendTests {
     @Test func aDirectPacketDoesNotWaitForTheLoop() throws {
@@ -64,22 +65,39 @@ struct LANDirectSendTests {
         }
     }
 
-    /// Direct packets are read on a thread of their own, not by the loop: one comes in while the
+    /// Direct packets are read on a thread of their own, not by the loop: they come in while the
     /// loop is held up, from the peer's address and port.
     @Test func aDirectPacketIsReadWithoutTheLoop() throws {
-        let heard = Mutex<[([UInt8], Route)]>([]), came = DispatchSemaphore(value: 0)
+        let heard = try readWhileTheLoopIsHeldUp(count: 2) { lan, peer in
+            for bytes: [UInt8] in [[4, 5, 6], [7]] { peer.send(bytes, toPort: lan.directPort) }
+        }
+        #expect(heard.map(\.bytes) == [[4, 5, 6], [7]])
+    }
+
+    /// The group's socket is read on a thread of its own too.
+    @Test func aBroadcastIsReadWithoutTheLoop() throws {
+        let heard = try readWhileTheLoopIsHeldUp(count: 1) { lan, peer in peer.send([9, 9], toPort: UInt16(lan.configuration.port)) }
+        #expect(heard.map(\.bytes) == [[9, 9]])
+    }
+
+    /// What a started transport delivers of `count` datagrams that `send` has a peer send it
+    /// while its loop is held up (empty when they do not all come within 5 s each), each from
+    /// the peer's route.
+    func readWhileTheLoopIsHeldUp(count: Int, _ send: (LANTransport, UDPListener) -> Void) throws -> [(bytes: [UInt8], route: Route)] {
+        let heard = Mutex<[(bytes: [UInt8], route: Route)]>([]), came = DispatchSemaphore(value: 0)
+        var delivered: [(bytes: [UInt8], route: Route)] = []
         try withTransportAndPeer(deliver: { bytes, route in
             heard.withLock { $0.append((bytes, route)) }
             came.signal()
         }) { lan, peer in
             let release = holdUp(lan)
             defer { release.signal() }
-            for bytes: [UInt8] in [[4, 5, 6], [7]] { peer.send(bytes, toPort: lan.directPort) }
-            #expect(came.wait(timeout: .now() + 5) == .success && came.wait(timeout: .now() + 5) == .success)
-            let (first, second) = heard.withLock { ($0[0], $0[1]) }
-            #expect(first.0 == [4, 5, 6] && second.0 == [7])
-            #expect(first.1 == peer.route && second.1 == peer.route)
+            send(lan, peer)
+            guard (0..<count).allSatisfy({ _ in came.wait(timeout: .now() + 5) == .success }) else { return }
+            delivered = heard.withLock { $0 }
+            #expect(delivered.allSatisfy { $0.route == peer.route })
         }
+        return delivered
     }
 
     /// Keeps `lan`'s loop busy until the semaphore returned is signalled.
