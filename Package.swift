@@ -50,7 +50,7 @@ let package = Package(
         ]),
         // The local network as a transport: UDP multicast and unicast on swift-nio, bytes only.
         .target(name: "LAN", dependencies: [
-            "Wire",
+            "Runtime", "Wire",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),

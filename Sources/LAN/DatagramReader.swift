@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Runtime
 import Synchronization
 import Wire
 
@@ -16,7 +17,8 @@ final class DatagramReader: Sendable {
     private let stopped = Mutex(false)
 
     /// Starts reading `socket` (a descriptor of the socket the reader then owns and closes when
-    /// its thread ends, non-blocking) on a thread named `name`.
+    /// its thread ends, non-blocking) on a thread named `name` (its first 15 bytes, as the
+    /// system keeps them).
     init(socket: Int32, name: String, deliver: @escaping @Sendable ([UInt8], Route) -> Void) throws(LANTransport.Failure) {
         var ends: [Int32] = [-1, -1]
         guard pipe(&ends) == 0 else {
@@ -25,18 +27,11 @@ final class DatagramReader: Sendable {
         }
         for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         wake = (ends[0], ends[1])
-        // Foundation names the system's thread only from the thread itself, and only once `start`
-        // has returned (before, it does not know the thread for its own): waited for.
-        let started = DispatchSemaphore(value: 0)
-        let thread = Thread { [wake, ended] in
-            started.wait()
-            Thread.current.name = name
+        Thread.start(named: name) { [wake, ended] in
             Self.read(socket, until: wake.read, deliver: deliver)
             close(socket)
             ended.signal()
         }
-        thread.start()
-        started.signal()
     }
 
     /// Ends the thread and waits for it: nothing is delivered once this returns. Safe to call

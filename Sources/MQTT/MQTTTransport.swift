@@ -134,9 +134,7 @@ package final class MQTTTransport: Transport, Sendable {
         let fresh = State(client: handle, deliver: deliver, report: report)
         state.withLock { $0 = fresh }
         seance_mosquitto_threaded_set(client, true)
-        let thread = Thread { self.run(handle) }
-        thread.name = "seance-mqtt"
-        thread.start()
+        Thread.start(named: "seance-mqtt") { self.run(handle) }
     }
 
     /// The loop thread: connect, run libmosquitto's loop until the connection ends, and then say

@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import Synchronization
 import Testing
 @testable import Runtime
@@ -197,5 +198,32 @@ extension DeadlinesTests {
         scheduler.advance(by: 0.5025)
         // Not three times at 0.5: each ring a millisecond after the last.
         #expect(fired.withLock { $0 }.map { ($0 * 1000).rounded() } == [500, 501, 502])
+    }
+}
+
+/// A thread the system knows by its name from its first instruction on (`ps -L`, gdb).
+@Suite struct NamedThreadTests {
+    /// The names of this process's threads, as the system keeps them.
+    func threadNames() -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []).compactMap { task in
+            try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+    }
+
+    @Test func theThreadIsNamedBeforeItsBodyRuns() {
+        let running = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0), ended = DispatchSemaphore(value: 0)
+        let seen = Mutex<[String]>([])
+        Thread.start(named: "named-test-thread-long") {
+            seen.withLock { $0 = self.threadNames() }
+            running.signal()
+            release.wait()
+            ended.signal()
+        }
+        #expect(running.wait(timeout: .now() + 5) == .success)
+        // Cut to the system's 15 bytes.
+        #expect(seen.withLock { $0 }.contains("named-test-thre"))
+        #expect(threadNames().contains("named-test-thre"))
+        release.signal()
+        #expect(ended.wait(timeout: .now() + 5) == .success)
     }
 }

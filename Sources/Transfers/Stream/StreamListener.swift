@@ -58,9 +58,7 @@ final class StreamListener: Sendable {
         }
         self.fd = fd
         self.port = port
-        let thread = Thread { [self] in self.acceptLoop(engine: engine, events: events) }
-        thread.name = "seance file streams"
-        thread.start()
+        Thread.start(named: "seance-streams") { [self] in self.acceptLoop(engine: engine, events: events) }
     }
 
     /// Stops listening and ends every connection.
@@ -86,13 +84,11 @@ final class StreamListener: Sendable {
             let connection = FileStream.Connection(fd: client)
             let id = ObjectIdentifier(connection)
             open.withLock { $0[id] = connection }
-            let thread = Thread { [self] in
+            Thread.start(named: "seance-stream-in") { [self] in
                 self.serve(connection, events: events)
                 open.withLock { $0[id] = nil }
                 serving.subtract(1, ordering: .relaxed)
             }
-            thread.name = "seance file stream in"
-            thread.start()
         }
     }
 

@@ -26,12 +26,10 @@ final class StreamSender: Sendable {
     }
 
     init(_ job: Job, engine: Engine, ended: @escaping @Sendable (StreamSender, FileStream.Failure?, _ changed: Bool) -> Void) {
-        let thread = Thread { [self] in
+        Thread.start(named: "seance-stream") { [self] in
             let (failure, changed) = self.run(job)
             engine.async { ended(self, failure, changed) }
         }
-        thread.name = "seance file stream"
-        thread.start()
     }
 
     /// Ends it from the engine: the thread stops at its next write.
