@@ -58,9 +58,10 @@ final class TestNetwork {
     /// The address of `host` on the bridge.
     func address(_ host: Int) -> String { "198.18.0.\(host)" }
 
-    /// Drops `percent` % of the frames this network's bridge forwards, at random (nft numgen).
-    func dropFrames(percent: Int) throws {
-        try addBridgeRule("numgen random mod 100 '<' \(percent) counter drop")
+    /// Drops `percent` % of the frames this network's bridge forwards, at random (nft numgen): of
+    /// `protocol` alone (`udp`, `tcp`) when given.
+    func dropFrames(percent: Int, of protocol: String? = nil) throws {
+        try addBridgeRule((`protocol`.map { "meta l4proto \($0) " } ?? "") + "numgen random mod 100 '<' \(percent) counter drop")
     }
 
     /// Adds a rule to the bridge's forward chain, matching this network's own ports only so tests

@@ -70,9 +70,17 @@ struct TransferIntegrationTests {
     /// started again each time: both arrive byte for byte (ben saves them, and they compare
     /// equal), the picture taken at once (ben wrote to ann first), the file once ben accepted it,
     /// on a stream each time ben's end takes it again.
+    ///
+    /// The datagrams are lost, and the streams held to 4 MB a second (so that the kills come on
+    /// the way), not their TCP segments lost: under 10 % loss TCP's own backoff stalled a stream
+    /// past its timeout now and then (a segment or its acknowledgement lost six times running),
+    /// and the stream then rightly gave way to chunks, which this test, counting that every leg
+    /// went on a stream, took for a failure about one run in twenty. A stream that goes quiet,
+    /// and TCP blocked, are tested on their own below.
     @Test func aPictureAndAFileCrossLossAndARestartByteForByte() throws {
         let net = try TestNetwork(hosts: 2)
-        try net.dropFrames(percent: 10)
+        try net.dropFrames(percent: 10, of: "udp")
+        try net.addBridgeRule("meta l4proto tcp limit rate over 4 mbytes/second drop")
         let (picture, big) = try files(in: net)
         let a = try net.makeProfile("ann", host: 1), b = try net.makeProfile("ben", host: 2)
         var (runA, runB) = try benAsksAnn(net, a, b, "the map, please")
@@ -102,7 +110,7 @@ struct TransferIntegrationTests {
         #expect(runB.waitFor("saved file \(bigNumber) as"))
         #expect(FileManager.default.contentsEqual(atPath: picture, andPath: net.scratch.path + "/got.png"))
         #expect(FileManager.default.contentsEqual(atPath: big, andPath: net.scratch.path + "/got.bin"))
-        #expect(try net.droppedFrames() > 100)
+        #expect(try net.droppedFrames() > 0)  // Datagrams were lost (some thirty of three hundred).
         // Each leg went on a stream, those after a restart too (in chunks, a third of the file
         // is 20,000 datagrams): a stream the receiver's end cut short is not given up for good.
         runA.send("/nearby stats", "/echo counted")
