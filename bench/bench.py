@@ -365,7 +365,7 @@ def sessions(binary, work, env, runs):
     for label, name, frames, target, reason, note in (
             ("forged handshakes", "session_forged_handshake", handshake_frame, ("127.0.0.1", port), "handshake unannounced",
              "from keys never announced: dropped before any key agreement"),
-            ("forged announcements", "session_forged_announcement", announcement_frame, ("239.255.77.77", 47777), "signature",
+            ("forged announcements", "session_forged_announcement_read", announcement_frame, ("239.255.77.77", 47777), "signature",
              "reference: a signature check costs some 80 µs, and one source is allowed few")):
         before, (reason_before, read_before) = cpu_seconds(receiver.pid), dropped_count(receiver, reason)
         sent, deadline = 0, time.perf_counter() + 3

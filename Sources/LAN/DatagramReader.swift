@@ -8,8 +8,8 @@ import Wire
 /// with the route of its source. swift-nio's loop read them before, for some 5,000–8,000
 /// instructions a datagram (its readiness loop and pipeline, and the source spelled with
 /// `inet_ntop` each time): a twentieth of a message received alone. Here a datagram is a
-/// `poll` and a `recvfrom`, and a source's route is worked out once. NIO keeps the sockets only
-/// for what cannot be sent at once and for joining the group (its own reading off).
+/// `poll` and a `recvfrom`, and a source's route is worked out once. NIO keeps the sockets for
+/// sending and for joining the group (its own reading off).
 final class DatagramReader: Sendable {
     /// A pipe whose one byte tells the thread to end (`stop`).
     private let wake: (read: Int32, write: Int32)

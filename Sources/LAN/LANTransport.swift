@@ -8,7 +8,8 @@ import Wire
 /// The local network as a `Transport`: UDP multicast to a group (TTL 1) on every usable
 /// interface, and a unicast socket for direct packets. It moves bytes only: each socket has a
 /// thread of its own that hands what it reads to `deliver` (`DatagramReader`); swift-nio's
-/// thread joins the group and sends what a socket could not take at once.
+/// thread joins the group, sends the broadcasts, and sends the direct packets a socket could not
+/// take at once.
 package final class LANTransport: Transport {
     package struct Configuration: Sendable, Equatable {
         package var group: String
@@ -166,10 +167,11 @@ package final class LANTransport: Transport {
         }
     }
 
-    /// What a start that failed had opened, released: the reading threads ended, then the loop.
+    /// What a start that failed had opened, released: the reading threads ended, then the loop
+    /// (which closes its channels), and the descriptor kept for sending let go.
     private func abandon() {
         sockets.withLock { state in
-            defer { state.readers = [] }
+            defer { state = Sockets() }
             return state.readers
         }.forEach { $0.stop() }
         try? group.syncShutdownGracefully()
@@ -285,9 +287,9 @@ package final class LANTransport: Transport {
         return fd
     }
 
-    /// Hands `fd` to swift-nio, which sends on it what could not go at once and reads nothing,
-    /// while a second descriptor of it is read on a thread named `name`. `fd` is closed here, or
-    /// NIO's (whether its channel opened or not).
+    /// Hands `fd` to swift-nio, which sends on it (what `send` could not at once, and the
+    /// broadcasts) and reads nothing, while a second descriptor of it is read on a thread named
+    /// `name`. Should this fail before NIO has `fd`, it is closed here.
     private func adopt(_ fd: Int32, readBy name: String,
                        deliver: @escaping @Sendable ([UInt8], Route) -> Void) throws -> (Channel, DatagramReader) {
         let read = fcntl(fd, F_DUPFD_CLOEXEC, 0)

@@ -71,12 +71,13 @@ struct TransferIntegrationTests {
     /// equal), the picture taken at once (ben wrote to ann first), the file once ben accepted it,
     /// on a stream each time ben's end takes it again.
     ///
-    /// The datagrams are lost, and the streams held to 4 MB a second (so that the kills come on
-    /// the way), not their TCP segments lost: under 10 % loss TCP's own backoff stalled a stream
-    /// past its timeout now and then (a segment or its acknowledgement lost six times running),
-    /// and the stream then rightly gave way to chunks, which this test, counting that every leg
-    /// went on a stream, took for a failure about one run in twenty. A stream that goes quiet,
-    /// and TCP blocked, are tested on their own below.
+    /// 10 % of the datagrams are lost; TCP is held to 4 MB a second (so that the kills come on
+    /// the way) by a policer, whose drops a retransmission finds refilled. Under 10 % loss of
+    /// its segments TCP's own backoff stalled a stream past its timeout now and then (a segment
+    /// or its acknowledgement lost six times running), and the stream then rightly gave way to
+    /// chunks, which this test, counting that every leg went on a stream, took for a failure
+    /// about one run in twenty. A stream that goes quiet, and TCP blocked, are tested on their
+    /// own below.
     @Test func aPictureAndAFileCrossLossAndARestartByteForByte() throws {
         let net = try TestNetwork(hosts: 2)
         try net.dropFrames(percent: 10, of: "udp")

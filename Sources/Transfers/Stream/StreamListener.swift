@@ -84,7 +84,7 @@ final class StreamListener: Sendable {
             let connection = FileStream.Connection(fd: client)
             let id = ObjectIdentifier(connection)
             open.withLock { $0[id] = connection }
-            Thread.start(named: "seance-stream-in") { [self] in
+            Thread.start(named: "seance-streamin") { [self] in
                 self.serve(connection, events: events)
                 open.withLock { $0[id] = nil }
                 serving.subtract(1, ordering: .relaxed)
