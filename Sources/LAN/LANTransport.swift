@@ -253,12 +253,7 @@ package final class LANTransport: Transport {
     /// forged source address elsewhere on the internet is never answered.
     private func openUnicast(_ deliver: @escaping @Sendable ([UInt8], Route) -> Void) throws -> (Channel, DirectSocket, DatagramReader) {
         let fd = try Self.boundSocket(port: 0, options: [(Int32(IPPROTO_IP), IP_TTL, 1), (SOL_SOCKET, SO_RCVBUF, Self.receiveBuffer)])
-        let second = fcntl(fd, F_DUPFD_CLOEXEC, 0)
-        guard second >= 0 else {
-            defer { close(fd) }
-            throw Failure.socket(String(cString: strerror(errno)))
-        }
-        let direct = DirectSocket(second)
+        let direct = DirectSocket(try Self.duplicate(fd))
         let (channel, reader) = try adopt(fd, readBy: "seance-lan-read", deliver: deliver)
         return (channel, direct, reader)
     }
@@ -268,13 +263,9 @@ package final class LANTransport: Transport {
     private static func boundSocket(port: UInt16, options: [(Int32, Int32, Int32)]) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw Failure.socket(String(cString: strerror(errno))) }
-        func failure() -> Failure {
-            defer { close(fd) }
-            return Failure.socket(String(cString: strerror(errno)))
-        }
         for (level, name, value) in options {
             var value = value
-            guard setsockopt(fd, level, name, &value, socklen_t(MemoryLayout<Int32>.size)) == 0 else { throw failure() }
+            guard setsockopt(fd, level, name, &value, socklen_t(MemoryLayout<Int32>.size)) == 0 else { throw failure(closing: fd) }
         }
         var any = sockaddr_in()
         any.sin_family = sa_family_t(AF_INET)
@@ -283,8 +274,22 @@ package final class LANTransport: Transport {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         // Non-blocking for every descriptor of it (they share it): a send never waits.
-        guard bound == 0, fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0 else { throw failure() }
+        guard bound == 0, fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0 else { throw failure(closing: fd) }
         return fd
+    }
+
+    /// Another descriptor of `fd`'s socket; when there can be none, `fd` is closed and why is
+    /// thrown.
+    private static func duplicate(_ fd: Int32) throws(Failure) -> Int32 {
+        let copy = fcntl(fd, F_DUPFD_CLOEXEC, 0)
+        guard copy >= 0 else { throw failure(closing: fd) }
+        return copy
+    }
+
+    /// Why the last system call failed (its `errno`), with `fd` closed.
+    private static func failure(closing fd: Int32) -> Failure {
+        defer { close(fd) }
+        return Failure.socket(String(cString: strerror(errno)))
     }
 
     /// Hands `fd` to swift-nio, which sends on it (what `send` could not at once, and the
@@ -292,11 +297,7 @@ package final class LANTransport: Transport {
     /// `name`. Should this fail before NIO has `fd`, it is closed here.
     private func adopt(_ fd: Int32, readBy name: String,
                        deliver: @escaping @Sendable ([UInt8], Route) -> Void) throws -> (Channel, DatagramReader) {
-        let read = fcntl(fd, F_DUPFD_CLOEXEC, 0)
-        guard read >= 0 else {
-            defer { close(fd) }
-            throw Failure.socket(String(cString: strerror(errno)))
-        }
+        let read = try Self.duplicate(fd)
         let reader: DatagramReader
         do {
             reader = try DatagramReader(socket: read, name: name, deliver: deliver)

@@ -4,8 +4,8 @@ import Glibc
 extension Thread {
     /// Runs `body` on a new thread that the system knows by `name` (its first 15 bytes, as
     /// `ps -L`, `top -H`, gdb and `/proc` show it). Foundation's `name` does not do it on Linux:
-    /// set before `start` it is lost, and set from the thread itself it reaches the system only
-    /// once `start` has returned to the thread that called it.
+    /// set before `start` it is lost, and set from the thread itself it did not always reach
+    /// the system (a test saw such a thread unnamed, even once `start` had returned).
     package static func start(named name: String, _ body: @escaping @Sendable () -> Void) {
         Thread {
             nameCurrentThread(name)
