@@ -98,14 +98,14 @@ struct TransferIntegrationTests {
         // Killed at a quarter and at a half: on a stream the rest can come within one look at
         // the database, and a kill after the end would test no restart.
         for quarter in 1...2 {
-            #expect(try eventually(timeout: 120) { stored(b, "big.bin") > chunks * quarter / 4 })
+            #expect(eventually(timeout: 120) { stored(b, "big.bin") > chunks * quarter / 4 })
             runB.kill()  // On the way, no goodbye.
             _ = runB.wait()
             #expect(state(b, "big.bin") == "moving" && stored(b, "big.bin") < chunks,
                     "killed at \(quarter)/4: \(state(b, "big.bin")), \(stored(b, "big.bin")) of \(chunks) stored")
             runB = try net.start(host: 2, data: b, name: "ben", lines: ["chat"])
         }
-        #expect(try eventually(timeout: 180) { state(b, "big.bin") == "complete" && state(a, "big.bin") == "complete" },
+        #expect(eventually(timeout: 180) { state(b, "big.bin") == "complete" && state(a, "big.bin") == "complete" },
                 "ben: \(state(b, "big.bin")) \(stored(b, "big.bin")); ann: \(state(a, "big.bin"))")
         runB.send("save \(pictureNumber) \(net.scratch.path)/got.png", "save \(bigNumber) \(net.scratch.path)/got.bin", "transfers")
         #expect(runB.waitFor("saved file \(bigNumber) as"))
@@ -136,13 +136,13 @@ struct TransferIntegrationTests {
             let path = try noise(in: net, "file.bin", mebibytes: 4)
             let (a, b, runA, runB) = try annSendsBen(net, path)
             defer { runA.kill(); runB.kill() }
-            #expect(try eventually(timeout: 60) { state(b, "file.bin") == "complete" }, "blocked: \(blocked)")
+            #expect(eventually(timeout: 60) { state(b, "file.bin") == "complete" }, "blocked: \(blocked)")
             #expect(FileManager.default.contentsEqual(atPath: path, andPath: b + "/transfers/\(try #require(number(b, "file.bin")))"))
             runA.send("nearby stats", "echo counted")
             #expect(runA.waitFor("counted"))
             let streamed = !runA.output.contains("file stream:")
             #expect(streamed != blocked, "blocked: \(blocked): \(runA.output.suffix(800))")
-            #expect(try eventually(timeout: 30) { state(a, "file.bin") == "complete" })
+            #expect(eventually(timeout: 30) { state(a, "file.bin") == "complete" })
             guard !blocked else { continue }
             // Issue 52: into a folder (its name ending in /) that is not there, a clear error;
             // into one that is, the file's own name, one slash between.
@@ -167,17 +167,17 @@ struct TransferIntegrationTests {
         let chunks = (16 << 20 + 1_099) / 1_100
         let (a, b, runA, runB) = try annSendsBen(net, path)
         defer { runA.kill(); runB.kill() }
-        #expect(try eventually(timeout: 60) { stored(b, "file.bin") > chunks / 8 })
+        #expect(eventually(timeout: 60) { stored(b, "file.bin") > chunks / 8 })
         try net.addBridgeRule("meta l4proto tcp drop")
         // ben's end lets go of the quiet stream (its statistics say so), then TCP passes again.
         var asked = 0
-        #expect(try eventually(timeout: 40) {
+        #expect(eventually(timeout: 40) {
             asked += 1
             runB.send("nearby stats", "echo asked \(asked)")
             return runB.waitFor("asked \(asked)\n") && runB.output.contains("file stream: the stream failed")
         }, "ben: \(runB.output.suffix(600))")
         try net.removeBridgeRules()
-        #expect(try eventually(timeout: 90) { state(b, "file.bin") == "complete" && state(a, "file.bin") == "complete" },
+        #expect(eventually(timeout: 90) { state(b, "file.bin") == "complete" && state(a, "file.bin") == "complete" },
                 "ben: \(state(b, "file.bin")) \(stored(b, "file.bin")); ann: \(state(a, "file.bin"))")
         #expect(FileManager.default.contentsEqual(atPath: path, andPath: b + "/transfers/\(try #require(number(b, "file.bin")))"))
         runA.send("nearby stats", "echo counted")
@@ -203,7 +203,7 @@ struct TransferIntegrationTests {
         #expect(runB.waitFor { $0.contains("offers sent.bin") })
         let first = try #require(number(b, "sent.bin"))
         runB.send("accept \(first)")
-        #expect(try eventually(timeout: 60) { state(b, "sent.bin") == "complete" && state(a, "sent.bin") == "complete" })
+        #expect(eventually(timeout: 60) { state(b, "sent.bin") == "complete" && state(a, "sent.bin") == "complete" })
         #expect(bytes(under: b) - startB <= (32 << 20) * 105 / 100 + (4 << 20), "ben: \(bytes(under: b) - startB)")
         #expect(bytes(under: a) - startA <= 4 << 20, "ann keeps no copy: \(bytes(under: a) - startA)")
         // Declined: nothing kept; deleted at both ends: gone.
@@ -240,7 +240,7 @@ struct TransferIntegrationTests {
         #expect(runB.waitFor { $0.contains("offers bomb.png (a picture, 2.4 MiB): /accept") })
         let bombNumber = try #require(number(b, "bomb.png")), limitNumber = try #require(number(b, "limit.png"))
         runB.send("accept \(bombNumber)")
-        #expect(try eventually(timeout: 60) { state(b, "bomb.png") == "complete" })
+        #expect(eventually(timeout: 60) { state(b, "bomb.png") == "complete" })
         runB.send("open ann", "/open \(limitNumber)", "/back", "echo opened")
         #expect(runB.waitFor("opened"))
         let output = runB.output
