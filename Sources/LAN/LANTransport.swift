@@ -88,12 +88,12 @@ package final class LANTransport: Transport {
     package var description: String { "\(name) \(configuration.group):\(configuration.port)" }
 
     /// A LAN peer's host: its file streams connect there (`FileStream`).
-    package func streamHost(of route: Route) -> String? { Self.hostAndPort(route.address)?.host }
+    package func streamHost(of route: Route) -> String? { route.hostAndPort.map { String($0.host) } }
 
     package func directRoute(from source: Route, port: UInt16, signingKey: Data) -> Route {
         let key = DirectKey(source: source.address, port: port)
         if let known = addresses.withLock({ $0.direct[key] }) { return known }
-        let host = Self.hostAndPort(source.address)?.host ?? source.address
+        let host = source.host
         let route = Route(transport: name, address: "\(host):\(port)")
         addresses.withLock { addresses in
             if addresses.direct.count >= Self.remembered { addresses.direct.removeAll() }
@@ -102,21 +102,15 @@ package final class LANTransport: Transport {
         return route
     }
 
-    /// `address` (`host:port`) as the socket takes it; nil when it is not one.
-    private func socketAddress(_ address: String) -> SocketAddress? {
-        if let known = addresses.withLock({ $0.socket[address] }) { return known }
-        guard let (host, port) = Self.hostAndPort(address), let parsed = try? SocketAddress(ipAddress: host, port: port) else { return nil }
+    /// A route's address (`host:port`) as the socket takes it; nil when it is not one.
+    private func socketAddress(_ route: Route) -> SocketAddress? {
+        if let known = addresses.withLock({ $0.socket[route.address] }) { return known }
+        guard let (host, port) = route.hostAndPort, let parsed = try? SocketAddress(ipAddress: String(host), port: Int(port)) else { return nil }
         addresses.withLock { addresses in
             if addresses.socket.count >= Self.remembered { addresses.socket.removeAll() }
-            addresses.socket[address] = parsed
+            addresses.socket[route.address] = parsed
         }
         return parsed
-    }
-
-    /// `host:port` split at the last colon (an IPv6 host has colons of its own).
-    static func hostAndPort(_ address: String) -> (host: String, port: Int)? {
-        guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]) else { return nil }
-        return (String(address[..<colon]), port)
     }
 
     /// An address as routes name it: an IPv4 address a dual-stack socket reports in its IPv6
@@ -339,7 +333,7 @@ package final class LANTransport: Transport {
     /// in any order).
     @discardableResult
     package func send(_ bytes: [UInt8], to route: Route) -> Bool {
-        guard route.transport == name, let address = socketAddress(route.address),
+        guard route.transport == name, let address = socketAddress(route),
               let (unicast, direct) = sockets.withLock({ state in state.unicast.map { ($0, state.direct) } }) else { return false }
         if direct?.send(bytes, to: address) == true { return true }
         write(bytes, to: address, on: unicast)

@@ -42,19 +42,6 @@ struct FixedRandom: RandomNumberGenerator {
     }
 }
 
-@Suite struct RouteHostTests {
-    @Test func aPortIsCutAndAnythingElseKept() {
-        func host(_ address: String) -> String { String(Route(transport: "lan", address: address).host) }
-        #expect(host("198.18.0.2:47777") == "198.18.0.2")
-        #expect(host("198.18.0.2:") == "198.18.0.2")
-        #expect(host("0123456789abcdef0123456789abcdef") == "0123456789abcdef0123456789abcdef")
-        #expect(host("a:b:7") == "a:b")
-        #expect(host("a:7b") == "a:7b")
-        #expect(host("ä:٣") == "ä:٣")  // Only ASCII digits make a port.
-        #expect(host("") == "")
-    }
-}
-
 @Suite struct PresenceTableTests {
     let alice = Curve25519.Signing.PrivateKey()
     let timing = PresenceTiming(interval: 5)

@@ -254,21 +254,6 @@ package struct PresenceTable: Sendable {
     }
 }
 
-extension Route {
-    /// The address without its port (every socket of a host sends from the same address), or
-    /// all of it when it has none (a broker's topic). Found in its bytes: by characters (a
-    /// `Character`'s `isNumber` asks Unicode's tables) it was some 6,000 instructions, asked
-    /// for every broadcast received.
-    var host: Substring {
-        let bytes = address.utf8
-        guard let colon = bytes.lastIndex(of: UInt8(ascii: ":")),
-              bytes[bytes.index(after: colon)...].allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
-            return address[...]
-        }
-        return address[..<colon]
-    }
-}
-
 /// Which of two packets from one sender is newer: timestamp first, then sequence number.
 struct Freshness: Comparable, Sendable {
     var timestamp: UInt64
