@@ -21,10 +21,7 @@ final class DatagramReader: Sendable {
     /// system keeps them).
     init(socket: Int32, name: String, deliver: @escaping @Sendable ([UInt8], Route) -> Void) throws(LANTransport.Failure) {
         var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else {
-            close(socket)
-            throw LANTransport.Failure.socket(String(cString: strerror(errno)))
-        }
+        guard pipe(&ends) == 0 else { throw LANTransport.failure(closing: socket) }
         for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         wake = (ends[0], ends[1])
         Thread.start(named: name) { [wake, ended] in

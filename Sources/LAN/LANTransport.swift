@@ -280,8 +280,9 @@ package final class LANTransport: Transport {
         return copy
     }
 
-    /// Why the last system call failed (its `errno`), with `fd` closed.
-    private static func failure(closing fd: Int32) -> Failure {
+    /// Why the last system call failed (its `errno`, read before `fd` is closed), with `fd`
+    /// closed.
+    static func failure(closing fd: Int32) -> Failure {
         defer { close(fd) }
         return Failure.socket(String(cString: strerror(errno)))
     }
